@@ -1,0 +1,65 @@
+/* Client settings, named after Redisson's Config / SingleServerConfig.
+ *
+ * Fill one with rlock_config_init() (Redisson's defaults), change what you
+ * need, and pass it to rlock_client_create(), which copies what it keeps. */
+#ifndef RLOCK_CONFIG_H
+#define RLOCK_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlock/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct ev_loop;
+
+/* Log levels for rlock_config.log. */
+enum { RLOCK_LOG_ERROR = 0, RLOCK_LOG_WARN = 1, RLOCK_LOG_INFO = 2, RLOCK_LOG_DEBUG = 3 };
+
+typedef struct rlock_config {
+    /* "redis://[user:pass@]host[:port][/db]" (user and pass may be
+     * %-encoded; host may be "[::1]") or "unix:///path/to/socket".
+     * Default "redis://127.0.0.1:6379". */
+    const char *address;
+
+    /* NULL (default): the client runs its own I/O thread and every call is
+     * thread-safe. Otherwise the application's libev loop: call the client
+     * only from the thread that runs it; callbacks run inside it. */
+    struct ev_loop *loop;
+
+    int64_t lock_watchdog_timeout_ms; /* lockWatchdogTimeout: 30000 */
+    int lock_watchdog_batch_size;     /* lockWatchdogBatchSize: 100 */
+    int64_t timeout_ms;               /* timeout, wait for a reply once sent: 3000 */
+    int retry_attempts;               /* retryAttempts, tries after the first: 3 */
+    int64_t retry_interval_ms;        /* retryInterval, pause before a retry: 1500 */
+    int64_t connect_timeout_ms;       /* connectTimeout, TCP connect + AUTH/SELECT: 10000 */
+    int subscriptions_per_connection; /* subscriptionsPerConnection: 5 */
+
+    /* Reconnect back-off after a lost or failed connection: the delay
+     * doubles from min to max, with jitter (Redisson's reconnectionDelay,
+     * EqualJitterDelay(100 ms, 10 s)). */
+    int64_t reconnect_delay_min_ms; /* 100 */
+    int64_t reconnect_delay_max_ms; /* 10000 */
+
+    /* Optional diagnostics: connection losses, reconnects, retries. Runs on
+     * the I/O thread; NULL (default) logs nothing. */
+    void (*log)(int level, const char *message, void *arg);
+    void *log_arg;
+    int log_level; /* most verbose level passed to log: RLOCK_LOG_INFO */
+} rlock_config;
+
+/* Redisson's defaults. */
+RLOCK_API void rlock_config_init(rlock_config *cfg);
+
+/* 0 when cfg is usable, else RLOCK_ERR_INVALID with a message (which
+ * setting, and why) in rlock_last_error(). rlock_client_create() runs it. */
+RLOCK_API int rlock_config_validate(const rlock_config *cfg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

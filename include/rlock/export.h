@@ -1,0 +1,11 @@
+/* Symbol visibility: the shared library exports only what is marked RLOCK_API. */
+#ifndef RLOCK_EXPORT_H
+#define RLOCK_EXPORT_H
+
+#if defined(__GNUC__) && !defined(RLOCK_STATIC_BUILD)
+#define RLOCK_API __attribute__((visibility("default")))
+#else
+#define RLOCK_API
+#endif
+
+#endif

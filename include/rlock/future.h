@@ -1,0 +1,69 @@
+/* rlock_future: the result of an asynchronous call (Redisson's RFuture).
+ *
+ * Contract:
+ * - A function that returns a future returns NULL only when it could not
+ *   allocate one; any other failure completes the returned future with an
+ *   error. So every returned future completes exactly once: with a result,
+ *   an error, RLOCK_ERR_CANCELLED, or RLOCK_ERR_CLOSED when the client is
+ *   destroyed.
+ * - The caller owns one reference and must rlock_future_release() it. The
+ *   operation keeps its own reference while it runs, so releasing early is
+ *   allowed: the operation still completes (and, for a lock, still holds).
+ * - Completion callbacks run on the client's loop thread (the client's I/O
+ *   thread, or the application's loop), or at once in the caller's thread
+ *   when the future is already complete when the callback is added. */
+#ifndef RLOCK_FUTURE_H
+#define RLOCK_FUTURE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "rlock/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rlock_future rlock_future;
+typedef void (*rlock_future_cb)(rlock_future *f, void *arg);
+
+/* Adds a completion callback. Returns 0, RLOCK_ERR_INVALID (NULL f or cb)
+ * or RLOCK_ERR_NOMEM; on error the callback never runs. */
+RLOCK_API int rlock_future_on_complete(rlock_future *f, rlock_future_cb cb, void *arg);
+
+/* Waits until f completes or timeout_ms passes (timeout_ms < 0: no limit).
+ * Returns 0 when complete, RLOCK_ERR_TIMEOUT when the wait ran out (f is
+ * still pending), RLOCK_ERR_INVALID for NULL, RLOCK_ERR_WRONG_THREAD when
+ * called on the client's own I/O thread (it could never complete). On the
+ * thread of an application-owned loop it runs that loop until done. The
+ * wait's result says nothing about the operation's: see
+ * rlock_future_error(). */
+RLOCK_API int rlock_future_wait(rlock_future *f, int64_t timeout_ms);
+
+RLOCK_API bool rlock_future_is_done(const rlock_future *f);
+
+/* The operation's result: 0 or a negative rlock_errno. RLOCK_ERR_INVALID
+ * while the future is pending. */
+RLOCK_API int rlock_future_error(const rlock_future *f);
+
+/* Details of a failure (Redis's error text, the last connection error),
+ * or "" when there are none. Valid while f is held. */
+RLOCK_API const char *rlock_future_error_message(const rlock_future *f);
+
+/* The operation's value (see each call); 0 while pending or failed. */
+RLOCK_API int64_t rlock_future_value(const rlock_future *f);
+
+/* Completes a pending future with RLOCK_ERR_CANCELLED and tells the
+ * operation to stop (a lock that was acquired meanwhile is released).
+ * Returns true if this call cancelled it, false if it had completed
+ * already. Callbacks run on the loop thread. */
+RLOCK_API bool rlock_future_cancel(rlock_future *f);
+
+/* Drops the caller's reference. NULL is ignored. */
+RLOCK_API void rlock_future_release(rlock_future *f);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
