@@ -1,0 +1,356 @@
+/* rlock_future: a one-shot result shared by the user and the operation.
+ *
+ * Completion and cancel race from different threads, so the state sits
+ * behind a mutex; whoever flips it from pending wins, and the loser learns
+ * it from the return value (Redisson's `if (!result.complete(...))`). */
+#define _GNU_SOURCE
+#include "future.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "common.h"
+#include "rlock/errors.h"
+
+typedef struct callback {
+    struct callback *next;
+    rlock_future_cb fn;
+    void *arg;
+} callback;
+
+struct rlock_future {
+    atomic_int refs;
+    rlock__loop *loop; /* referenced until the callbacks have run */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    bool done;
+    int err;
+    int64_t value;
+    char *msg;
+    callback *callbacks; /* in the order added */
+    void (*cancel_fn)(void *ctx);
+    void *cancel_ctx;
+    rlock__task cancel_task;
+};
+
+static rlock_future *alloc_future(rlock__loop *loop, int refs) {
+    rlock_future *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return NULL;
+    }
+    atomic_init(&f->refs, refs);
+    pthread_mutex_init(&f->mu, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&f->cv, &attr);
+    pthread_condattr_destroy(&attr);
+    f->loop = loop;
+    rlock__loop_ref(loop);
+    return f;
+}
+
+rlock_future *rlock__future_new(rlock__loop *loop) {
+    return alloc_future(loop, 2);
+}
+
+rlock_future *rlock__future_failed(rlock__loop *loop, int err, const char *msg) {
+    rlock_future *f = alloc_future(loop, 1);
+    if (f != NULL) {
+        f->done = true;
+        f->err = err;
+        f->msg = msg != NULL ? strdup(msg) : NULL;
+        rlock__loop_unref(f->loop);
+        f->loop = NULL;
+    }
+    return f;
+}
+
+void rlock__future_ref(rlock_future *f) {
+    atomic_fetch_add(&f->refs, 1);
+}
+
+void rlock_future_release(rlock_future *f) {
+    if (f == NULL || atomic_fetch_sub(&f->refs, 1) != 1) {
+        return;
+    }
+    callback *cb = f->callbacks;
+    while (cb != NULL) { /* only when never completed: an error path */
+        callback *next = cb->next;
+        free(cb);
+        cb = next;
+    }
+    rlock__loop_unref(f->loop);
+    pthread_mutex_destroy(&f->mu);
+    pthread_cond_destroy(&f->cv);
+    free(f->msg);
+    free(f);
+}
+
+/* Runs the callbacks taken from f, and any added meanwhile by other
+ * threads (they queue while f->loop is set), then lets go of the loop. */
+static void run_callbacks(rlock_future *f, callback *cb) {
+    rlock__loop *loop = NULL;
+    for (;;) {
+        while (cb != NULL) {
+            callback *next = cb->next;
+            cb->fn(f, cb->arg);
+            free(cb);
+            cb = next;
+        }
+        pthread_mutex_lock(&f->mu);
+        cb = f->callbacks;
+        f->callbacks = NULL;
+        if (cb == NULL) {
+            loop = f->loop;
+            f->loop = NULL;
+        }
+        pthread_mutex_unlock(&f->mu);
+        if (cb == NULL) {
+            break;
+        }
+    }
+    rlock__loop_unref(loop);
+}
+
+/* Flips f to done under the lock; returns its callbacks, or false if lost. */
+static bool settle(rlock_future *f, int err, int64_t value, const char *msg, callback **cbs) {
+    char *copy = msg != NULL && msg[0] != '\0' ? strdup(msg) : NULL;
+    pthread_mutex_lock(&f->mu);
+    if (f->done) {
+        pthread_mutex_unlock(&f->mu);
+        free(copy);
+        return false;
+    }
+    f->done = true;
+    f->err = err;
+    f->value = err == RLOCK_OK ? value : 0;
+    f->msg = copy;
+    *cbs = f->callbacks;
+    f->callbacks = NULL;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    return true;
+}
+
+bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char *msg) {
+    callback *cbs;
+    if (!settle(f, err, value, msg, &cbs)) {
+        return false;
+    }
+    run_callbacks(f, cbs);
+    return true;
+}
+
+void rlock__future_on_cancel(rlock_future *f, void (*fn)(void *ctx), void *ctx) {
+    pthread_mutex_lock(&f->mu);
+    f->cancel_fn = fn;
+    f->cancel_ctx = ctx;
+    pthread_mutex_unlock(&f->mu);
+}
+
+typedef struct {
+    rlock_future *f;
+    callback *cbs;
+} cancel_job;
+
+static void cancel_on_loop(void *arg) {
+    rlock_future *f = arg;
+    pthread_mutex_lock(&f->mu);
+    callback *cbs = f->callbacks;
+    f->callbacks = NULL;
+    void (*fn)(void *) = f->cancel_fn;
+    void *ctx = f->cancel_ctx;
+    pthread_mutex_unlock(&f->mu);
+    if (fn != NULL) {
+        fn(ctx);
+    }
+    run_callbacks(f, cbs);
+    rlock_future_release(f); /* the reference taken by rlock_future_cancel */
+}
+
+bool rlock_future_cancel(rlock_future *f) {
+    if (f == NULL) {
+        return false;
+    }
+    pthread_mutex_lock(&f->mu);
+    if (f->done) {
+        pthread_mutex_unlock(&f->mu);
+        return false;
+    }
+    /* Waiters see the result now; callbacks and the operation's undo run on
+     * the loop thread, where the operation's state lives. */
+    f->done = true;
+    f->err = RLOCK_ERR_CANCELLED;
+    pthread_cond_broadcast(&f->cv);
+    pthread_mutex_unlock(&f->mu);
+    rlock__future_ref(f);
+    if (rlock__loop_on_thread(f->loop)) {
+        cancel_on_loop(f);
+    } else {
+        f->cancel_task.heap = false;
+        rlock__loop_post_task(f->loop, &f->cancel_task, cancel_on_loop, f);
+    }
+    return true;
+}
+
+int rlock_future_on_complete(rlock_future *f, rlock_future_cb fn, void *arg) {
+    if (f == NULL || fn == NULL) {
+        rlock__set_error_message("rlock_future_on_complete: %s is NULL", f == NULL ? "f" : "cb");
+        return RLOCK_ERR_INVALID;
+    }
+    callback *cb = malloc(sizeof(*cb));
+    if (cb == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    cb->next = NULL;
+    cb->fn = fn;
+    cb->arg = arg;
+    pthread_mutex_lock(&f->mu);
+    /* A cancelled future is done at once, but its callbacks still wait for
+     * the loop (f->loop set): queue behind them to keep their order. */
+    if (!f->done || f->loop != NULL) {
+        callback **tail = &f->callbacks;
+        while (*tail != NULL) {
+            tail = &(*tail)->next;
+        }
+        *tail = cb;
+        pthread_mutex_unlock(&f->mu);
+        return RLOCK_OK;
+    }
+    pthread_mutex_unlock(&f->mu);
+    fn(f, arg);
+    free(cb);
+    return RLOCK_OK;
+}
+
+bool rlock_future_is_done(const rlock_future *f) {
+    if (f == NULL) {
+        return false;
+    }
+    rlock_future *m = (rlock_future *)f;
+    pthread_mutex_lock(&m->mu);
+    bool done = m->done;
+    pthread_mutex_unlock(&m->mu);
+    return done;
+}
+
+int rlock_future_error(const rlock_future *f) {
+    if (f == NULL) {
+        return RLOCK_ERR_INVALID;
+    }
+    rlock_future *m = (rlock_future *)f;
+    pthread_mutex_lock(&m->mu);
+    int err = m->done ? m->err : RLOCK_ERR_INVALID;
+    pthread_mutex_unlock(&m->mu);
+    return err;
+}
+
+const char *rlock_future_error_message(const rlock_future *f) {
+    if (f == NULL) {
+        return "";
+    }
+    rlock_future *m = (rlock_future *)f;
+    pthread_mutex_lock(&m->mu);
+    const char *msg = m->done && m->msg != NULL ? m->msg : "";
+    pthread_mutex_unlock(&m->mu);
+    return msg;
+}
+
+int64_t rlock_future_value(const rlock_future *f) {
+    if (f == NULL) {
+        return 0;
+    }
+    rlock_future *m = (rlock_future *)f;
+    pthread_mutex_lock(&m->mu);
+    int64_t v = m->done ? m->value : 0;
+    pthread_mutex_unlock(&m->mu);
+    return v;
+}
+
+static int wait_cond(rlock_future *f, int64_t timeout_ms);
+
+static void on_wait_timer(struct ev_loop *ev, ev_timer *w, int revents) {
+    (void)w;
+    (void)revents;
+    ev_break(ev, EVBREAK_ONE);
+}
+
+/* On the application loop's thread: run the loop until f is done. */
+static int drive_loop(rlock_future *f, rlock__loop *loop, int64_t timeout_ms) {
+    struct ev_loop *ev = rlock__loop_ev(loop);
+    ev_timer timer;
+    ev_timer_init(&timer, on_wait_timer, timeout_ms >= 0 ? (double)timeout_ms / 1000.0 : 0., 0.);
+    if (timeout_ms >= 0) {
+        ev_timer_start(ev, &timer);
+    }
+    int rc = RLOCK_OK;
+    while (!rlock_future_is_done(f)) {
+        if (timeout_ms >= 0 && !ev_is_active(&timer)) {
+            rc = RLOCK_ERR_TIMEOUT;
+            break;
+        }
+        ev_run(ev, EVRUN_ONCE);
+    }
+    ev_timer_stop(ev, &timer);
+    return rc;
+}
+
+int rlock_future_wait(rlock_future *f, int64_t timeout_ms) {
+    if (f == NULL) {
+        rlock__set_error_message("rlock_future_wait: f is NULL");
+        return RLOCK_ERR_INVALID;
+    }
+    pthread_mutex_lock(&f->mu);
+    if (f->done) {
+        pthread_mutex_unlock(&f->mu);
+        return RLOCK_OK;
+    }
+    rlock__loop *loop = f->loop; /* set while pending; kept alive by our ref */
+    rlock__loop_ref(loop);
+    pthread_mutex_unlock(&f->mu);
+    bool on_loop = rlock__loop_on_thread(loop);
+    bool own = rlock__loop_owns_thread(loop);
+    if (timeout_ms > INT64_MAX / 4) {
+        timeout_ms = -1; /* centuries: the same as no limit, and no overflow */
+    }
+    int rc = RLOCK_OK;
+    if (on_loop && own) {
+        rlock__set_error_message("rlock_future_wait: called on the client's I/O thread, "
+                                 "where the future could never complete");
+        rc = RLOCK_ERR_WRONG_THREAD;
+    } else if (on_loop) {
+        rc = drive_loop(f, loop, timeout_ms);
+    } else {
+        rc = wait_cond(f, timeout_ms);
+    }
+    rlock__loop_unref(loop);
+    return rc;
+}
+
+/* On any other thread: sleep on the future's condition variable. */
+static int wait_cond(rlock_future *f, int64_t timeout_ms) {
+    int64_t deadline = timeout_ms >= 0 ? rlock__now_ms() + timeout_ms : 0;
+    struct timespec ts = {0};
+    if (timeout_ms >= 0) {
+        ts.tv_sec = deadline / 1000;
+        ts.tv_nsec = (deadline % 1000) * 1000000;
+    }
+    int rc = RLOCK_OK;
+    pthread_mutex_lock(&f->mu);
+    while (!f->done) {
+        if (timeout_ms < 0) {
+            pthread_cond_wait(&f->cv, &f->mu);
+        } else if (pthread_cond_timedwait(&f->cv, &f->mu, &ts) == ETIMEDOUT && !f->done) {
+            rc = RLOCK_ERR_TIMEOUT;
+            break;
+        }
+    }
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}

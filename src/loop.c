@@ -1,0 +1,267 @@
+/* See loop.h. */
+#define _GNU_SOURCE
+#include "loop.h"
+
+#include <ev.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "rlock/errors.h"
+
+struct rlock__loop {
+    atomic_int refs;
+    struct ev_loop *ev; /* NULL once closed */
+    bool own;           /* private loop on a private thread */
+    pthread_t thread;
+    bool thread_started;
+    rlock__task_fn after; /* see rlock__loop_close, closing from inside */
+    void *after_arg;
+    bool close_from_inside;
+
+    ev_async wake;
+    pthread_mutex_t mu; /* guards the queue and closed */
+    rlock__task *head, *tail;
+    bool closed;
+};
+
+typedef struct sync_call {
+    rlock__task task; /* queued in place: a sync call cannot fail for memory */
+    rlock__task_fn fn;
+    void *arg;
+    bool done;
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+} sync_call;
+
+static void run_task(rlock__task *t) {
+    bool heap = t->heap;
+    t->fn(t->arg);
+    if (heap) {
+        free(t);
+    }
+}
+
+static void drain(rlock__loop *l) {
+    for (;;) {
+        pthread_mutex_lock(&l->mu);
+        rlock__task *t = l->head;
+        l->head = l->tail = NULL;
+        pthread_mutex_unlock(&l->mu);
+        if (t == NULL) {
+            return;
+        }
+        /* Tasks may post more tasks: loop until the queue stays empty. */
+        while (t != NULL) {
+            rlock__task *next = t->next;
+            run_task(t);
+            t = next;
+        }
+    }
+}
+
+static void on_wake(struct ev_loop *ev, ev_async *w, int revents) {
+    (void)ev;
+    (void)revents;
+    drain(w->data);
+}
+
+int rlock__loop_create(struct ev_loop *app_loop, rlock__loop **out) {
+    *out = NULL;
+    rlock__loop *l = calloc(1, sizeof(*l));
+    if (l == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    atomic_init(&l->refs, 1);
+    l->own = app_loop == NULL;
+    l->ev = l->own ? ev_loop_new(EVFLAG_AUTO) : app_loop;
+    if (l->ev == NULL) {
+        free(l);
+        return RLOCK_ERR_NOMEM;
+    }
+    l->thread = pthread_self();
+    pthread_mutex_init(&l->mu, NULL);
+    ev_async_init(&l->wake, on_wake);
+    l->wake.data = l;
+    ev_async_start(l->ev, &l->wake);
+    if (!l->own) {
+        /* The wake-up watcher alone must not keep an application's ev_run alive. */
+        ev_unref(l->ev);
+    }
+    *out = l;
+    return RLOCK_OK;
+}
+
+static void free_loop(rlock__loop *l) {
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}
+
+void rlock__loop_ref(rlock__loop *l) {
+    atomic_fetch_add(&l->refs, 1);
+}
+
+void rlock__loop_unref(rlock__loop *l) {
+    if (l != NULL && atomic_fetch_sub(&l->refs, 1) == 1) {
+        free_loop(l);
+    }
+}
+
+/* The end of a close: what is still queued runs here, later posts run inline. */
+static void finish_close(rlock__loop *l) {
+    for (;;) {
+        drain(l);
+        pthread_mutex_lock(&l->mu);
+        bool empty = l->head == NULL;
+        if (empty) {
+            l->closed = true;
+        }
+        pthread_mutex_unlock(&l->mu);
+        if (empty) {
+            break;
+        }
+    }
+    if (l->own) {
+        ev_async_stop(l->ev, &l->wake);
+        ev_loop_destroy(l->ev);
+    } else {
+        ev_ref(l->ev); /* balance create's ev_unref before stopping the watcher */
+        ev_async_stop(l->ev, &l->wake);
+    }
+    l->ev = NULL;
+}
+
+static void *thread_main(void *arg) {
+    rlock__loop *l = arg;
+    ev_run(l->ev, 0);
+    if (l->close_from_inside) {
+        rlock__task_fn after = l->after;
+        void *after_arg = l->after_arg;
+        finish_close(l);
+        rlock__loop_unref(l);
+        if (after != NULL) {
+            after(after_arg);
+        }
+    }
+    return NULL;
+}
+
+int rlock__loop_start(rlock__loop *l) {
+    if (!l->own) {
+        return RLOCK_OK;
+    }
+    if (pthread_create(&l->thread, NULL, thread_main, l) != 0) {
+        return RLOCK_ERR_NOMEM;
+    }
+    l->thread_started = true;
+    return RLOCK_OK;
+}
+
+struct ev_loop *rlock__loop_ev(const rlock__loop *l) {
+    return l->ev;
+}
+
+bool rlock__loop_owns_thread(const rlock__loop *l) {
+    return l->own;
+}
+
+bool rlock__loop_on_thread(const rlock__loop *l) {
+    return pthread_equal(pthread_self(), l->thread) != 0;
+}
+
+void rlock__loop_post_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg) {
+    t->next = NULL;
+    t->fn = fn;
+    t->arg = arg;
+    pthread_mutex_lock(&l->mu);
+    if (l->closed) {
+        pthread_mutex_unlock(&l->mu);
+        run_task(t);
+        return;
+    }
+    if (l->tail != NULL) {
+        l->tail->next = t;
+    } else {
+        l->head = t;
+    }
+    l->tail = t;
+    /* Under the lock: a closing thread cannot destroy the watcher meanwhile. */
+    ev_async_send(l->ev, &l->wake);
+    pthread_mutex_unlock(&l->mu);
+}
+
+int rlock__loop_post(rlock__loop *l, rlock__task_fn fn, void *arg) {
+    rlock__task *t = malloc(sizeof(*t));
+    if (t == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    t->heap = true;
+    rlock__loop_post_task(l, t, fn, arg);
+    return RLOCK_OK;
+}
+
+int rlock__loop_call(rlock__loop *l, rlock__task_fn fn, void *arg) {
+    if (rlock__loop_on_thread(l)) {
+        fn(arg);
+        return RLOCK_OK;
+    }
+    return rlock__loop_post(l, fn, arg);
+}
+
+static void run_sync_task(void *arg) {
+    sync_call *s = arg;
+    s->fn(s->arg);
+    pthread_mutex_lock(&s->mu);
+    s->done = true;
+    pthread_cond_signal(&s->cv);
+    pthread_mutex_unlock(&s->mu);
+}
+
+void rlock__loop_run_sync(rlock__loop *l, rlock__task_fn fn, void *arg) {
+    if (!l->own || !l->thread_started || rlock__loop_on_thread(l)) {
+        fn(arg);
+        return;
+    }
+    sync_call s = {.fn = fn, .arg = arg};
+    pthread_mutex_init(&s.mu, NULL);
+    pthread_cond_init(&s.cv, NULL);
+    s.task.heap = false;
+    rlock__loop_post_task(l, &s.task, run_sync_task, &s);
+    pthread_mutex_lock(&s.mu);
+    while (!s.done) {
+        pthread_cond_wait(&s.cv, &s.mu);
+    }
+    pthread_mutex_unlock(&s.mu);
+    pthread_mutex_destroy(&s.mu);
+    pthread_cond_destroy(&s.cv);
+}
+
+static void break_task(void *arg) {
+    rlock__loop *l = arg;
+    ev_break(l->ev, EVBREAK_ALL);
+}
+
+bool rlock__loop_close(rlock__loop *l, rlock__task_fn fn, void *arg, rlock__task_fn after,
+                       void *after_arg) {
+    if (l->own && l->thread_started && rlock__loop_on_thread(l)) {
+        fn(arg);
+        l->close_from_inside = true;
+        l->after = after;
+        l->after_arg = after_arg;
+        pthread_detach(l->thread);
+        break_task(l);
+        return true;
+    }
+    if (l->own && l->thread_started) {
+        rlock__loop_run_sync(l, fn, arg);
+        rlock__task brk = {.heap = false};
+        rlock__loop_post_task(l, &brk, break_task, l);
+        pthread_join(l->thread, NULL);
+        l->thread_started = false;
+    } else {
+        fn(arg);
+    }
+    finish_close(l);
+    rlock__loop_unref(l);
+    return false;
+}
