@@ -1,0 +1,25 @@
+/* Parses Redisson-style server addresses:
+ *   redis://[[user]:password@]host[:port][/db]   host may be [IPv6]
+ *   unix:///path/to/socket
+ * user and password may be %-encoded. */
+#ifndef RLOCK_ADDRESS_H
+#define RLOCK_ADDRESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+typedef struct rlock__address {
+    bool is_unix;
+    char *host;     /* TCP host, without brackets */
+    int port;       /* 6379 when omitted */
+    char *path;     /* unix socket path */
+    char *user;     /* NULL: none (AUTH password alone) */
+    char *password; /* NULL: no AUTH */
+    int db;         /* SELECT db when > 0 */
+} rlock__address;
+
+/* 0, or RLOCK_ERR_INVALID / RLOCK_ERR_NOMEM with a reason in err. */
+int rlock__address_parse(const char *text, rlock__address *out, char *err, size_t errlen);
+void rlock__address_free(rlock__address *a);
+
+#endif

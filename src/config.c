@@ -1,0 +1,98 @@
+/* rlock_config defaults (Redisson's) and their checks. */
+#include <stdio.h>
+#include <string.h>
+
+#include "address.h"
+#include "common.h"
+#include "rlock/config.h"
+#include "rlock/errors.h"
+
+void rlock_config_init(rlock_config *cfg) {
+    if (cfg == NULL) {
+        return;
+    }
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->address = "redis://127.0.0.1:6379";
+    cfg->loop = NULL;
+    cfg->lock_watchdog_timeout_ms = 30000;
+    cfg->lock_watchdog_batch_size = 100;
+    cfg->timeout_ms = 3000;
+    cfg->retry_attempts = 3;
+    cfg->retry_interval_ms = 1500;
+    cfg->connect_timeout_ms = 10000;
+    cfg->subscriptions_per_connection = 5;
+    cfg->reconnect_delay_min_ms = 100;
+    cfg->reconnect_delay_max_ms = 10000;
+    cfg->log = NULL;
+    cfg->log_arg = NULL;
+    cfg->log_level = RLOCK_LOG_INFO;
+}
+
+static int bad(const char *field, long long value, const char *why) {
+    rlock__set_error_message("rlock_config.%s = %lld: %s", field, value, why);
+    return RLOCK_ERR_INVALID;
+}
+
+static int check_ms(const char *field, int64_t v) {
+    if (v <= 0) {
+        return bad(field, (long long)v, "must be a positive number of milliseconds");
+    }
+    if (v > RLOCK__MAX_SETTING_MS) {
+        return bad(field, (long long)v, "must be at most 365 days (31536000000 ms)");
+    }
+    return RLOCK_OK;
+}
+
+int rlock_config_validate(const rlock_config *cfg) {
+    if (cfg == NULL) {
+        rlock__set_error_message("rlock_config is NULL; fill one with rlock_config_init()");
+        return RLOCK_ERR_INVALID;
+    }
+    char err[512];
+    rlock__address a;
+    int rc = rlock__address_parse(cfg->address, &a, err, sizeof(err));
+    if (rc != RLOCK_OK) {
+        rlock__set_error_message("rlock_config.address: %s", err);
+        return rc;
+    }
+    rlock__address_free(&a);
+    struct {
+        const char *name;
+        int64_t value;
+    } times[] = {
+        {"lock_watchdog_timeout_ms", cfg->lock_watchdog_timeout_ms},
+        {"timeout_ms", cfg->timeout_ms},
+        {"retry_interval_ms", cfg->retry_interval_ms},
+        {"connect_timeout_ms", cfg->connect_timeout_ms},
+        {"reconnect_delay_min_ms", cfg->reconnect_delay_min_ms},
+        {"reconnect_delay_max_ms", cfg->reconnect_delay_max_ms},
+    };
+    for (size_t i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+        if ((rc = check_ms(times[i].name, times[i].value)) != RLOCK_OK) {
+            return rc;
+        }
+    }
+    if (cfg->lock_watchdog_timeout_ms < 3) {
+        return bad("lock_watchdog_timeout_ms", (long long)cfg->lock_watchdog_timeout_ms,
+                   "must be at least 3: the watchdog renews every third of it");
+    }
+    if (cfg->reconnect_delay_max_ms < cfg->reconnect_delay_min_ms) {
+        return bad("reconnect_delay_max_ms", (long long)cfg->reconnect_delay_max_ms,
+                   "must not be below reconnect_delay_min_ms");
+    }
+    if (cfg->lock_watchdog_batch_size < 1 || cfg->lock_watchdog_batch_size > 100000) {
+        return bad("lock_watchdog_batch_size", cfg->lock_watchdog_batch_size,
+                   "must be from 1 to 100000");
+    }
+    if (cfg->retry_attempts < 0 || cfg->retry_attempts > 1000) {
+        return bad("retry_attempts", cfg->retry_attempts, "must be from 0 to 1000");
+    }
+    if (cfg->subscriptions_per_connection < 1) {
+        return bad("subscriptions_per_connection", cfg->subscriptions_per_connection,
+                   "must be at least 1");
+    }
+    if (cfg->log_level < RLOCK_LOG_ERROR || cfg->log_level > RLOCK_LOG_DEBUG) {
+        return bad("log_level", cfg->log_level, "must be one of RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG");
+    }
+    return RLOCK_OK;
+}
