@@ -1,0 +1,167 @@
+/* rlock_client: Redisson's RedissonClient and ServiceManager. Owns the
+ * client id, the copied config, the loop, both connections and the
+ * executor; destroy shuts them down on the loop thread. */
+#define _GNU_SOURCE
+#include "client.h"
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "future.h"
+#include "rlock/errors.h"
+
+/* A UUID v4 (RFC 4122) from the OS's random source, as Java's randomUUID(). */
+static int make_uuid(char out[37]) {
+    unsigned char b[16];
+    size_t got = 0;
+    while (got < sizeof(b)) {
+        ssize_t n = getrandom(b + got, sizeof(b) - got, 0);
+        if (n <= 0) {
+            return RLOCK_ERR_INVALID;
+        }
+        got += (size_t)n;
+    }
+    b[6] = (unsigned char)((b[6] & 0x0f) | 0x40); /* version 4 */
+    b[8] = (unsigned char)((b[8] & 0x3f) | 0x80); /* RFC 4122 variant */
+    snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+             b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+             b[13], b[14], b[15]);
+    return RLOCK_OK;
+}
+
+uint64_t rlock_thread_id(void) {
+    static atomic_uint_fast64_t next_id = 1;
+    static _Thread_local uint64_t id;
+    if (id == 0) {
+        id = atomic_fetch_add(&next_id, 1);
+    }
+    return id;
+}
+
+static void cmd_ready(rlock__conn *conn, void *arg) {
+    (void)conn;
+    rlock_client *c = arg;
+    rlock__executor_on_ready(c->exec);
+}
+
+static void cmd_down(rlock__conn *conn, const char *why, void *arg) {
+    (void)conn;
+    rlock_client *c = arg;
+    rlock__executor_on_down(c->exec, why);
+}
+
+static void start_connections(void *arg) {
+    rlock_client *c = arg;
+    rlock__conn_start(c->cmd_conn);
+    rlock__conn_start(c->sub_conn);
+}
+
+static void close_connections(void *arg) {
+    rlock_client *c = arg;
+    rlock__conn_destroy(c->cmd_conn);
+    rlock__conn_destroy(c->sub_conn);
+    c->cmd_conn = c->sub_conn = NULL;
+}
+
+/* Frees what create built; each part may be missing. */
+static void free_parts(rlock_client *c) {
+    rlock__executor_destroy(c->exec);
+    rlock__address_free(&c->addr);
+    free(c->address_text);
+    free(c);
+}
+
+int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
+    if (out == NULL) {
+        rlock__set_error_message("rlock_client_create: out is NULL");
+        return RLOCK_ERR_INVALID;
+    }
+    *out = NULL;
+    int rc = rlock_config_validate(cfg);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    rlock_client *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    c->cfg = *cfg;
+    c->address_text = strdup(cfg->address);
+    c->cfg.address = c->address_text;
+    c->log = (rlock__logger){.fn = cfg->log, .arg = cfg->log_arg, .level = cfg->log_level};
+    char err[512];
+    if (c->address_text == NULL ||
+        (rc = rlock__address_parse(c->address_text, &c->addr, err, sizeof(err))) != RLOCK_OK) {
+        free_parts(c);
+        return RLOCK_ERR_NOMEM; /* validated above: only memory can fail here */
+    }
+    if ((rc = make_uuid(c->id)) != RLOCK_OK) {
+        rlock__set_error_message("cannot read the OS random source for the client id");
+        free_parts(c);
+        return rc;
+    }
+    if ((rc = rlock__loop_create(cfg->loop, &c->loop)) != RLOCK_OK) {
+        free_parts(c);
+        return rc;
+    }
+    rlock__conn_events cmd_events = {.ready = cmd_ready, .down = cmd_down, .arg = c};
+    rlock__conn_events sub_events = {.arg = c}; /* the pub/sub layer hooks in here */
+    if ((rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "command", cmd_events,
+                                 &c->cmd_conn)) != RLOCK_OK ||
+        (rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "pubsub", sub_events,
+                                 &c->sub_conn)) != RLOCK_OK ||
+        (rc = rlock__executor_create(c->cmd_conn, &c->cfg, &c->log, c->loop, &c->exec)) !=
+            RLOCK_OK ||
+        (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
+        rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
+        free_parts(c);
+        return rc;
+    }
+    rlock__loop_run_sync(c->loop, start_connections, c);
+    *out = c;
+    return RLOCK_OK;
+}
+
+/* On the loop thread: fail everything pending, close the connections. */
+static void shutdown_on_loop(void *arg) {
+    rlock_client *c = arg;
+    c->closed = true;
+    rlock__executor_close(c->exec);
+    close_connections(c);
+}
+
+static void free_client(void *arg) {
+    free_parts(arg);
+}
+
+void rlock_client_destroy(rlock_client *c) {
+    if (c == NULL) {
+        return;
+    }
+    if (!rlock__loop_close(c->loop, shutdown_on_loop, c, free_client, c)) {
+        free_parts(c);
+    }
+}
+
+const char *rlock_client_id(const rlock_client *c) {
+    return c != NULL ? c->id : "";
+}
+
+typedef struct stats_call {
+    rlock_client *client;
+    rlock__executor_stats stats;
+} stats_call;
+
+static void read_stats(void *arg) {
+    stats_call *s = arg;
+    s->stats = rlock__executor_get_stats(s->client->exec);
+}
+
+rlock__executor_stats rlock__client_stats(rlock_client *c) {
+    stats_call s = {.client = c};
+    rlock__loop_run_sync(c->loop, read_stats, &s);
+    return s.stats;
+}

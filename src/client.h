@@ -1,0 +1,38 @@
+/* The client's parts, for the modules that work on them. */
+#ifndef RLOCK_CLIENT_INTERNAL_H
+#define RLOCK_CLIENT_INTERNAL_H
+
+#include "address.h"
+#include "common.h"
+#include "connection.h"
+#include "executor.h"
+#include "loop.h"
+#include "rlock/client.h"
+#include "rlock/future.h"
+
+struct rlock_client {
+    rlock_config cfg; /* a copy; cfg.address points at address_text */
+    char *address_text;
+    rlock__address addr;
+    rlock__logger log;
+    char id[37]; /* UUID v4 */
+    rlock__loop *loop;
+    rlock__conn *cmd_conn; /* pipelined commands and scripts */
+    rlock__conn *sub_conn; /* pub/sub only */
+    rlock__executor *exec;
+    bool closed; /* set on the loop thread when destroy begins */
+};
+
+/* Runs a built command on c and returns a future for it (any thread).
+ * The future's value: an integer reply's value, INT64_MIN for a nil reply,
+ * 0 for other replies; Redis error replies fail it with RLOCK_ERR_REDIS.
+ * Takes cmd (NULL: fails the future with RLOCK_ERR_NOMEM). NULL only when
+ * no future could be allocated. */
+rlock_future *rlock__client_run(rlock_client *c, rlock__cmd *cmd);
+
+#define RLOCK__NIL_VALUE INT64_MIN
+
+/* The executor's counters, read on the loop thread (any thread may ask). */
+rlock__executor_stats rlock__client_stats(rlock_client *c);
+
+#endif

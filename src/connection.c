@@ -1,0 +1,282 @@
+/* See connection.h.
+ *
+ * States: BACKOFF -> CONNECTING (TCP + handshake, under connect_timeout)
+ * -> READY -> (lost) BACKOFF -> ... and CLOSED at the end. hiredis frees a
+ * context itself when its connection fails, so c->ac is cleared in the
+ * connect/disconnect callbacks and never touched after (STYLE lesson 2). */
+#define _GNU_SOURCE
+#include "connection.h"
+
+#include <ev.h>
+#include <hiredis/adapters/libev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "rlock/errors.h"
+
+enum conn_state { STATE_BACKOFF, STATE_CONNECTING, STATE_READY, STATE_CLOSED };
+
+struct rlock__conn {
+    rlock__loop *loop;
+    const rlock__address *addr;
+    const rlock_config *cfg;
+    const rlock__logger *log;
+    const char *name;
+    rlock__conn_events events;
+
+    enum conn_state state;
+    redisAsyncContext *ac; /* NULL unless CONNECTING or READY */
+    ev_timer timer;        /* connect timeout in CONNECTING, back-off in BACKOFF */
+    int failures;          /* consecutive failed attempts, for the back-off */
+    int handshake_left;    /* replies still expected before READY */
+    char last_error[256];
+};
+
+static void connect_now(rlock__conn *c);
+
+static struct ev_loop *ev_of(rlock__conn *c) {
+    return rlock__loop_ev(c->loop);
+}
+
+/* Equal jitter: half the doubled delay, plus a random part of the other half. */
+static int64_t backoff_ms(rlock__conn *c) {
+    int64_t d = c->cfg->reconnect_delay_min_ms;
+    for (int i = 0; i < c->failures && d < c->cfg->reconnect_delay_max_ms; i++) {
+        d *= 2;
+    }
+    if (d > c->cfg->reconnect_delay_max_ms) {
+        d = c->cfg->reconnect_delay_max_ms;
+    }
+    uint32_t r = 0;
+    if (getrandom(&r, sizeof(r), GRND_NONBLOCK) != (ssize_t)sizeof(r)) {
+        r = (uint32_t)rlock__now_ms();
+    }
+    int64_t half = d / 2;
+    return half + (half > 0 ? (int64_t)(r % (uint64_t)(half + 1)) : 0);
+}
+
+static void on_timer(struct ev_loop *ev, ev_timer *w, int revents);
+
+static void arm_timer(rlock__conn *c, int64_t ms) {
+    ev_timer_stop(ev_of(c), &c->timer);
+    ev_timer_set(&c->timer, (double)ms / 1000.0, 0.);
+    ev_timer_start(ev_of(c), &c->timer);
+}
+
+/* The connection failed or was lost: report it and schedule the next try. */
+static void went_down(rlock__conn *c, const char *why) {
+    bool was_ready = c->state == STATE_READY;
+    c->ac = NULL;
+    c->state = STATE_BACKOFF;
+    snprintf(c->last_error, sizeof(c->last_error), "%s", why);
+    int64_t delay = backoff_ms(c);
+    c->failures++;
+    rlock__log(c->log, was_ready ? RLOCK_LOG_WARN : RLOCK_LOG_INFO,
+               "%s connection %s: %s; reconnecting in %lld ms", c->name,
+               was_ready ? "lost" : "failed", why, (long long)delay);
+    arm_timer(c, delay);
+    if (c->events.down != NULL) {
+        c->events.down(c, why, c->events.arg);
+    }
+}
+
+/* Drops a context we still own. Inside a hiredis callback the free is
+ * deferred by hiredis until the callback returns. */
+static void drop_context(rlock__conn *c, const char *why) {
+    redisAsyncContext *ac = c->ac;
+    c->ac = NULL; /* its callbacks see a stranger and stay out */
+    went_down(c, why);
+    if (ac != NULL) {
+        redisAsyncFree(ac);
+    }
+}
+
+static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)privdata;
+    rlock__conn *c = ac->data; /* NULL once destroyed: then c is gone too */
+    redisReply *reply = r;
+    if (c == NULL || c->ac != ac || reply == NULL) {
+        return; /* the context is going away; the disconnect path reports it */
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        char why[256];
+        snprintf(why, sizeof(why), "handshake rejected: %.200s", reply->str);
+        ev_timer_stop(ev_of(c), &c->timer);
+        drop_context(c, why);
+        return;
+    }
+    if (--c->handshake_left > 0) {
+        return;
+    }
+    ev_timer_stop(ev_of(c), &c->timer);
+    c->state = STATE_READY;
+    c->failures = 0;
+    c->last_error[0] = '\0';
+    rlock__log(c->log, RLOCK_LOG_INFO, "%s connection ready", c->name);
+    if (c->events.ready != NULL) {
+        c->events.ready(c, c->events.arg);
+    }
+}
+
+static void on_connect(const redisAsyncContext *ac, int status) {
+    rlock__conn *c = ac->data;
+    if (c == NULL || c->ac != ac || status == REDIS_OK) {
+        return; /* the handshake's last reply makes the connection ready */
+    }
+    /* hiredis frees the context after this callback. */
+    char why[256];
+    snprintf(why, sizeof(why), "connect failed: %.200s", ac->errstr);
+    ev_timer_stop(ev_of(c), &c->timer);
+    went_down(c, why);
+}
+
+static void on_disconnect(const redisAsyncContext *ac, int status) {
+    rlock__conn *c = ac->data;
+    (void)status;
+    if (c == NULL || c->ac != ac) {
+        return;
+    }
+    char why[256];
+    snprintf(why, sizeof(why), "%.200s",
+             ac->errstr[0] != '\0' ? ac->errstr : "connection closed by the server");
+    ev_timer_stop(ev_of(c), &c->timer);
+    went_down(c, why);
+}
+
+/* AUTH and SELECT go first; PING last proves the server answers (a stopped
+ * server still accepts TCP connections). Queued before the TCP connect
+ * completes; hiredis writes them once it does. */
+static int send_handshake(rlock__conn *c) {
+    const rlock__address *a = c->addr;
+    int rc = REDIS_OK;
+    c->handshake_left = 0;
+    if (a->password != NULL) {
+        if (a->user != NULL) {
+            rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "AUTH %s %s", a->user,
+                                   a->password);
+        } else {
+            rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "AUTH %s", a->password);
+        }
+        c->handshake_left++;
+    }
+    if (rc == REDIS_OK && a->db > 0) {
+        rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "SELECT %d", a->db);
+        c->handshake_left++;
+    }
+    if (rc == REDIS_OK) {
+        rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "PING");
+        c->handshake_left++;
+    }
+    return rc;
+}
+
+static void connect_now(rlock__conn *c) {
+    redisAsyncContext *ac = c->addr->is_unix ? redisAsyncConnectUnix(c->addr->path)
+                                             : redisAsyncConnect(c->addr->host, c->addr->port);
+    if (ac == NULL) {
+        went_down(c, "out of memory creating a connection");
+        return;
+    }
+    if (ac->err) {
+        char why[256];
+        snprintf(why, sizeof(why), "connect failed: %.200s", ac->errstr);
+        redisAsyncFree(ac);
+        went_down(c, why);
+        return;
+    }
+    ac->data = c;
+    c->ac = ac;
+    c->state = STATE_CONNECTING;
+    if (redisLibevAttach(ev_of(c), ac) != REDIS_OK ||
+        redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
+        redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK || send_handshake(c) != REDIS_OK) {
+        drop_context(c, "cannot set up the connection");
+        return;
+    }
+    arm_timer(c, c->cfg->connect_timeout_ms);
+}
+
+static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
+    (void)ev;
+    (void)revents;
+    rlock__conn *c = w->data;
+    if (c->state == STATE_BACKOFF) {
+        connect_now(c);
+    } else if (c->state == STATE_CONNECTING) {
+        char why[128];
+        snprintf(why, sizeof(why), "no connection within connect_timeout_ms (%lld ms)",
+                 (long long)c->cfg->connect_timeout_ms);
+        drop_context(c, why);
+    }
+}
+
+int rlock__conn_create(rlock__loop *loop, const rlock__address *addr, const rlock_config *cfg,
+                       const rlock__logger *log, const char *name, rlock__conn_events events,
+                       rlock__conn **out) {
+    rlock__conn *c = calloc(1, sizeof(*c));
+    *out = c;
+    if (c == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    c->loop = loop;
+    c->addr = addr;
+    c->cfg = cfg;
+    c->log = log;
+    c->name = name;
+    c->events = events;
+    c->state = STATE_BACKOFF;
+    ev_timer_init(&c->timer, on_timer, 0., 0.);
+    c->timer.data = c;
+    return RLOCK_OK;
+}
+
+void rlock__conn_start(rlock__conn *c) {
+    if (c->state == STATE_BACKOFF && c->ac == NULL) {
+        connect_now(c);
+    }
+}
+
+bool rlock__conn_is_ready(const rlock__conn *c) {
+    return c->state == STATE_READY;
+}
+
+const char *rlock__conn_last_error(const rlock__conn *c) {
+    return c->last_error;
+}
+
+int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int argc,
+                     const char **argv, const size_t *argvlen) {
+    if (c->state != STATE_READY ||
+        redisAsyncCommandArgv(c->ac, fn, privdata, argc, argv, argvlen) != REDIS_OK) {
+        return RLOCK_ERR_CONNECTION;
+    }
+    return RLOCK_OK;
+}
+
+redisAsyncContext *rlock__conn_context(rlock__conn *c) {
+    return c->state == STATE_READY ? c->ac : NULL;
+}
+
+void rlock__conn_reset(rlock__conn *c, const char *why) {
+    if (c->state == STATE_READY || c->state == STATE_CONNECTING) {
+        ev_timer_stop(ev_of(c), &c->timer);
+        drop_context(c, why);
+    }
+}
+
+void rlock__conn_destroy(rlock__conn *c) {
+    if (c == NULL) {
+        return;
+    }
+    ev_timer_stop(ev_of(c), &c->timer);
+    c->state = STATE_CLOSED;
+    redisAsyncContext *ac = c->ac;
+    c->ac = NULL;
+    if (ac != NULL) {
+        ac->data = NULL;
+        redisAsyncFree(ac); /* runs pending callbacks with NULL replies */
+    }
+    free(c);
+}

@@ -1,0 +1,59 @@
+/* One hiredis async connection that keeps itself connected: connect with a
+ * timeout, AUTH and SELECT, then reconnect with back-off whenever it is
+ * lost (Redisson's ConnectionWatchdog). Lives on the loop thread.
+ *
+ * The owner learns of each change through two events: ready (connected and
+ * the handshake done: commands may be sent) and down (a connect attempt
+ * failed, or a ready connection was lost). Replies of commands in flight
+ * when a connection drops come back NULL, before down is reported. */
+#ifndef RLOCK_CONNECTION_H
+#define RLOCK_CONNECTION_H
+
+#include <hiredis/async.h>
+#include <stdbool.h>
+
+#include "address.h"
+#include "common.h"
+#include "loop.h"
+#include "rlock/config.h"
+
+typedef struct rlock__conn rlock__conn;
+
+typedef struct rlock__conn_events {
+    void (*ready)(rlock__conn *c, void *arg);
+    void (*down)(rlock__conn *c, const char *why, void *arg);
+    void *arg;
+} rlock__conn_events;
+
+/* name tells the connections apart in logs ("command", "pubsub"). The
+ * address, config and logger must outlive the connection. */
+int rlock__conn_create(rlock__loop *loop, const rlock__address *addr, const rlock_config *cfg,
+                       const rlock__logger *log, const char *name, rlock__conn_events events,
+                       rlock__conn **out);
+
+/* Starts the first connect. */
+void rlock__conn_start(rlock__conn *c);
+
+bool rlock__conn_is_ready(const rlock__conn *c);
+
+/* Why the last connect failed or the connection was lost ("" if never). */
+const char *rlock__conn_last_error(const rlock__conn *c);
+
+/* Sends a command on a ready connection. 0, or RLOCK_ERR_CONNECTION when
+ * the connection is not ready (fn then never runs). Otherwise fn runs
+ * exactly once: with the reply, or with NULL when the connection drops. */
+int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int argc,
+                     const char **argv, const size_t *argvlen);
+
+/* The hiredis context of a ready connection, for pub/sub. NULL otherwise. */
+redisAsyncContext *rlock__conn_context(rlock__conn *c);
+
+/* Drops the connection now and reconnects after the back-off (used when a
+ * connection is judged dead, e.g. it stopped answering). */
+void rlock__conn_reset(rlock__conn *c, const char *why);
+
+/* Closes for good: pending callbacks run with NULL replies; no events are
+ * reported any more. Frees c. */
+void rlock__conn_destroy(rlock__conn *c);
+
+#endif

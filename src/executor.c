@@ -1,0 +1,348 @@
+/* See executor.h. */
+#define _GNU_SOURCE
+#include "executor.h"
+
+#include <ev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlock/errors.h"
+
+enum cmd_state { CMD_NEW, CMD_WAITING, CMD_SENT, CMD_PAUSED };
+
+/* The callback data of one sent attempt. hiredis calls back for every sent
+ * command, even after a timeout gave up on it: cmd is NULL then. */
+typedef struct sent {
+    rlock__cmd *cmd;
+} sent;
+
+struct rlock__cmd {
+    rlock__list all_node;  /* in x->all while submitted */
+    rlock__list wait_node; /* in x->waiting while CMD_WAITING */
+    rlock__executor *x;
+    enum cmd_state state;
+    int attempt; /* 0 for the first */
+    ev_timer timer;
+    sent *in_flight;
+    const rlock__script *script; /* NULL: a plain command */
+    bool use_eval;
+    char numkeys[12];
+    int argc;
+    const char **argv; /* [EVALSHA, sha, numkeys, ...] for scripts */
+    size_t *argvlen;
+    rlock__cmd_cb cb;
+    void *arg;
+};
+
+struct rlock__executor {
+    rlock__conn *conn;
+    const rlock_config *cfg;
+    const rlock__logger *log;
+    rlock__loop *loop;
+    rlock__list all;     /* every submitted, unfinished command */
+    rlock__list waiting; /* waiting for a ready connection, in order */
+    bool closed;
+    rlock__executor_stats stats;
+};
+
+static void start_attempt(rlock__cmd *cmd);
+
+static struct ev_loop *ev_of(rlock__executor *x) {
+    return rlock__loop_ev(x->loop);
+}
+
+static void arm(rlock__cmd *cmd, int64_t ms) {
+    struct ev_loop *ev = ev_of(cmd->x);
+    ev_timer_stop(ev, &cmd->timer);
+    ev_timer_set(&cmd->timer, (double)ms / 1000.0, 0.);
+    ev_timer_start(ev, &cmd->timer);
+}
+
+/* One allocation: the command, its argv and argvlen arrays, and the bytes. */
+static rlock__cmd *cmd_alloc(int prefix, int argc, const char *const *argv, const size_t *argvlen) {
+    if (argc < 0 || (argc > 0 && (argv == NULL || argvlen == NULL))) {
+        return NULL;
+    }
+    size_t total = (size_t)prefix + (size_t)argc;
+    size_t bytes = 0;
+    for (int i = 0; i < argc; i++) {
+        if (argv[i] == NULL && argvlen[i] > 0) {
+            return NULL;
+        }
+        if (argvlen[i] > SIZE_MAX / 2 - bytes) {
+            return NULL;
+        }
+        bytes += argvlen[i] + 1;
+    }
+    size_t head = sizeof(rlock__cmd) + total * (sizeof(char *) + sizeof(size_t));
+    rlock__cmd *cmd = calloc(1, head + bytes);
+    if (cmd == NULL) {
+        return NULL;
+    }
+    cmd->argc = (int)total;
+    cmd->argv = (const char **)(cmd + 1);
+    cmd->argvlen = (size_t *)(cmd->argv + total);
+    char *p = (char *)(cmd->argvlen + total);
+    for (int i = 0; i < argc; i++) {
+        if (argvlen[i] > 0) {
+            memcpy(p, argv[i], argvlen[i]);
+        }
+        p[argvlen[i]] = '\0';
+        cmd->argv[prefix + i] = p;
+        cmd->argvlen[prefix + i] = argvlen[i];
+        p += argvlen[i] + 1;
+    }
+    rlock__list_init(&cmd->all_node);
+    rlock__list_init(&cmd->wait_node);
+    return cmd;
+}
+
+rlock__cmd *rlock__cmd_command(int argc, const char *const *argv, const size_t *argvlen) {
+    return argc > 0 ? cmd_alloc(0, argc, argv, argvlen) : NULL;
+}
+
+rlock__cmd *rlock__cmd_script(const rlock__script *s, int numkeys, int argc,
+                              const char *const *argv, const size_t *argvlen) {
+    if (s == NULL || numkeys < 0 || numkeys > argc) {
+        return NULL;
+    }
+    rlock__cmd *cmd = cmd_alloc(3, argc, argv, argvlen);
+    if (cmd == NULL) {
+        return NULL;
+    }
+    int n = snprintf(cmd->numkeys, sizeof(cmd->numkeys), "%d", numkeys);
+    cmd->script = s;
+    cmd->argv[0] = "EVALSHA";
+    cmd->argvlen[0] = 7;
+    cmd->argv[1] = s->sha1;
+    cmd->argvlen[1] = 40;
+    cmd->argv[2] = cmd->numkeys;
+    cmd->argvlen[2] = (size_t)n;
+    return cmd;
+}
+
+void rlock__cmd_free(rlock__cmd *cmd) {
+    free(cmd);
+}
+
+/* The command is over: report it exactly once and free it. */
+static void finish(rlock__cmd *cmd, int err, const char *msg, const redisReply *reply) {
+    ev_timer_stop(ev_of(cmd->x), &cmd->timer);
+    rlock__list_remove(&cmd->all_node);
+    rlock__list_remove(&cmd->wait_node);
+    if (cmd->in_flight != NULL) {
+        cmd->in_flight->cmd = NULL; /* its reply, if any, is dropped */
+        cmd->in_flight = NULL;
+    }
+    rlock__cmd_cb cb = cmd->cb;
+    void *arg = cmd->arg;
+    rlock__cmd_free(cmd);
+    cb(err, msg != NULL ? msg : "", reply, arg);
+}
+
+static void attempt_failed(rlock__cmd *cmd, int err, const char *why) {
+    rlock__executor *x = cmd->x;
+    if (cmd->attempt < x->cfg->retry_attempts) {
+        rlock__log(x->log, RLOCK_LOG_DEBUG, "command %s attempt %d failed (%s); retrying in %lld ms",
+                   cmd->argv[0], cmd->attempt + 1, why, (long long)x->cfg->retry_interval_ms);
+        cmd->state = CMD_PAUSED;
+        arm(cmd, x->cfg->retry_interval_ms);
+        return;
+    }
+    char msg[384];
+    snprintf(msg, sizeof(msg), "%s (after %d attempt%s)", why, cmd->attempt + 1,
+             cmd->attempt == 0 ? "" : "s");
+    finish(cmd, err, msg, NULL);
+}
+
+static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
+    sent *s = privdata;
+    rlock__cmd *cmd = s->cmd;
+    free(s);
+    if (cmd == NULL) {
+        return; /* the attempt timed out or the command finished; nobody waits */
+    }
+    cmd->in_flight = NULL;
+    redisReply *reply = r;
+    if (reply == NULL) {
+        char why[300];
+        snprintf(why, sizeof(why), "connection lost: %.200s",
+                 ac->errstr[0] != '\0' ? ac->errstr : "closed");
+        attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
+        return;
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        if (cmd->script != NULL && !cmd->use_eval && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
+            /* The server forgot the script (SCRIPT FLUSH, restart): send the
+             * body; EVAL also caches it for the next EVALSHA. */
+            cmd->use_eval = true;
+            cmd->argv[0] = "EVAL";
+            cmd->argvlen[0] = 4;
+            cmd->argv[1] = cmd->script->body;
+            cmd->argvlen[1] = cmd->script->len;
+            start_attempt(cmd);
+            return;
+        }
+        finish(cmd, RLOCK_ERR_REDIS, reply->str, NULL);
+        return;
+    }
+    finish(cmd, RLOCK_OK, NULL, reply);
+}
+
+static void send_now(rlock__cmd *cmd) {
+    rlock__executor *x = cmd->x;
+    sent *s = malloc(sizeof(*s));
+    if (s == NULL) {
+        finish(cmd, RLOCK_ERR_NOMEM, "out of memory sending a command", NULL);
+        return;
+    }
+    s->cmd = cmd;
+    if (rlock__conn_send(x->conn, on_reply, s, cmd->argc, cmd->argv, cmd->argvlen) != RLOCK_OK) {
+        free(s);
+        attempt_failed(cmd, RLOCK_ERR_CONNECTION, "the connection refused the command");
+        return;
+    }
+    x->stats.sent++;
+    if (cmd->script != NULL) {
+        if (cmd->use_eval) {
+            x->stats.eval++;
+        } else {
+            x->stats.evalsha++;
+        }
+    }
+    cmd->in_flight = s;
+    cmd->state = CMD_SENT;
+    arm(cmd, x->cfg->timeout_ms);
+}
+
+static void start_attempt(rlock__cmd *cmd) {
+    rlock__executor *x = cmd->x;
+    if (rlock__conn_is_ready(x->conn)) {
+        send_now(cmd);
+        return;
+    }
+    cmd->state = CMD_WAITING;
+    rlock__list_push_back(&x->waiting, &cmd->wait_node);
+    arm(cmd, x->cfg->timeout_ms);
+}
+
+static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
+    (void)ev;
+    (void)revents;
+    rlock__cmd *cmd = w->data;
+    rlock__executor *x = cmd->x;
+    char why[320];
+    switch (cmd->state) {
+    case CMD_WAITING:
+        rlock__list_remove(&cmd->wait_node);
+        snprintf(why, sizeof(why), "no connection within timeout_ms (%lld ms): %.200s",
+                 (long long)x->cfg->timeout_ms, rlock__conn_last_error(x->conn));
+        attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
+        break;
+    case CMD_SENT:
+        x->stats.timeouts++;
+        cmd->in_flight->cmd = NULL;
+        cmd->in_flight = NULL;
+        snprintf(why, sizeof(why), "no reply within timeout_ms (%lld ms)",
+                 (long long)x->cfg->timeout_ms);
+        attempt_failed(cmd, RLOCK_ERR_TIMEOUT, why);
+        break;
+    case CMD_PAUSED:
+        cmd->attempt++;
+        x->stats.retries++;
+        start_attempt(cmd);
+        break;
+    case CMD_NEW:
+        break;
+    }
+}
+
+int rlock__executor_create(rlock__conn *conn, const rlock_config *cfg, const rlock__logger *log,
+                           rlock__loop *loop, rlock__executor **out) {
+    rlock__executor *x = calloc(1, sizeof(*x));
+    *out = x;
+    if (x == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    x->conn = conn;
+    x->cfg = cfg;
+    x->log = log;
+    x->loop = loop;
+    rlock__list_init(&x->all);
+    rlock__list_init(&x->waiting);
+    return RLOCK_OK;
+}
+
+int rlock__executor_submit(rlock__executor *x, rlock__cmd *cmd, rlock__cmd_cb cb, void *arg) {
+    if (x->closed) {
+        rlock__cmd_free(cmd);
+        return RLOCK_ERR_CLOSED;
+    }
+    cmd->x = x;
+    cmd->cb = cb;
+    cmd->arg = arg;
+    ev_timer_init(&cmd->timer, on_timer, 0., 0.);
+    cmd->timer.data = cmd;
+    rlock__list_push_back(&x->all, &cmd->all_node);
+    start_attempt(cmd);
+    return RLOCK_OK;
+}
+
+static void on_script_loaded(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)ac;
+    (void)r;
+    (void)privdata; /* best effort: EVALSHA falls back to EVAL anyway */
+}
+
+void rlock__executor_on_ready(rlock__executor *x) {
+    static const char *load = "LOAD";
+    for (const rlock__script *const *s = rlock__scripts_all; *s != NULL; s++) {
+        const char *argv[] = {"SCRIPT", load, (*s)->body};
+        size_t argvlen[] = {6, 4, (*s)->len};
+        if (rlock__conn_send(x->conn, on_script_loaded, NULL, 3, argv, argvlen) == RLOCK_OK) {
+            x->stats.script_loads++;
+        }
+    }
+    /* Detach first: a callback run from here may queue new commands. */
+    rlock__list pending;
+    rlock__list_take(&x->waiting, &pending);
+    while (!rlock__list_empty(&pending)) {
+        rlock__cmd *cmd = RLOCK__CONTAINER_OF(pending.next, rlock__cmd, wait_node);
+        rlock__list_remove(&cmd->wait_node);
+        if (rlock__conn_is_ready(x->conn)) {
+            send_now(cmd);
+        } else {
+            start_attempt(cmd); /* lost again meanwhile */
+        }
+    }
+}
+
+void rlock__executor_on_down(rlock__executor *x, const char *why) {
+    rlock__list pending;
+    rlock__list_take(&x->waiting, &pending);
+    while (!rlock__list_empty(&pending)) {
+        rlock__cmd *cmd = RLOCK__CONTAINER_OF(pending.next, rlock__cmd, wait_node);
+        rlock__list_remove(&cmd->wait_node);
+        attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
+    }
+}
+
+void rlock__executor_close(rlock__executor *x) {
+    x->closed = true;
+    while (!rlock__list_empty(&x->all)) {
+        rlock__cmd *cmd = RLOCK__CONTAINER_OF(x->all.next, rlock__cmd, all_node);
+        finish(cmd, RLOCK_ERR_CLOSED, "the client was destroyed", NULL);
+    }
+}
+
+void rlock__executor_destroy(rlock__executor *x) {
+    if (x != NULL) {
+        rlock__executor_close(x);
+        free(x);
+    }
+}
+
+rlock__executor_stats rlock__executor_get_stats(const rlock__executor *x) {
+    return x->stats;
+}

@@ -1,0 +1,66 @@
+/* Sends commands and scripts on the command connection (Redisson's
+ * CommandAsyncExecutor / RedisExecutor): EVALSHA with an EVAL fallback on
+ * NOSCRIPT, a response timeout per attempt, and retries.
+ *
+ * One attempt: wait for a ready connection (at most timeout_ms), send, then
+ * wait for the reply (at most timeout_ms). A failed attempt (no connection,
+ * connection lost, no reply) is retried after retry_interval_ms, up to
+ * retry_attempts more times; then the command fails with
+ * RLOCK_ERR_CONNECTION or RLOCK_ERR_TIMEOUT. A timed-out reply that comes
+ * later is dropped: hiredis cannot cancel a sent command, so each attempt's
+ * callback data outlives its command (the "sent" record).
+ * Everything here runs on the loop thread. */
+#ifndef RLOCK_EXECUTOR_H
+#define RLOCK_EXECUTOR_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "connection.h"
+#include "script.h"
+
+typedef struct rlock__executor rlock__executor;
+typedef struct rlock__cmd rlock__cmd;
+
+/* Runs exactly once per submitted command. err 0: reply is Redis's answer
+ * (never an error reply), valid only during the call. Otherwise reply is
+ * NULL and msg says what happened (Redis's error text for RLOCK_ERR_REDIS). */
+typedef void (*rlock__cmd_cb)(int err, const char *msg, const redisReply *reply, void *arg);
+
+typedef struct rlock__executor_stats {
+    uint64_t sent;       /* attempts written to the connection */
+    uint64_t evalsha;    /* of which EVALSHA */
+    uint64_t eval;       /* of which EVAL (NOSCRIPT fallback) */
+    uint64_t retries;    /* attempts after a failed one */
+    uint64_t timeouts;   /* attempts that got no reply in time */
+    uint64_t script_loads;
+} rlock__executor_stats;
+
+int rlock__executor_create(rlock__conn *conn, const rlock_config *cfg, const rlock__logger *log,
+                           rlock__loop *loop, rlock__executor **out);
+
+/* Connection events, forwarded by the owner of the connection. */
+void rlock__executor_on_ready(rlock__executor *x);
+void rlock__executor_on_down(rlock__executor *x, const char *why);
+
+/* Builds a command, copying every argument (any thread). For a script,
+ * argv holds numkeys keys then the script's arguments. NULL: no memory. */
+rlock__cmd *rlock__cmd_script(const rlock__script *s, int numkeys, int argc,
+                              const char *const *argv, const size_t *argvlen);
+rlock__cmd *rlock__cmd_command(int argc, const char *const *argv, const size_t *argvlen);
+void rlock__cmd_free(rlock__cmd *cmd); /* only for a command never submitted */
+
+/* Takes cmd and runs it (loop thread). Returns 0, then cb runs exactly
+ * once; or RLOCK_ERR_CLOSED after rlock__executor_close(), then cb never
+ * runs and cmd is freed. */
+int rlock__executor_submit(rlock__executor *x, rlock__cmd *cmd, rlock__cmd_cb cb, void *arg);
+
+/* Fails every command with RLOCK_ERR_CLOSED; later submits are refused. */
+void rlock__executor_close(rlock__executor *x);
+void rlock__executor_destroy(rlock__executor *x);
+
+rlock__executor_stats rlock__executor_get_stats(const rlock__executor *x);
+
+#endif
