@@ -12,8 +12,24 @@
 
 #define ADDRESS_MAX 4096
 
+/* Messages quote the address, but never its user and password: they end
+ * up in logs. */
 static int fail(char *err, size_t errlen, const char *text, const char *why) {
-    snprintf(err, errlen, "address \"%.200s\": %s", text, why);
+    const char *rest = strstr(text, "://");
+    rest = rest != NULL ? rest + 3 : text;
+    size_t scheme = (size_t)(rest - text);
+    const char *slash = strchr(rest, '/');
+    const char *at = NULL;
+    for (const char *p = rest; *p != '\0' && (slash == NULL || p < slash); p++) {
+        if (*p == '@') {
+            at = p;
+        }
+    }
+    if (at != NULL) {
+        snprintf(err, errlen, "address \"%.*s***%.200s\": %s", (int)scheme, text, at, why);
+    } else {
+        snprintf(err, errlen, "address \"%.200s\": %s", text, why);
+    }
     return RLOCK_ERR_INVALID;
 }
 
@@ -84,8 +100,8 @@ static int parse_unix(const char *text, const char *path, rlock__address *a, cha
     return a->path != NULL ? RLOCK_OK : RLOCK_ERR_NOMEM;
 }
 
-static int parse_userinfo(const char *text, const char *s, size_t n, rlock__address *a,
-                          char *err, size_t errlen) {
+static int parse_userinfo(const char *text, const char *s, size_t n, rlock__address *a, char *err,
+                          size_t errlen) {
     const char *colon = memchr(s, ':', n);
     bool bad = false;
     if (colon == NULL) {
@@ -106,11 +122,16 @@ static int parse_userinfo(const char *text, const char *s, size_t n, rlock__addr
     if (bad) {
         return fail(err, errlen, text, "bad %-escape in user or password");
     }
-    return a->password != NULL ? RLOCK_OK : RLOCK_ERR_NOMEM;
+    if (a->password == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    if (a->password[0] == '\0') {
+        return fail(err, errlen, text, "the password is empty (leave out user:pass@ for none)");
+    }
+    return RLOCK_OK;
 }
 
-static int parse_tcp(const char *text, const char *s, rlock__address *a, char *err,
-                     size_t errlen) {
+static int parse_tcp(const char *text, const char *s, rlock__address *a, char *err, size_t errlen) {
     const char *end = s + strlen(s);
     const char *slash = strchr(s, '/');
     const char *hostport_end = slash != NULL ? slash : end;
@@ -150,7 +171,8 @@ static int parse_tcp(const char *text, const char *s, rlock__address *a, char *e
         return fail(err, errlen, text, "the host is empty");
     }
     for (const char *p = host; p < host_end; p++) {
-        if (isspace((unsigned char)*p) || *p == '@' || *p == '/') {
+        /* Printable ASCII only, and none of the URI's own delimiters. */
+        if (!isgraph((unsigned char)*p) || (unsigned char)*p >= 0x80 || strchr("@/[]#?", *p)) {
             return fail(err, errlen, text, "the host contains a character hosts cannot have");
         }
     }
