@@ -191,7 +191,8 @@ static void connect_now(rlock__conn *c) {
     c->state = STATE_CONNECTING;
     if (redisLibevAttach(ev_of(c), ac) != REDIS_OK ||
         redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
-        redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK || send_handshake(c) != REDIS_OK) {
+        redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK ||
+        send_handshake(c) != REDIS_OK) {
         drop_context(c, "cannot set up the connection");
         return;
     }

@@ -144,8 +144,9 @@ static void finish(rlock__cmd *cmd, int err, const char *msg, const redisReply *
 static void attempt_failed(rlock__cmd *cmd, int err, const char *why) {
     rlock__executor *x = cmd->x;
     if (cmd->attempt < x->cfg->retry_attempts) {
-        rlock__log(x->log, RLOCK_LOG_DEBUG, "command %s attempt %d failed (%s); retrying in %lld ms",
-                   cmd->argv[0], cmd->attempt + 1, why, (long long)x->cfg->retry_interval_ms);
+        rlock__log(x->log, RLOCK_LOG_DEBUG,
+                   "command %s attempt %d failed (%s); retrying in %lld ms", cmd->argv[0],
+                   cmd->attempt + 1, why, (long long)x->cfg->retry_interval_ms);
         cmd->state = CMD_PAUSED;
         arm(cmd, x->cfg->retry_interval_ms);
         return;

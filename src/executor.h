@@ -30,11 +30,11 @@ typedef struct rlock__cmd rlock__cmd;
 typedef void (*rlock__cmd_cb)(int err, const char *msg, const redisReply *reply, void *arg);
 
 typedef struct rlock__executor_stats {
-    uint64_t sent;       /* attempts written to the connection */
-    uint64_t evalsha;    /* of which EVALSHA */
-    uint64_t eval;       /* of which EVAL (NOSCRIPT fallback) */
-    uint64_t retries;    /* attempts after a failed one */
-    uint64_t timeouts;   /* attempts that got no reply in time */
+    uint64_t sent;     /* attempts written to the connection */
+    uint64_t evalsha;  /* of which EVALSHA */
+    uint64_t eval;     /* of which EVAL (NOSCRIPT fallback) */
+    uint64_t retries;  /* attempts after a failed one */
+    uint64_t timeouts; /* attempts that got no reply in time */
     uint64_t script_loads;
 } rlock__executor_stats;
 

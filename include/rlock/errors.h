@@ -12,15 +12,15 @@
 extern "C" {
 #endif
 
-#define RLOCK_ERRNO_MAP(X)                                                                        \
-    X(INVALID, -1, "invalid argument")                                                            \
-    X(NOMEM, -2, "out of memory")                                                                 \
-    X(NOT_HELD, -3, "lock is not held by this thread")                                            \
-    X(TIMEOUT, -4, "timed out waiting for a response")                                            \
-    X(CONNECTION, -5, "cannot reach the Redis server")                                            \
-    X(REDIS, -6, "Redis returned an error")                                                       \
-    X(CANCELLED, -7, "operation was cancelled")                                                   \
-    X(CLOSED, -8, "client was destroyed")                                                         \
+#define RLOCK_ERRNO_MAP(X)                                                                         \
+    X(INVALID, -1, "invalid argument")                                                             \
+    X(NOMEM, -2, "out of memory")                                                                  \
+    X(NOT_HELD, -3, "lock is not held by this thread")                                             \
+    X(TIMEOUT, -4, "timed out waiting for a response")                                             \
+    X(CONNECTION, -5, "cannot reach the Redis server")                                             \
+    X(REDIS, -6, "Redis returned an error")                                                        \
+    X(CANCELLED, -7, "operation was cancelled")                                                    \
+    X(CLOSED, -8, "client was destroyed")                                                          \
     X(WRONG_THREAD, -9, "called from a thread where it would deadlock")
 
 typedef enum rlock_errno {
