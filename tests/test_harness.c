@@ -1,0 +1,450 @@
+/* Self-test of the test harness: real redis-server processes and loop helpers. */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <ev.h>
+#include <hiredis/hiredis.h>
+
+#include "redis_server.h"
+#include "test_util.h"
+
+static bool path_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+/* Gone, or a zombie nobody reaps (containers often lack a reaping init). */
+static bool process_gone(void *arg) {
+    pid_t pid = *(pid_t *)arg;
+    if (kill(pid, 0) != 0) {
+        return errno == ESRCH;
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    FILE *f = fopen(path, "r");
+    if (f == NULL) {
+        return true;
+    }
+    char buf[512];
+    size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    const char *rp = strrchr(buf, ')');
+    return rp != NULL && rp[1] == ' ' && rp[2] == 'Z';
+}
+
+/* With us as subreaper an orphan is our child once its parent was reaped: ECHILD then means
+ * someone else (the child's atexit) already reaped it. */
+static bool reaped(void *arg) {
+    pid_t pid = *(pid_t *)arg;
+    int st;
+    pid_t rc = waitpid(pid, &st, WNOHANG);
+    return rc == pid || (rc < 0 && errno == ECHILD);
+}
+
+static void assert_ping(rt_redis *r) {
+    redisReply *rep = rt_redis_command(r, "PING");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    assert_string_equal(rep->str, "PONG");
+    freeReplyObject(rep);
+}
+
+static void test_start_tcp_ping(void **state) {
+    (void)state;
+    rt_redis r;
+    assert_int_equal(rt_redis_start(&r, NULL), 0);
+    assert_true(r.pid > 0);
+    assert_true(r.port > 0);
+    assert_string_equal(r.socket_path, "");
+    char expect[64];
+    snprintf(expect, sizeof(expect), "redis://127.0.0.1:%d", r.port);
+    assert_string_equal(r.address, expect);
+    assert_true(path_exists(r.logfile));
+    assert_ping(&r);
+    assert_int_equal(rt_redis_info_int(&r, "server", "tcp_port"), r.port);
+    assert_int_equal(rt_redis_info_int(&r, "server", "process_id"), r.pid);
+    assert_int_equal(rt_redis_info_int(&r, "server", "no_such_field"), -1);
+    assert_int_equal(rt_redis_stop(&r), 0);
+    assert_int_equal(r.pid, 0);
+}
+
+static void test_start_unix_ping(void **state) {
+    (void)state;
+    rt_redis_opts o = {.unix_socket = true};
+    rt_redis r;
+    assert_int_equal(rt_redis_start(&r, &o), 0);
+    assert_int_equal(r.port, 0);
+    assert_true(path_exists(r.socket_path));
+    assert_ptr_equal(strstr(r.socket_path, r.dir), r.socket_path);
+    char expect[160];
+    snprintf(expect, sizeof(expect), "unix://%s", r.socket_path);
+    assert_string_equal(r.address, expect);
+    assert_int_equal(strncmp(r.address, "unix:///", 8), 0);
+    assert_ping(&r);
+    char sock[sizeof(r.socket_path)];
+    memcpy(sock, r.socket_path, sizeof(sock));
+    assert_int_equal(rt_redis_stop(&r), 0);
+    assert_false(path_exists(sock));
+}
+
+static void test_password(void **state) {
+    (void)state;
+    char pw[16];
+    snprintf(pw, sizeof(pw), "s3cret");
+    rt_redis_opts o = {.password = pw};
+    rt_redis r;
+    assert_int_equal(rt_redis_start(&r, &o), 0);
+    memset(pw, 'x', sizeof(pw) - 1); /* the harness must have copied it */
+    assert_string_equal(r.opts.password, "s3cret");
+
+    redisContext *c = rt_redis_connect(&r, 1000, false);
+    assert_non_null(c);
+    redisReply *rep = redisCommand(c, "PING");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ERROR);
+    assert_non_null(strstr(rep->str, "NOAUTH"));
+    freeReplyObject(rep);
+    rep = redisCommand(c, "AUTH wrong");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ERROR);
+    freeReplyObject(rep);
+    redisFree(c);
+
+    assert_ping(&r);
+    rep = rt_redis_command(&r, "SET %s %s", "k", "v");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    rep = rt_redis_command(&r, "GET k");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_string_equal(rep->str, "v");
+    freeReplyObject(rep);
+    assert_int_equal(rt_redis_stop(&r), 0);
+}
+
+static void test_acl_user(void **state) {
+    (void)state;
+    rt_redis_opts o = {.unix_socket = true, .acl_user = "alice", .acl_password = "wonderland"};
+    rt_redis r;
+    assert_int_equal(rt_redis_start(&r, &o), 0);
+    redisReply *rep = rt_redis_command(&r, "ACL WHOAMI");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    assert_string_equal(rep->str, "alice");
+    freeReplyObject(rep);
+
+    redisContext *c = rt_redis_connect(&r, 1000, false);
+    assert_non_null(c);
+    rep = redisCommand(c, "AUTH alice nope");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ERROR);
+    freeReplyObject(rep);
+    rep = redisCommand(c, "AUTH alice wonderland");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    redisFree(c);
+    assert_int_equal(rt_redis_stop(&r), 0);
+
+    rt_redis_opts bad = {.acl_user = "bob"}; /* user without password is rejected */
+    assert_int_equal(rt_redis_start(&r, &bad), -1);
+    assert_int_equal(r.pid, 0);
+    assert_int_equal(rt_redis_stop(&r), 0);
+}
+
+static void test_pause_resume(void **state) {
+    (void)state;
+    rt_redis r;
+    assert_int_equal(rt_redis_start(&r, NULL), 0);
+    assert_int_equal(rt_redis_pause(&r), 0);
+
+    /* connect() still succeeds (kernel backlog); the reply never comes. */
+    redisContext *c = rt_redis_connect(&r, 300, false);
+    assert_non_null(c);
+    int64_t t0 = rt_now_ms();
+    redisReply *rep = redisCommand(c, "PING");
+    int64_t took = rt_now_ms() - t0;
+    assert_null(rep);
+    assert_int_not_equal(c->err, 0);
+    assert_true(took >= 250);
+    assert_true(took < 2000);
+    redisFree(c);
+
+    assert_int_equal(rt_redis_resume(&r), 0);
+    assert_ping(&r);
+    assert_int_equal(rt_redis_resume(&r), 0); /* not paused: harmless */
+
+    /* stop must cope with a paused server */
+    assert_int_equal(rt_redis_pause(&r), 0);
+    t0 = rt_now_ms();
+    assert_int_equal(rt_redis_stop(&r), 0);
+    assert_true(rt_now_ms() - t0 < 2000);
+}
+
+static void test_kill_restart_tcp(void **state) {
+    (void)state;
+    rt_redis r;
+    assert_int_equal(rt_redis_start(&r, NULL), 0);
+    int old_port = r.port;
+    pid_t old_pid = r.pid;
+    char old_address[sizeof(r.address)];
+    memcpy(old_address, r.address, sizeof(old_address));
+
+    redisReply *rep = rt_redis_command(&r, "SET k v");
+    assert_non_null(rep);
+    freeReplyObject(rep);
+    /* An established connection at kill time leaves the server side in TIME_WAIT. */
+    redisContext *held = rt_redis_connect(&r, 1000, true);
+    assert_non_null(held);
+
+    assert_int_equal(rt_redis_kill(&r), 0);
+    assert_int_equal(r.pid, 0);
+    assert_true(path_exists(r.dir));
+    assert_null(rt_redis_command(&r, "PING"));
+    assert_int_equal(rt_redis_info_int(&r, "server", "process_id"), -1);
+
+    assert_int_equal(rt_redis_restart(&r), 0);
+    assert_int_equal(r.port, old_port);
+    assert_string_equal(r.address, old_address);
+    assert_true(r.pid > 0);
+    assert_int_not_equal(r.pid, old_pid);
+    assert_ping(&r);
+    rep = rt_redis_command(&r, "GET k");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_NIL); /* fresh data set */
+    freeReplyObject(rep);
+    redisFree(held);
+
+    /* restart of a running (and even paused) server */
+    assert_int_equal(rt_redis_pause(&r), 0);
+    old_pid = r.pid;
+    assert_int_equal(rt_redis_restart(&r), 0);
+    assert_int_equal(r.port, old_port);
+    assert_int_not_equal(r.pid, old_pid);
+    assert_ping(&r);
+    assert_int_equal(rt_redis_stop(&r), 0);
+}
+
+static void test_kill_restart_unix(void **state) {
+    (void)state;
+    rt_redis_opts o = {.unix_socket = true, .password = "pw"};
+    rt_redis r;
+    assert_int_equal(rt_redis_start(&r, &o), 0);
+    char old_sock[sizeof(r.socket_path)];
+    memcpy(old_sock, r.socket_path, sizeof(old_sock));
+    assert_int_equal(rt_redis_kill(&r), 0);
+    assert_null(rt_redis_command(&r, "PING"));
+    assert_int_equal(rt_redis_restart(&r), 0);
+    assert_string_equal(r.socket_path, old_sock);
+    assert_ping(&r);
+    assert_int_equal(rt_redis_stop(&r), 0);
+}
+
+static void test_stop_removes_dir(void **state) {
+    (void)state;
+    rt_redis r;
+    assert_int_equal(rt_redis_start(&r, NULL), 0);
+    char dir[sizeof(r.dir)];
+    memcpy(dir, r.dir, sizeof(dir));
+    pid_t pid = r.pid;
+    assert_true(path_exists(dir));
+    assert_int_equal(rt_redis_stop(&r), 0);
+    assert_false(path_exists(dir));
+    assert_true(process_gone(&pid));
+    assert_int_equal(rt_redis_stop(&r), 0); /* idempotent */
+    assert_int_equal(rt_redis_restart(&r), -1);
+
+    /* stop after kill still removes the dir */
+    assert_int_equal(rt_redis_start(&r, NULL), 0);
+    memcpy(dir, r.dir, sizeof(dir));
+    assert_int_equal(rt_redis_kill(&r), 0);
+    assert_true(path_exists(dir));
+    assert_int_equal(rt_redis_stop(&r), 0);
+    assert_false(path_exists(dir));
+}
+
+/* Child processes exercise the safety nets: atexit on exit(), PDEATHSIG on _exit(). */
+static void check_safety_net(bool use_exit) {
+    /* Adopt the orphaned redis so we reap it, instead of leaving a zombie for init. */
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t child = fork();
+    assert_true(child >= 0);
+    if (child == 0) {
+        close(fds[0]);
+        rt_redis r;
+        if (rt_redis_start(&r, NULL) != 0) {
+            _exit(2);
+        }
+        struct {
+            pid_t pid;
+            char dir[256];
+        } msg;
+        msg.pid = r.pid;
+        memcpy(msg.dir, r.dir, sizeof(msg.dir));
+        if (write(fds[1], &msg, sizeof(msg)) != (ssize_t)sizeof(msg)) {
+            _exit(3);
+        }
+        if (use_exit) {
+            exit(0);
+        }
+        _exit(0);
+    }
+    close(fds[1]);
+    struct {
+        pid_t pid;
+        char dir[256];
+    } msg;
+    ssize_t n = read(fds[0], &msg, sizeof(msg));
+    close(fds[0]);
+    int st;
+    assert_int_equal(waitpid(child, &st, 0), child);
+    assert_int_equal(n, (ssize_t)sizeof(msg));
+    assert_true(WIFEXITED(st));
+    assert_true(rt_wait_until(reaped, &msg.pid, 3000));
+    assert_true(process_gone(&msg.pid));
+    assert_int_equal(prctl(PR_SET_CHILD_SUBREAPER, 0), 0);
+    if (use_exit) {
+        assert_false(path_exists(msg.dir));
+    } else {
+        /* no atexit on _exit(): PDEATHSIG killed redis, the dir is left; clean it here */
+        char path[300];
+        snprintf(path, sizeof(path), "%s/redis.log", msg.dir);
+        unlink(path);
+        rmdir(msg.dir);
+    }
+}
+
+static void test_atexit_kills_servers(void **state) {
+    (void)state;
+    check_safety_net(true);
+}
+
+static void test_pdeathsig_kills_servers(void **state) {
+    (void)state;
+    check_safety_net(false);
+}
+
+static void set_flag_cb(struct ev_loop *loop, ev_timer *w, int revents) {
+    (void)loop;
+    (void)revents;
+    *(volatile bool *)w->data = true;
+}
+
+static void test_run_loop_timeout(void **state) {
+    (void)state;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    assert_non_null(loop);
+    volatile bool flag = false;
+    int64_t t0 = rt_now_ms();
+    assert_false(rt_run_loop_until(loop, &flag, 150));
+    int64_t took = rt_now_ms() - t0;
+    assert_true(took >= 150);
+    assert_true(took < 1000);
+    flag = true;
+    t0 = rt_now_ms();
+    assert_true(rt_run_loop_until(loop, &flag, 5000));
+    assert_true(rt_now_ms() - t0 < 100);
+    ev_loop_destroy(loop);
+}
+
+static void test_run_loop_flag(void **state) {
+    (void)state;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    assert_non_null(loop);
+    volatile bool flag = false;
+    ev_timer t;
+    ev_timer_init(&t, set_flag_cb, 0.05, 0.0);
+    t.data = (void *)&flag;
+    ev_timer_start(loop, &t);
+    int64_t t0 = rt_now_ms();
+    assert_true(rt_run_loop_until(loop, &flag, 5000));
+    int64_t took = rt_now_ms() - t0;
+    assert_true(took >= 40);
+    assert_true(took < 1000);
+    ev_timer_stop(loop, &t);
+    ev_loop_destroy(loop);
+}
+
+static bool counter_reaches_3(void *arg) {
+    return ++*(int *)arg >= 3;
+}
+
+static bool never(void *arg) {
+    (void)arg;
+    return false;
+}
+
+static void test_wait_until(void **state) {
+    (void)state;
+    int n = 0;
+    assert_true(rt_wait_until(counter_reaches_3, &n, 1000));
+    assert_int_equal(n, 3);
+    int64_t t0 = rt_now_ms();
+    assert_false(rt_wait_until(never, NULL, 100));
+    int64_t took = rt_now_ms() - t0;
+    assert_true(took >= 100);
+    assert_true(took < 1000);
+    t0 = rt_now_ms();
+    rt_sleep_ms(30);
+    assert_true(rt_now_ms() - t0 >= 30);
+}
+
+static void test_info_int_counts(void **state) {
+    (void)state;
+    rt_redis r;
+    assert_int_equal(rt_redis_start(&r, NULL), 0);
+    long long before = rt_redis_info_int(&r, "stats", "total_commands_processed");
+    assert_true(before >= 0);
+    redisReply *rep = rt_redis_command(&r, "SCRIPT FLUSH");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    rep = rt_redis_command(&r, "CLIENT KILL TYPE normal");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_INTEGER);
+    freeReplyObject(rep);
+    long long after = rt_redis_info_int(&r, "stats", "total_commands_processed");
+    assert_true(after > before);
+    assert_int_equal(rt_redis_stop(&r), 0);
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_start_tcp_ping),
+        cmocka_unit_test(test_start_unix_ping),
+        cmocka_unit_test(test_password),
+        cmocka_unit_test(test_acl_user),
+        cmocka_unit_test(test_pause_resume),
+        cmocka_unit_test(test_kill_restart_tcp),
+        cmocka_unit_test(test_kill_restart_unix),
+        cmocka_unit_test(test_stop_removes_dir),
+        cmocka_unit_test(test_atexit_kills_servers),
+        cmocka_unit_test(test_pdeathsig_kills_servers),
+        cmocka_unit_test(test_run_loop_timeout),
+        cmocka_unit_test(test_run_loop_flag),
+        cmocka_unit_test(test_wait_until),
+        cmocka_unit_test(test_info_int_counts),
+    };
+    if (argc > 1) {
+        cmocka_set_test_filter(argv[1]);
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
