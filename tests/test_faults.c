@@ -1,0 +1,268 @@
+/* Connection faults against a real redis-server: refused, stopped
+ * (SIGSTOP), restarted, killed, connections killed, and the handshake
+ * (AUTH, ACL users, SELECT, unix sockets). Every wait is bounded. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+
+typedef struct {
+    rt_redis redis;
+    rlock_client *client;
+} fx;
+
+static int start(void **state, const rt_redis_opts *opts) {
+    fx *f = calloc(1, sizeof(*f));
+    if (f == NULL || rt_redis_start(&f->redis, opts) != 0) {
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int setup(void **state) {
+    return start(state, NULL);
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    rlock_client_destroy(f->client);
+    rt_redis_stop(&f->redis);
+    free(f);
+    return 0;
+}
+
+static rlock_client *connect_to(fx *f, const char *address, const rlock_config *base) {
+    rlock_config cfg = base != NULL ? *base : rt_config(address);
+    cfg.address = address;
+    assert_int_equal(rlock_client_create(&cfg, &f->client), RLOCK_OK);
+    return f->client;
+}
+
+/* Nothing listens: the command fails with RLOCK_ERR_CONNECTION, within the
+ * connect timeout, saying why. */
+static void test_connection_refused(void **state) {
+    (void)state;
+    rlock_config cfg = rt_config("redis://127.0.0.1:1");
+    cfg.connect_timeout_ms = 2000;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    int64_t t0 = rt_now_ms();
+    rlock_future *fut = rt_command(c, "PING", NULL);
+    assert_int_equal(rlock_future_wait(fut, 10000), RLOCK_OK);
+    int64_t took = rt_now_ms() - t0;
+    assert_int_equal(rlock_future_error(fut), RLOCK_ERR_CONNECTION);
+    assert_non_null(strstr(rlock_future_error_message(fut), "refused"));
+    assert_true(took < cfg.connect_timeout_ms);
+    rlock_future_release(fut);
+    rlock_client_destroy(c);
+}
+
+/* A stopped server: the command times out after every attempt, the client
+ * does not hang, and after SIGCONT the same client works again. */
+static void test_stopped_server_times_out_then_recovers(void **state) {
+    fx *f = *state;
+    rlock_client *c = connect_to(f, f->redis.address, NULL);
+    /* Loaded first, so the stalled EVALSHAs below run when the server wakes. */
+    assert_int_equal(rt_finish(rt_eval(c, &rt_script_keys_args, 1, "warm", "1", NULL), NULL),
+                     RLOCK_OK);
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+    int64_t t0 = rt_now_ms();
+    rlock_future *fut = rt_eval(c, &rt_script_keys_args, 1, "after", "1", NULL);
+    assert_int_equal(rlock_future_wait(fut, 10000), RLOCK_OK);
+    int64_t took = rt_now_ms() - t0;
+    assert_int_equal(rlock_future_error(fut), RLOCK_ERR_TIMEOUT);
+    assert_non_null(strstr(rlock_future_error_message(fut), "2 attempts"));
+    /* Two 500 ms attempts and a 100 ms pause: not sooner. */
+    assert_true(took >= 1000);
+    rlock_future_release(fut);
+    rlock__executor_stats s = rlock__client_stats(c);
+    assert_int_equal(s.timeouts, 2);
+    assert_int_equal(s.retries, 1);
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+    int64_t v = 0;
+    assert_int_equal(rt_finish(rt_eval(c, &rt_script_add, 0, "2", "3", NULL), &v), RLOCK_OK);
+    assert_int_equal(v, 5);
+    /* The timed-out attempts reached Redis once it woke up: retries of a
+     * non-idempotent script can apply twice; lock scripts guard for it. */
+    redisReply *r = rt_redis_command(&f->redis, "GET after");
+    assert_non_null(r);
+    assert_string_equal(r->str, "2");
+    freeReplyObject(r);
+}
+
+/* Restarted server: the client reconnects by itself, and scripts the new
+ * server never saw still run (NOSCRIPT fallback). */
+static void test_restart_reconnects(void **state) {
+    fx *f = *state;
+    rlock_client *c = connect_to(f, f->redis.address, NULL);
+    int64_t v = 0;
+    assert_int_equal(rt_finish(rt_eval(c, &rt_script_add, 0, "1", "1", NULL), &v), RLOCK_OK);
+    assert_int_equal(rt_redis_restart(&f->redis), 0);
+    int ok = 0;
+    /* Commands in flight during the restart may fail; later ones succeed. */
+    for (int i = 0; i < 50 && ok < 5; i++) {
+        if (rt_finish(rt_eval(c, &rt_script_add, 0, "2", "2", NULL), &v) == RLOCK_OK) {
+            assert_int_equal(v, 4);
+            ok++;
+        } else {
+            rt_sleep_ms(100);
+        }
+    }
+    assert_int_equal(ok, 5);
+    assert_true(rlock__client_stats(c).eval >= 1);
+}
+
+/* A command sent while the server is down, and retried after it is back,
+ * succeeds: the retry covers the gap. */
+static void test_command_survives_short_outage(void **state) {
+    fx *f = *state;
+    rlock_config cfg = rt_config(f->redis.address);
+    cfg.retry_attempts = 20;
+    cfg.retry_interval_ms = 100;
+    rlock_client *c = connect_to(f, f->redis.address, &cfg);
+    assert_int_equal(rt_finish(rt_command(c, "PING", NULL), NULL), RLOCK_OK);
+    assert_int_equal(rt_redis_kill(&f->redis), 0);
+    rlock_future *fut = rt_command(c, "SET", "k", "v", NULL);
+    rt_sleep_ms(300);
+    assert_int_equal(rt_redis_restart(&f->redis), 0);
+    assert_int_equal(rt_finish(fut, NULL), RLOCK_OK);
+    redisReply *r = rt_redis_command(&f->redis, "GET k");
+    assert_non_null(r);
+    assert_string_equal(r->str, "v");
+    freeReplyObject(r);
+}
+
+/* CLIENT KILL drops both connections; the client reconnects. */
+static void test_client_kill_reconnects(void **state) {
+    fx *f = *state;
+    rlock_client *c = connect_to(f, f->redis.address, NULL);
+    assert_int_equal(rt_finish(rt_command(c, "PING", NULL), NULL), RLOCK_OK);
+    freeReplyObject(rt_redis_command(&f->redis, "CLIENT KILL TYPE normal"));
+    freeReplyObject(rt_redis_command(&f->redis, "CLIENT KILL TYPE pubsub"));
+    int ok = 0;
+    for (int i = 0; i < 50 && ok < 3; i++) {
+        if (rt_finish(rt_command(c, "PING", NULL), NULL) == RLOCK_OK) {
+            ok++;
+        } else {
+            rt_sleep_ms(50);
+        }
+    }
+    assert_int_equal(ok, 3);
+    long long clients = rt_redis_info_int(&f->redis, "clients", "connected_clients");
+    assert_true(clients >= 2); /* command + pub/sub (+ the probe's own) */
+}
+
+/* Password in the address: AUTH on connect. A wrong one fails with the
+ * server's reason. */
+static void test_password(void **state) {
+    fx *f = *state;
+    char good[600], bad[600];
+    snprintf(good, sizeof(good), "redis://:s3cret@127.0.0.1:%d", f->redis.port);
+    snprintf(bad, sizeof(bad), "redis://:nope@127.0.0.1:%d", f->redis.port);
+    rlock_client *c = connect_to(f, good, NULL);
+    assert_int_equal(rt_finish(rt_command(c, "SET", "pw", "1", NULL), NULL), RLOCK_OK);
+    rlock_client_destroy(c);
+    f->client = NULL;
+    c = connect_to(f, bad, NULL);
+    rlock_future *fut = rt_command(c, "PING", NULL);
+    assert_int_equal(rlock_future_wait(fut, 10000), RLOCK_OK);
+    assert_int_equal(rlock_future_error(fut), RLOCK_ERR_CONNECTION);
+    const char *msg = rlock_future_error_message(fut);
+    assert_true(strstr(msg, "WRONGPASS") != NULL || strstr(msg, "invalid") != NULL);
+    rlock_future_release(fut);
+}
+
+static int setup_password(void **state) {
+    rt_redis_opts o = {.password = "s3cret"};
+    return start(state, &o);
+}
+
+/* An ACL user and password (AUTH user pass), and SELECT of the db. */
+static void test_acl_user_and_database(void **state) {
+    fx *f = *state;
+    char addr[600];
+    snprintf(addr, sizeof(addr), "redis://alice:w%%40nderland@127.0.0.1:%d/3", f->redis.port);
+    rlock_client *c = connect_to(f, addr, NULL);
+    assert_int_equal(rt_finish(rt_command(c, "SET", "in3", "1", NULL), NULL), RLOCK_OK);
+    redisReply *r = rt_redis_command(&f->redis, "INFO keyspace");
+    assert_non_null(r);
+    assert_non_null(strstr(r->str, "db3:keys=1"));
+    assert_null(strstr(r->str, "db0:"));
+    freeReplyObject(r);
+}
+
+static int setup_acl(void **state) {
+    rt_redis_opts o = {.acl_user = "alice", .acl_password = "w@nderland"};
+    return start(state, &o);
+}
+
+static void test_unix_socket(void **state) {
+    fx *f = *state;
+    rlock_client *c = connect_to(f, f->redis.address, NULL);
+    assert_non_null(strstr(f->redis.address, "unix://"));
+    int64_t v = 0;
+    assert_int_equal(rt_finish(rt_eval(c, &rt_script_add, 0, "3", "4", NULL), &v), RLOCK_OK);
+    assert_int_equal(v, 7);
+    /* and it survives a restart on the same path */
+    assert_int_equal(rt_redis_restart(&f->redis), 0);
+    int ok = 0;
+    for (int i = 0; i < 50 && ok < 2; i++) {
+        if (rt_finish(rt_command(c, "PING", NULL), NULL) == RLOCK_OK) {
+            ok++;
+        } else {
+            rt_sleep_ms(50);
+        }
+    }
+    assert_int_equal(ok, 2);
+}
+
+static int setup_unix(void **state) {
+    rt_redis_opts o = {.unix_socket = true};
+    return start(state, &o);
+}
+
+/* A server that accepts the TCP connection but never answers (stopped
+ * before the client connects): the connect timeout ends the attempt. */
+static void test_connect_timeout_on_silent_server(void **state) {
+    fx *f = *state;
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+    rlock_config cfg = rt_config(f->redis.address);
+    cfg.connect_timeout_ms = 300;
+    cfg.timeout_ms = 2000;
+    cfg.retry_attempts = 0;
+    rlock_client *c = connect_to(f, f->redis.address, &cfg);
+    rlock_future *fut = rt_command(c, "PING", NULL);
+    assert_int_equal(rlock_future_wait(fut, 10000), RLOCK_OK);
+    assert_int_equal(rlock_future_error(fut), RLOCK_ERR_CONNECTION);
+    assert_non_null(strstr(rlock_future_error_message(fut), "connect_timeout_ms"));
+    rlock_future_release(fut);
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+    assert_int_equal(rt_finish(rt_command(c, "PING", NULL), NULL), RLOCK_OK);
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_connection_refused),
+        cmocka_unit_test_setup_teardown(test_stopped_server_times_out_then_recovers, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_restart_reconnects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_command_survives_short_outage, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_kill_reconnects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_password, setup_password, teardown),
+        cmocka_unit_test_setup_teardown(test_acl_user_and_database, setup_acl, teardown),
+        cmocka_unit_test_setup_teardown(test_unix_socket, setup_unix, teardown),
+        cmocka_unit_test_setup_teardown(test_connect_timeout_on_silent_server, setup, teardown),
+    };
+    if (argc > 1) {
+        cmocka_set_test_filter(argv[1]);
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,177 @@
+/* The Lua registry and the executor's script path, on a real redis-server:
+ * EVALSHA first, EVAL when the server lost the script, KEYS/ARGV order. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+
+typedef struct {
+    rt_redis redis;
+    rlock_client *client;
+} fx;
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof(*f));
+    if (f == NULL || rt_redis_start(&f->redis, NULL) != 0) {
+        free(f);
+        return -1;
+    }
+    rlock_config cfg = rt_config(f->redis.address);
+    if (rlock_client_create(&cfg, &f->client) != RLOCK_OK) {
+        rt_redis_stop(&f->redis);
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    rlock_client_destroy(f->client);
+    rt_redis_stop(&f->redis);
+    free(f);
+    return 0;
+}
+
+/* How often the server ran a command since CONFIG RESETSTAT. */
+static long command_calls(fx *f, const char *name) {
+    redisReply *r = rt_redis_command(&f->redis, "INFO commandstats");
+    assert_non_null(r);
+    char needle[64];
+    snprintf(needle, sizeof(needle), "cmdstat_%s:calls=", name);
+    const char *p = strstr(r->str, needle);
+    long calls = p != NULL ? strtol(p + strlen(needle), NULL, 10) : 0;
+    freeReplyObject(r);
+    return calls;
+}
+
+/* The build's SHA-1 is the one Redis computes for the same body. */
+static void test_embedded_sha_matches_redis(void **state) {
+    fx *f = *state;
+    redisReply *r =
+        rt_redis_command(&f->redis, "SCRIPT LOAD %b", rt_script_add.body, rt_script_add.len);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_string_equal(r->str, rt_script_add.sha1);
+    freeReplyObject(r);
+    assert_int_equal(strlen(rt_script_add.body), rt_script_add.len);
+    assert_string_equal(rt_script_add.name, "add");
+}
+
+/* A loaded script runs by EVALSHA alone. */
+static void test_evalsha_when_loaded(void **state) {
+    fx *f = *state;
+    redisReply *r =
+        rt_redis_command(&f->redis, "SCRIPT LOAD %b", rt_script_add.body, rt_script_add.len);
+    freeReplyObject(r);
+    int64_t v = 0;
+    assert_int_equal(rt_finish(rt_eval(f->client, &rt_script_add, 0, "40", "2", NULL), &v),
+                     RLOCK_OK);
+    assert_int_equal(v, 42);
+    rlock__executor_stats s = rlock__client_stats(f->client);
+    assert_int_equal(s.evalsha, 1);
+    assert_int_equal(s.eval, 0);
+}
+
+/* After SCRIPT FLUSH the EVALSHA gets NOSCRIPT and the body is sent once;
+ * the EVAL caches it, so the next call is an EVALSHA again. */
+static void test_noscript_falls_back_to_eval(void **state) {
+    fx *f = *state;
+    int64_t v = 0;
+    assert_int_equal(rt_finish(rt_eval(f->client, &rt_script_add, 0, "1", "2", NULL), &v),
+                     RLOCK_OK);
+    assert_int_equal(v, 3);
+    rlock__executor_stats s0 = rlock__client_stats(f->client);
+    freeReplyObject(rt_redis_command(&f->redis, "SCRIPT FLUSH"));
+    freeReplyObject(rt_redis_command(&f->redis, "CONFIG RESETSTAT"));
+    assert_int_equal(rt_finish(rt_eval(f->client, &rt_script_add, 0, "5", "6", NULL), &v),
+                     RLOCK_OK);
+    assert_int_equal(v, 11);
+    assert_int_equal(rt_finish(rt_eval(f->client, &rt_script_add, 0, "7", "8", NULL), &v),
+                     RLOCK_OK);
+    assert_int_equal(v, 15);
+    rlock__executor_stats s = rlock__client_stats(f->client);
+    assert_int_equal(s.eval - s0.eval, 1);
+    assert_int_equal(s.evalsha - s0.evalsha, 2);
+    /* The server saw it too: EVALSHA (NOSCRIPT), EVAL, EVALSHA. */
+    assert_int_equal(command_calls(f, "eval"), 1);
+    assert_int_equal(command_calls(f, "evalsha"), 2);
+}
+
+/* KEYS and ARGV arrive in order, and each call runs exactly once. */
+static void test_keys_and_args(void **state) {
+    fx *f = *state;
+    int64_t v = 0;
+    for (int i = 1; i <= 5; i++) {
+        assert_int_equal(
+            rt_finish(rt_eval(f->client, &rt_script_keys_args, 1, "counter", "10", NULL), &v),
+            RLOCK_OK);
+        assert_int_equal(v, 10 * i);
+    }
+    redisReply *r = rt_redis_command(&f->redis, "GET counter");
+    assert_non_null(r);
+    assert_string_equal(r->str, "50");
+    freeReplyObject(r);
+}
+
+/* A script error is RLOCK_ERR_REDIS with Redis's text, and is not retried. */
+static void test_script_error_is_reported(void **state) {
+    fx *f = *state;
+    rlock_future *fut = rt_eval(f->client, &rt_script_add, 0, "x", NULL);
+    assert_int_equal(rlock_future_wait(fut, 10000), RLOCK_OK);
+    assert_int_equal(rlock_future_error(fut), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_future_error_message(fut), "ERR"));
+    rlock_future_release(fut);
+    rlock__executor_stats s = rlock__client_stats(f->client);
+    assert_int_equal(s.retries, 0);
+}
+
+/* Plain commands go through the same executor. */
+static void test_plain_command(void **state) {
+    fx *f = *state;
+    assert_int_equal(rt_finish(rt_command(f->client, "SET", "k", "v", NULL), NULL), RLOCK_OK);
+    int64_t v = 0;
+    assert_int_equal(rt_finish(rt_command(f->client, "EXISTS", "k", NULL), &v), RLOCK_OK);
+    assert_int_equal(v, 1);
+    assert_int_equal(rt_finish(rt_command(f->client, "GET", "missing", NULL), &v), RLOCK_OK);
+    assert_true(v == RLOCK__NIL_VALUE);
+}
+
+/* Binary-safe arguments: NUL bytes inside keys and values survive. */
+static void test_binary_arguments(void **state) {
+    fx *f = *state;
+    const char key[] = {'b', '\0', 'k'};
+    const char *argv[] = {key, "7"};
+    size_t argvlen[] = {sizeof(key), 1};
+    rlock__cmd *cmd = rlock__cmd_script(&rt_script_keys_args, 1, 2, argv, argvlen);
+    int64_t v = 0;
+    assert_int_equal(rt_finish(rlock__client_run(f->client, cmd), &v), RLOCK_OK);
+    assert_int_equal(v, 7);
+    redisReply *r = rt_redis_command(&f->redis, "GET %b", key, sizeof(key));
+    assert_non_null(r);
+    assert_string_equal(r->str, "7");
+    freeReplyObject(r);
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_embedded_sha_matches_redis, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_evalsha_when_loaded, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_noscript_falls_back_to_eval, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_keys_and_args, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_script_error_is_reported, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary_arguments, setup, teardown),
+    };
+    if (argc > 1) {
+        cmocka_set_test_filter(argv[1]);
+    }
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
