@@ -113,8 +113,8 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
                                  &c->cmd_conn)) != RLOCK_OK ||
         (rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "pubsub", sub_events,
                                  &c->sub_conn)) != RLOCK_OK ||
-        (rc = rlock__executor_create(c->cmd_conn, &c->cfg, &c->log, c->loop, &c->exec)) !=
-            RLOCK_OK ||
+        (rc = rlock__executor_create(c->loop, c->cmd_conn, &c->cfg, &c->log, rlock__scripts_all,
+                                     &c->exec)) != RLOCK_OK ||
         (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
         rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
         free_parts(c);

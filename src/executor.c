@@ -40,6 +40,7 @@ struct rlock__executor {
     const rlock_config *cfg;
     const rlock__logger *log;
     rlock__loop *loop;
+    const rlock__script *const *preload;
     rlock__list all;     /* every submitted, unfinished command */
     rlock__list waiting; /* waiting for a ready connection, in order */
     bool closed;
@@ -259,8 +260,9 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     }
 }
 
-int rlock__executor_create(rlock__conn *conn, const rlock_config *cfg, const rlock__logger *log,
-                           rlock__loop *loop, rlock__executor **out) {
+int rlock__executor_create(rlock__loop *loop, rlock__conn *conn, const rlock_config *cfg,
+                           const rlock__logger *log, const rlock__script *const *preload,
+                           rlock__executor **out) {
     rlock__executor *x = calloc(1, sizeof(*x));
     *out = x;
     if (x == NULL) {
@@ -270,6 +272,7 @@ int rlock__executor_create(rlock__conn *conn, const rlock_config *cfg, const rlo
     x->cfg = cfg;
     x->log = log;
     x->loop = loop;
+    x->preload = preload;
     rlock__list_init(&x->all);
     rlock__list_init(&x->waiting);
     return RLOCK_OK;
@@ -298,7 +301,7 @@ static void on_script_loaded(redisAsyncContext *ac, void *r, void *privdata) {
 
 void rlock__executor_on_ready(rlock__executor *x) {
     static const char *load = "LOAD";
-    for (const rlock__script *const *s = rlock__scripts_all; *s != NULL; s++) {
+    for (const rlock__script *const *s = x->preload; s != NULL && *s != NULL; s++) {
         const char *argv[] = {"SCRIPT", load, (*s)->body};
         size_t argvlen[] = {6, 4, (*s)->len};
         if (rlock__conn_send(x->conn, on_script_loaded, NULL, 3, argv, argvlen) == RLOCK_OK) {

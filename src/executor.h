@@ -38,8 +38,11 @@ typedef struct rlock__executor_stats {
     uint64_t script_loads;
 } rlock__executor_stats;
 
-int rlock__executor_create(rlock__conn *conn, const rlock_config *cfg, const rlock__logger *log,
-                           rlock__loop *loop, rlock__executor **out);
+/* preload: NULL-terminated scripts to SCRIPT LOAD whenever the connection
+ * becomes ready (rlock__scripts_all for a client). */
+int rlock__executor_create(rlock__loop *loop, rlock__conn *conn, const rlock_config *cfg,
+                           const rlock__logger *log, const rlock__script *const *preload,
+                           rlock__executor **out);
 
 /* Connection events, forwarded by the owner of the connection. */
 void rlock__executor_on_ready(rlock__executor *x);
