@@ -27,6 +27,7 @@ struct rlock__cmd {
     sent *in_flight;
     const rlock__script *script; /* NULL: a plain command */
     bool use_eval;
+    bool no_retry;
     char numkeys[12];
     int argc;
     const char **argv; /* [EVALSHA, sha, numkeys, ...] for scripts */
@@ -127,6 +128,10 @@ void rlock__cmd_free(rlock__cmd *cmd) {
     free(cmd);
 }
 
+void rlock__cmd_no_retry(rlock__cmd *cmd) {
+    cmd->no_retry = true;
+}
+
 /* The command is over: report it exactly once and free it. */
 static void finish(rlock__cmd *cmd, int err, const char *msg, const redisReply *reply) {
     ev_timer_stop(ev_of(cmd->x), &cmd->timer);
@@ -144,7 +149,7 @@ static void finish(rlock__cmd *cmd, int err, const char *msg, const redisReply *
 
 static void attempt_failed(rlock__cmd *cmd, int err, const char *why) {
     rlock__executor *x = cmd->x;
-    if (cmd->attempt < x->cfg->retry_attempts) {
+    if (!cmd->no_retry && cmd->attempt < x->cfg->retry_attempts) {
         rlock__log(x->log, RLOCK_LOG_DEBUG,
                    "command %s attempt %d failed (%s); retrying in %lld ms", cmd->argv[0],
                    cmd->attempt + 1, why, (long long)x->cfg->retry_interval_ms);

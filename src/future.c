@@ -35,7 +35,8 @@ struct rlock_future {
     callback *callbacks; /* in the order added */
     void (*cancel_fn)(void *ctx);
     void *cancel_ctx;
-    rlock__task cancel_task;
+    rlock__task cancel_task;   /* posts a cancel to the loop thread */
+    rlock__task callback_task; /* defers the callbacks */
 };
 
 static rlock_future *alloc_future(rlock__loop *loop, int refs) {
@@ -92,19 +93,15 @@ void rlock_future_release(rlock_future *f) {
     free(f);
 }
 
-/* Runs the callbacks taken from f, and any added meanwhile by other
- * threads (they queue while f->loop is set), then lets go of the loop. */
-static void run_callbacks(rlock_future *f, callback *cb) {
+/* The deferred task: runs f's callbacks, and any added meanwhile by other
+ * threads (they queue while f->loop is set), then lets go of the loop and
+ * of the reference taken when it was scheduled. */
+static void run_callbacks(void *arg) {
+    rlock_future *f = arg;
     rlock__loop *loop = NULL;
     for (;;) {
-        while (cb != NULL) {
-            callback *next = cb->next;
-            cb->fn(f, cb->arg);
-            free(cb);
-            cb = next;
-        }
         pthread_mutex_lock(&f->mu);
-        cb = f->callbacks;
+        callback *cb = f->callbacks;
         f->callbacks = NULL;
         if (cb == NULL) {
             loop = f->loop;
@@ -114,12 +111,26 @@ static void run_callbacks(rlock_future *f, callback *cb) {
         if (cb == NULL) {
             break;
         }
+        while (cb != NULL) {
+            callback *next = cb->next;
+            cb->fn(f, cb->arg);
+            free(cb);
+            cb = next;
+        }
     }
     rlock__loop_unref(loop);
+    rlock_future_release(f);
 }
 
-/* Flips f to done under the lock; returns its callbacks, or false if lost. */
-static bool settle(rlock_future *f, int err, int64_t value, const char *msg, callback **cbs) {
+/* Callbacks never run inside the code that completes f: they run from the
+ * loop once the current iteration's work is done (see rlock__loop_defer). */
+static void schedule_callbacks(rlock_future *f) {
+    rlock__future_ref(f);
+    rlock__loop_defer(f->loop, &f->callback_task, run_callbacks, f);
+}
+
+/* Flips f to done under the lock; false if it was done already. */
+static bool settle(rlock_future *f, int err, int64_t value, const char *msg) {
     char *copy = msg != NULL && msg[0] != '\0' ? strdup(msg) : NULL;
     pthread_mutex_lock(&f->mu);
     if (f->done) {
@@ -131,19 +142,16 @@ static bool settle(rlock_future *f, int err, int64_t value, const char *msg, cal
     f->err = err;
     f->value = err == RLOCK_OK ? value : 0;
     f->msg = copy;
-    *cbs = f->callbacks;
-    f->callbacks = NULL;
     pthread_cond_broadcast(&f->cv);
     pthread_mutex_unlock(&f->mu);
     return true;
 }
 
 bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char *msg) {
-    callback *cbs;
-    if (!settle(f, err, value, msg, &cbs)) {
+    if (!settle(f, err, value, msg)) {
         return false;
     }
-    run_callbacks(f, cbs);
+    schedule_callbacks(f);
     return true;
 }
 
@@ -154,41 +162,25 @@ void rlock__future_on_cancel(rlock_future *f, void (*fn)(void *ctx), void *ctx) 
     pthread_mutex_unlock(&f->mu);
 }
 
-typedef struct {
-    rlock_future *f;
-    callback *cbs;
-} cancel_job;
-
 static void cancel_on_loop(void *arg) {
     rlock_future *f = arg;
     pthread_mutex_lock(&f->mu);
-    callback *cbs = f->callbacks;
-    f->callbacks = NULL;
     void (*fn)(void *) = f->cancel_fn;
     void *ctx = f->cancel_ctx;
     pthread_mutex_unlock(&f->mu);
     if (fn != NULL) {
         fn(ctx);
     }
-    run_callbacks(f, cbs);
+    schedule_callbacks(f);
     rlock_future_release(f); /* the reference taken by rlock_future_cancel */
 }
 
 bool rlock_future_cancel(rlock_future *f) {
-    if (f == NULL) {
+    if (f == NULL || !settle(f, RLOCK_ERR_CANCELLED, 0, NULL)) {
         return false;
     }
-    pthread_mutex_lock(&f->mu);
-    if (f->done) {
-        pthread_mutex_unlock(&f->mu);
-        return false;
-    }
-    /* Waiters see the result now; callbacks and the operation's undo run on
-     * the loop thread, where the operation's state lives. */
-    f->done = true;
-    f->err = RLOCK_ERR_CANCELLED;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
+    /* Waiters see the result now; the operation's undo and the callbacks
+     * run on the loop thread, where the operation's state lives. */
     rlock__future_ref(f);
     if (rlock__loop_on_thread(f->loop)) {
         cancel_on_loop(f);
@@ -212,8 +204,8 @@ int rlock_future_on_complete(rlock_future *f, rlock_future_cb fn, void *arg) {
     cb->fn = fn;
     cb->arg = arg;
     pthread_mutex_lock(&f->mu);
-    /* A cancelled future is done at once, but its callbacks still wait for
-     * the loop (f->loop set): queue behind them to keep their order. */
+    /* While f->loop is set, f's callbacks have yet to run on the loop
+     * (pending, or done with the deferred run queued): queue behind them. */
     if (!f->done || f->loop != NULL) {
         callback **tail = &f->callbacks;
         while (*tail != NULL) {

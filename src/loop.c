@@ -23,6 +23,13 @@ struct rlock__loop {
     pthread_mutex_t mu; /* guards the queue and closed */
     rlock__task *head, *tail;
     bool closed;
+
+    /* Deferred calls (loop thread only): run by the check watcher at the end
+     * of the loop iteration; the idle watcher keeps the loop from blocking
+     * in poll while any are queued. */
+    ev_check check;
+    ev_idle idle;
+    rlock__task *deferred_head, *deferred_tail;
 };
 
 typedef struct sync_call {
@@ -42,21 +49,18 @@ static void run_task(rlock__task *t) {
     }
 }
 
+/* Runs the tasks queued so far. Tasks posted meanwhile signal the async
+ * watcher again and run in the next iteration, so deferred work (user
+ * callbacks) is not starved by a busy poster. */
 static void drain(rlock__loop *l) {
-    for (;;) {
-        pthread_mutex_lock(&l->mu);
-        rlock__task *t = l->head;
-        l->head = l->tail = NULL;
-        pthread_mutex_unlock(&l->mu);
-        if (t == NULL) {
-            return;
-        }
-        /* Tasks may post more tasks: loop until the queue stays empty. */
-        while (t != NULL) {
-            rlock__task *next = t->next;
-            run_task(t);
-            t = next;
-        }
+    pthread_mutex_lock(&l->mu);
+    rlock__task *t = l->head;
+    l->head = l->tail = NULL;
+    pthread_mutex_unlock(&l->mu);
+    while (t != NULL) {
+        rlock__task *next = t->next;
+        run_task(t);
+        t = next;
     }
 }
 
@@ -64,6 +68,42 @@ static void on_wake(struct ev_loop *ev, ev_async *w, int revents) {
     (void)ev;
     (void)revents;
     drain(w->data);
+}
+
+static void stop_deferred_watchers(rlock__loop *l) {
+    if (l->ev != NULL) {
+        ev_check_stop(l->ev, &l->check);
+        ev_idle_stop(l->ev, &l->idle);
+    }
+}
+
+static void drain_deferred(rlock__loop *l) {
+    /* A deferred call may destroy the client and close this loop: our
+     * reference keeps the loop object alive until we are done with it. */
+    rlock__loop_ref(l);
+    while (l->deferred_head != NULL) {
+        rlock__task *t = l->deferred_head;
+        l->deferred_head = l->deferred_tail = NULL;
+        while (t != NULL) {
+            rlock__task *next = t->next;
+            run_task(t);
+            t = next;
+        }
+    }
+    stop_deferred_watchers(l);
+    rlock__loop_unref(l);
+}
+
+static void on_check(struct ev_loop *ev, ev_check *w, int revents) {
+    (void)ev;
+    (void)revents;
+    drain_deferred(w->data);
+}
+
+static void on_idle(struct ev_loop *ev, ev_idle *w, int revents) {
+    (void)ev;
+    (void)w;
+    (void)revents; /* only there to keep poll from blocking; on_check does the work */
 }
 
 int rlock__loop_create(struct ev_loop *app_loop, rlock__loop **out) {
@@ -83,6 +123,9 @@ int rlock__loop_create(struct ev_loop *app_loop, rlock__loop **out) {
     pthread_mutex_init(&l->mu, NULL);
     ev_async_init(&l->wake, on_wake);
     l->wake.data = l;
+    ev_check_init(&l->check, on_check);
+    l->check.data = l;
+    ev_idle_init(&l->idle, on_idle);
     ev_async_start(l->ev, &l->wake);
     if (!l->own) {
         /* The wake-up watcher alone must not keep an application's ev_run alive. */
@@ -111,8 +154,9 @@ void rlock__loop_unref(rlock__loop *l) {
 static void finish_close(rlock__loop *l) {
     for (;;) {
         drain(l);
+        drain_deferred(l);
         pthread_mutex_lock(&l->mu);
-        bool empty = l->head == NULL;
+        bool empty = l->head == NULL && l->deferred_head == NULL;
         if (empty) {
             l->closed = true;
         }
@@ -190,6 +234,29 @@ void rlock__loop_post_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, vo
     pthread_mutex_unlock(&l->mu);
 }
 
+void rlock__loop_defer(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg) {
+    pthread_mutex_lock(&l->mu);
+    bool closed = l->closed;
+    pthread_mutex_unlock(&l->mu);
+    if (closed || !rlock__loop_on_thread(l)) {
+        rlock__loop_post_task(l, t, fn, arg); /* runs inline once closed */
+        return;
+    }
+    t->next = NULL;
+    t->fn = fn;
+    t->arg = arg;
+    if (l->deferred_tail != NULL) {
+        l->deferred_tail->next = t;
+    } else {
+        l->deferred_head = t;
+    }
+    l->deferred_tail = t;
+    if (!ev_is_active(&l->check)) {
+        ev_check_start(l->ev, &l->check);
+        ev_idle_start(l->ev, &l->idle);
+    }
+}
+
 int rlock__loop_post(rlock__loop *l, rlock__task_fn fn, void *arg) {
     rlock__task *t = malloc(sizeof(*t));
     if (t == NULL) {
@@ -241,10 +308,24 @@ static void break_task(void *arg) {
     ev_break(l->ev, EVBREAK_ALL);
 }
 
+typedef struct close_call {
+    rlock__loop *loop;
+    rlock__task_fn fn;
+    void *arg;
+} close_call;
+
+/* The shutdown, then the callbacks it caused, on the loop thread itself. */
+static void close_on_loop(void *arg) {
+    close_call *c = arg;
+    c->fn(c->arg);
+    drain_deferred(c->loop);
+}
+
 bool rlock__loop_close(rlock__loop *l, rlock__task_fn fn, void *arg, rlock__task_fn after,
                        void *after_arg) {
+    close_call call = {.loop = l, .fn = fn, .arg = arg};
     if (l->own && l->thread_started && rlock__loop_on_thread(l)) {
-        fn(arg);
+        close_on_loop(&call);
         l->close_from_inside = true;
         l->after = after;
         l->after_arg = after_arg;
@@ -253,13 +334,13 @@ bool rlock__loop_close(rlock__loop *l, rlock__task_fn fn, void *arg, rlock__task
         return true;
     }
     if (l->own && l->thread_started) {
-        rlock__loop_run_sync(l, fn, arg);
+        rlock__loop_run_sync(l, close_on_loop, &call);
         rlock__task brk = {.heap = false};
         rlock__loop_post_task(l, &brk, break_task, l);
         pthread_join(l->thread, NULL);
         l->thread_started = false;
     } else {
-        fn(arg);
+        close_on_loop(&call);
     }
     finish_close(l);
     rlock__loop_unref(l);

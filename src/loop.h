@@ -46,6 +46,13 @@ bool rlock__loop_on_thread(const rlock__loop *l);
 int rlock__loop_post(rlock__loop *l, rlock__task_fn fn, void *arg);
 void rlock__loop_post_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg);
 
+/* Queues fn(arg) to run on the loop thread at the end of the current loop
+ * iteration, at the top of the stack: never inside the caller. This is how
+ * user callbacks run, so no user code runs in the middle of library code
+ * (and may, e.g., destroy the client there). Off the loop thread, or once
+ * the loop is closed, it is rlock__loop_post_task. */
+void rlock__loop_defer(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg);
+
 /* Runs fn(arg) now when on the loop thread, else posts it. */
 int rlock__loop_call(rlock__loop *l, rlock__task_fn fn, void *arg);
 

@@ -260,6 +260,7 @@ typedef struct {
     rlock_client *client;
     int wait_rc;
     bool destroyed;
+    bool ran;
 } inside;
 
 static void wait_inside_callback(rlock_future *f, void *arg) {
@@ -268,6 +269,7 @@ static void wait_inside_callback(rlock_future *f, void *arg) {
     rlock_future *other = rt_command(in->client, "PING", NULL);
     in->wait_rc = rlock_future_wait(other, 1000);
     rlock_future_release(other);
+    __atomic_store_n(&in->ran, true, __ATOMIC_RELEASE);
 }
 
 /* Waiting on the client's own I/O thread could never finish: refused. */
@@ -278,7 +280,11 @@ static void test_wait_on_io_thread_is_refused(void **state) {
     rlock_future *fut = rt_command(c, "PING", NULL);
     assert_int_equal(rlock_future_on_complete(fut, wait_inside_callback, &in), RLOCK_OK);
     assert_int_equal(rlock_future_wait(fut, 5000), RLOCK_OK);
-    rlock_client_destroy(c); /* joins: the callback has run */
+    /* The wait returns when the future completes; its callbacks follow. */
+    for (int i = 0; i < 2500 && !__atomic_load_n(&in.ran, __ATOMIC_ACQUIRE); i++) {
+        rt_sleep_ms(2);
+    }
+    rlock_client_destroy(c);
     assert_int_equal(in.wait_rc, RLOCK_ERR_WRONG_THREAD);
     rlock_future_release(fut);
 }

@@ -235,6 +235,25 @@ static void test_resubmit_on_failure_does_not_spin(void **state) {
     rlock__executor_close(f->x); /* its last callback still sees rs */
 }
 
+/* A no-retry command makes one attempt even when retries are configured. */
+static void test_no_retry_command(void **state) {
+    fx *f = *state;
+    f->cfg.retry_attempts = 3;
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+    result r = {0}, plain = {0};
+    rlock__cmd *once = add_cmd("1", "1");
+    rlock__cmd_no_retry(once);
+    assert_int_equal(rlock__executor_submit(f->x, once, record, &r), RLOCK_OK);
+    assert_true(rt_run_loop_until(f->ev, &r.done, 5000));
+    assert_int_equal(r.err, RLOCK_ERR_TIMEOUT);
+    assert_int_equal(rlock__executor_get_stats(f->x).retries, 0);
+    assert_int_equal(rlock__executor_submit(f->x, add_cmd("1", "1"), record, &plain), RLOCK_OK);
+    assert_true(rt_run_loop_until(f->ev, &plain.done, 10000));
+    assert_int_equal(plain.err, RLOCK_ERR_TIMEOUT);
+    assert_int_equal(rlock__executor_get_stats(f->x).retries, 3);
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+}
+
 static void test_submit_after_close_is_refused(void **state) {
     fx *f = *state;
     result r = {0};
@@ -267,6 +286,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_late_reply_is_dropped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_connection_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resubmit_on_failure_does_not_spin, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_retry_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_submit_after_close_is_refused, setup, teardown),
         cmocka_unit_test(test_bad_commands_are_not_built),
     };

@@ -16,15 +16,15 @@
 #include "rlock/rlock.h"
 #include "test_util.h"
 
+static void nothing(void *arg) {
+    (void)arg;
+}
+
 static rlock__loop *new_loop(void) {
     rlock__loop *l = NULL;
     assert_int_equal(rlock__loop_create(NULL, &l), RLOCK_OK);
     assert_int_equal(rlock__loop_start(l), RLOCK_OK);
     return l;
-}
-
-static void nothing(void *arg) {
-    (void)arg;
 }
 
 static void close_loop(rlock__loop *l) {
@@ -43,10 +43,37 @@ static void complete_on_loop(void *arg) {
     c->won = rlock__future_complete(c->f, c->err, c->value, c->err ? "why" : NULL);
 }
 
+typedef struct {
+    rlock__loop *loop;
+    rlock__task task;
+    atomic_bool ran;
+} marker;
+
+static void marker_ran(void *arg) {
+    atomic_store(&((marker *)arg)->ran, true);
+}
+
+static void defer_marker(void *arg) {
+    marker *m = arg;
+    rlock__loop_defer(m->loop, &m->task, marker_ran, m);
+}
+
+/* Returns once everything posted or deferred before it has run: deferred
+ * calls run in order, so a marker deferred behind them runs last. */
+static void flush(rlock__loop *l) {
+    marker m = {.loop = l};
+    rlock__loop_run_sync(l, defer_marker, &m);
+    for (int i = 0; i < 5000 && !atomic_load(&m.ran); i++) {
+        rt_sleep_ms(1);
+    }
+    assert_true(atomic_load(&m.ran));
+}
+
 /* The operation's side: complete on the loop thread, then drop its ref. */
 static bool complete(rlock__loop *l, rlock_future *f, int err, int64_t value) {
     completion c = {.f = f, .err = err, .value = value};
     rlock__loop_run_sync(l, complete_on_loop, &c);
+    flush(l);
     rlock_future_release(f);
     return c.won;
 }
@@ -172,8 +199,7 @@ static void test_callbacks_added_during_completion(void **state) {
             pthread_join(t[i], NULL);
             assert_int_equal(a[i].rc, 0);
         }
-        /* Callbacks queued behind the completion run on the loop: sync with it. */
-        rlock__loop_run_sync(l, nothing, NULL);
+        flush(l); /* callbacks queued behind the completion run on the loop */
         assert_int_equal(atomic_load(&c.runs), 800);
         rlock_future_release(f);
     }
@@ -284,7 +310,7 @@ static void test_cancel_races_completion(void **state) {
         completion done = {.f = f, .value = 1};
         rlock__loop_run_sync(l, complete_on_loop, &done);
         pthread_join(t, NULL);
-        rlock__loop_run_sync(l, nothing, NULL); /* let a posted cancel finish */
+        flush(l); /* let a posted cancel and its callbacks finish */
         assert_true(done.won != k.won);
         assert_int_equal(atomic_load(&c.runs), 1);
         assert_int_equal(atomic_load(&s.undo), k.won ? 1 : 0);

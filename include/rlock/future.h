@@ -10,8 +10,11 @@
  *   operation keeps its own reference while it runs, so releasing early is
  *   allowed: the operation still completes (and, for a lock, still holds).
  * - Completion callbacks run on the client's loop thread (the client's I/O
- *   thread, or the application's loop), or at once in the caller's thread
- *   when the future is already complete when the callback is added. */
+ *   thread, or the application's loop), in the order they were added, at
+ *   the end of the loop iteration that completed the future: never inside
+ *   another rlock call, so a callback may call anything, including
+ *   rlock_client_destroy(). A callback added to a future whose callbacks
+ *   have already run runs at once, in the caller's thread. */
 #ifndef RLOCK_FUTURE_H
 #define RLOCK_FUTURE_H
 
