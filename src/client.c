@@ -109,9 +109,9 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
     }
     rlock__conn_events cmd_events = {.ready = cmd_ready, .down = cmd_down, .arg = c};
     rlock__conn_events sub_events = {.arg = c}; /* the pub/sub layer hooks in here */
-    if ((rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "command", cmd_events,
+    if ((rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "command", true, cmd_events,
                                  &c->cmd_conn)) != RLOCK_OK ||
-        (rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "pubsub", sub_events,
+        (rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "pubsub", false, sub_events,
                                  &c->sub_conn)) != RLOCK_OK ||
         (rc = rlock__executor_create(c->loop, c->cmd_conn, &c->cfg, &c->log, rlock__scripts_all,
                                      &c->exec)) != RLOCK_OK ||

@@ -21,6 +21,7 @@ void rlock_config_init(rlock_config *cfg) {
     cfg->retry_interval_ms = 1500;
     cfg->connect_timeout_ms = 10000;
     cfg->subscriptions_per_connection = 5;
+    cfg->ping_connection_interval_ms = 30000;
     cfg->reconnect_delay_min_ms = 100;
     cfg->reconnect_delay_max_ms = 10000;
     cfg->log = NULL;
@@ -71,6 +72,11 @@ int rlock_config_validate(const rlock_config *cfg) {
         if ((rc = check_ms(times[i].name, times[i].value)) != RLOCK_OK) {
             return rc;
         }
+    }
+    if (cfg->ping_connection_interval_ms != 0 &&
+        (rc = check_ms("ping_connection_interval_ms", cfg->ping_connection_interval_ms)) !=
+            RLOCK_OK) {
+        return rc;
     }
     if (cfg->lock_watchdog_timeout_ms < 3) {
         return bad("lock_watchdog_timeout_ms", (long long)cfg->lock_watchdog_timeout_ms,

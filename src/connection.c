@@ -28,7 +28,10 @@ struct rlock__conn {
 
     enum conn_state state;
     redisAsyncContext *ac; /* NULL unless CONNECTING or READY */
-    ev_timer timer;        /* connect timeout in CONNECTING, back-off in BACKOFF */
+    ev_timer timer;        /* connect timeout in CONNECTING, back-off in BACKOFF,
+                              the PING's reply deadline in READY */
+    ev_timer ping_timer;   /* every ping_connection_interval_ms while READY */
+    bool ping;             /* this connection sends keep-alive PINGs */
     int failures;          /* consecutive failed attempts, for the back-off */
     int handshake_left;    /* replies still expected before READY */
     char last_error[256];
@@ -68,6 +71,7 @@ static void arm_timer(rlock__conn *c, int64_t ms) {
 /* The connection failed or was lost: report it and schedule the next try. */
 static void went_down(rlock__conn *c, const char *why) {
     bool was_ready = c->state == STATE_READY;
+    ev_timer_stop(ev_of(c), &c->ping_timer);
     c->ac = NULL;
     c->state = STATE_BACKOFF;
     snprintf(c->last_error, sizeof(c->last_error), "%s", why);
@@ -113,10 +117,36 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
     ev_timer_stop(ev_of(c), &c->timer);
     c->state = STATE_READY;
     c->failures = 0;
+    if (c->ping) {
+        ev_timer_again(ev_of(c), &c->ping_timer);
+    }
     c->last_error[0] = '\0';
     rlock__log(c->log, RLOCK_LOG_INFO, "%s connection ready", c->name);
     if (c->events.ready != NULL) {
         c->events.ready(c, c->events.arg);
+    }
+}
+
+static void on_ping_reply(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)privdata;
+    rlock__conn *c = ac->data;
+    if (c != NULL && c->ac == ac && r != NULL && c->state == STATE_READY) {
+        ev_timer_stop(ev_of(c), &c->timer); /* answered in time */
+    }
+}
+
+/* Redisson's pingConnectionInterval: a connection whose server stopped
+ * answering (a half-open TCP connection, a frozen server) is dropped and
+ * made again, instead of timing out every command on it for ever. */
+static void on_ping_timer(struct ev_loop *ev, ev_timer *w, int revents) {
+    (void)ev;
+    (void)revents;
+    rlock__conn *c = w->data;
+    if (c->state != STATE_READY || ev_is_active(&c->timer)) {
+        return; /* the previous PING is still within its deadline */
+    }
+    if (redisAsyncCommand(c->ac, on_ping_reply, NULL, "PING") == REDIS_OK) {
+        arm_timer(c, c->cfg->timeout_ms);
     }
 }
 
@@ -189,6 +219,9 @@ static void connect_now(rlock__conn *c) {
     ac->data = c;
     c->ac = ac;
     c->state = STATE_CONNECTING;
+    if (!c->addr->is_unix) {
+        redisEnableKeepAlive(&ac->c); /* the kernel's own check, under the PINGs */
+    }
     if (redisLibevAttach(ev_of(c), ac) != REDIS_OK ||
         redisAsyncSetConnectCallback(ac, on_connect) != REDIS_OK ||
         redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK ||
@@ -210,12 +243,17 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
         snprintf(why, sizeof(why), "no connection within connect_timeout_ms (%lld ms)",
                  (long long)c->cfg->connect_timeout_ms);
         drop_context(c, why);
+    } else if (c->state == STATE_READY) {
+        char why[128];
+        snprintf(why, sizeof(why), "no reply to PING within timeout_ms (%lld ms)",
+                 (long long)c->cfg->timeout_ms);
+        drop_context(c, why);
     }
 }
 
 int rlock__conn_create(rlock__loop *loop, const rlock__address *addr, const rlock_config *cfg,
-                       const rlock__logger *log, const char *name, rlock__conn_events events,
-                       rlock__conn **out) {
+                       const rlock__logger *log, const char *name, bool ping,
+                       rlock__conn_events events, rlock__conn **out) {
     rlock__conn *c = calloc(1, sizeof(*c));
     *out = c;
     if (c == NULL) {
@@ -230,6 +268,10 @@ int rlock__conn_create(rlock__loop *loop, const rlock__address *addr, const rloc
     c->state = STATE_BACKOFF;
     ev_timer_init(&c->timer, on_timer, 0., 0.);
     c->timer.data = c;
+    c->ping = ping && cfg->ping_connection_interval_ms > 0;
+    double every = (double)cfg->ping_connection_interval_ms / 1000.0;
+    ev_timer_init(&c->ping_timer, on_ping_timer, every, every);
+    c->ping_timer.data = c;
     return RLOCK_OK;
 }
 
@@ -272,6 +314,7 @@ void rlock__conn_destroy(rlock__conn *c) {
         return;
     }
     ev_timer_stop(ev_of(c), &c->timer);
+    ev_timer_stop(ev_of(c), &c->ping_timer);
     c->state = STATE_CLOSED;
     redisAsyncContext *ac = c->ac;
     c->ac = NULL;

@@ -25,11 +25,13 @@ typedef struct rlock__conn_events {
     void *arg;
 } rlock__conn_events;
 
-/* name tells the connections apart in logs ("command", "pubsub"). The
- * address, config and logger must outlive the connection. */
+/* name tells the connections apart in logs ("command", "pubsub"). ping:
+ * send a PING every ping_connection_interval_ms while ready, and drop the
+ * connection when one gets no reply within timeout_ms. The address, config
+ * and logger must outlive the connection. */
 int rlock__conn_create(rlock__loop *loop, const rlock__address *addr, const rlock_config *cfg,
-                       const rlock__logger *log, const char *name, rlock__conn_events events,
-                       rlock__conn **out);
+                       const rlock__logger *log, const char *name, bool ping,
+                       rlock__conn_events events, rlock__conn **out);
 
 /* Starts the first connect. */
 void rlock__conn_start(rlock__conn *c);

@@ -428,6 +428,20 @@ static void test_address_message_hides_credentials(void **state) {
 
 /* ---- time and count settings ------------------------------------------ */
 
+/* pingConnectionInterval: 30000 by default, 0 turns it off. */
+static void test_config_ping_interval(void **state) {
+    (void)state;
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    assert_int_equal(cfg.ping_connection_interval_ms, 30000);
+    cfg.ping_connection_interval_ms = 0;
+    assert_valid(&cfg);
+    cfg.ping_connection_interval_ms = -1;
+    assert_invalid(&cfg, "ping_connection_interval_ms");
+    cfg.ping_connection_interval_ms = INT64_MAX;
+    assert_invalid(&cfg, "ping_connection_interval_ms");
+}
+
 typedef struct time_field {
     const char *name;
     size_t offset;
@@ -698,6 +712,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_address_unix_relative_path),
         cmocka_unit_test(test_address_unix_path_too_long),
         cmocka_unit_test(test_address_huge),
+        cmocka_unit_test(test_config_ping_interval),
         cmocka_unit_test(test_address_binary_host),
         cmocka_unit_test(test_address_odd_host_characters),
         cmocka_unit_test(test_address_empty_password),

@@ -43,6 +43,8 @@ static void on_down(rlock__conn *c, const char *why, void *arg) {
     rlock__executor_on_down(f->x, why);
 }
 
+static int64_t ping_interval_ms; /* 0: no keep-alive PINGs, as most tests want */
+
 static int setup(void **state) {
     fx *f = calloc(1, sizeof(*f));
     if (f == NULL || rt_redis_start(&f->redis, NULL) != 0) {
@@ -52,10 +54,11 @@ static int setup(void **state) {
     f->ev = ev_loop_new(EVFLAG_AUTO);
     f->cfg = rt_config(f->redis.address);
     f->cfg.retry_attempts = 0;
+    f->cfg.ping_connection_interval_ms = ping_interval_ms;
     char err[256];
     if (rlock__address_parse(f->redis.address, &f->addr, err, sizeof(err)) != RLOCK_OK ||
         rlock__loop_create(f->ev, &f->loop) != RLOCK_OK ||
-        rlock__conn_create(f->loop, &f->addr, &f->cfg, &f->log, "command",
+        rlock__conn_create(f->loop, &f->addr, &f->cfg, &f->log, "command", true,
                            (rlock__conn_events){.ready = on_ready, .down = on_down, .arg = f},
                            &f->conn) != RLOCK_OK ||
         rlock__executor_create(f->loop, f->conn, &f->cfg, &f->log, rt_scripts_all, &f->x) !=
@@ -65,6 +68,11 @@ static int setup(void **state) {
     rlock__conn_start(f->conn);
     *state = f;
     return rt_run_loop_until(f->ev, &f->is_ready, 5000) ? 0 : -1;
+}
+
+static int setup_with_ping(void **state) {
+    ping_interval_ms = 100;
+    return setup(state);
 }
 
 static void nothing(void *arg) {
@@ -157,8 +165,7 @@ static void test_pipelined_order(void **state) {
     char num[16];
     for (int i = 0; i < N; i++) {
         snprintf(num, sizeof(num), "%d", i);
-        assert_int_equal(rlock__executor_submit(f->x, add_cmd(num, "0"), record, &r[i]),
-                         RLOCK_OK);
+        assert_int_equal(rlock__executor_submit(f->x, add_cmd(num, "0"), record, &r[i]), RLOCK_OK);
     }
     assert_true(rt_run_loop_until(f->ev, &r[N - 1].done, 10000));
     for (int i = 0; i < N; i++) {
@@ -202,6 +209,27 @@ static void test_connection_events(void **state) {
     assert_int_equal(rt_redis_restart(&f->redis), 0);
     assert_true(rt_run_loop_until(f->ev, &f->is_ready, 5000));
     assert_int_equal(f->ready, 2);
+}
+
+/* A frozen server is noticed by the keep-alive PING, with no command in
+ * flight: the connection goes down, and comes back once the server does. */
+static void test_ping_drops_a_frozen_connection(void **state) {
+    fx *f = *state;
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+    bool down = false;
+    for (int i = 0; i < 100 && !down; i++) {
+        rt_run_loop_until(f->ev, &(bool){false}, 50);
+        down = f->down > 0;
+    }
+    assert_true(down);
+    assert_int_equal(f->ready, 1);
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+    assert_true(rt_run_loop_until(f->ev, &f->is_ready, 5000));
+    assert_int_equal(f->ready, 2);
+    /* Answered PINGs keep a healthy connection up. */
+    int downs = f->down;
+    rt_run_loop_until(f->ev, &(bool){false}, 500);
+    assert_int_equal(f->down, downs);
 }
 
 typedef struct {
@@ -287,6 +315,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_connection_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resubmit_on_failure_does_not_spin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_retry_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ping_drops_a_frozen_connection, setup_with_ping,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_submit_after_close_is_refused, setup, teardown),
         cmocka_unit_test(test_bad_commands_are_not_built),
     };

@@ -38,6 +38,11 @@ typedef struct rlock_config {
     int64_t connect_timeout_ms;       /* connectTimeout, TCP connect + AUTH/SELECT: 10000 */
     int subscriptions_per_connection; /* subscriptionsPerConnection: 5 */
 
+    /* pingConnectionInterval: a PING every so often on the command
+     * connection; one unanswered within timeout_ms drops the connection,
+     * which is then made again. 0 turns it off. Default 30000. */
+    int64_t ping_connection_interval_ms;
+
     /* Reconnect back-off after a lost or failed connection: the delay
      * doubles from min to max, with jitter (Redisson's reconnectionDelay,
      * EqualJitterDelay(100 ms, 10 s)). */
