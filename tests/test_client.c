@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "rt_main.h"
 #include <ev.h>
 #include <pthread.h>
 
@@ -419,8 +421,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_wait_timeout, setup, teardown),
         cmocka_unit_test(test_null_arguments),
     };
-    if (argc > 1) {
-        cmocka_set_test_filter(argv[1]);
-    }
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return RT_RUN_TESTS(tests, argc, argv);
 }

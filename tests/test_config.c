@@ -12,6 +12,8 @@
 
 #include <cmocka.h>
 
+#include "rt_main.h"
+
 #include "address.h"
 #include "common.h"
 #include "rlock/rlock.h"
@@ -732,8 +734,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_error_names_and_texts),
         cmocka_unit_test(test_error_unknown_codes),
     };
-    if (argc > 1) {
-        cmocka_set_test_filter(argv[1]);
-    }
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return RT_RUN_TESTS(tests, argc, argv);
 }

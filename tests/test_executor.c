@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "rt_main.h"
 #include <ev.h>
 
 #include "fixture.h"
@@ -320,8 +322,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_submit_after_close_is_refused, setup, teardown),
         cmocka_unit_test(test_bad_commands_are_not_built),
     };
-    if (argc > 1) {
-        cmocka_set_test_filter(argv[1]);
-    }
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include "rt_main.h"
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -369,8 +371,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_failed_future),
         cmocka_unit_test(test_cancel_after_loop_closed),
     };
-    if (argc > 1) {
-        cmocka_set_test_filter(argv[1]);
-    }
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return RT_RUN_TESTS(tests, argc, argv);
 }

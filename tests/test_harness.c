@@ -16,6 +16,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "rt_main.h"
 #include <ev.h>
 #include <hiredis/hiredis.h>
 
@@ -443,8 +445,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_wait_until),
         cmocka_unit_test(test_info_int_counts),
     };
-    if (argc > 1) {
-        cmocka_set_test_filter(argv[1]);
-    }
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -9,6 +9,8 @@
 
 #include <cmocka.h>
 
+#include "rt_main.h"
+
 #include "fixture.h"
 
 typedef struct {
@@ -170,8 +172,5 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_plain_command, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_arguments, setup, teardown),
     };
-    if (argc > 1) {
-        cmocka_set_test_filter(argv[1]);
-    }
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return RT_RUN_TESTS(tests, argc, argv);
 }
