@@ -161,6 +161,36 @@ static void test_client_kill_reconnects(void **state) {
     assert_true(clients >= 2); /* command + pub/sub (+ the probe's own) */
 }
 
+typedef struct {
+    int warnings;
+    char last[512];
+} log_seen;
+
+static void count_log(int level, const char *message, void *arg) {
+    log_seen *l = arg;
+    if (level == RLOCK_LOG_WARN) {
+        l->warnings++;
+        snprintf(l->last, sizeof(l->last), "%s", message);
+    }
+}
+
+/* The optional log hears of a lost connection, with the reason. */
+static void test_log_reports_a_lost_connection(void **state) {
+    fx *f = *state;
+    log_seen seen = {0};
+    rlock_config cfg = rt_config(f->redis.address);
+    cfg.log = count_log;
+    cfg.log_arg = &seen;
+    rlock_client *c = connect_to(f, f->redis.address, &cfg);
+    assert_int_equal(rt_finish(rt_command(c, "PING", NULL), NULL), RLOCK_OK);
+    assert_int_equal(rt_redis_restart(&f->redis), 0);
+    assert_int_equal(recover(c, 1), 1);
+    rlock_client_destroy(c); /* joins the I/O thread: seen is settled */
+    f->client = NULL;
+    assert_true(seen.warnings >= 1);
+    assert_non_null(strstr(seen.last, "connection lost"));
+}
+
 /* Password in the address: AUTH on connect. A wrong one fails with the
  * server's reason. */
 static void test_password(void **state) {
@@ -249,6 +279,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_restart_reconnects, setup, teardown),
         cmocka_unit_test_setup_teardown(test_command_survives_short_outage, setup, teardown),
         cmocka_unit_test_setup_teardown(test_client_kill_reconnects, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_reports_a_lost_connection, setup, teardown),
         cmocka_unit_test_setup_teardown(test_password, setup_password, teardown),
         cmocka_unit_test_setup_teardown(test_acl_user_and_database, setup_acl, teardown),
         cmocka_unit_test_setup_teardown(test_unix_socket, setup_unix, teardown),

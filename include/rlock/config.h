@@ -26,8 +26,9 @@ typedef struct rlock_config {
     const char *address;
 
     /* NULL (default): the client runs its own I/O thread and every call is
-     * thread-safe. Otherwise the application's libev loop: call the client
-     * only from the thread that runs it; callbacks run inside it. */
+     * thread-safe. Otherwise the application's libev loop: create, call and
+     * destroy the client only on the thread that runs it; callbacks run
+     * inside its ev_run. */
     struct ev_loop *loop;
 
     int64_t lock_watchdog_timeout_ms; /* lockWatchdogTimeout: 30000 */
@@ -50,7 +51,8 @@ typedef struct rlock_config {
     int64_t reconnect_delay_max_ms; /* 10000 */
 
     /* Optional diagnostics: connection losses, reconnects, retries. Runs on
-     * the I/O thread; NULL (default) logs nothing. */
+     * the loop thread, inside the library: it must not call rlock functions.
+     * NULL (default) logs nothing. */
     void (*log)(int level, const char *message, void *arg);
     void *log_arg;
     int log_level; /* most verbose level passed to log: RLOCK_LOG_INFO */
