@@ -244,7 +244,9 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     case CMD_WAITING:
         rlock__list_remove(&cmd->wait_node);
         snprintf(why, sizeof(why), "no connection within timeout_ms (%lld ms): %.200s",
-                 (long long)x->cfg->timeout_ms, rlock__conn_last_error(x->conn));
+                 (long long)x->cfg->timeout_ms,
+                 rlock__conn_last_error(x->conn)[0] != '\0' ? rlock__conn_last_error(x->conn)
+                                                            : "still connecting");
         attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
         break;
     case CMD_SENT:
