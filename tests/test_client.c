@@ -15,26 +15,7 @@
 
 #include "fixture.h"
 
-typedef struct {
-    rt_redis redis;
-} fx;
-
-static int setup(void **state) {
-    fx *f = calloc(1, sizeof(*f));
-    if (f == NULL || rt_redis_start(&f->redis, NULL) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state) {
-    fx *f = *state;
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
+typedef rt_fx fx;
 
 static rlock_client *new_client(fx *f, struct ev_loop *loop) {
     rlock_config cfg = rt_config(f->redis.address);
@@ -198,10 +179,7 @@ static void test_eight_threads_blocking(void **state) {
         pthread_join(t[i], NULL);
         assert_int_equal(w[i].ok, 200);
     }
-    redisReply *r = rt_redis_command(&f->redis, "GET shared");
-    assert_non_null(r);
-    assert_string_equal(r->str, "1600");
-    freeReplyObject(r);
+    rt_expect_string(&f->redis, "shared", 6, "1600");
     rlock_client_destroy(c);
 }
 
@@ -405,20 +383,25 @@ static void test_null_arguments(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_client_id_is_a_uuid_v4, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_client_id_is_a_uuid_v4, rt_fx_setup, rt_fx_teardown),
         cmocka_unit_test(test_thread_ids_are_distinct_and_stable),
-        cmocka_unit_test_setup_teardown(test_app_loop_callbacks, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_app_loop_wait_drives_the_loop, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_own_thread_callbacks, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_eight_threads_blocking, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_in_flight_own_thread, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_in_flight_app_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_app_loop_callbacks, rt_fx_setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_app_loop_wait_drives_the_loop, rt_fx_setup,
+                                        rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_own_thread_callbacks, rt_fx_setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_eight_threads_blocking, rt_fx_setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_in_flight_own_thread, rt_fx_setup,
+                                        rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_in_flight_app_loop, rt_fx_setup,
+                                        rt_fx_teardown),
         cmocka_unit_test(test_destroy_while_connecting),
-        cmocka_unit_test_setup_teardown(test_wait_on_io_thread_is_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_from_a_callback, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_release_before_completion, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cancel, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wait_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wait_on_io_thread_is_refused, rt_fx_setup,
+                                        rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_from_a_callback, rt_fx_setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_release_before_completion, rt_fx_setup,
+                                        rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel, rt_fx_setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_wait_timeout, rt_fx_setup, rt_fx_teardown),
         cmocka_unit_test(test_null_arguments),
     };
     return RT_RUN_TESTS(tests, argc, argv);

@@ -14,32 +14,7 @@
 
 #include "fixture.h"
 
-typedef struct {
-    rt_redis redis;
-    rlock_client *client;
-} fx;
-
-static int start(void **state, const rt_redis_opts *opts) {
-    fx *f = calloc(1, sizeof(*f));
-    if (f == NULL || rt_redis_start(&f->redis, opts) != 0) {
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int setup(void **state) {
-    return start(state, NULL);
-}
-
-static int teardown(void **state) {
-    fx *f = *state;
-    rlock_client_destroy(f->client);
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
-}
+typedef rt_fx fx;
 
 /* Calls made while the client recovers may fail; PINGs until want of them
  * succeed (bounded: 50 tries, 50 ms apart). Returns how many did. */
@@ -108,10 +83,7 @@ static void test_stopped_server_times_out_then_recovers(void **state) {
     assert_int_equal(v, 5);
     /* The timed-out attempts reached Redis once it woke up: retries of a
      * non-idempotent script can apply twice; lock scripts guard for it. */
-    redisReply *r = rt_redis_command(&f->redis, "GET after");
-    assert_non_null(r);
-    assert_string_equal(r->str, "2");
-    freeReplyObject(r);
+    rt_expect_string(&f->redis, "after", 5, "2");
 }
 
 /* Restarted server: the client reconnects by itself, and scripts the new
@@ -143,10 +115,7 @@ static void test_command_survives_short_outage(void **state) {
     rt_sleep_ms(300);
     assert_int_equal(rt_redis_restart(&f->redis), 0);
     assert_int_equal(rt_finish(fut, NULL), RLOCK_OK);
-    redisReply *r = rt_redis_command(&f->redis, "GET k");
-    assert_non_null(r);
-    assert_string_equal(r->str, "v");
-    freeReplyObject(r);
+    rt_expect_string(&f->redis, "k", 1, "v");
 }
 
 /* CLIENT KILL drops both connections; the client reconnects. */
@@ -213,7 +182,7 @@ static void test_password(void **state) {
 
 static int setup_password(void **state) {
     rt_redis_opts o = {.password = "s3cret"};
-    return start(state, &o);
+    return rt_fx_setup_with(state, &o);
 }
 
 /* An ACL user and password (AUTH user pass), and SELECT of the db. */
@@ -232,7 +201,7 @@ static void test_acl_user_and_database(void **state) {
 
 static int setup_acl(void **state) {
     rt_redis_opts o = {.acl_user = "alice", .acl_password = "w@nderland"};
-    return start(state, &o);
+    return rt_fx_setup_with(state, &o);
 }
 
 static void test_unix_socket(void **state) {
@@ -249,7 +218,7 @@ static void test_unix_socket(void **state) {
 
 static int setup_unix(void **state) {
     rt_redis_opts o = {.unix_socket = true};
-    return start(state, &o);
+    return rt_fx_setup_with(state, &o);
 }
 
 /* A server that accepts the TCP connection but never answers (stopped
@@ -274,16 +243,19 @@ static void test_connect_timeout_on_silent_server(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connection_refused),
-        cmocka_unit_test_setup_teardown(test_stopped_server_times_out_then_recovers, setup,
-                                        teardown),
-        cmocka_unit_test_setup_teardown(test_restart_reconnects, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_command_survives_short_outage, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_client_kill_reconnects, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_log_reports_a_lost_connection, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_password, setup_password, teardown),
-        cmocka_unit_test_setup_teardown(test_acl_user_and_database, setup_acl, teardown),
-        cmocka_unit_test_setup_teardown(test_unix_socket, setup_unix, teardown),
-        cmocka_unit_test_setup_teardown(test_connect_timeout_on_silent_server, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stopped_server_times_out_then_recovers, rt_fx_setup,
+                                        rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_restart_reconnects, rt_fx_setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_command_survives_short_outage, rt_fx_setup,
+                                        rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_client_kill_reconnects, rt_fx_setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_log_reports_a_lost_connection, rt_fx_setup,
+                                        rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_password, setup_password, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_acl_user_and_database, setup_acl, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_unix_socket, setup_unix, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_connect_timeout_on_silent_server, rt_fx_setup,
+                                        rt_fx_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

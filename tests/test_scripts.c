@@ -13,33 +13,15 @@
 
 #include "fixture.h"
 
-typedef struct {
-    rt_redis redis;
-    rlock_client *client;
-} fx;
+typedef rt_fx fx;
 
 static int setup(void **state) {
-    fx *f = calloc(1, sizeof(*f));
-    if (f == NULL || rt_redis_start(&f->redis, NULL) != 0) {
-        free(f);
+    if (rt_fx_setup(state) != 0) {
         return -1;
     }
-    rlock_config cfg = rt_config(f->redis.address);
-    if (rlock_client_create(&cfg, &f->client) != RLOCK_OK) {
-        rt_redis_stop(&f->redis);
-        free(f);
-        return -1;
-    }
-    *state = f;
-    return 0;
-}
-
-static int teardown(void **state) {
     fx *f = *state;
-    rlock_client_destroy(f->client);
-    rt_redis_stop(&f->redis);
-    free(f);
-    return 0;
+    rlock_config cfg = rt_config(f->redis.address);
+    return rlock_client_create(&cfg, &f->client) == RLOCK_OK ? 0 : -1;
 }
 
 /* How often the server ran a command since CONFIG RESETSTAT. */
@@ -117,10 +99,7 @@ static void test_keys_and_args(void **state) {
             RLOCK_OK);
         assert_int_equal(v, 10 * i);
     }
-    redisReply *r = rt_redis_command(&f->redis, "GET counter");
-    assert_non_null(r);
-    assert_string_equal(r->str, "50");
-    freeReplyObject(r);
+    rt_expect_string(&f->redis, "counter", 7, "50");
 }
 
 /* A script error is RLOCK_ERR_REDIS with Redis's text, and is not retried. */
@@ -156,21 +135,18 @@ static void test_binary_arguments(void **state) {
     int64_t v = 0;
     assert_int_equal(rt_finish(rlock__client_run(f->client, cmd), &v), RLOCK_OK);
     assert_int_equal(v, 7);
-    redisReply *r = rt_redis_command(&f->redis, "GET %b", key, sizeof(key));
-    assert_non_null(r);
-    assert_string_equal(r->str, "7");
-    freeReplyObject(r);
+    rt_expect_string(&f->redis, key, sizeof(key), "7");
 }
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_embedded_sha_matches_redis, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_evalsha_when_loaded, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_noscript_falls_back_to_eval, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_keys_and_args, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_script_error_is_reported, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_plain_command, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_binary_arguments, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_embedded_sha_matches_redis, setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_evalsha_when_loaded, setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_noscript_falls_back_to_eval, setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_keys_and_args, setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_script_error_is_reported, setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_plain_command, setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_binary_arguments, setup, rt_fx_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -1,7 +1,41 @@
 /* See fixture.h. */
 #include "fixture.h"
 
+#include <setjmp.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <cmocka.h>
+
+int rt_fx_setup_with(void **state, const rt_redis_opts *opts) {
+    rt_fx *f = calloc(1, sizeof(*f));
+    if (f == NULL || rt_redis_start(&f->redis, opts) != 0) {
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+int rt_fx_setup(void **state) {
+    return rt_fx_setup_with(state, NULL);
+}
+
+int rt_fx_teardown(void **state) {
+    rt_fx *f = *state;
+    rlock_client_destroy(f->client);
+    rt_redis_stop(&f->redis);
+    free(f);
+    return 0;
+}
+
+void rt_expect_string(rt_redis *r, const char *key, size_t keylen, const char *expected) {
+    redisReply *reply = rt_redis_command(r, "GET %b", key, keylen);
+    assert_non_null(reply);
+    assert_int_equal(reply->type, REDIS_REPLY_STRING);
+    assert_string_equal(reply->str, expected);
+    freeReplyObject(reply);
+}
 
 rlock_config rt_config(const char *address) {
     rlock_config cfg;
