@@ -298,17 +298,6 @@ int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int ar
     return RLOCK_OK;
 }
 
-redisAsyncContext *rlock__conn_context(rlock__conn *c) {
-    return c->state == STATE_READY ? c->ac : NULL;
-}
-
-void rlock__conn_reset(rlock__conn *c, const char *why) {
-    if (c->state == STATE_READY || c->state == STATE_CONNECTING) {
-        ev_timer_stop(ev_of(c), &c->timer);
-        drop_context(c, why);
-    }
-}
-
 void rlock__conn_destroy(rlock__conn *c) {
     if (c == NULL) {
         return;

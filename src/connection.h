@@ -47,13 +47,6 @@ const char *rlock__conn_last_error(const rlock__conn *c);
 int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int argc,
                      const char **argv, const size_t *argvlen);
 
-/* The hiredis context of a ready connection, for pub/sub. NULL otherwise. */
-redisAsyncContext *rlock__conn_context(rlock__conn *c);
-
-/* Drops the connection now and reconnects after the back-off (used when a
- * connection is judged dead, e.g. it stopped answering). */
-void rlock__conn_reset(rlock__conn *c, const char *why);
-
 /* Closes for good: pending callbacks run with NULL replies; no events are
  * reported any more. Frees c. */
 void rlock__conn_destroy(rlock__conn *c);
