@@ -35,4 +35,19 @@ rlock_future *rlock__client_run(rlock_client *c, rlock__cmd *cmd);
 /* The executor's counters, read on the loop thread (any thread may ask). */
 rlock__executor_stats rlock__client_stats(rlock_client *c);
 
+/* The lock layer's counters (pub/sub and watchdog), for tests and
+ * benchmarks; read on the loop thread (any thread may ask). */
+typedef struct rlock__lock_stats {
+    uint64_t subscribes;   /* SUBSCRIBE commands sent */
+    uint64_t unsubscribes; /* UNSUBSCRIBE commands sent */
+    uint64_t entries;      /* lock entries now (names someone waits on) */
+    uint64_t messages;     /* unlock messages received */
+    uint64_t acquires;     /* acquire scripts sent */
+    uint64_t renew_evals;  /* renewal scripts sent */
+    uint64_t renewing;     /* (name, owner) pairs the watchdog renews now */
+    uint64_t lost;         /* lock-lost events reported */
+} rlock__lock_stats;
+
+rlock__lock_stats rlock__client_lock_stats(rlock_client *c);
+
 #endif

@@ -15,6 +15,7 @@ extern "C" {
 #endif
 
 struct ev_loop;
+struct rlock_lock_lost_info; /* rlock/lock.h */
 
 /* Log levels for rlock_config.log. */
 enum { RLOCK_LOG_ERROR = 0, RLOCK_LOG_WARN = 1, RLOCK_LOG_INFO = 2, RLOCK_LOG_DEBUG = 3 };
@@ -56,6 +57,11 @@ typedef struct rlock_config {
     void (*log)(int level, const char *message, void *arg);
     void *log_arg;
     int log_level; /* most verbose level passed to log: RLOCK_LOG_INFO */
+
+    /* Runs when any lock this client holds under the watchdog is lost
+     * (see rlock_set_lock_lost_callback in rlock/lock.h). NULL: none. */
+    void (*on_lock_lost)(const struct rlock_lock_lost_info *info, void *arg);
+    void *on_lock_lost_arg;
 } rlock_config;
 
 /* Redisson's defaults. */

@@ -6,5 +6,6 @@
 #include "rlock/config.h"
 #include "rlock/errors.h"
 #include "rlock/future.h"
+#include "rlock/lock.h"
 
 #endif

@@ -1,0 +1,143 @@
+/* rlock: Redisson's RLock, a reentrant distributed lock.
+ *
+ * A lock is a Redis hash named after the lock. Each field is an owner,
+ * "<clientId>:<threadId>", and its value is that owner's hold count. The
+ * key's TTL is the lease. Processes that use Redisson (Java), node-redisson
+ * or rlock on the same name exclude each other and wake each other.
+ *
+ * Owners. An owner is a (client, thread id) pair. The blocking calls use
+ * the calling thread's rlock_thread_id(). The async calls take the thread
+ * id as an argument, as Redisson's lockAsync(threadId) does, so a holder
+ * that is not a thread (a request, a coroutine) can pick its own.
+ *
+ * Leases. lease_ms > 0: the lock expires lease_ms after it was taken,
+ * unless it is unlocked first. lease_ms < 0 (RLOCK_LEASE_WATCHDOG): the
+ * lock is taken for lock_watchdog_timeout_ms, and the client's watchdog
+ * extends it every third of that for as long as the owner holds it.
+ * lease_ms == 0 is an error.
+ *
+ * Times are in milliseconds. A wait or lease above one year is
+ * RLOCK_ERR_INVALID; so are a NULL lock and a negative wait. On bad input
+ * nothing is sent to Redis.
+ *
+ * Threads: with a client-owned loop, every call works from any thread.
+ * With an application loop, call the library on that loop's thread only.
+ * A blocking call on a client's own I/O thread (inside a callback) returns
+ * RLOCK_ERR_WRONG_THREAD at once, since it could never finish. */
+#ifndef RLOCK_LOCK_H
+#define RLOCK_LOCK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlock/client.h"
+#include "rlock/export.h"
+#include "rlock/future.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct rlock rlock;
+
+/* A lease_ms that asks for the watchdog (Redisson's leaseTime -1). */
+#define RLOCK_LEASE_WATCHDOG (-1)
+
+/* Longest lock name accepted, in bytes. */
+#define RLOCK_NAME_MAX (64 * 1024)
+
+/* A handle on the lock called name (Redisson's getLock). Handles are
+ * cheap and need no Redis call; several handles on one name act as one
+ * lock. Returns NULL for a NULL client, an empty name or one longer than
+ * RLOCK_NAME_MAX (see rlock_last_error()), or when out of memory.
+ * Free every handle before destroying its client. */
+RLOCK_API rlock *rlock_get_lock(rlock_client *c, const char *name);
+
+/* The same for a name of len bytes that may hold any byte, NUL included. */
+RLOCK_API rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len);
+
+/* Frees the handle. Operations under way keep what they need and finish;
+ * locks it holds stay held (and watchdog leases renewed). NULL is ignored. */
+RLOCK_API void rlock_free(rlock *l);
+
+/* The lock's name, and its length in bytes. */
+RLOCK_API const char *rlock_name(const rlock *l);
+RLOCK_API size_t rlock_name_len(const rlock *l);
+
+/* ---- async: each returns a future (see rlock/future.h) --------------- */
+
+/* Takes the lock, waiting as long as it takes (lock / lockAsync). Value 0.
+ * Fails with RLOCK_ERR_TIMEOUT or RLOCK_ERR_CONNECTION when an acquire
+ * attempt gets no answer. Cancel the future to stop waiting
+ * (lockInterruptibly); if the lock was taken meanwhile, it is released. */
+RLOCK_API rlock_future *rlock_lock_async(rlock *l, int64_t lease_ms, uint64_t thread_id);
+
+/* Tries to take the lock for up to wait_ms (0: one attempt, no wait).
+ * Value 1 when taken, 0 when the wait ran out (tryLock). */
+RLOCK_API rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                                             uint64_t thread_id);
+
+/* Releases one hold of thread_id. Value 0. Fails with RLOCK_ERR_NOT_HELD,
+ * changing nothing, when the owner holds no hold on the lock (Redisson's
+ * IllegalMonitorStateException). The last hold's release wakes one waiter. */
+RLOCK_API rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id);
+
+/* Deletes the lock whoever holds it and wakes a waiter. Value 1 when a
+ * lock was deleted, 0 when it was not locked. */
+RLOCK_API rlock_future *rlock_force_unlock_async(rlock *l);
+
+/* Value 1 when anyone holds the lock, else 0. */
+RLOCK_API rlock_future *rlock_is_locked_async(rlock *l);
+
+/* Value 1 when (this client, thread_id) holds the lock, else 0. */
+RLOCK_API rlock_future *rlock_is_held_by_thread_async(rlock *l, uint64_t thread_id);
+
+/* Value: how many holds (this client, thread_id) has; 0 when none. */
+RLOCK_API rlock_future *rlock_get_hold_count_async(rlock *l, uint64_t thread_id);
+
+/* Value: the lock's remaining lease in ms; -2 when not locked, -1 when the
+ * key has no expiry. */
+RLOCK_API rlock_future *rlock_remain_time_to_live_async(rlock *l);
+
+/* ---- blocking: the owner is the calling thread ------------------------ */
+
+/* lease_ms < 0: watchdog. 0 or a negative rlock_errno. */
+RLOCK_API int rlock_lock(rlock *l, int64_t lease_ms);
+RLOCK_API int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired);
+RLOCK_API int rlock_unlock(rlock *l);
+RLOCK_API int rlock_force_unlock(rlock *l, bool *was_locked);
+RLOCK_API int rlock_is_locked(rlock *l, bool *locked);
+RLOCK_API int rlock_is_held_by_thread(rlock *l, uint64_t thread_id, bool *held);
+RLOCK_API int rlock_is_held_by_current_thread(rlock *l, bool *held);
+RLOCK_API int rlock_get_hold_count(rlock *l, int64_t *count);
+RLOCK_API int rlock_remain_time_to_live(rlock *l, int64_t *ttl_ms);
+
+/* ---- lost locks -------------------------------------------------------- */
+
+/* Why a watchdog-held lock was lost. */
+typedef struct rlock_lock_lost_info {
+    const char *name; /* the lock's name (not NUL-terminated if binary) */
+    size_t name_len;
+    uint64_t thread_id; /* the owner that lost it */
+    /* RLOCK_ERR_NOT_HELD: a renewal found the lock gone (expired, deleted
+     * by force_unlock, or Redis lost its data). RLOCK_ERR_TIMEOUT or
+     * RLOCK_ERR_CONNECTION: renewals kept failing until the lease ran out. */
+    int reason;
+    const char *message; /* details, never NULL */
+} rlock_lock_lost_info;
+
+typedef void (*rlock_lock_lost_cb)(const rlock_lock_lost_info *info, void *arg);
+
+/* Registers cb to run when a lock this handle took under the watchdog is
+ * lost (once per owner and acquisition; the watchdog then stops renewing
+ * it). It runs on the loop thread, outside library code, and may call
+ * anything. It applies to acquisitions made after the call; NULL cb
+ * removes it. The client-wide rlock_config.on_lock_lost runs as well. */
+RLOCK_API int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
