@@ -53,6 +53,19 @@ static void cmd_down(rlock__conn *conn, const char *why, void *arg) {
     rlock__executor_on_down(c->exec, why);
 }
 
+static void sub_ready(rlock__conn *conn, void *arg) {
+    (void)conn;
+    rlock_client *c = arg;
+    rlock__pubsub_on_ready(c->pubsub);
+}
+
+static void sub_down(rlock__conn *conn, const char *why, void *arg) {
+    (void)conn;
+    (void)why;
+    rlock_client *c = arg;
+    rlock__pubsub_on_down(c->pubsub);
+}
+
 static void start_connections(void *arg) {
     rlock_client *c = arg;
     rlock__conn_start(c->cmd_conn);
@@ -68,6 +81,8 @@ static void close_connections(void *arg) {
 
 /* Frees what create built; each part may be missing. */
 static void free_parts(rlock_client *c) {
+    rlock__renewal_destroy(c->renewal);
+    rlock__pubsub_destroy(c->pubsub);
     rlock__executor_destroy(c->exec);
     rlock__address_free(&c->addr);
     free(c->address_text);
@@ -108,13 +123,17 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         return rc;
     }
     rlock__conn_events cmd_events = {.ready = cmd_ready, .down = cmd_down, .arg = c};
-    rlock__conn_events sub_events = {.arg = c}; /* the pub/sub layer hooks in here */
+    rlock__list_init(&c->acquiring);
+    rlock__conn_events sub_events = {.ready = sub_ready, .down = sub_down, .arg = c};
     if ((rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "command", true, cmd_events,
                                  &c->cmd_conn)) != RLOCK_OK ||
         (rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "pubsub", false, sub_events,
                                  &c->sub_conn)) != RLOCK_OK ||
         (rc = rlock__executor_create(c->loop, c->cmd_conn, &c->cfg, &c->log, rlock__scripts_all,
                                      &c->exec)) != RLOCK_OK ||
+        (rc = rlock__pubsub_create(c->sub_conn, &c->log, &c->pubsub)) != RLOCK_OK ||
+        (rc = rlock__renewal_create(c->loop, c->exec, &c->cfg, &c->log, c->id, &c->renewal)) !=
+            RLOCK_OK ||
         (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
         rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
         free_parts(c);
@@ -129,7 +148,9 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
 static void shutdown_on_loop(void *arg) {
     rlock_client *c = arg;
     c->closed = true;
-    rlock__executor_close(c->exec);
+    rlock__lock_close_all(c);
+    rlock__renewal_close(c->renewal);
+    rlock__executor_close(c->exec); /* fails the acquires in flight too */
     close_connections(c);
 }
 
@@ -158,6 +179,32 @@ typedef struct stats_call {
 static void read_stats(void *arg) {
     stats_call *s = arg;
     s->stats = rlock__executor_get_stats(s->client->exec);
+}
+
+typedef struct lock_stats_call {
+    rlock_client *client;
+    rlock__lock_stats stats;
+} lock_stats_call;
+
+static void read_lock_stats(void *arg) {
+    lock_stats_call *s = arg;
+    rlock_client *c = s->client;
+    rlock__pubsub_stats ps = rlock__pubsub_get_stats(c->pubsub);
+    rlock__renewal_stats rs = rlock__renewal_get_stats(c->renewal);
+    s->stats = (rlock__lock_stats){.subscribes = ps.subscribes,
+                                   .unsubscribes = ps.unsubscribes,
+                                   .entries = ps.entries,
+                                   .messages = ps.messages,
+                                   .acquires = c->acquires,
+                                   .renew_evals = rs.renew_evals,
+                                   .renewing = rs.renewing,
+                                   .lost = rs.lost};
+}
+
+rlock__lock_stats rlock__client_lock_stats(rlock_client *c) {
+    lock_stats_call s = {.client = c};
+    rlock__loop_run_sync(c->loop, read_lock_stats, &s);
+    return s.stats;
 }
 
 rlock__executor_stats rlock__client_stats(rlock_client *c) {

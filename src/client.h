@@ -7,6 +7,8 @@
 #include "connection.h"
 #include "executor.h"
 #include "loop.h"
+#include "pubsub.h"
+#include "renewal.h"
 #include "rlock/client.h"
 #include "rlock/future.h"
 
@@ -20,8 +22,16 @@ struct rlock_client {
     rlock__conn *cmd_conn; /* pipelined commands and scripts */
     rlock__conn *sub_conn; /* pub/sub only */
     rlock__executor *exec;
-    bool closed; /* set on the loop thread when destroy begins */
+    rlock__pubsub *pubsub;   /* lock entries on sub_conn */
+    rlock__renewal *renewal; /* the watchdog */
+    rlock__list acquiring;   /* lock and try-lock operations under way */
+    uint64_t acquires;       /* acquire scripts sent */
+    bool closed;             /* set on the loop thread when destroy begins */
 };
+
+/* Fails every lock operation that is waiting (not in flight) with
+ * RLOCK_ERR_CLOSED (lock.c; client shutdown, on the loop thread). */
+void rlock__lock_close_all(rlock_client *c);
 
 /* Runs a built command on c and returns a future for it (any thread).
  * The future's value: an integer reply's value, INT64_MIN for a nil reply,

@@ -141,7 +141,9 @@ static void free_loop(rlock__loop *l) {
 }
 
 void rlock__loop_ref(rlock__loop *l) {
-    atomic_fetch_add(&l->refs, 1);
+    if (l != NULL) {
+        atomic_fetch_add(&l->refs, 1);
+    }
 }
 
 void rlock__loop_unref(rlock__loop *l) {
@@ -273,6 +275,15 @@ int rlock__loop_call(rlock__loop *l, rlock__task_fn fn, void *arg) {
         return RLOCK_OK;
     }
     return rlock__loop_post(l, fn, arg);
+}
+
+void rlock__loop_call_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg) {
+    if (rlock__loop_on_thread(l)) {
+        fn(arg);
+        return;
+    }
+    t->heap = false;
+    rlock__loop_post_task(l, t, fn, arg);
 }
 
 static void run_sync_task(void *arg) {

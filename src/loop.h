@@ -56,6 +56,9 @@ void rlock__loop_defer(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *
 /* Runs fn(arg) now when on the loop thread, else posts it. */
 int rlock__loop_call(rlock__loop *l, rlock__task_fn fn, void *arg);
 
+/* rlock__loop_call that cannot fail: t is embedded in the caller's state. */
+void rlock__loop_call_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg);
+
 /* Runs fn(arg) on the loop thread and returns once it has run. */
 void rlock__loop_run_sync(rlock__loop *l, rlock__task_fn fn, void *arg);
 

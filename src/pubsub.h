@@ -1,0 +1,77 @@
+/* Waiting for unlocks: Redisson's PublishSubscribe, LockPubSub and
+ * RedissonLockEntry, on the client's pub/sub connection.
+ *
+ * One lock entry per channel per client, shared and refcounted by every
+ * operation of this client waiting on that lock, so a thousand waiters on
+ * one name cost one SUBSCRIBE. An entry is a semaphore-like latch:
+ * - an unlock message (0) wakes the first waiter, or, when none is
+ *   waiting at that moment (its acquire is still in flight), banks a
+ *   permit that the next waiter takes instead of waiting;
+ * - a read-unlock message (1) wakes every waiter;
+ * - each confirmed SUBSCRIBE (the first, and again after a reconnect) bumps
+ *   the entry's generation and wakes every waiter: messages sent before
+ *   it were never seen, so everyone must try again.
+ * Everything here runs on the loop thread. */
+#ifndef RLOCK_PUBSUB_H
+#define RLOCK_PUBSUB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "connection.h"
+
+typedef struct rlock__pubsub rlock__pubsub;
+typedef struct rlock__lock_entry rlock__lock_entry;
+
+/* A waiting operation (Redisson's entry listener). wake runs once per
+ * wait, after the waiter has been taken off the entry. */
+typedef struct rlock__waiter {
+    rlock__list node;
+    void (*wake)(struct rlock__waiter *w);
+} rlock__waiter;
+
+typedef struct rlock__pubsub_stats {
+    uint64_t subscribes;
+    uint64_t unsubscribes;
+    uint64_t entries;
+    uint64_t messages;
+} rlock__pubsub_stats;
+
+int rlock__pubsub_create(rlock__conn *conn, const rlock__logger *log, rlock__pubsub **out);
+
+/* Connection events, forwarded by the connection's owner. */
+void rlock__pubsub_on_ready(rlock__pubsub *ps);
+void rlock__pubsub_on_down(rlock__pubsub *ps);
+
+/* Frees the table; every entry must have been released. */
+void rlock__pubsub_destroy(rlock__pubsub *ps);
+
+/* Takes a reference on channel's entry, creating and subscribing it when
+ * it is new. NULL when out of memory. */
+rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channel, size_t len);
+
+/* Drops a reference; the last one unsubscribes. The caller must not be
+ * waiting on the entry any more. */
+void rlock__pubsub_unsubscribe(rlock__lock_entry *e);
+
+/* True once Redis confirmed the subscription on the current connection. */
+bool rlock__entry_confirmed(const rlock__lock_entry *e);
+
+/* Counts confirmations; a waiter whose try was sent under an older
+ * generation must try again instead of waiting. */
+uint64_t rlock__entry_generation(const rlock__lock_entry *e);
+
+/* Takes a banked permit (Semaphore.tryAcquire). */
+bool rlock__entry_take_permit(rlock__lock_entry *e);
+
+/* Waits for the next wake-up. */
+void rlock__entry_wait(rlock__lock_entry *e, rlock__waiter *w);
+
+/* Stops waiting; harmless when w is not waiting. */
+void rlock__entry_stop_waiting(rlock__waiter *w);
+
+rlock__pubsub_stats rlock__pubsub_get_stats(const rlock__pubsub *ps);
+
+#endif

@@ -1,0 +1,385 @@
+/* See renewal.h. */
+#include "renewal.h"
+
+#include <ev.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <uthash.h>
+
+#include "rlock/errors.h"
+#include "rlock__scripts_all.h"
+
+/* One owner's watchdog holds (Redisson's LockEntry thread-id counter). */
+typedef struct owner {
+    uint64_t thread_id;
+    uint64_t seq;       /* tells this acquisition from a later one */
+    int count;          /* watchdog holds */
+    int64_t renewed_ms; /* when the request that last set the lease was sent */
+    rlock__lost_sink sink;
+} owner;
+
+typedef struct renew_entry {
+    UT_hash_handle hh;
+    owner *owners; /* Redisson renews the first; more only in passing */
+    int n, cap;
+    size_t len;
+    char name[];
+} renew_entry;
+
+struct rlock__renewal {
+    rlock__loop *loop;
+    rlock__executor *x;
+    const rlock_config *cfg;
+    const rlock__logger *log;
+    const char *client_id;
+    renew_entry *table;
+    ev_timer timer;
+    bool running; /* the timer is armed or a round is under way */
+    bool closed;
+    int in_flight; /* calls of the current round still out */
+    uint64_t next_seq;
+    rlock__renewal_stats stats;
+};
+
+/* A batched renew call, and what it renews. */
+typedef struct chunk_item {
+    uint64_t thread_id;
+    uint64_t seq;
+    size_t off, len; /* of the name, in names */
+} chunk_item;
+
+typedef struct chunk {
+    rlock__renewal *r;
+    int64_t sent_ms;
+    char *names;
+    int n;
+    chunk_item items[];
+} chunk;
+
+/* A lost lock on its way to the callbacks. */
+typedef struct lost_event {
+    rlock__task task;
+    rlock__lost_sink sink;
+    rlock_lock_lost_info info;
+    char message[256];
+    char name[];
+} lost_event;
+
+static void on_timer(struct ev_loop *ev, ev_timer *w, int revents);
+
+int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_config *cfg,
+                          const rlock__logger *log, const char *client_id, rlock__renewal **out) {
+    rlock__renewal *r = calloc(1, sizeof(*r));
+    *out = r;
+    if (r == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    r->loop = loop;
+    r->x = x;
+    r->cfg = cfg;
+    r->log = log;
+    r->client_id = client_id;
+    ev_init(&r->timer, on_timer);
+    r->timer.data = r;
+    return RLOCK_OK;
+}
+
+static renew_entry *find(rlock__renewal *r, const char *name, size_t len) {
+    renew_entry *e = NULL;
+    HASH_FIND(hh, r->table, name, len, e);
+    return e;
+}
+
+static owner *find_owner(renew_entry *e, uint64_t thread_id) {
+    for (int i = 0; i < e->n; i++) {
+        if (e->owners[i].thread_id == thread_id) {
+            return &e->owners[i];
+        }
+    }
+    return NULL;
+}
+
+static void stop_if_idle(rlock__renewal *r) {
+    if (r->table == NULL && r->in_flight == 0 && r->running) {
+        ev_timer_stop(rlock__loop_ev(r->loop), &r->timer);
+        r->running = false;
+    }
+}
+
+/* Takes o (of e) out of the table, and e too when it was the last. */
+static void remove_owner(rlock__renewal *r, renew_entry *e, owner *o) {
+    int i = (int)(o - e->owners);
+    memmove(&e->owners[i], &e->owners[i + 1], (size_t)(e->n - i - 1) * sizeof(owner));
+    e->n--;
+    r->stats.renewing--;
+    if (e->n == 0) {
+        HASH_DEL(r->table, e);
+        free(e->owners);
+        free(e);
+    }
+}
+
+static void deliver_lost(void *arg) {
+    lost_event *ev = arg;
+    if (ev->sink.lock_cb != NULL) {
+        ev->sink.lock_cb(&ev->info, ev->sink.lock_arg);
+    }
+    if (ev->sink.client_cb != NULL) {
+        ev->sink.client_cb(&ev->info, ev->sink.client_arg);
+    }
+    free(ev);
+}
+
+/* The lock is gone, or may be: stop renewing it and tell its owner. */
+static void report_lost(rlock__renewal *r, renew_entry *e, owner *o, int reason, const char *msg) {
+    r->stats.lost++;
+    rlock__log(r->log, RLOCK_LOG_WARN, "lock \"%.*s\" of thread %" PRIu64 " lost: %s",
+               (int)(e->len > 200 ? 200 : e->len), e->name, o->thread_id, msg);
+    lost_event *ev = calloc(1, sizeof(*ev) + e->len + 1);
+    if (ev != NULL && (o->sink.lock_cb != NULL || o->sink.client_cb != NULL)) {
+        memcpy(ev->name, e->name, e->len);
+        snprintf(ev->message, sizeof(ev->message), "%s", msg);
+        ev->sink = o->sink;
+        ev->info = (rlock_lock_lost_info){.name = ev->name,
+                                          .name_len = e->len,
+                                          .thread_id = o->thread_id,
+                                          .reason = reason,
+                                          .message = ev->message};
+        ev->task.heap = false;
+        rlock__loop_defer(r->loop, &ev->task, deliver_lost, ev);
+    } else {
+        free(ev);
+    }
+    remove_owner(r, e, o);
+}
+
+static void schedule_round(rlock__renewal *r) {
+    if (r->closed || r->table == NULL) {
+        r->running = false;
+        return;
+    }
+    r->running = true;
+    ev_timer_set(&r->timer, (double)(r->cfg->lock_watchdog_timeout_ms / 3) / 1000.0, 0.);
+    ev_timer_start(rlock__loop_ev(r->loop), &r->timer);
+}
+
+static void on_chunk_reply(int err, const char *msg, const redisReply *reply, void *arg) {
+    chunk *ch = arg;
+    rlock__renewal *r = ch->r;
+    r->in_flight--;
+    bool ok =
+        err == RLOCK_OK && reply->type == REDIS_REPLY_ARRAY && reply->elements == (size_t)ch->n;
+    if (err == RLOCK_OK && !ok) {
+        err = RLOCK_ERR_REDIS;
+        msg = "unexpected reply to the renew script";
+    }
+    int64_t now = rlock__now_ms();
+    for (int i = 0; i < ch->n && !r->closed; i++) {
+        chunk_item *it = &ch->items[i];
+        renew_entry *e = find(r, ch->names + it->off, it->len);
+        owner *o = e != NULL ? find_owner(e, it->thread_id) : NULL;
+        if (o == NULL || o->seq != it->seq) {
+            continue; /* unlocked (and maybe taken again) meanwhile */
+        }
+        if (ok) {
+            const redisReply *v = reply->element[i];
+            if (v->type == REDIS_REPLY_INTEGER && v->integer == 1) {
+                o->renewed_ms = ch->sent_ms;
+            } else {
+                report_lost(r, e, o, RLOCK_ERR_NOT_HELD,
+                            "the watchdog found the lock no longer held by this owner");
+            }
+        } else if (now - o->renewed_ms >= r->cfg->lock_watchdog_timeout_ms) {
+            char why[256];
+            snprintf(why, sizeof(why), "not renewed before its lease ran out: %.200s", msg);
+            report_lost(r, e, o, err, why);
+        } else {
+            rlock__log(r->log, RLOCK_LOG_WARN, "lock renewal failed, retried next round: %s", msg);
+        }
+    }
+    free(ch->names);
+    free(ch);
+    if (r->in_flight == 0 && !r->closed) {
+        schedule_round(r);
+    }
+}
+
+/* Sends one call for up to batch-size locks, starting at *next; moves
+ * *next past them. */
+static void send_chunk(rlock__renewal *r, renew_entry **next, int64_t now) {
+    int max = r->cfg->lock_watchdog_batch_size;
+    chunk *ch = calloc(1, sizeof(*ch) + (size_t)max * sizeof(chunk_item));
+    size_t names_len = 0;
+    int n = 0;
+    for (renew_entry *e = *next; e != NULL && n < max; e = e->hh.next, n++) {
+        names_len += e->len;
+    }
+    const char **argv = calloc((size_t)(2 * n + 1), sizeof(char *));
+    size_t *argvlen = calloc((size_t)(2 * n + 1), sizeof(size_t));
+    char *fields = malloc((size_t)n * 64);
+    char lease[24];
+    if (ch != NULL) {
+        ch->names = malloc(names_len + 1);
+    }
+    if (ch == NULL || ch->names == NULL || argv == NULL || argvlen == NULL || fields == NULL) {
+        /* Out of memory: skip them this round; the deadline check in a
+         * later round still reports them if it goes on. */
+        for (int i = 0; i < n && *next != NULL; i++) {
+            *next = (*next)->hh.next;
+        }
+        if (ch != NULL) {
+            free(ch->names);
+        }
+        free(ch);
+        free(argv);
+        free(argvlen);
+        free(fields);
+        return;
+    }
+    ch->r = r;
+    ch->sent_ms = now;
+    size_t off = 0;
+    argvlen[n] =
+        (size_t)snprintf(lease, sizeof(lease), "%" PRId64, r->cfg->lock_watchdog_timeout_ms);
+    argv[n] = lease;
+    for (renew_entry *e = *next; e != NULL && ch->n < n; e = e->hh.next) {
+        owner *o = &e->owners[0];
+        chunk_item *it = &ch->items[ch->n];
+        memcpy(ch->names + off, e->name, e->len);
+        *it = (chunk_item){.thread_id = o->thread_id, .seq = o->seq, .off = off, .len = e->len};
+        argv[ch->n] = ch->names + off;
+        argvlen[ch->n] = e->len;
+        char *field = fields + (size_t)ch->n * 64;
+        argvlen[n + 1 + ch->n] =
+            (size_t)snprintf(field, 64, "%s:%" PRIu64, r->client_id, o->thread_id);
+        argv[n + 1 + ch->n] = field;
+        off += e->len;
+        ch->n++;
+        *next = e->hh.next;
+    }
+    rlock__cmd *cmd = rlock__cmd_script(&rlock__script_lock_renew, n, 2 * n + 1, argv, argvlen);
+    free(argv);
+    free(argvlen);
+    free(fields);
+    if (cmd != NULL) {
+        r->in_flight++;
+        r->stats.renew_evals++;
+        if (rlock__executor_submit(r->x, cmd, on_chunk_reply, ch) == RLOCK_OK) {
+            return;
+        }
+        r->in_flight--;
+    }
+    free(ch->names);
+    free(ch);
+}
+
+static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
+    (void)ev;
+    (void)revents;
+    rlock__renewal *r = w->data;
+    int64_t now = rlock__now_ms();
+    renew_entry *next = r->table;
+    while (next != NULL && !r->closed) {
+        send_chunk(r, &next, now);
+    }
+    if (r->in_flight == 0) {
+        schedule_round(r);
+    }
+}
+
+int rlock__renewal_add(rlock__renewal *r, const char *name, size_t len, uint64_t thread_id,
+                       int64_t taken_ms, const rlock__lost_sink *sink) {
+    if (r->closed) {
+        return RLOCK_ERR_CLOSED;
+    }
+    renew_entry *e = find(r, name, len);
+    bool created = e == NULL;
+    if (created) {
+        e = calloc(1, sizeof(*e) + len + 1);
+        if (e == NULL) {
+            return RLOCK_ERR_NOMEM;
+        }
+        e->len = len;
+        memcpy(e->name, name, len);
+    }
+    owner *o = find_owner(e, thread_id);
+    if (o == NULL) {
+        if (e->n == e->cap) {
+            int cap = e->cap == 0 ? 1 : 2 * e->cap;
+            owner *grown = realloc(e->owners, (size_t)cap * sizeof(owner));
+            if (grown == NULL) {
+                if (created) {
+                    free(e);
+                }
+                return RLOCK_ERR_NOMEM;
+            }
+            e->owners = grown;
+            e->cap = cap;
+        }
+        o = &e->owners[e->n++];
+        *o = (owner){.thread_id = thread_id, .seq = ++r->next_seq, .renewed_ms = taken_ms};
+        r->stats.renewing++;
+    }
+    if (created) {
+        HASH_ADD_KEYPTR(hh, r->table, e->name, e->len, e);
+    }
+    o->count++;
+    o->sink = *sink; /* the latest acquisition's callbacks */
+    if (taken_ms > o->renewed_ms) {
+        o->renewed_ms = taken_ms;
+    }
+    if (!r->running) {
+        schedule_round(r);
+    }
+    return RLOCK_OK;
+}
+
+void rlock__renewal_cancel(rlock__renewal *r, const char *name, size_t len, uint64_t thread_id) {
+    renew_entry *e = find(r, name, len);
+    owner *o = e != NULL ? find_owner(e, thread_id) : NULL;
+    if (o != NULL && --o->count == 0) {
+        remove_owner(r, e, o);
+        stop_if_idle(r);
+    }
+}
+
+void rlock__renewal_cancel_all(rlock__renewal *r, const char *name, size_t len) {
+    renew_entry *e = find(r, name, len);
+    while (e != NULL && e->n > 0) {
+        bool last = e->n == 1;
+        remove_owner(r, e, &e->owners[0]);
+        if (last) {
+            break; /* e is freed */
+        }
+    }
+    stop_if_idle(r);
+}
+
+void rlock__renewal_close(rlock__renewal *r) {
+    if (r == NULL || r->closed) {
+        return;
+    }
+    r->closed = true;
+    ev_timer_stop(rlock__loop_ev(r->loop), &r->timer);
+    r->running = false;
+    renew_entry *e, *tmp;
+    HASH_ITER(hh, r->table, e, tmp) {
+        HASH_DEL(r->table, e);
+        r->stats.renewing -= (uint64_t)e->n;
+        free(e->owners);
+        free(e);
+    }
+}
+
+void rlock__renewal_destroy(rlock__renewal *r) {
+    if (r != NULL) {
+        rlock__renewal_close(r);
+        free(r);
+    }
+}
+
+rlock__renewal_stats rlock__renewal_get_stats(const rlock__renewal *r) {
+    return r->stats;
+}

@@ -1,0 +1,65 @@
+/* The watchdog: Redisson's EXPIRATION_RENEWAL_MAP, LockRenewalScheduler
+ * and renewal.LockTask.
+ *
+ * A table of the locks this client holds under the watchdog, by name, with
+ * a hold count per owner (thread id). While the table is not empty, a
+ * timer renews every lock in it each lock_watchdog_timeout_ms / 3, in
+ * batched calls of the renew script (lock_watchdog_batch_size locks per
+ * call); the next round is scheduled when the current one has finished.
+ * A lock the script reports gone leaves the table and is reported lost; a
+ * failed call changes nothing and is retried next round, unless the lock's
+ * lease ran out meanwhile: then it is reported lost too.
+ * Everything here runs on the loop thread. */
+#ifndef RLOCK_RENEWAL_H
+#define RLOCK_RENEWAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "executor.h"
+#include "loop.h"
+#include "rlock/config.h"
+#include "rlock/lock.h"
+
+typedef struct rlock__renewal rlock__renewal;
+
+/* Where a lost lock is reported: the lock handle's callback and the
+ * client's, each may be NULL. */
+typedef struct rlock__lost_sink {
+    rlock_lock_lost_cb lock_cb;
+    void *lock_arg;
+    rlock_lock_lost_cb client_cb;
+    void *client_arg;
+} rlock__lost_sink;
+
+typedef struct rlock__renewal_stats {
+    uint64_t renew_evals;
+    uint64_t renewing; /* (name, owner) pairs in the table */
+    uint64_t lost;
+} rlock__renewal_stats;
+
+/* client_id and the other arguments must outlive the table. */
+int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_config *cfg,
+                          const rlock__logger *log, const char *client_id, rlock__renewal **out);
+
+/* One more watchdog hold of name by thread_id (scheduleExpirationRenewal).
+ * taken_ms: when the acquire that set the lease was sent (monotonic).
+ * 0, or RLOCK_ERR_NOMEM (the lock is then not renewed). */
+int rlock__renewal_add(rlock__renewal *r, const char *name, size_t len, uint64_t thread_id,
+                       int64_t taken_ms, const rlock__lost_sink *sink);
+
+/* One hold fewer (cancelExpirationRenewal(threadId)): the owner's last
+ * hold stops its renewal. */
+void rlock__renewal_cancel(rlock__renewal *r, const char *name, size_t len, uint64_t thread_id);
+
+/* Every owner of name (cancelExpirationRenewal(null), for forceUnlock). */
+void rlock__renewal_cancel_all(rlock__renewal *r, const char *name, size_t len);
+
+/* Stops renewing for good and empties the table (client shutdown). */
+void rlock__renewal_close(rlock__renewal *r);
+void rlock__renewal_destroy(rlock__renewal *r);
+
+rlock__renewal_stats rlock__renewal_get_stats(const rlock__renewal *r);
+
+#endif
