@@ -1,200 +1,361 @@
-/* The rlock runtime at work, on a private redis-server this program starts
- * and stops itself: the client on an application's libev loop and on its
- * own I/O thread, EVALSHA with the EVAL fallback, and what happens when
- * the server stops, and when it restarts.
+/* rlock's demo: several processes take turns on one lock, on a private
+ * redis-server this program starts and stops itself.
  *
- * The lock family is built on exactly these pieces; this demo uses the
- * runtime's internal command entry (src/client.h) to show them. */
-#include <ev.h>
-#include <pthread.h>
+ *   1. contention: 4 processes update a counter with GET then SET under
+ *      the lock; no update is lost, and no two holds overlap;
+ *   2. reentrancy: one owner locks three times, another process is kept
+ *      out until the third unlock;
+ *   3. handoff: a waiting process is woken by the unlock message at once,
+ *      although the holder's lease had most of its 30 s left;
+ *   4. the watchdog keeps a lock without a lease alive well past its
+ *      timeout, and the key is gone after the unlock;
+ *   5. a holder killed with SIGKILL: the waiter gets the lock when the
+ *      lease runs out, without any message.
+ *
+ * The workers are this same program run again ("demo worker ..."), so each
+ * is a fresh process with its own client, as in real deployments. Each step
+ * checks itself: the demo exits 1 when something misbehaves. */
+#define _GNU_SOURCE
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "client.h"
-#include "demo_scripts_all.h"
 #include "redis_server.h"
 #include "rlock/rlock.h"
 #include "test_util.h"
 
-static rlock_future *count_async(rlock_client *c, const char *key, const char *by) {
-    const char *argv[] = {key, by};
-    size_t argvlen[] = {strlen(key), strlen(by)};
-    return rlock__client_run(c, rlock__cmd_script(&demo_script_demo_count, 1, 2, argv, argvlen));
+#define LOCK_NAME "demo:lock"
+
+static int64_t now_ms(void) {
+    return rt_now_ms();
 }
 
-/* Blocking form: the async call, then a bounded wait. */
-static int count(rlock_client *c, const char *key, const char *by, int64_t *value) {
-    rlock_future *f = count_async(c, key, by);
-    int rc = rlock_future_wait(f, 30000);
-    if (rc == RLOCK_OK) {
-        rc = rlock_future_error(f);
-        *value = rlock_future_value(f);
-        if (rc != RLOCK_OK) {
-            printf("   -> %s: %s\n", rlock_err_name(rc), rlock_future_error_message(f));
-        }
-    }
-    rlock_future_release(f);
-    return rc;
-}
-
-static rlock_config demo_config(const char *address, struct ev_loop *loop) {
+static rlock_client *connect_client(const char *address, int64_t watchdog_ms) {
     rlock_config cfg;
     rlock_config_init(&cfg);
     cfg.address = address;
-    cfg.loop = loop;
-    cfg.timeout_ms = 500; /* short, so the fault steps finish quickly */
-    cfg.retry_attempts = 2;
-    cfg.retry_interval_ms = 200;
-    cfg.reconnect_delay_min_ms = 20;
-    cfg.reconnect_delay_max_ms = 500;
-    return cfg;
-}
-
-typedef struct {
-    int done;
-    int failed;
-    uint64_t thread;
-} tally;
-
-static void on_done(rlock_future *f, void *arg) {
-    tally *t = arg;
-    t->done++;
-    t->failed += rlock_future_error(f) != RLOCK_OK;
-    t->thread = rlock_thread_id();
-    rlock_future_release(f);
-}
-
-static int step_app_loop(const char *address) {
-    enum { N = 20000 };
-    printf("\n1. Async calls on the application's libev loop\n");
-    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-    rlock_config cfg = demo_config(address, loop);
+    if (watchdog_ms > 0) {
+        cfg.lock_watchdog_timeout_ms = watchdog_ms;
+    }
     rlock_client *c = NULL;
     if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
-        printf("   create failed: %s\n", rlock_last_error());
+        fprintf(stderr, "client: %s\n", rlock_last_error());
+        exit(1);
+    }
+    return c;
+}
+
+static void check(int rc, const char *what) {
+    if (rc != RLOCK_OK) {
+        fprintf(stderr, "%s: %s: %s\n", what, rlock_err_name(rc), rlock_last_error());
+        exit(1);
+    }
+}
+
+/* ---- worker processes ---------------------------------------------------- */
+
+/* Counter rounds: lock, GET, SET +1, unlock; each hold's start and end
+ * (CLOCK_MONOTONIC, shared by all processes) goes to the list demo:holds. */
+static int worker_count(const char *address, int rounds) {
+    rlock_client *c = connect_client(address, 0);
+    rlock *l = rlock_get_lock(c, LOCK_NAME);
+    int port = atoi(strrchr(address, ':') + 1); /* redis://127.0.0.1:<port> */
+    redisContext *r = redisConnect("127.0.0.1", port);
+    if (r == NULL || r->err) {
         return 1;
     }
-    printf("   client id %s\n", rlock_client_id(c));
-    tally t = {0};
-    int64_t t0 = rt_now_ms();
-    for (int i = 0; i < N; i++) {
-        rlock_future_on_complete(count_async(c, "demo:async", "1"), on_done, &t);
+    for (int i = 0; i < rounds; i++) {
+        check(rlock_lock(l, RLOCK_LEASE_WATCHDOG), "lock");
+        int64_t start = now_ms();
+        redisReply *v = redisCommand(r, "GET demo:counter");
+        long long n = v != NULL && v->type == REDIS_REPLY_STRING ? atoll(v->str) : 0;
+        freeReplyObject(v);
+        freeReplyObject(redisCommand(r, "SET demo:counter %lld", n + 1));
+        int64_t end = now_ms();
+        check(rlock_unlock(l), "unlock");
+        freeReplyObject(redisCommand(r, "RPUSH demo:holds %lld:%lld:%d", (long long)start,
+                                     (long long)end, (int)getpid()));
     }
-    bool all = false;
-    while (t.done < N && rt_now_ms() - t0 < 30000) {
-        ev_run(loop, EVRUN_ONCE);
-    }
-    all = t.done == N;
-    int64_t ms = rt_now_ms() - t0;
-    printf("   %d EVALSHA calls pipelined on one connection: %d done, %d failed, %lld ms\n", N,
-           t.done, t.failed, (long long)ms);
-    printf("   callbacks ran on the loop's thread: %s\n",
-           t.thread == rlock_thread_id() ? "yes" : "no");
+    redisFree(r);
+    rlock_free(l);
     rlock_client_destroy(c);
-    ev_loop_destroy(loop);
-    return all && t.failed == 0 ? 0 : 1;
+    return 0;
 }
 
-typedef struct {
-    rlock_client *client;
-    int ok;
-} worker;
-
-static void *work(void *arg) {
-    worker *w = arg;
-    for (int i = 0; i < 500; i++) {
-        int64_t v;
-        w->ok += count(w->client, "demo:threads", "1", &v) == RLOCK_OK;
+/* One try without waiting; prints 1 if it got the lock (and unlocks). */
+static int worker_try(const char *address) {
+    rlock_client *c = connect_client(address, 0);
+    rlock *l = rlock_get_lock(c, LOCK_NAME);
+    bool got = false;
+    check(rlock_try_lock(l, 0, 5000, &got), "try_lock");
+    if (got) {
+        check(rlock_unlock(l), "unlock");
     }
-    return NULL;
-}
-
-static int step_threads(rlock_client *c) {
-    printf("\n2. Blocking calls from 8 threads; the client runs its own I/O thread\n");
-    pthread_t t[8];
-    worker w[8];
-    for (int i = 0; i < 8; i++) {
-        w[i] = (worker){.client = c};
-        pthread_create(&t[i], NULL, work, &w[i]);
-    }
-    int ok = 0;
-    for (int i = 0; i < 8; i++) {
-        pthread_join(t[i], NULL);
-        ok += w[i].ok;
-    }
-    int64_t v = 0;
-    count(c, "demo:threads", "0", &v);
-    printf("   8 x 500 increments: %d succeeded, counter = %lld\n", ok, (long long)v);
-    return v == 4000 ? 0 : 1;
-}
-
-static int step_noscript(rlock_client *c, rt_redis *r) {
-    printf("\n3. The server forgets its scripts (SCRIPT FLUSH)\n");
-    rlock__executor_stats before = rlock__client_stats(c);
-    freeReplyObject(rt_redis_command(r, "SCRIPT FLUSH"));
-    int64_t v = 0;
-    int rc = count(c, "demo:flush", "1", &v);
-    rc |= count(c, "demo:flush", "1", &v);
-    rlock__executor_stats after = rlock__client_stats(c);
-    printf("   two calls: EVALSHA sent %llu times, EVAL %llu time (NOSCRIPT fallback), "
-           "result %lld\n",
-           (unsigned long long)(after.evalsha - before.evalsha),
-           (unsigned long long)(after.eval - before.eval), (long long)v);
-    return rc == RLOCK_OK && v == 2 ? 0 : 1;
-}
-
-static int step_pause(rlock_client *c, rt_redis *r) {
-    printf("\n4. The server stops answering (SIGSTOP)\n");
-    rt_redis_pause(r);
-    int64_t v = 0, t0 = rt_now_ms();
-    int rc = count(c, "demo:pause", "1", &v);
-    printf("   a call fails with %s after %lld ms (3 attempts of 500 ms, 200 ms apart)\n",
-           rlock_err_name(rc), (long long)(rt_now_ms() - t0));
-    rt_redis_resume(r);
-    int rc2 = count(c, "demo:pause", "1", &v);
-    printf("   after SIGCONT the same client works again: %s\n", rlock_err_name(rc2));
-    return rc == RLOCK_ERR_TIMEOUT && rc2 == RLOCK_OK ? 0 : 1;
-}
-
-static int step_restart(rlock_client *c, rt_redis *r) {
-    printf("\n5. The server restarts (SIGKILL, then a new process on the same port)\n");
-    int64_t v = 0;
-    rt_redis_kill(r);
-    int64_t t0 = rt_now_ms();
-    rlock_future *f = count_async(c, "demo:restart", "1"); /* sent while it is down */
-    rt_sleep_ms(100);
-    rt_redis_restart(r);
-    int rc = rlock_future_wait(f, 30000) == RLOCK_OK ? rlock_future_error(f) : RLOCK_ERR_TIMEOUT;
-    v = rlock_future_value(f);
-    rlock_future_release(f);
-    printf("   a call made while it was down: %s, value %lld, after %lld ms "
-           "(the client reconnected by itself; retries covered the gap)\n",
-           rlock_err_name(rc), (long long)v, (long long)(rt_now_ms() - t0));
-    return rc == RLOCK_OK ? 0 : 1;
-}
-
-int main(void) {
-    rt_redis r;
-    if (rt_redis_start(&r, NULL) != 0) {
-        fprintf(stderr, "cannot start redis-server (is it installed?)\n");
-        return 1;
-    }
-    printf("rlock runtime demo: a private redis-server at %s (pid %d)\n", r.address, (int)r.pid);
-    int failed = step_app_loop(r.address);
-    rlock_config cfg = demo_config(r.address, NULL);
-    rlock_client *c = NULL;
-    if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
-        printf("create failed: %s\n", rlock_last_error());
-        rt_redis_stop(&r);
-        return 1;
-    }
-    failed |= step_threads(c);
-    failed |= step_noscript(c, &r);
-    failed |= step_pause(c, &r);
-    failed |= step_restart(c, &r);
+    printf("%d\n", got);
+    rlock_free(l);
     rlock_client_destroy(c);
-    rt_redis_stop(&r);
-    printf("\n%s\n", failed ? "demo: something went wrong (see above)" : "demo: all steps behaved");
-    return failed ? 1 : 0;
+    return 0;
+}
+
+/* Blocks in lock; prints the time it got it. */
+static int worker_wait(const char *address) {
+    rlock_client *c = connect_client(address, 0);
+    rlock *l = rlock_get_lock(c, LOCK_NAME);
+    printf("ready\n");
+    fflush(stdout);
+    check(rlock_lock(l, 5000), "lock");
+    printf("%" PRId64 "\n", now_ms());
+    check(rlock_unlock(l), "unlock");
+    rlock_free(l);
+    rlock_client_destroy(c);
+    return 0;
+}
+
+/* Takes the lock with a lease and then just sits there (to be killed). */
+static int worker_hold(const char *address, int64_t lease_ms) {
+    rlock_client *c = connect_client(address, 0);
+    rlock *l = rlock_get_lock(c, LOCK_NAME);
+    check(rlock_lock(l, lease_ms), "lock");
+    printf("locked\n");
+    fflush(stdout);
+    for (;;) {
+        pause(); /* until the driver's SIGKILL */
+    }
+    return 0;
+}
+
+/* ---- the driver -------------------------------------------------------- */
+
+typedef struct proc {
+    pid_t pid;
+    FILE *out; /* the worker's stdout */
+} proc;
+
+static proc spawn(const char *address, const char *mode, const char *arg) {
+    int fds[2];
+    if (pipe(fds) != 0) {
+        exit(1);
+    }
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        close(fds[0]);
+        close(fds[1]);
+        execl("/proc/self/exe", "demo", "worker", mode, address, arg, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    return (proc){.pid = pid, .out = fdopen(fds[0], "r")};
+}
+
+/* The worker's next output line (bounded by the workers' own timeouts). */
+static bool read_line(proc *p, char *buf, size_t size) {
+    return fgets(buf, (int)size, p->out) != NULL;
+}
+
+static bool reap(proc *p) {
+    int status = 0;
+    waitpid(p->pid, &status, 0);
+    fclose(p->out);
+    return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+static long long get_int(rt_redis *redis, const char *fmt, const char *arg) {
+    redisReply *r = rt_redis_command(redis, fmt, arg);
+    long long v = r == NULL                        ? -99
+                  : r->type == REDIS_REPLY_INTEGER ? r->integer
+                  : r->type == REDIS_REPLY_STRING  ? atoll(r->str)
+                                                   : 0;
+    freeReplyObject(r);
+    return v;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+static int step_contention(rt_redis *redis) {
+    enum { PROCS = 4, ROUNDS = 100 };
+    printf("\n1. Contention: %d processes x %d rounds of GET + SET under one lock\n", PROCS,
+           ROUNDS);
+    proc ps[PROCS];
+    char rounds[16];
+    snprintf(rounds, sizeof(rounds), "%d", ROUNDS);
+    int64_t t0 = now_ms();
+    for (int i = 0; i < PROCS; i++) {
+        ps[i] = spawn(redis->address, "count", rounds);
+    }
+    bool ok = true;
+    for (int i = 0; i < PROCS; i++) {
+        ok &= reap(&ps[i]);
+    }
+    int64_t took = now_ms() - t0;
+    long long counter = get_int(redis, "GET %s", "demo:counter");
+    redisReply *holds = rt_redis_command(redis, "LRANGE demo:holds 0 -1");
+    size_t n = holds != NULL ? holds->elements : 0;
+    int64_t(*iv)[2] = calloc(n + 1, sizeof(*iv));
+    for (size_t i = 0; i < n; i++) {
+        long long s = 0, e = 0;
+        sscanf(holds->element[i]->str, "%lld:%lld", &s, &e);
+        iv[i][0] = s;
+        iv[i][1] = e;
+    }
+    freeReplyObject(holds);
+    qsort(iv, n, sizeof(*iv), cmp_i64);
+    int overlaps = 0;
+    int64_t *gaps = calloc(n + 1, sizeof(int64_t));
+    for (size_t i = 1; i < n; i++) {
+        overlaps += iv[i][0] < iv[i - 1][1];
+        gaps[i - 1] = iv[i][0] - iv[i - 1][1];
+    }
+    qsort(gaps, n > 1 ? n - 1 : 0, sizeof(int64_t), cmp_i64);
+    printf("   counter = %lld (expected %d), holds recorded %zu, overlapping holds %d\n", counter,
+           PROCS * ROUNDS, n, overlaps);
+    if (n > 1) {
+        printf("   %lld ms in all; gap from one hold's end to the next one's start: "
+               "p50 %lld ms, max %lld ms\n",
+               (long long)took, (long long)gaps[(n - 1) / 2], (long long)gaps[n - 2]);
+    }
+    free(iv);
+    free(gaps);
+    return ok && counter == PROCS * ROUNDS && overlaps == 0 && n == PROCS * ROUNDS ? 0 : 1;
+}
+
+static int try_from_other_process(rt_redis *redis) {
+    proc p = spawn(redis->address, "try", "");
+    char line[64] = "";
+    read_line(&p, line, sizeof(line));
+    bool ok = reap(&p);
+    return ok ? atoi(line) : -1;
+}
+
+static int step_reentrancy(rt_redis *redis, rlock *l) {
+    printf("\n2. Reentrancy: one owner locks three times\n");
+    for (int i = 0; i < 3; i++) {
+        check(rlock_lock(l, 30000), "lock");
+    }
+    int64_t holds = 0;
+    check(rlock_get_hold_count(l, &holds), "hold count");
+    int other = try_from_other_process(redis);
+    printf("   hold count %lld; another process's try_lock: %s\n", (long long)holds,
+           other == 0 ? "refused" : "GOT IT (wrong)");
+    int still = 0;
+    for (int i = 0; i < 3; i++) {
+        check(rlock_unlock(l), "unlock");
+        if (i < 2) {
+            still += try_from_other_process(redis) == 0;
+        }
+    }
+    int after = try_from_other_process(redis);
+    printf("   after 1 and 2 unlocks still refused: %s; after the third: %s\n",
+           still == 2 ? "yes" : "NO", after == 1 ? "acquired" : "REFUSED (wrong)");
+    return holds == 3 && other == 0 && still == 2 && after == 1 ? 0 : 1;
+}
+
+static int step_handoff(rt_redis *redis, rlock *l) {
+    printf("\n3. Handoff: a waiting process is woken by the unlock message\n");
+    check(rlock_lock(l, 30000), "lock");
+    proc p = spawn(redis->address, "wait", "");
+    char line[64] = "";
+    read_line(&p, line, sizeof(line)); /* "ready" */
+    rt_sleep_ms(500);                  /* let it fail its try and subscribe */
+    int64_t left = get_int(redis, "PTTL %s", LOCK_NAME);
+    int64_t unlocked = now_ms();
+    check(rlock_unlock(l), "unlock");
+    bool got = read_line(&p, line, sizeof(line));
+    int64_t woke = atoll(line) - unlocked;
+    bool ok = reap(&p) && got;
+    printf("   the waiter got the lock %lld ms after the unlock (the lease had %lld ms left)\n",
+           (long long)woke, (long long)left);
+    return ok && woke < 5000 ? 0 : 1;
+}
+
+static int step_watchdog(rt_redis *redis, const char *address) {
+    enum { WATCHDOG = 1500 };
+    printf("\n4. Watchdog: no lease, lock_watchdog_timeout_ms = %d, held for 5 s\n", WATCHDOG);
+    rlock_client *c = connect_client(address, WATCHDOG);
+    rlock *l = rlock_get_lock(c, LOCK_NAME);
+    check(rlock_lock(l, RLOCK_LEASE_WATCHDOG), "lock");
+    bool alive = true;
+    printf("   PTTL each second:");
+    for (int i = 0; i < 5; i++) {
+        rt_sleep_ms(1000);
+        long long ttl = get_int(redis, "PTTL %s", LOCK_NAME);
+        printf(" %lld", ttl);
+        alive &= ttl > 0;
+    }
+    rlock__lock_stats st = rlock__client_lock_stats(c);
+    printf("\n   renewal calls sent: %" PRIu64 "; another process's try_lock: %s\n", st.renew_evals,
+           try_from_other_process(redis) == 0 ? "refused" : "GOT IT (wrong)");
+    check(rlock_unlock(l), "unlock");
+    long long exists = get_int(redis, "EXISTS %s", LOCK_NAME);
+    uint64_t renewing = rlock__client_lock_stats(c).renewing;
+    printf("   after unlock: key exists %lld, locks being renewed %" PRIu64 "\n", exists, renewing);
+    rlock_free(l);
+    rlock_client_destroy(c);
+    return alive && st.renew_evals >= 3 && exists == 0 && renewing == 0 ? 0 : 1;
+}
+
+static int step_crash(rt_redis *redis, rlock *l) {
+    enum { LEASE = 2000 };
+    printf("\n5. A holder killed with SIGKILL while holding a %d ms lease\n", LEASE);
+    char lease[16];
+    snprintf(lease, sizeof(lease), "%d", LEASE);
+    proc p = spawn(redis->address, "hold", lease);
+    char line[64] = "";
+    bool locked = read_line(&p, line, sizeof(line));
+    int64_t killed = now_ms();
+    kill(p.pid, SIGKILL);
+    reap(&p);
+    check(rlock_lock(l, 10000), "lock");
+    int64_t waited = now_ms() - killed;
+    check(rlock_unlock(l), "unlock");
+    printf("   the next owner got it %lld ms after the kill: the lease ran out, no one "
+           "unlocked\n",
+           (long long)waited);
+    (void)redis;
+    return locked && waited >= LEASE / 2 && waited < 10 * LEASE ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc >= 4 && strcmp(argv[1], "worker") == 0) {
+        const char *mode = argv[2], *address = argv[3], *arg = argc > 4 ? argv[4] : "";
+        if (strcmp(mode, "count") == 0) {
+            return worker_count(address, atoi(arg));
+        } else if (strcmp(mode, "try") == 0) {
+            return worker_try(address);
+        } else if (strcmp(mode, "wait") == 0) {
+            return worker_wait(address);
+        } else if (strcmp(mode, "hold") == 0) {
+            return worker_hold(address, atoll(arg));
+        }
+        return 2;
+    }
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    rt_redis redis;
+    if (rt_redis_start(&redis, NULL) != 0) {
+        return 1;
+    }
+    printf("rlock demo: private redis-server at %s, lock \"%s\"\n", redis.address, LOCK_NAME);
+    rlock_client *c = connect_client(redis.address, 0);
+    rlock *l = rlock_get_lock(c, LOCK_NAME);
+    int failed = 0;
+    failed += step_contention(&redis);
+    failed += step_reentrancy(&redis, l);
+    failed += step_handoff(&redis, l);
+    failed += step_watchdog(&redis, redis.address);
+    failed += step_crash(&redis, l);
+    rlock_free(l);
+    rlock_client_destroy(c);
+    rt_redis_stop(&redis);
+    printf("\n%s\n", failed == 0 ? "All steps behaved as expected." : "SOME STEPS FAILED.");
+    return failed == 0 ? 0 : 1;
 }
