@@ -424,6 +424,9 @@ static void on_wake(rlock__waiter *w) {
     acquire_op *op = RLOCK__CONTAINER_OF(w, acquire_op, waiter);
     op->waiting = false;
     ev_timer_stop(rlock__loop_ev(op->lock->client->loop), &op->timer);
+    if (wait_over(op)) {
+        rlock__entry_signal(op->entry); /* not ours to use: pass it on */
+    }
     retry(op);
 }
 
@@ -480,10 +483,15 @@ static void on_acquire_reply(int err, const char *msg, const redisReply *reply, 
     bool got = err == RLOCK_OK && reply->type == REDIS_REPLY_NIL;
     if (op->cancelled) {
         if (got) {
-            undo_acquire(op->lock, op->thread_id);
+            undo_acquire(op->lock, op->thread_id); /* its unlock wakes the next */
+        } else if (op->entry != NULL) {
+            rlock__entry_signal(op->entry);
         }
         acquire_free(op);
     } else if (err != RLOCK_OK) {
+        if (op->entry != NULL) {
+            rlock__entry_signal(op->entry); /* this try may have used a wake-up */
+        }
         acquire_finish(op, err, 0, msg);
     } else if (got) {
         acquired(op);

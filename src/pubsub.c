@@ -95,7 +95,7 @@ void rlock__pubsub_unsubscribe(rlock__lock_entry *e) {
     }
 }
 
-static void wake_first(rlock__lock_entry *e) {
+void rlock__entry_signal(rlock__lock_entry *e) {
     if (rlock__list_empty(&e->waiters)) {
         e->permits++;
         return;
@@ -128,7 +128,7 @@ static void on_message(rlock__lock_entry *e, const redisReply *payload) {
     }
     hold(e);
     if (payload->str[0] == '0') { /* LockPubSub.UNLOCK_MESSAGE: one may go */
-        wake_first(e);
+        rlock__entry_signal(e);
     } else if (payload->str[0] == '1') { /* READ_UNLOCK_MESSAGE: all may */
         wake_all(e);
     }

@@ -69,6 +69,11 @@ bool rlock__entry_take_permit(rlock__lock_entry *e);
 /* Waits for the next wake-up. */
 void rlock__entry_wait(rlock__lock_entry *e, rlock__waiter *w);
 
+/* Wakes the first waiter, or banks a permit (what an unlock message does).
+ * A woken waiter that gives up passes its wake-up on with this, so the
+ * unlock it announced still reaches someone who wants the lock. */
+void rlock__entry_signal(rlock__lock_entry *e);
+
 /* Stops waiting; harmless when w is not waiting. */
 void rlock__entry_stop_waiting(rlock__waiter *w);
 
