@@ -66,6 +66,12 @@ static void sub_down(rlock__conn *conn, const char *why, void *arg) {
     rlock__pubsub_on_down(c->pubsub);
 }
 
+static int sub_probe(rlock__conn *conn, void *arg) {
+    (void)conn;
+    rlock_client *c = arg;
+    return rlock__pubsub_probe(c->pubsub);
+}
+
 static void start_connections(void *arg) {
     rlock_client *c = arg;
     rlock__conn_start(c->cmd_conn);
@@ -124,14 +130,15 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
     }
     rlock__conn_events cmd_events = {.ready = cmd_ready, .down = cmd_down, .arg = c};
     rlock__list_init(&c->acquiring);
-    rlock__conn_events sub_events = {.ready = sub_ready, .down = sub_down, .arg = c};
+    rlock__conn_events sub_events = {
+        .ready = sub_ready, .down = sub_down, .probe = sub_probe, .arg = c};
     if ((rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "command", true, cmd_events,
                                  &c->cmd_conn)) != RLOCK_OK ||
-        (rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "pubsub", false, sub_events,
+        (rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "pubsub", true, sub_events,
                                  &c->sub_conn)) != RLOCK_OK ||
         (rc = rlock__executor_create(c->loop, c->cmd_conn, &c->cfg, &c->log, rlock__scripts_all,
                                      &c->exec)) != RLOCK_OK ||
-        (rc = rlock__pubsub_create(c->sub_conn, &c->log, &c->pubsub)) != RLOCK_OK ||
+        (rc = rlock__pubsub_create(c->sub_conn, &c->log, c->id, &c->pubsub)) != RLOCK_OK ||
         (rc = rlock__renewal_create(c->loop, c->exec, &c->cfg, &c->log, c->id, &c->renewal)) !=
             RLOCK_OK ||
         (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {

@@ -127,11 +127,17 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
     }
 }
 
+void rlock__conn_alive(rlock__conn *c) {
+    if (c->state == STATE_READY) {
+        ev_timer_stop(ev_of(c), &c->timer); /* answered in time */
+    }
+}
+
 static void on_ping_reply(redisAsyncContext *ac, void *r, void *privdata) {
     (void)privdata;
     rlock__conn *c = ac->data;
-    if (c != NULL && c->ac == ac && r != NULL && c->state == STATE_READY) {
-        ev_timer_stop(ev_of(c), &c->timer); /* answered in time */
+    if (c != NULL && c->ac == ac && r != NULL) {
+        rlock__conn_alive(c);
     }
 }
 
@@ -145,7 +151,11 @@ static void on_ping_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     if (c->state != STATE_READY || ev_is_active(&c->timer)) {
         return; /* the previous PING is still within its deadline */
     }
-    if (redisAsyncCommand(c->ac, on_ping_reply, NULL, "PING") == REDIS_OK) {
+    int rc =
+        c->events.probe != NULL
+            ? c->events.probe(c, c->events.arg)
+            : (redisAsyncCommand(c->ac, on_ping_reply, NULL, "PING") == REDIS_OK ? RLOCK_OK : -1);
+    if (rc == RLOCK_OK) {
         arm_timer(c, c->cfg->timeout_ms);
     }
 }

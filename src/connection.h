@@ -22,11 +22,15 @@ typedef struct rlock__conn rlock__conn;
 typedef struct rlock__conn_events {
     void (*ready)(rlock__conn *c, void *arg);
     void (*down)(rlock__conn *c, const char *why, void *arg);
+    /* Sends the keep-alive probe and returns 0, and the owner calls
+     * rlock__conn_alive() when its answer comes. NULL: a plain PING, which
+     * a connection in subscribed mode cannot use. */
+    int (*probe)(rlock__conn *c, void *arg);
     void *arg;
 } rlock__conn_events;
 
 /* name tells the connections apart in logs ("command", "pubsub"). ping:
- * send a PING every ping_connection_interval_ms while ready, and drop the
+ * send a PING (or the probe) every ping_connection_interval_ms while ready, and drop the
  * connection when one gets no reply within timeout_ms. The address, config
  * and logger must outlive the connection. */
 int rlock__conn_create(rlock__loop *loop, const rlock__address *addr, const rlock_config *cfg,
@@ -40,6 +44,9 @@ bool rlock__conn_is_ready(const rlock__conn *c);
 
 /* Why the last connect failed or the connection was lost ("" if never). */
 const char *rlock__conn_last_error(const rlock__conn *c);
+
+/* The keep-alive probe was answered in time. */
+void rlock__conn_alive(rlock__conn *c);
 
 /* Sends a command on a ready connection. 0, or RLOCK_ERR_CONNECTION when
  * the connection is not ready (fn then never runs). Otherwise fn runs

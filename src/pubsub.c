@@ -8,6 +8,7 @@
  * on the server. */
 #include "pubsub.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <uthash.h>
@@ -33,10 +34,13 @@ struct rlock__pubsub {
     rlock__conn *conn;
     const rlock__logger *log;
     rlock__lock_entry *entries; /* uthash head, by channel */
+    char keepalive[64];         /* rlock__keepalive:{<clientId>} */
+    size_t keepalive_len;
     rlock__pubsub_stats stats;
 };
 
-int rlock__pubsub_create(rlock__conn *conn, const rlock__logger *log, rlock__pubsub **out) {
+int rlock__pubsub_create(rlock__conn *conn, const rlock__logger *log, const char *client_id,
+                         rlock__pubsub **out) {
     rlock__pubsub *ps = calloc(1, sizeof(*ps));
     *out = ps;
     if (ps == NULL) {
@@ -44,6 +48,8 @@ int rlock__pubsub_create(rlock__conn *conn, const rlock__logger *log, rlock__pub
     }
     ps->conn = conn;
     ps->log = log;
+    ps->keepalive_len =
+        (size_t)snprintf(ps->keepalive, sizeof(ps->keepalive), "rlock__keepalive:{%s}", client_id);
     return RLOCK_OK;
 }
 
@@ -54,6 +60,12 @@ static void free_entry(rlock__lock_entry *e) {
 }
 
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
+
+int rlock__pubsub_probe(rlock__pubsub *ps) {
+    const char *argv[2] = {"SUBSCRIBE", ps->keepalive};
+    size_t argvlen[2] = {9, ps->keepalive_len};
+    return rlock__conn_send(ps->conn, on_reply, ps, 2, argv, argvlen);
+}
 
 static void send_subscribe(rlock__lock_entry *e) {
     const char *argv[2] = {"SUBSCRIBE", e->channel};
@@ -146,6 +158,13 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     rlock__pubsub *ps = privdata;
     const redisReply *kind = reply->element[0];
     const redisReply *channel = reply->element[1];
+    if (channel->len == ps->keepalive_len &&
+        memcmp(channel->str, ps->keepalive, channel->len) == 0) {
+        if (strcmp(kind->str, "subscribe") == 0) {
+            rlock__conn_alive(ps->conn);
+        }
+        return;
+    }
     rlock__lock_entry *e = NULL;
     HASH_FIND(hh, ps->entries, channel->str, channel->len, e);
     if (e == NULL) {

@@ -39,7 +39,16 @@ typedef struct rlock__pubsub_stats {
     uint64_t messages;
 } rlock__pubsub_stats;
 
-int rlock__pubsub_create(rlock__conn *conn, const rlock__logger *log, rlock__pubsub **out);
+/* client_id names the keep-alive channel. */
+int rlock__pubsub_create(rlock__conn *conn, const rlock__logger *log, const char *client_id,
+                         rlock__pubsub **out);
+
+/* The connection's keep-alive probe: a subscribed connection cannot PING
+ * through hiredis 0.14 (the reply never reaches the PING's callback, and
+ * each callback is kept until the connection closes). Instead it
+ * SUBSCRIBEs again to a private channel, rlock__keepalive:{<clientId>},
+ * whose confirmation comes back through the channel's own callback. */
+int rlock__pubsub_probe(rlock__pubsub *ps);
 
 /* Connection events, forwarded by the connection's owner. */
 void rlock__pubsub_on_ready(rlock__pubsub *ps);
