@@ -28,6 +28,7 @@ struct rlock__cmd {
     const rlock__script *script; /* NULL: a plain command */
     bool use_eval;
     bool no_retry;
+    bool written; /* some attempt reached the connection */
     char numkeys[12];
     int argc;
     const char **argv; /* [EVALSHA, sha, numkeys, ...] for scripts */
@@ -149,7 +150,9 @@ static void finish(rlock__cmd *cmd, int err, const char *msg, const redisReply *
 
 static void attempt_failed(rlock__cmd *cmd, int err, const char *why) {
     rlock__executor *x = cmd->x;
-    if (!cmd->no_retry && cmd->attempt < x->cfg->retry_attempts) {
+    /* A no-retry command may still retry an attempt that was never written:
+     * Redis cannot have applied it. */
+    if ((!cmd->no_retry || !cmd->written) && cmd->attempt < x->cfg->retry_attempts) {
         rlock__log(x->log, RLOCK_LOG_DEBUG,
                    "command %s attempt %d failed (%s); retrying in %lld ms", cmd->argv[0],
                    cmd->attempt + 1, why, (long long)x->cfg->retry_interval_ms);
@@ -211,6 +214,7 @@ static void send_now(rlock__cmd *cmd) {
         return;
     }
     x->stats.sent++;
+    cmd->written = true;
     if (cmd->script != NULL) {
         if (cmd->use_eval) {
             x->stats.eval++;

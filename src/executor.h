@@ -55,9 +55,11 @@ rlock__cmd *rlock__cmd_script(const rlock__script *s, int numkeys, int argc,
 rlock__cmd *rlock__cmd_command(int argc, const char *const *argv, const size_t *argvlen);
 void rlock__cmd_free(rlock__cmd *cmd); /* only for a command never submitted */
 
-/* One attempt only, whatever retry_attempts says: for commands that must
- * not be applied twice when a timed-out attempt did reach Redis (Redisson
- * sends unlock this way, evalWriteNoRetryAsync). */
+/* No retry once an attempt has been written, whatever retry_attempts
+ * says: for commands that must not be applied twice when a timed-out
+ * attempt did reach Redis (Redisson sends its acquire this way,
+ * evalWriteSyncedNoRetryAsync). Attempts that found no connection, and so
+ * never reached Redis, are still retried. */
 void rlock__cmd_no_retry(rlock__cmd *cmd);
 
 /* Takes cmd and runs it (loop thread). Returns 0, then cb runs exactly

@@ -284,6 +284,25 @@ static void test_no_retry_command(void **state) {
     assert_int_equal(rt_redis_resume(&f->redis), 0);
 }
 
+/* An attempt that found no connection never reached Redis, so even a
+ * no-retry command tries again, and succeeds once the server is back. */
+static void test_no_retry_command_retries_unsent_attempts(void **state) {
+    fx *f = *state;
+    f->cfg.retry_attempts = 50; /* each failed reconnect ends an attempt */
+    assert_int_equal(rt_redis_kill(&f->redis), 0);
+    rt_run_loop_until(f->ev, &(bool){false}, 100); /* the client sees it go */
+    result r = {0};
+    rlock__cmd *once = add_cmd("1", "1");
+    rlock__cmd_no_retry(once);
+    assert_int_equal(rlock__executor_submit(f->x, once, record, &r), RLOCK_OK);
+    rt_run_loop_until(f->ev, &r.done, 700); /* the first attempt gives up at 500 ms */
+    assert_false(r.done);
+    assert_int_equal(rt_redis_restart(&f->redis), 0);
+    assert_true(rt_run_loop_until(f->ev, &r.done, 10000));
+    assert_int_equal(r.err, RLOCK_OK);
+    assert_true(rlock__executor_get_stats(f->x).retries >= 1);
+}
+
 static void test_submit_after_close_is_refused(void **state) {
     fx *f = *state;
     result r = {0};
@@ -317,6 +336,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_connection_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resubmit_on_failure_does_not_spin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_retry_command, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_retry_command_retries_unsent_attempts, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_ping_drops_a_frozen_connection, setup_with_ping,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_submit_after_close_is_refused, setup, teardown),
