@@ -10,7 +10,7 @@
  *                expired holder is noticed without a message) or to the
  *                end of the wait; then try again.
  *
- * The acquire is sent once, never retried (Redisson's
+ * The acquire is not resent once written (Redisson's
  * evalWriteSyncedNoRetryAsync): it re-enters, so a timed-out attempt that
  * did reach Redis must not be applied twice. Unlock carries a latch key
  * with its request id, so it can be retried safely. */
@@ -236,9 +236,12 @@ static void on_unlock_reply(int err, const char *msg, const redisReply *reply, v
         } else if (reply->type != REDIS_REPLY_INTEGER) {
             err = RLOCK_ERR_REDIS;
             msg = "unexpected reply to the unlock script";
-        } else if (reply->integer == 1) {
-            atomic_store(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
         }
+    }
+    if (!(err == RLOCK_OK && reply->integer == 0)) {
+        /* No reentrant hold remains (or none can be known): later holds
+         * start from the watchdog timeout again, as in Redisson. */
+        atomic_store(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
     }
     if (err == RLOCK_OK || err == RLOCK_ERR_NOT_HELD) {
         /* Redisson deletes the latch once answered; it would expire anyway. */
@@ -283,8 +286,10 @@ static unlock_op *new_unlock(rlock *l, uint64_t thread_id) {
         snprintf(op->latch + l->latch_prefix_len + 2 * i, 3, "%02x", id[i]);
     }
     op->latch_len = latch_len;
-    /* The latch must outlive every retry of this request. */
-    int64_t latch_ms = (cfg->timeout_ms + cfg->retry_interval_ms) * cfg->retry_attempts;
+    /* The latch must outlive every retry of this request: an attempt may
+     * wait timeout_ms for a connection and again for the reply. */
+    int64_t latch_ms =
+        (2 * cfg->timeout_ms + cfg->retry_interval_ms) * ((int64_t)cfg->retry_attempts + 1);
     char lease[24], keep[24], field[FIELD_MAX];
     const char *argv[8] = {l->name, l->channel, op->latch, "0", lease, field, "publish", keep};
     size_t argvlen[8] = {l->name_len, l->channel_len, latch_len, 1, 0, 0, 7, 0};
@@ -448,7 +453,8 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
         return;
     }
     if (op->entry == NULL) {
-        op->entry = rlock__pubsub_subscribe(c->pubsub, l->channel, l->channel_len);
+        op->entry =
+            rlock__pubsub_subscribe(c->pubsub, l->channel, l->channel_len, l->name, l->name_len);
         if (op->entry == NULL) {
             acquire_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
             return;

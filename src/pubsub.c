@@ -1,11 +1,16 @@
 /* See pubsub.h.
  *
- * Entries are found by channel name, never through pointers handed to
- * hiredis: every channel's callback gets the table, and a reply for an
- * entry that is gone finds nothing. SUBSCRIBE and UNSUBSCRIBE replies for
- * one channel come back in the order sent, so an entry counts the replies
- * it still expects: once none are left, the last command sent is the state
- * on the server. */
+ * Two levels, as in Redisson: a lock entry per lock name (waiters and
+ * permits, RedissonLockEntry), and a subscription per channel, shared by
+ * the entries whose names map to it ("x" and "{x}" both use
+ * redisson_lock__channel:{x}); a message wakes one waiter of each.
+ *
+ * Subscriptions are found by channel name, never through pointers handed
+ * to hiredis: every channel's callback gets the table, and a reply for a
+ * subscription that is gone finds nothing. SUBSCRIBE and UNSUBSCRIBE
+ * replies for one channel come back in the order sent, so a subscription
+ * counts the replies it still expects: once none are left, the last
+ * command sent is the state on the server. */
 #include "pubsub.h"
 
 #include <stdio.h>
@@ -15,26 +20,35 @@
 
 #include "rlock/errors.h"
 
-struct rlock__lock_entry {
+typedef struct channel_sub {
     UT_hash_handle hh;
     rlock__pubsub *ps;
-    int refs;    /* operations using the entry */
-    int permits; /* unlock messages no waiter was there to take */
+    rlock__list entries; /* its lock entries; empty: leaving or left */
+    int holds;           /* kept alive while its entries are being woken */
     uint64_t generation;
     bool want;       /* the last command sent (or to send) is SUBSCRIBE */
     bool sent;       /* a SUBSCRIBE went out on the current connection */
     bool confirmed;  /* ... and Redis confirmed it */
     int outstanding; /* replies still expected on the current connection */
-    rlock__list waiters;
     size_t len;
     char channel[];
+} channel_sub;
+
+struct rlock__lock_entry {
+    rlock__list node; /* in its subscription's entries */
+    channel_sub *sub;
+    int refs;    /* operations using the entry */
+    int permits; /* unlock messages no waiter was there to take */
+    rlock__list waiters;
+    size_t len;
+    char name[];
 };
 
 struct rlock__pubsub {
     rlock__conn *conn;
     const rlock__logger *log;
-    rlock__lock_entry *entries; /* uthash head, by channel */
-    char keepalive[64];         /* rlock__keepalive:{<clientId>} */
+    channel_sub *subs;  /* uthash head, by channel */
+    char keepalive[64]; /* rlock__keepalive:{<clientId>} */
     size_t keepalive_len;
     rlock__pubsub_stats stats;
 };
@@ -53,10 +67,9 @@ int rlock__pubsub_create(rlock__conn *conn, const rlock__logger *log, const char
     return RLOCK_OK;
 }
 
-static void free_entry(rlock__lock_entry *e) {
-    HASH_DEL(e->ps->entries, e);
-    e->ps->stats.entries--;
-    free(e);
+static void free_sub(channel_sub *sub) {
+    HASH_DEL(sub->ps->subs, sub);
+    free(sub);
 }
 
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata);
@@ -67,44 +80,47 @@ int rlock__pubsub_probe(rlock__pubsub *ps) {
     return rlock__conn_send(ps->conn, on_reply, ps, 2, argv, argvlen);
 }
 
-static void send_subscribe(rlock__lock_entry *e) {
-    const char *argv[2] = {"SUBSCRIBE", e->channel};
-    size_t argvlen[2] = {9, e->len};
-    if (rlock__conn_send(e->ps->conn, on_reply, e->ps, 2, argv, argvlen) == RLOCK_OK) {
-        e->sent = true;
-        e->outstanding++;
-        e->ps->stats.subscribes++;
+static void send_subscribe(channel_sub *sub) {
+    const char *argv[2] = {"SUBSCRIBE", sub->channel};
+    size_t argvlen[2] = {9, sub->len};
+    if (rlock__conn_send(sub->ps->conn, on_reply, sub->ps, 2, argv, argvlen) == RLOCK_OK) {
+        sub->sent = true;
+        sub->outstanding++;
+        sub->ps->stats.subscribes++;
     } /* else the connection is down: on_ready subscribes */
 }
 
-/* The last reference is gone: leave the channel, and free the entry once
- * Redis has confirmed (or at once when nothing is on the server). */
-static void release_entry(rlock__lock_entry *e) {
-    e->want = false;
-    e->confirmed = false;
-    e->permits = 0;
-    if (e->sent) {
-        const char *argv[2] = {"UNSUBSCRIBE", e->channel};
-        size_t argvlen[2] = {11, e->len};
-        e->sent = false;
-        if (rlock__conn_send(e->ps->conn, on_reply, e->ps, 2, argv, argvlen) == RLOCK_OK) {
-            e->outstanding++;
-            e->ps->stats.unsubscribes++;
+/* No entry uses the channel any more: leave it, and free the subscription
+ * once Redis has confirmed (or at once when nothing is on the server). */
+static void leave(channel_sub *sub) {
+    if (!rlock__list_empty(&sub->entries) || sub->holds > 0 || !sub->want) {
+        return;
+    }
+    sub->want = false;
+    sub->confirmed = false;
+    if (sub->sent) {
+        const char *argv[2] = {"UNSUBSCRIBE", sub->channel};
+        size_t argvlen[2] = {11, sub->len};
+        sub->sent = false;
+        if (rlock__conn_send(sub->ps->conn, on_reply, sub->ps, 2, argv, argvlen) == RLOCK_OK) {
+            sub->outstanding++;
+            sub->ps->stats.unsubscribes++;
         }
     }
-    if (e->outstanding == 0) {
-        free_entry(e);
+    if (sub->outstanding == 0) {
+        free_sub(sub);
     }
-}
-
-static void hold(rlock__lock_entry *e) {
-    e->refs++;
 }
 
 void rlock__pubsub_unsubscribe(rlock__lock_entry *e) {
-    if (--e->refs == 0) {
-        release_entry(e);
+    if (--e->refs > 0) {
+        return;
     }
+    channel_sub *sub = e->sub;
+    rlock__list_remove(&e->node);
+    sub->ps->stats.entries--;
+    free(e);
+    leave(sub);
 }
 
 void rlock__entry_signal(rlock__lock_entry *e) {
@@ -118,33 +134,44 @@ void rlock__entry_signal(rlock__lock_entry *e) {
     w->wake(w);
 }
 
-/* Each woken waiter may finish and drop its reference; ours keeps the
- * entry alive until the loop is done with it. */
 static void wake_all(rlock__lock_entry *e) {
     rlock__list woken;
     rlock__list_take(&e->waiters, &woken);
-    hold(e);
     while (!rlock__list_empty(&woken)) {
         rlock__list *n = woken.next;
         rlock__list_remove(n);
         rlock__waiter *w = RLOCK__CONTAINER_OF(n, rlock__waiter, node);
         w->wake(w);
     }
-    rlock__pubsub_unsubscribe(e);
 }
 
-static void on_message(rlock__lock_entry *e, const redisReply *payload) {
-    e->ps->stats.messages++;
+/* Runs fn on each entry of sub. A woken waiter may finish and drop its
+ * entry's reference (only its own entry's): each entry, and the
+ * subscription, are held while they are worked on. */
+static void for_each_entry(channel_sub *sub, void (*fn)(rlock__lock_entry *e)) {
+    sub->holds++;
+    rlock__list *n = sub->entries.next;
+    while (n != &sub->entries) {
+        rlock__lock_entry *e = RLOCK__CONTAINER_OF(n, rlock__lock_entry, node);
+        e->refs++;
+        fn(e);
+        n = n->next;
+        rlock__pubsub_unsubscribe(e);
+    }
+    sub->holds--;
+    leave(sub);
+}
+
+static void on_message(channel_sub *sub, const redisReply *payload) {
+    sub->ps->stats.messages++;
     if (payload->type != REDIS_REPLY_STRING || payload->len != 1) {
         return;
     }
-    hold(e);
     if (payload->str[0] == '0') { /* LockPubSub.UNLOCK_MESSAGE: one may go */
-        rlock__entry_signal(e);
+        for_each_entry(sub, rlock__entry_signal);
     } else if (payload->str[0] == '1') { /* READ_UNLOCK_MESSAGE: all may */
-        wake_all(e);
+        for_each_entry(sub, wake_all);
     }
-    rlock__pubsub_unsubscribe(e);
 }
 
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
@@ -165,14 +192,14 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
         }
         return;
     }
-    rlock__lock_entry *e = NULL;
-    HASH_FIND(hh, ps->entries, channel->str, channel->len, e);
-    if (e == NULL) {
+    channel_sub *sub = NULL;
+    HASH_FIND(hh, ps->subs, channel->str, channel->len, sub);
+    if (sub == NULL) {
         return;
     }
     if (strcmp(kind->str, "message") == 0) {
-        if (e->want) {
-            on_message(e, reply->element[2]);
+        if (sub->want) {
+            on_message(sub, reply->element[2]);
         }
         return;
     }
@@ -180,23 +207,24 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     if (!subscribe && strcmp(kind->str, "unsubscribe") != 0) {
         return;
     }
-    if (e->outstanding > 0 && --e->outstanding > 0) {
+    if (sub->outstanding > 0 && --sub->outstanding > 0) {
         return; /* a later command's reply decides */
     }
-    if (subscribe && e->want) {
-        e->confirmed = true;
-        e->generation++;
-        wake_all(e);
-    } else if (!e->want && e->refs == 0) {
-        free_entry(e);
+    if (subscribe && sub->want) {
+        /* Messages sent before this were never seen: everyone tries again. */
+        sub->confirmed = true;
+        sub->generation++;
+        for_each_entry(sub, wake_all);
+    } else if (!sub->want) {
+        free_sub(sub);
     }
 }
 
 void rlock__pubsub_on_ready(rlock__pubsub *ps) {
-    rlock__lock_entry *e, *tmp;
-    HASH_ITER(hh, ps->entries, e, tmp) {
-        if (e->want) {
-            send_subscribe(e);
+    channel_sub *sub, *tmp;
+    HASH_ITER(hh, ps->subs, sub, tmp) {
+        if (sub->want) {
+            send_subscribe(sub);
         }
     }
 }
@@ -204,13 +232,13 @@ void rlock__pubsub_on_ready(rlock__pubsub *ps) {
 /* The connection and its subscriptions are gone; waiters keep their TTL
  * timers and are woken again by the next confirmation. */
 void rlock__pubsub_on_down(rlock__pubsub *ps) {
-    rlock__lock_entry *e, *tmp;
-    HASH_ITER(hh, ps->entries, e, tmp) {
-        e->sent = false;
-        e->confirmed = false;
-        e->outstanding = 0;
-        if (e->refs == 0) {
-            free_entry(e);
+    channel_sub *sub, *tmp;
+    HASH_ITER(hh, ps->subs, sub, tmp) {
+        sub->sent = false;
+        sub->confirmed = false;
+        sub->outstanding = 0;
+        if (!sub->want) {
+            free_sub(sub);
         }
     }
 }
@@ -219,42 +247,65 @@ void rlock__pubsub_destroy(rlock__pubsub *ps) {
     if (ps == NULL) {
         return;
     }
-    rlock__lock_entry *e, *tmp;
-    HASH_ITER(hh, ps->entries, e, tmp) {
-        free_entry(e);
+    channel_sub *sub, *tmp;
+    HASH_ITER(hh, ps->subs, sub, tmp) {
+        free_sub(sub); /* entries are gone: their operations have ended */
     }
     free(ps);
 }
 
-rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channel, size_t len) {
-    rlock__lock_entry *e = NULL;
-    HASH_FIND(hh, ps->entries, channel, len, e);
-    if (e == NULL) {
-        e = calloc(1, sizeof(*e) + len + 1);
-        if (e == NULL) {
+rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channel,
+                                           size_t channel_len, const char *name, size_t name_len) {
+    channel_sub *sub = NULL;
+    HASH_FIND(hh, ps->subs, channel, channel_len, sub);
+    if (sub == NULL) {
+        sub = calloc(1, sizeof(*sub) + channel_len + 1);
+        if (sub == NULL) {
             return NULL;
         }
-        e->ps = ps;
-        e->len = len;
-        memcpy(e->channel, channel, len);
+        sub->ps = ps;
+        sub->len = channel_len;
+        memcpy(sub->channel, channel, channel_len);
+        rlock__list_init(&sub->entries);
+        HASH_ADD_KEYPTR(hh, ps->subs, sub->channel, sub->len, sub);
+    }
+    rlock__lock_entry *e = NULL;
+    for (rlock__list *n = sub->entries.next; n != &sub->entries; n = n->next) {
+        rlock__lock_entry *x = RLOCK__CONTAINER_OF(n, rlock__lock_entry, node);
+        if (x->len == name_len && memcmp(x->name, name, name_len) == 0) {
+            e = x;
+            break;
+        }
+    }
+    if (e == NULL) {
+        e = calloc(1, sizeof(*e) + name_len + 1);
+        if (e == NULL) {
+            if (rlock__list_empty(&sub->entries) && !sub->want) {
+                free_sub(sub);
+            }
+            return NULL;
+        }
+        e->sub = sub;
+        e->len = name_len;
+        memcpy(e->name, name, name_len);
         rlock__list_init(&e->waiters);
-        HASH_ADD_KEYPTR(hh, ps->entries, e->channel, e->len, e);
+        rlock__list_push_back(&sub->entries, &e->node);
         ps->stats.entries++;
     }
     e->refs++;
-    if (!e->want) { /* new, or still leaving: (re)subscribe */
-        e->want = true;
-        send_subscribe(e);
+    if (!sub->want) { /* new, or still leaving: (re)subscribe */
+        sub->want = true;
+        send_subscribe(sub);
     }
     return e;
 }
 
 bool rlock__entry_confirmed(const rlock__lock_entry *e) {
-    return e->confirmed;
+    return e->sub->confirmed;
 }
 
 uint64_t rlock__entry_generation(const rlock__lock_entry *e) {
-    return e->generation;
+    return e->sub->generation;
 }
 
 bool rlock__entry_take_permit(rlock__lock_entry *e) {

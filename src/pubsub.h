@@ -1,9 +1,10 @@
 /* Waiting for unlocks: Redisson's PublishSubscribe, LockPubSub and
  * RedissonLockEntry, on the client's pub/sub connection.
  *
- * One lock entry per channel per client, shared and refcounted by every
- * operation of this client waiting on that lock, so a thousand waiters on
- * one name cost one SUBSCRIBE. An entry is a semaphore-like latch:
+ * One lock entry per lock name per client, shared and refcounted by every
+ * operation of this client waiting on that lock, and one subscription per
+ * channel, so a thousand waiters on one name cost one SUBSCRIBE. An entry
+ * is a semaphore-like latch:
  * - an unlock message (0) wakes the first waiter, or, when none is
  *   waiting at that moment (its acquire is still in flight), banks a
  *   permit that the next waiter takes instead of waiting;
@@ -35,7 +36,7 @@ typedef struct rlock__waiter {
 typedef struct rlock__pubsub_stats {
     uint64_t subscribes;
     uint64_t unsubscribes;
-    uint64_t entries;
+    uint64_t entries; /* lock entries (names waited on) */
     uint64_t messages;
 } rlock__pubsub_stats;
 
@@ -57,9 +58,11 @@ void rlock__pubsub_on_down(rlock__pubsub *ps);
 /* Frees the table; every entry must have been released. */
 void rlock__pubsub_destroy(rlock__pubsub *ps);
 
-/* Takes a reference on channel's entry, creating and subscribing it when
- * it is new. NULL when out of memory. */
-rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channel, size_t len);
+/* Takes a reference on the entry of the lock called name, creating it
+ * when it is new, and subscribing to its channel unless another entry
+ * already has. NULL when out of memory. */
+rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channel,
+                                           size_t channel_len, const char *name, size_t name_len);
 
 /* Drops a reference; the last one unsubscribes. The caller must not be
  * waiting on the entry any more. */

@@ -36,6 +36,9 @@ struct rlock__renewal {
     const char *client_id;
     renew_entry *table;
     ev_timer timer;
+    ev_timer expiry; /* after a failed call: the first lease that can run out */
+    int last_err;    /* why the last failed call failed */
+    char last_msg[256];
     bool running; /* the timer is armed or a round is under way */
     bool closed;
     int in_flight; /* calls of the current round still out */
@@ -68,6 +71,7 @@ typedef struct lost_event {
 } lost_event;
 
 static void on_timer(struct ev_loop *ev, ev_timer *w, int revents);
+static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents);
 
 int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_config *cfg,
                           const rlock__logger *log, const char *client_id, rlock__renewal **out) {
@@ -83,6 +87,8 @@ int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_con
     r->client_id = client_id;
     ev_init(&r->timer, on_timer);
     r->timer.data = r;
+    ev_init(&r->expiry, on_expiry);
+    r->expiry.data = r;
     return RLOCK_OK;
 }
 
@@ -104,6 +110,7 @@ static owner *find_owner(renew_entry *e, uint64_t thread_id) {
 static void stop_if_idle(rlock__renewal *r) {
     if (r->table == NULL && r->in_flight == 0 && r->running) {
         ev_timer_stop(rlock__loop_ev(r->loop), &r->timer);
+        ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry);
         r->running = false;
     }
 }
@@ -165,6 +172,35 @@ static void schedule_round(rlock__renewal *r) {
     ev_timer_start(rlock__loop_ev(r->loop), &r->timer);
 }
 
+static void report_expired(rlock__renewal *r, renew_entry *e, owner *o) {
+    char why[320];
+    snprintf(why, sizeof(why), "not renewed before its lease ran out: %.200s", r->last_msg);
+    report_lost(r, e, o, r->last_err, why);
+}
+
+/* Renewals have been failing: report every lock whose lease has run out
+ * by now, without waiting for the calls still out to fail as well. */
+static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents) {
+    (void)ev;
+    (void)revents;
+    rlock__renewal *r = w->data;
+    int64_t now = rlock__now_ms();
+    renew_entry *e, *tmp;
+    HASH_ITER(hh, r->table, e, tmp) {
+        if (now - e->owners[0].renewed_ms >= r->cfg->lock_watchdog_timeout_ms) {
+            report_expired(r, e, &e->owners[0]);
+        }
+    }
+}
+
+static void watch_expiry(rlock__renewal *r, int64_t renewed_ms, int64_t now) {
+    if (!ev_is_active(&r->expiry)) {
+        int64_t in = renewed_ms + r->cfg->lock_watchdog_timeout_ms - now;
+        ev_timer_set(&r->expiry, (double)(in > 0 ? in : 0) / 1000.0, 0.);
+        ev_timer_start(rlock__loop_ev(r->loop), &r->expiry);
+    }
+}
+
 static void on_chunk_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     chunk *ch = arg;
     rlock__renewal *r = ch->r;
@@ -176,6 +212,10 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
         msg = "unexpected reply to the renew script";
     }
     int64_t now = rlock__now_ms();
+    if (!ok && !r->closed) {
+        r->last_err = err;
+        snprintf(r->last_msg, sizeof(r->last_msg), "%s", msg);
+    }
     for (int i = 0; i < ch->n && !r->closed; i++) {
         chunk_item *it = &ch->items[i];
         renew_entry *e = find(r, ch->names + it->off, it->len);
@@ -192,12 +232,13 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
                             "the watchdog found the lock no longer held by this owner");
             }
         } else if (now - o->renewed_ms >= r->cfg->lock_watchdog_timeout_ms) {
-            char why[256];
-            snprintf(why, sizeof(why), "not renewed before its lease ran out: %.200s", msg);
-            report_lost(r, e, o, err, why);
+            report_expired(r, e, o);
         } else {
-            rlock__log(r->log, RLOCK_LOG_WARN, "lock renewal failed, retried next round: %s", msg);
+            watch_expiry(r, o->renewed_ms, now);
         }
+    }
+    if (!ok && !r->closed) {
+        rlock__log(r->log, RLOCK_LOG_WARN, "lock renewal failed, retried next round: %s", msg);
     }
     free(ch->names);
     free(ch);
@@ -264,6 +305,9 @@ static void send_chunk(rlock__renewal *r, renew_entry **next, int64_t now) {
     free(argvlen);
     free(fields);
     if (cmd != NULL) {
+        /* The next round is the retry: a call retried for long would hold
+         * the rounds back while leases run out. */
+        rlock__cmd_no_retry(cmd);
         r->in_flight++;
         r->stats.renew_evals++;
         if (rlock__executor_submit(r->x, cmd, on_chunk_reply, ch) == RLOCK_OK) {
@@ -363,6 +407,7 @@ void rlock__renewal_close(rlock__renewal *r) {
     }
     r->closed = true;
     ev_timer_stop(rlock__loop_ev(r->loop), &r->timer);
+    ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry);
     r->running = false;
     renew_entry *e, *tmp;
     HASH_ITER(hh, r->table, e, tmp) {

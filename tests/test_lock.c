@@ -877,6 +877,51 @@ static void test_lock_after_lease_timeout(void **state) {
     assert_true(was);
 }
 
+/* "x" and "{x}" are two locks on one channel (redisson_lock__channel:{x}).
+ * An unlock of either must still reach a waiter of that very lock: the
+ * "{x}" waiter joins first, so a message that woke only the first waiter
+ * on the channel would leave the "x" waiter asleep for the 30 s lease. */
+static void test_names_sharing_a_channel_each_get_woken(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_client *c2 = new_client(f);
+    rlock *x = get_lock(c, "x"), *tx = get_lock(c, "{x}");
+    rlock *x2 = get_lock(c2, "x"), *tx2 = get_lock(c2, "{x}");
+    assert_int_equal(rlock_lock(x, 30000), RLOCK_OK);
+    assert_int_equal(rlock_lock(tx, 30000), RLOCK_OK);
+    job jt = {.l = tx2, .op = OP_LOCK, .lease_ms = 30000};
+    job_start(&jt);
+    for (int i = 0; i < 500 && lstats(c2).entries < 1; i++) {
+        rt_sleep_ms(10);
+    }
+    job jx = {.l = x2, .op = OP_LOCK, .lease_ms = 30000};
+    job_start(&jx);
+    for (int i = 0; i < 500 && lstats(c2).entries < 2; i++) {
+        rt_sleep_ms(10);
+    }
+    assert_int_equal(lstats(c2).entries, 2);
+    assert_int_equal(lstats(c2).subscribes, 1); /* one channel */
+    rt_sleep_ms(200);                           /* both waiting, subscription confirmed */
+    assert_int_equal(rlock_unlock(x), RLOCK_OK);
+    for (int i = 0; i < 500 && !job_done(&jx); i++) {
+        rt_sleep_ms(10); /* at most 5 s, far below the 30 s lease */
+    }
+    assert_true(job_done(&jx));
+    assert_false(job_done(&jt));
+    assert_int_equal(rlock_unlock(tx), RLOCK_OK);
+    for (int i = 0; i < 500 && !job_done(&jt); i++) {
+        rt_sleep_ms(10);
+    }
+    assert_true(job_done(&jt));
+    job_join(&jx, 1000);
+    job_join(&jt, 1000);
+    assert_int_equal(jx.rc, RLOCK_OK);
+    assert_int_equal(jt.rc, RLOCK_OK);
+    bool was = false;
+    assert_int_equal(rlock_force_unlock(x2, &was), RLOCK_OK);
+    assert_int_equal(rlock_force_unlock(tx2, &was), RLOCK_OK);
+}
+
 /* Async on the application's loop, explicit owners: two owners of one
  * client contend; the second completes only after the first's unlock,
  * woken by the unlock message (its own lease is the 30 s watchdog). */
@@ -1257,8 +1302,10 @@ static void *names_main(void *arg) {
     return NULL;
 }
 
+/* Lock channels only: the pub/sub connection's keep-alive channel
+ * (rlock__keepalive:{<clientId>}) stays subscribed for the client's life. */
 static long long channels_on_server(fx *f) {
-    redisReply *r = rt_redis_command(&f->redis, "PUBSUB CHANNELS");
+    redisReply *r = rt_redis_command(&f->redis, "PUBSUB CHANNELS redisson_lock__channel:*");
     assert_non_null(r);
     assert_int_equal(r->type, REDIS_REPLY_ARRAY);
     long long n = (long long)r->elements;
@@ -1893,6 +1940,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_remain_time_to_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_try_lock_wait_runs_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_try_lock_wait_outlasts_lease, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_names_sharing_a_channel_each_get_woken, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_lock_after_lease_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_async_app_loop_handoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_pending_lock, setup, teardown),
