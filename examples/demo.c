@@ -37,6 +37,13 @@ static int64_t now_ms(void) {
     return rt_now_ms();
 }
 
+/* CLOCK_MONOTONIC in microseconds: one clock for every process. */
+static int64_t now_us(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
 static rlock_client *connect_client(const char *address, int64_t watchdog_ms) {
     rlock_config cfg;
     rlock_config_init(&cfg);
@@ -73,12 +80,12 @@ static int worker_count(const char *address, int rounds) {
     }
     for (int i = 0; i < rounds; i++) {
         check(rlock_lock(l, RLOCK_LEASE_WATCHDOG), "lock");
-        int64_t start = now_ms();
+        int64_t start = now_us();
         redisReply *v = redisCommand(r, "GET demo:counter");
         long long n = v != NULL && v->type == REDIS_REPLY_STRING ? atoll(v->str) : 0;
         freeReplyObject(v);
         freeReplyObject(redisCommand(r, "SET demo:counter %lld", n + 1));
-        int64_t end = now_ms();
+        int64_t end = now_us();
         check(rlock_unlock(l), "unlock");
         freeReplyObject(redisCommand(r, "RPUSH demo:holds %lld:%lld:%d", (long long)start,
                                      (long long)end, (int)getpid()));
@@ -182,6 +189,13 @@ static int cmp_i64(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* Hold intervals [start, end], by start then end. */
+static int cmp_hold(const void *a, const void *b) {
+    const int64_t *x = a, *y = b;
+    int c = cmp_i64(&x[0], &y[0]);
+    return c != 0 ? c : cmp_i64(&x[1], &y[1]);
+}
+
 static int step_contention(rt_redis *redis) {
     enum { PROCS = 4, ROUNDS = 100 };
     printf("\n1. Contention: %d processes x %d rounds of GET + SET under one lock\n", PROCS,
@@ -209,7 +223,7 @@ static int step_contention(rt_redis *redis) {
         iv[i][1] = e;
     }
     freeReplyObject(holds);
-    qsort(iv, n, sizeof(*iv), cmp_i64);
+    qsort(iv, n, sizeof(*iv), cmp_hold);
     int overlaps = 0;
     int64_t *gaps = calloc(n + 1, sizeof(int64_t));
     for (size_t i = 1; i < n; i++) {
@@ -220,9 +234,9 @@ static int step_contention(rt_redis *redis) {
     printf("   counter = %lld (expected %d), holds recorded %zu, overlapping holds %d\n", counter,
            PROCS * ROUNDS, n, overlaps);
     if (n > 1) {
-        printf("   %lld ms in all; gap from one hold's end to the next one's start: "
-               "p50 %lld ms, max %lld ms\n",
-               (long long)took, (long long)gaps[(n - 1) / 2], (long long)gaps[n - 2]);
+        printf("   %lld ms in all; from one hold's end to the next one's start: "
+               "p50 %.3f ms, max %.3f ms\n",
+               (long long)took, (double)gaps[(n - 1) / 2] / 1000.0, (double)gaps[n - 2] / 1000.0);
     }
     free(iv);
     free(gaps);

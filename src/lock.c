@@ -357,7 +357,8 @@ typedef struct acquire_op {
     uint64_t sent_generation; /* ... in this generation */
     rlock__waiter waiter;
     bool waiting;
-    ev_timer timer; /* the holder's TTL, or the end of the wait */
+    rlock__lost_sink sink; /* the lost-lock callbacks as of the call */
+    ev_timer timer;        /* the holder's TTL, or the end of the wait */
 } acquire_op;
 
 static void send_acquire(acquire_op *op);
@@ -395,14 +396,8 @@ static void acquired(acquire_op *op) {
     } else if (op->lease_ms > 0) {
         atomic_store(&l->lease_ms, op->lease_ms);
     } else {
-        rlock__lost_sink sink = {.client_cb = c->cfg.on_lock_lost,
-                                 .client_arg = c->cfg.on_lock_lost_arg};
-        pthread_mutex_lock(&l->mu);
-        sink.lock_cb = l->lost_cb;
-        sink.lock_arg = l->lost_arg;
-        pthread_mutex_unlock(&l->mu);
         if (rlock__renewal_add(c->renewal, l->name, l->name_len, op->thread_id, op->sent_ms,
-                               &sink) != RLOCK_OK) {
+                               &op->sink) != RLOCK_OK) {
             rlock__log(&c->log, RLOCK_LOG_ERROR,
                        "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
                        (int)(l->name_len > 200 ? 200 : l->name_len), l->name,
@@ -572,6 +567,14 @@ static rlock_future *start(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t
     op->lease_ms = lease_ms;
     op->is_try = is_try;
     op->deadline_ms = rlock__now_ms() + wait_ms; /* the wait counts from the call */
+    /* A lock call made after rlock_set_lock_lost_callback gets its callback;
+     * a later change does not reach this acquisition. */
+    op->sink = (rlock__lost_sink){.client_cb = l->client->cfg.on_lock_lost,
+                                  .client_arg = l->client->cfg.on_lock_lost_arg};
+    pthread_mutex_lock(&l->mu);
+    op->sink.lock_cb = l->lost_cb;
+    op->sink.lock_arg = l->lost_arg;
+    pthread_mutex_unlock(&l->mu);
     rlock__list_init(&op->node);
     rlock__list_init(&op->waiter.node);
     op->waiter.wake = on_wake;

@@ -36,8 +36,9 @@ struct rlock__renewal {
     const char *client_id;
     renew_entry *table;
     ev_timer timer;
-    ev_timer expiry; /* after a failed call: the first lease that can run out */
-    int last_err;    /* why the last failed call failed */
+    ev_timer expiry;   /* after a failed call: the first lease that can run out */
+    bool round_failed; /* a call of the current round failed */
+    int last_err;      /* why the last failed call failed */
     char last_msg[256];
     bool running; /* the timer is armed or a round is under way */
     bool closed;
@@ -178,26 +179,42 @@ static void report_expired(rlock__renewal *r, renew_entry *e, owner *o) {
     report_lost(r, e, o, r->last_err, why);
 }
 
-/* Renewals have been failing: report every lock whose lease has run out
- * by now, without waiting for the calls still out to fail as well. */
+/* While a round is out, a timer waits for the first lease that would run
+ * out before the round renews it: a stalled server must not delay the
+ * report until its calls time out. */
+static void arm_expiry(rlock__renewal *r) {
+    ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry);
+    int64_t first = INT64_MAX;
+    for (renew_entry *e = r->table; e != NULL; e = e->hh.next) {
+        if (e->owners[0].renewed_ms < first) {
+            first = e->owners[0].renewed_ms;
+        }
+    }
+    if (first != INT64_MAX) {
+        int64_t in = first + r->cfg->lock_watchdog_timeout_ms - rlock__now_ms();
+        ev_timer_set(&r->expiry, (double)(in > 0 ? in : 0) / 1000.0, 0.);
+        ev_timer_start(rlock__loop_ev(r->loop), &r->expiry);
+    }
+}
+
+/* Reports every lock whose lease has run out unrenewed. */
 static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents) {
     (void)ev;
     (void)revents;
     rlock__renewal *r = w->data;
     int64_t now = rlock__now_ms();
+    if (r->last_msg[0] == '\0') {
+        snprintf(r->last_msg, sizeof(r->last_msg), "no answer to the renewal yet");
+        r->last_err = RLOCK_ERR_TIMEOUT;
+    }
     renew_entry *e, *tmp;
     HASH_ITER(hh, r->table, e, tmp) {
         if (now - e->owners[0].renewed_ms >= r->cfg->lock_watchdog_timeout_ms) {
             report_expired(r, e, &e->owners[0]);
         }
     }
-}
-
-static void watch_expiry(rlock__renewal *r, int64_t renewed_ms, int64_t now) {
-    if (!ev_is_active(&r->expiry)) {
-        int64_t in = renewed_ms + r->cfg->lock_watchdog_timeout_ms - now;
-        ev_timer_set(&r->expiry, (double)(in > 0 ? in : 0) / 1000.0, 0.);
-        ev_timer_start(rlock__loop_ev(r->loop), &r->expiry);
+    if (r->in_flight > 0) {
+        arm_expiry(r);
     }
 }
 
@@ -215,6 +232,7 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
     if (!ok && !r->closed) {
         r->last_err = err;
         snprintf(r->last_msg, sizeof(r->last_msg), "%s", msg);
+        r->round_failed = true;
     }
     for (int i = 0; i < ch->n && !r->closed; i++) {
         chunk_item *it = &ch->items[i];
@@ -233,8 +251,6 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
             }
         } else if (now - o->renewed_ms >= r->cfg->lock_watchdog_timeout_ms) {
             report_expired(r, e, o);
-        } else {
-            watch_expiry(r, o->renewed_ms, now);
         }
     }
     if (!ok && !r->closed) {
@@ -242,6 +258,10 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
     }
     free(ch->names);
     free(ch);
+    if (r->in_flight == 0 && !r->closed && !r->round_failed) {
+        ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry); /* all renewed in time */
+        r->last_msg[0] = '\0';
+    }
     if (r->in_flight == 0 && !r->closed) {
         schedule_round(r);
     }
@@ -325,8 +345,12 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     rlock__renewal *r = w->data;
     int64_t now = rlock__now_ms();
     renew_entry *next = r->table;
+    r->round_failed = false;
     while (next != NULL && !r->closed) {
         send_chunk(r, &next, now);
+    }
+    if (r->in_flight > 0) {
+        arm_expiry(r);
     }
     if (r->in_flight == 0) {
         schedule_round(r);
