@@ -169,7 +169,15 @@ static void schedule_round(rlock__renewal *r) {
         return;
     }
     r->running = true;
-    ev_timer_set(&r->timer, (double)(r->cfg->lock_watchdog_timeout_ms / 3) / 1000.0, 0.);
+    /* After a failed call, try again after retry_interval_ms rather than a
+     * whole period: the failed call already took up to timeout_ms, and
+     * another period on top could let the lease run out while the server
+     * is back and answering. */
+    int64_t delay = r->cfg->lock_watchdog_timeout_ms / 3;
+    if (r->round_failed && r->cfg->retry_interval_ms < delay) {
+        delay = r->cfg->retry_interval_ms;
+    }
+    ev_timer_set(&r->timer, (double)delay / 1000.0, 0.);
     ev_timer_start(rlock__loop_ev(r->loop), &r->timer);
 }
 

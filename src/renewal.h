@@ -7,8 +7,9 @@
  * batched calls of the renew script (lock_watchdog_batch_size locks per
  * call); the next round is scheduled when the current one has finished.
  * A lock the script reports gone leaves the table and is reported lost; a
- * failed call changes nothing and is retried next round, unless the lock's
- * lease ran out meanwhile: then it is reported lost too.
+ * failed call changes nothing and is retried next round (which then comes
+ * after retry_interval_ms, if that is shorter than the period), unless the
+ * lock's lease runs out first: then it is reported lost too.
  * Everything here runs on the loop thread. */
 #ifndef RLOCK_RENEWAL_H
 #define RLOCK_RENEWAL_H
