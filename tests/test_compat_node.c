@@ -40,6 +40,7 @@
 #include "rt_main.h"
 
 #include "fixture.h"
+#include "lock_util.h"
 
 #ifndef RT_NODE
 #define RT_NODE ""
@@ -416,12 +417,7 @@ static void expect_owner(fx *f, const char *name, const char *field, const char 
 }
 
 static long long pttl(fx *f, const char *name) {
-    redisReply *r = redisCommand(probe(f), "PTTL %s", name);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    long long v = r->integer;
-    freeReplyObject(r);
-    return v;
+    return rt_int_reply(redisCommand(probe(f), "PTTL %s", name));
 }
 
 static void expect_unlocked(fx *f, const char *name) {

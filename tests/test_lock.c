@@ -23,6 +23,7 @@
 #include <sched.h>
 
 #include "fixture.h"
+#include "lock_util.h"
 
 typedef rt_fx fx;
 
@@ -175,12 +176,7 @@ static long long redis_hold(fx *f, const char *name, rlock_client *c, uint64_t t
 
 /* An integer reply to "<cmd> <key>" (EXISTS, PTTL, HLEN, TYPE...). */
 static long long redis_key_int(fx *f, const char *cmd, const char *name, size_t len) {
-    redisReply *r = rt_redis_command(&f->redis, "%s %b", cmd, name, len);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    long long v = r->integer;
-    freeReplyObject(r);
-    return v;
+    return rt_int_reply(rt_redis_command(&f->redis, "%s %b", cmd, name, len));
 }
 
 static bool redis_exists(fx *f, const char *name) {
@@ -352,37 +348,6 @@ static int finish_on_loop(struct ev_loop *loop, rlock_future *fut, int64_t *valu
     return err;
 }
 
-static rlock__lock_stats lstats(rlock_client *c) {
-    return rlock__client_lock_stats(c);
-}
-
-/* Polls c's lock entries until they are want (at most timeout_ms). */
-static bool entries_become(rlock_client *c, uint64_t want, int64_t timeout_ms) {
-    int64_t deadline = rt_now_ms() + timeout_ms;
-    for (;;) {
-        if (lstats(c).entries == want) {
-            return true;
-        }
-        if (rt_now_ms() >= deadline) {
-            return false;
-        }
-        rt_sleep_ms(5);
-    }
-}
-
-static bool renewing_becomes(rlock_client *c, uint64_t want, int64_t timeout_ms) {
-    int64_t deadline = rt_now_ms() + timeout_ms;
-    for (;;) {
-        if (lstats(c).renewing == want) {
-            return true;
-        }
-        if (rt_now_ms() >= deadline) {
-            return false;
-        }
-        rt_sleep_ms(5);
-    }
-}
-
 /* ====================================================================== */
 
 /* testLockUnlock: the key is a hash with the owner's field at 1 and the
@@ -415,7 +380,7 @@ static void test_lock_unlock_basics(void **state) {
     assert_true(pttl > 0 && pttl <= 20000);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_false(redis_exists(f, "lock1"));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 }
 
 /* Several handles on one name act as one lock. */
@@ -692,10 +657,10 @@ static void test_force_unlock(void **state) {
     assert_false(redis_exists(f, "force"));
     /* forced out under the watchdog by its own client: nothing renews it */
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-    assert_true(renewing_becomes(c, 1, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 1, 2000));
     assert_int_equal(rlock_force_unlock(l, &was), RLOCK_OK);
     assert_true(was);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     assert_false(redis_exists(f, "force"));
 }
 
@@ -708,10 +673,10 @@ static void test_force_unlock_wakes_blocked_waiter(void **state) {
     rlock *l = get_lock(c, "wake");
     rlock *l2 = get_lock(c2, "wake");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-    uint64_t msgs = lstats(c2).messages;
+    uint64_t msgs = rt_lock_stats(c2).messages;
     job j = {.l = l2, .op = OP_LOCK, .lease_ms = RLOCK_LEASE_WATCHDOG};
     job_start(&j);
-    assert_true(entries_become(c2, 1, 5000)); /* it waits on the channel */
+    assert_true(RT_STAT_BECOMES(c2, entries, 1, 5000)); /* it waits on the channel */
     rt_sleep_ms(200);
     assert_false(job_done(&j));
     int64_t t0 = rt_now_ms();
@@ -721,10 +686,10 @@ static void test_force_unlock_wakes_blocked_waiter(void **state) {
     job_join(&j, 10000);
     assert_int_equal(j.rc, RLOCK_OK);
     assert_true(rt_now_ms() - t0 < 10000);
-    assert_true(lstats(c2).messages > msgs);
+    assert_true(rt_lock_stats(c2).messages > msgs);
     assert_int_equal(redis_hold(f, "wake", c2, j.tid), 1);
     assert_int_equal(redis_hlen(f, "wake"), 1);
-    assert_true(entries_become(c2, 0, 3000));
+    assert_true(RT_STAT_BECOMES(c2, entries, 0, 3000));
     /* the waiter's thread is gone; clear its hold */
     assert_int_equal(rlock_force_unlock(l2, &was), RLOCK_OK);
     assert_true(was);
@@ -743,7 +708,7 @@ static void test_lease_expiry(void **state) {
     int64_t ttl = 0;
     assert_int_equal(rlock_remain_time_to_live(l, &ttl), RLOCK_OK);
     assert_true(ttl == -2 || (ttl > 0 && ttl <= 300)); /* -2: the machine stalled 300 ms */
-    assert_int_equal(lstats(c).renewing, 0);           /* a lease is not renewed */
+    assert_int_equal(rt_lock_stats(c).renewing, 0);    /* a lease is not renewed */
     assert_true(gone_within(f, "lease", 5000));
     bool b = true;
     assert_int_equal(rlock_is_locked(l2, &b), RLOCK_OK);
@@ -821,8 +786,8 @@ static void test_try_lock_wait_runs_out(void **state) {
     assert_int_equal(redis_hold(f, "trywait", c2, 55), -1);
     assert_int_equal(redis_hlen(f, "trywait"), 1);
     assert_int_equal(redis_hold(f, "trywait", c, me), 1);
-    assert_true(entries_become(c2, 0, 3000));
-    assert_int_equal(lstats(c2).renewing, 0);
+    assert_true(RT_STAT_BECOMES(c2, entries, 0, 3000));
+    assert_int_equal(rt_lock_stats(c2).renewing, 0);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
 }
 
@@ -846,7 +811,7 @@ static void test_try_lock_wait_outlasts_lease(void **state) {
     long long pttl = redis_pttl(f, "outlast");
     assert_true(pttl > 0 && pttl <= 5000);
     assert_int_equal(rlock_unlock(l2), RLOCK_OK);
-    assert_true(entries_become(c2, 0, 3000));
+    assert_true(RT_STAT_BECOMES(c2, entries, 0, 3000));
 }
 
 /* testExpire: a holder with a 500 ms lease never unlocks; a waiter in
@@ -859,7 +824,7 @@ static void test_lock_after_lease_timeout(void **state) {
     rlock *l = get_lock(c, "expire");
     rlock *l2 = get_lock(c2, "expire");
     assert_int_equal(rlock_lock(l, 500), RLOCK_OK);
-    uint64_t msgs = lstats(c2).messages;
+    uint64_t msgs = rt_lock_stats(c2).messages;
     job j = {.l = l2, .op = OP_LOCK, .lease_ms = RLOCK_LEASE_WATCHDOG};
     job_start(&j);
     for (int i = 0; i < 500 && !job_done(&j); i++) {
@@ -868,7 +833,7 @@ static void test_lock_after_lease_timeout(void **state) {
     assert_true(job_done(&j));
     job_join(&j, 1000);
     assert_int_equal(j.rc, RLOCK_OK);
-    assert_int_equal(lstats(c2).messages, msgs);
+    assert_int_equal(rt_lock_stats(c2).messages, msgs);
     assert_int_equal(redis_hold(f, "expire", c2, j.tid), 1);
     assert_int_equal(redis_hlen(f, "expire"), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_ERR_NOT_HELD);
@@ -891,17 +856,17 @@ static void test_names_sharing_a_channel_each_get_woken(void **state) {
     assert_int_equal(rlock_lock(tx, 30000), RLOCK_OK);
     job jt = {.l = tx2, .op = OP_LOCK, .lease_ms = 30000};
     job_start(&jt);
-    for (int i = 0; i < 500 && lstats(c2).entries < 1; i++) {
+    for (int i = 0; i < 500 && rt_lock_stats(c2).entries < 1; i++) {
         rt_sleep_ms(10);
     }
     job jx = {.l = x2, .op = OP_LOCK, .lease_ms = 30000};
     job_start(&jx);
-    for (int i = 0; i < 500 && lstats(c2).entries < 2; i++) {
+    for (int i = 0; i < 500 && rt_lock_stats(c2).entries < 2; i++) {
         rt_sleep_ms(10);
     }
-    assert_int_equal(lstats(c2).entries, 2);
-    assert_int_equal(lstats(c2).subscribes, 1); /* one channel */
-    rt_sleep_ms(200);                           /* both waiting, subscription confirmed */
+    assert_int_equal(rt_lock_stats(c2).entries, 2);
+    assert_int_equal(rt_lock_stats(c2).subscribes, 1); /* one channel */
+    rt_sleep_ms(200);                                  /* both waiting, subscription confirmed */
     assert_int_equal(rlock_unlock(x), RLOCK_OK);
     for (int i = 0; i < 500 && !job_done(&jx); i++) {
         rt_sleep_ms(10); /* at most 5 s, far below the 30 s lease */
@@ -946,14 +911,14 @@ static void test_async_app_loop_handoff(void **state) {
                      RLOCK_OK);
     assert_int_equal(redis_hold(f, "async", c, 1001), 2);
 
-    uint64_t msgs = lstats(c).messages;
+    uint64_t msgs = rt_lock_stats(c).messages;
     rlock_future *second = rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, 1002);
     assert_non_null(second);
     bool *second_done = watch(second);
     bool never = false;
     rt_run_loop_until(loop, &never, 300);
     assert_false(*second_done);
-    assert_int_equal(lstats(c).entries, 1);
+    assert_int_equal(rt_lock_stats(c).entries, 1);
     /* one unlock of two: still held */
     assert_int_equal(finish_on_loop(loop, rlock_unlock_async(l, 1001), NULL), RLOCK_OK);
     rt_run_loop_until(loop, &never, 200);
@@ -963,18 +928,18 @@ static void test_async_app_loop_handoff(void **state) {
     free(second_done);
     assert_int_equal(rlock_future_error(second), RLOCK_OK);
     rlock_future_release(second);
-    assert_true(lstats(c).messages > msgs);
+    assert_true(rt_lock_stats(c).messages > msgs);
     assert_int_equal(redis_hold(f, "async", c, 1002), 1);
     assert_int_equal(redis_hold(f, "async", c, 1001), -1);
     assert_int_equal(finish_on_loop(loop, rlock_unlock_async(l, 1001), NULL), RLOCK_ERR_NOT_HELD);
     assert_int_equal(finish_on_loop(loop, rlock_unlock_async(l, 1002), NULL), RLOCK_OK);
     assert_false(redis_exists(f, "async"));
     /* entries drop once the loop has run the unsubscribe */
-    for (int i = 0; i < 100 && lstats(c).entries != 0; i++) {
+    for (int i = 0; i < 100 && rt_lock_stats(c).entries != 0; i++) {
         rt_run_loop_until(loop, &never, 20);
     }
-    assert_int_equal(lstats(c).entries, 0);
-    assert_int_equal(lstats(c).renewing, 0);
+    assert_int_equal(rt_lock_stats(c).entries, 0);
+    assert_int_equal(rt_lock_stats(c).renewing, 0);
 }
 
 /* lockInterruptibly: a pending lock future is cancelled; it stops waiting,
@@ -988,7 +953,7 @@ static void test_cancel_pending_lock(void **state) {
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     rlock_future *fut = rlock_lock_async(l2, RLOCK_LEASE_WATCHDOG, 4242);
     assert_non_null(fut);
-    assert_true(entries_become(c2, 1, 5000));
+    assert_true(RT_STAT_BECOMES(c2, entries, 1, 5000));
     rt_sleep_ms(100);
     assert_false(rlock_future_is_done(fut));
     assert_true(rlock_future_cancel(fut));
@@ -996,14 +961,14 @@ static void test_cancel_pending_lock(void **state) {
     assert_int_equal(rlock_future_error(fut), RLOCK_ERR_CANCELLED);
     assert_false(rlock_future_cancel(fut));
     rlock_future_release(fut);
-    assert_true(entries_become(c2, 0, 3000));
+    assert_true(RT_STAT_BECOMES(c2, entries, 0, 3000));
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rt_sleep_ms(500); /* a waiter that did not stop would take it now */
     assert_int_equal(redis_hold(f, "cancel", c2, 4242), -1);
     bool b = true;
     assert_int_equal(rlock_is_locked(l, &b), RLOCK_OK);
     assert_false(b);
-    assert_int_equal(lstats(c2).renewing, 0);
+    assert_int_equal(rt_lock_stats(c2).renewing, 0);
     /* the client still locks that name normally */
     int64_t v = -1;
     fut = rlock_try_lock_async(l2, 1000, 5000, 4242);
@@ -1017,12 +982,12 @@ static void test_cancel_pending_lock(void **state) {
 
 /* Stable for 300 ms (at most 5 s): the number of acquire scripts sent. */
 static uint64_t settled_acquires(rlock_client *c) {
-    uint64_t last = lstats(c).acquires;
+    uint64_t last = rt_lock_stats(c).acquires;
     int64_t since = rt_now_ms();
     int64_t deadline = since + 5000;
     while (rt_now_ms() < deadline && rt_now_ms() - since < 300) {
         rt_sleep_ms(20);
-        uint64_t now = lstats(c).acquires;
+        uint64_t now = rt_lock_stats(c).acquires;
         if (now != last) {
             last = now;
             since = rt_now_ms();
@@ -1060,13 +1025,13 @@ static void test_pubsub_shared_by_100_waiters(void **state) {
     enum { N = 100 };
     rlock_future *futs[N];
     bool taken[N] = {false};
-    rlock__lock_stats s0 = lstats(c2);
+    rlock__lock_stats s0 = rt_lock_stats(c2);
     for (int i = 0; i < N; i++) {
         futs[i] = rlock_lock_async(l2, RLOCK_LEASE_WATCHDOG, 5000 + (uint64_t)i);
         assert_non_null(futs[i]);
     }
     uint64_t before = settled_acquires(c2);
-    rlock__lock_stats s1 = lstats(c2);
+    rlock__lock_stats s1 = rt_lock_stats(c2);
     assert_true(s1.acquires - s0.acquires >= N);
     assert_int_equal(s1.subscribes - s0.subscribes, 1);
     assert_int_equal(s1.entries, 1);
@@ -1087,7 +1052,7 @@ static void test_pubsub_shared_by_100_waiters(void **state) {
     assert_true(cur >= 0);
     rt_sleep_ms(300);
     assert_int_equal(the_one_done(futs, taken, N), cur);
-    uint64_t after_one = lstats(c2).acquires - before;
+    uint64_t after_one = rt_lock_stats(c2).acquires - before;
     print_message("one unlock: %llu acquire scripts\n", (unsigned long long)after_one);
     if (after_one > 5) {
         fail_msg("one unlock led to %llu acquire scripts (herd)", (unsigned long long)after_one);
@@ -1119,11 +1084,11 @@ static void test_pubsub_shared_by_100_waiters(void **state) {
         }
     }
     assert_false(redis_exists(f, "herd"));
-    assert_true(entries_become(c2, 0, 3000));
-    rlock__lock_stats s2 = lstats(c2);
+    assert_true(RT_STAT_BECOMES(c2, entries, 0, 3000));
+    rlock__lock_stats s2 = rt_lock_stats(c2);
     assert_int_equal(s2.unsubscribes - s0.unsubscribes, 1);
     assert_int_equal(s2.subscribes - s0.subscribes, 1);
-    assert_true(renewing_becomes(c2, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c2, renewing, 0, 2000));
 }
 
 /* ---- concurrency ------------------------------------------------------ */
@@ -1206,8 +1171,8 @@ static void test_concurrency_one_client(void **state) {
     run_workers(w, 8);
     assert_int_equal(counter, 400);
     assert_false(redis_exists(f, "conc1"));
-    assert_true(entries_become(c, 0, 3000));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 }
 
 /* testConcurrency_MultiInstance: 4 clients x 2 threads x 50. */
@@ -1228,8 +1193,8 @@ static void test_concurrency_many_clients(void **state) {
     assert_int_equal(counter, 400);
     assert_false(redis_exists(f, "conc2"));
     for (int k = 0; k < 4; k++) {
-        assert_true(entries_become(cs[k], 0, 3000));
-        assert_true(renewing_becomes(cs[k], 0, 2000));
+        assert_true(RT_STAT_BECOMES(cs[k], entries, 0, 3000));
+        assert_true(RT_STAT_BECOMES(cs[k], renewing, 0, 2000));
     }
 }
 
@@ -1254,8 +1219,8 @@ static void test_try_lock_unlock_race(void **state) {
     assert_true(total >= 1);
     assert_int_equal(counter, total);
     assert_false(redis_exists(f, "tryrace"));
-    assert_true(renewing_becomes(c, 0, 2000));
-    assert_true(entries_become(c, 0, 3000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
 }
 
 /* testSubscriptionsPerConnection / testSinglePubSub: 8 threads lock and
@@ -1328,7 +1293,7 @@ static void test_many_names_leave_no_channels(void **state) {
     enum { T = 8 };
     names_worker w[T];
     pthread_t t[T];
-    rlock__lock_stats s0 = lstats(c);
+    rlock__lock_stats s0 = rt_lock_stats(c);
     for (int i = 0; i < T; i++) {
         w[i] = (names_worker){
             .locks = locks, .seed = 1234u + (unsigned)i, .iters = 40, .counters = counters};
@@ -1352,7 +1317,7 @@ static void test_many_names_leave_no_channels(void **state) {
                      rlock_err_name(w[i].first_error));
         }
     }
-    assert_true(entries_become(c, 0, 3000));
+    assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
     bool none = false;
     for (int i = 0; i < 300 && !none; i++) {
         none = channels_on_server(f) == 0;
@@ -1361,9 +1326,9 @@ static void test_many_names_leave_no_channels(void **state) {
         }
     }
     assert_true(none);
-    rlock__lock_stats s1 = lstats(c);
+    rlock__lock_stats s1 = rt_lock_stats(c);
     assert_int_equal(s1.subscribes - s0.subscribes, s1.unsubscribes - s0.unsubscribes);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     for (int k = 0; k < NAMES; k++) {
         assert_false(redis_exists(f, rlock_name(locks[k])));
     }
@@ -1408,14 +1373,14 @@ static void test_cancelled_after_acquire_not_renewed(void **state) {
         rlock_future_release(fut);
         drain(c);
         assert_true(gone_within(f, "interrupted", 3000));
-        assert_true(renewing_becomes(c, 0, 2000));
-        assert_int_equal(lstats(c).renewing, 0);
-        assert_true(entries_become(c, 0, 3000));
+        assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+        assert_int_equal(rt_lock_stats(c).renewing, 0);
+        assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
     }
     /* and nothing brings it back later */
     rt_sleep_ms(300);
     assert_false(redis_exists(f, "interrupted"));
-    assert_int_equal(lstats(c).renewing, 0);
+    assert_int_equal(rt_lock_stats(c).renewing, 0);
 }
 
 /* The same race without stopping Redis: try_lock then cancel at once,
@@ -1452,8 +1417,8 @@ static void test_cancel_race_leaves_nothing(void **state) {
         }
     }
     print_message("cancel won %d, acquire won %d of 200\n", cancelled, won);
-    assert_true(renewing_becomes(c, 0, 2000));
-    assert_true(entries_become(c, 0, 3000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
 }
 
 /* The watchdog extends a lock beyond its lease while it is held, and
@@ -1467,19 +1432,19 @@ static void test_watchdog_renews(void **state) {
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     long long pttl = redis_pttl(f, "dog");
     assert_true(pttl > 0 && pttl <= 1500);
-    assert_true(renewing_becomes(c, 1, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 1, 2000));
     rt_sleep_ms(3500);
     assert_true(redis_exists(f, "dog"));
     pttl = redis_pttl(f, "dog");
     assert_true(pttl > 0 && pttl <= 1500);
-    assert_true(lstats(c).renew_evals >= 2);
+    assert_true(rt_lock_stats(c).renew_evals >= 2);
     assert_int_equal(redis_hold(f, "dog", c, rlock_thread_id()), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     assert_false(redis_exists(f, "dog"));
     /* a lease lock is not renewed */
     assert_int_equal(rlock_lock(l, 60000), RLOCK_OK);
-    assert_int_equal(lstats(c).renewing, 0);
+    assert_int_equal(rt_lock_stats(c).renewing, 0);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
 }
 
@@ -1546,13 +1511,13 @@ static void test_watchdog_stops_after_loss(void **state) {
     rlock_client *c = client_with(&cfg);
     rlock *l = get_lock(c, "lost2");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-    assert_true(renewing_becomes(c, 1, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 1, 2000));
     freeReplyObject(rt_redis_command(&f->redis, "DEL lost2"));
-    assert_true(renewing_becomes(c, 0, 5000));
-    assert_int_equal(lstats(c).lost, 1);
-    uint64_t evals = lstats(c).renew_evals;
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 5000));
+    assert_int_equal(rt_lock_stats(c).lost, 1);
+    uint64_t evals = rt_lock_stats(c).renew_evals;
     rt_sleep_ms(1000); /* more than three renewal periods */
-    assert_int_equal(lstats(c).renew_evals, evals);
+    assert_int_equal(rt_lock_stats(c).renew_evals, evals);
     assert_false(redis_exists(f, "lost2"));
     assert_int_equal(rlock_unlock(l), RLOCK_ERR_NOT_HELD);
 }
@@ -1598,7 +1563,7 @@ static void test_freed_handle_keeps_lock(void **state) {
     assert_int_equal(wait_future(fut, NULL), RLOCK_OK);
     rlock_future_release(fut);
     assert_false(redis_exists(f, "freed"));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 }
 
 /* testRedisFailed: a stopped server makes lock fail with TIMEOUT, in
@@ -1619,7 +1584,7 @@ static void test_redis_paused_lock_times_out(void **state) {
     assert_int_equal(rc, RLOCK_ERR_TIMEOUT);
     assert_true(took < 10000);
     assert_true(rc2 == RLOCK_ERR_TIMEOUT);
-    assert_int_equal(lstats(c).renewing, 0);
+    assert_int_equal(rt_lock_stats(c).renewing, 0);
     /* The stalled attempts may have run when Redis woke (for this same
      * owner): lock re-enters then. Clear, then lock from scratch. */
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
@@ -1633,7 +1598,7 @@ static void test_redis_paused_lock_times_out(void **state) {
     assert_int_equal(redis_hold(f, "down", c, rlock_thread_id()), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_false(redis_exists(f, "down"));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 }
 
 typedef struct blocking_inside {
@@ -1746,7 +1711,7 @@ static void test_bad_input_times_and_outputs(void **state) {
     assert_int_equal(rlock_lock(l, 60000), RLOCK_OK);
     drain(c);
     rlock__executor_stats x0 = rlock__client_stats(c);
-    rlock__lock_stats s0 = lstats(c);
+    rlock__lock_stats s0 = rt_lock_stats(c);
     bool b = false;
     /* lease 0 */
     assert_int_equal(rlock_lock(l, 0), RLOCK_ERR_INVALID);
@@ -1776,7 +1741,7 @@ static void test_bad_input_times_and_outputs(void **state) {
     assert_int_equal(rlock_remain_time_to_live(l, NULL), RLOCK_ERR_INVALID);
     rt_sleep_ms(50);
     rlock__executor_stats x1 = rlock__client_stats(c);
-    rlock__lock_stats s1 = lstats(c);
+    rlock__lock_stats s1 = rt_lock_stats(c);
     assert_int_equal(x1.sent, x0.sent);
     assert_int_equal(s1.acquires, s0.acquires);
     assert_int_equal(s1.subscribes, s0.subscribes);
@@ -1817,7 +1782,7 @@ static void test_binary_name(void **state) {
     assert_int_equal(rlock_unlock(prefix), RLOCK_OK);
     /* another client waits on it and gets it on unlock */
     rlock_future *fut = rlock_lock_async(l2, 5000, 8);
-    assert_true(entries_become(c2, 1, 5000));
+    assert_true(RT_STAT_BECOMES(c2, entries, 1, 5000));
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(wait_future(fut, NULL), RLOCK_OK);
     rlock_future_release(fut);
@@ -1893,7 +1858,7 @@ static void check_channel(fx *f, rlock_client *c, rlock_client *c2, const char *
     /* a waiter of another client listens on the expected channel */
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     rlock_future *fut = rlock_lock_async(l2, 5000, 3);
-    assert_true(entries_become(c2, 1, 5000));
+    assert_true(RT_STAT_BECOMES(c2, entries, 1, 5000));
     bool ok = false;
     for (int i = 0; i < 300 && !ok; i++) {
         ok = numsub(f, expected) == 2; /* ours and the waiter's */
@@ -1912,7 +1877,7 @@ static void check_channel(fx *f, rlock_client *c, rlock_client *c2, const char *
     rlock_future_release(fut);
     expect_message(sub, expected, "0");
     redisFree(sub);
-    assert_true(entries_become(c2, 0, 3000));
+    assert_true(RT_STAT_BECOMES(c2, entries, 0, 3000));
 }
 
 static void test_channel_name_rule(void **state) {

@@ -27,6 +27,7 @@
 #include <pthread.h>
 
 #include "fixture.h"
+#include "lock_util.h"
 
 typedef rt_fx fx;
 
@@ -196,38 +197,6 @@ static int unlock_as(rlock *l, uint64_t tid) {
     return finish(rlock_unlock_async(l, tid), NULL);
 }
 
-static rlock__lock_stats lstats(rlock_client *c) {
-    return rlock__client_lock_stats(c);
-}
-
-/* Polls c's watchdog table until it has want (name, owner) pairs. */
-static bool renewing_becomes(rlock_client *c, uint64_t want, int64_t timeout_ms) {
-    int64_t deadline = rt_now_ms() + timeout_ms;
-    for (;;) {
-        if (lstats(c).renewing == want) {
-            return true;
-        }
-        if (rt_now_ms() >= deadline) {
-            return false;
-        }
-        rt_sleep_ms(5);
-    }
-}
-
-/* Polls until c has sent at least want renew scripts. */
-static bool renew_evals_reach(rlock_client *c, uint64_t want, int64_t timeout_ms) {
-    int64_t deadline = rt_now_ms() + timeout_ms;
-    for (;;) {
-        if (lstats(c).renew_evals >= want) {
-            return true;
-        }
-        if (rt_now_ms() >= deadline) {
-            return false;
-        }
-        rt_sleep_ms(5);
-    }
-}
-
 /* ---- what Redis holds -------------------------------------------------- */
 
 /* One command on the test's own connection (made again when it broke,
@@ -254,12 +223,7 @@ static redisReply *probe(fx *f, const char *fmt, ...) {
 }
 
 static long long probe_int(fx *f, const char *cmd, const char *key) {
-    redisReply *r = probe(f, "%s %s", cmd, key);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    long long v = r->integer;
-    freeReplyObject(r);
-    return v;
+    return rt_int_reply(probe(f, "%s %s", cmd, key));
 }
 
 static long long pttl(fx *f, const char *name) {
@@ -449,21 +413,22 @@ static void test_watchdog_keeps_lock_alive(void **state) {
     uint64_t me = rlock_thread_id();
     long long t = pttl(f, "alive");
     assert_true(t > 0 && t <= 600);
-    assert_true(renewing_becomes(c, 1, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 1, 2000));
     int64_t ttl = 0;
     assert_int_equal(rlock_remain_time_to_live(l, &ttl), RLOCK_OK);
     assert_true(ttl > 0 && ttl <= 600);
 
     held_samples s = watch_held(f, "alive", c, me, 2200, 600);
     print_message("samples %d, PTTL %lld..%lld, %d renewals seen, %llu renew calls\n", s.samples,
-                  s.min_pttl, s.max_pttl, s.rises, (unsigned long long)lstats(c).renew_evals);
+                  s.min_pttl, s.max_pttl, s.rises,
+                  (unsigned long long)rt_lock_stats(c).renew_evals);
     assert_true(s.rises >= 2);
     /* Right after a renewal the TTL is the timeout again (less the time
      * its reply and the sample took). */
     assert_true(s.max_pttl >= 450);
-    assert_true(lstats(c).renew_evals >= 3);
-    assert_int_equal(lstats(c).renewing, 1);
-    assert_int_equal(lstats(c).lost, 0);
+    assert_true(rt_lock_stats(c).renew_evals >= 3);
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
+    assert_int_equal(rt_lock_stats(c).lost, 0);
     assert_int_equal(rlock_remain_time_to_live(l, &ttl), RLOCK_OK);
     assert_true(ttl > 0 && ttl <= 600);
     int64_t count = 0;
@@ -471,7 +436,7 @@ static void test_watchdog_keeps_lock_alive(void **state) {
     assert_int_equal(count, 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_false(exists(f, "alive"));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 }
 
 /* After unlock the key is gone, the table is empty, and no renew script
@@ -487,30 +452,30 @@ static void test_unlock_stops_renewal(void **state) {
     rlock *l = handle(c, "stop");
     long long server0 = script_calls(f);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 7), RLOCK_OK);
-    assert_true(renew_evals_reach(c, 2, 3000));
+    assert_true(RT_STAT_REACHES(c, renew_evals, 2, 3000));
     assert_true(script_calls(f) >= server0 + 2); /* the acquire and a renewal at least */
     assert_int_equal(hold(f, "stop", c, 7), 1);
     assert_int_equal(unlock_as(l, 7), RLOCK_OK);
     assert_false(exists(f, "stop"));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 
     rt_sleep_ms(200); /* a renewal sent before the unlock's reply lands */
-    uint64_t evals = lstats(c).renew_evals;
+    uint64_t evals = rt_lock_stats(c).renew_evals;
     long long server = script_calls(f);
     rt_sleep_ms(900); /* more than three periods of 200 ms */
-    assert_int_equal(lstats(c).renew_evals, evals);
+    assert_int_equal(rt_lock_stats(c).renew_evals, evals);
     assert_int_equal(script_calls(f), server);
     assert_false(exists(f, "stop"));
-    assert_int_equal(lstats(c).lost, 0);
+    assert_int_equal(rt_lock_stats(c).lost, 0);
     assert_int_equal(log_calls(by_client), 0); /* an unlock is not a loss */
 
     /* and it starts again for the next lock */
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 8), RLOCK_OK);
-    assert_int_equal(lstats(c).renewing, 1);
-    assert_true(renew_evals_reach(c, evals + 2, 3000));
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
+    assert_true(RT_STAT_REACHES(c, renew_evals, evals + 2, 3000));
     assert_int_equal(hold(f, "stop", c, 8), 1);
     assert_int_equal(unlock_as(l, 8), RLOCK_OK);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     assert_int_equal(log_calls(by_client), 0);
 }
 
@@ -524,23 +489,23 @@ static void test_reentrant_renewal(void **state) {
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 5), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 5), RLOCK_OK);
     assert_int_equal(hold(f, "reent", c, 5), 2);
-    assert_int_equal(lstats(c).renewing, 1); /* one (name, owner) pair */
+    assert_int_equal(rt_lock_stats(c).renewing, 1); /* one (name, owner) pair */
     assert_int_equal(unlock_as(l, 5), RLOCK_OK);
     assert_int_equal(hold(f, "reent", c, 5), 1);
-    assert_int_equal(lstats(c).renewing, 1);
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
 
-    uint64_t evals = lstats(c).renew_evals;
+    uint64_t evals = rt_lock_stats(c).renew_evals;
     held_samples s = watch_held(f, "reent", c, 5, 2000, 600);
     assert_true(s.rises >= 2);
-    assert_true(lstats(c).renew_evals >= evals + 3);
+    assert_true(rt_lock_stats(c).renew_evals >= evals + 3);
 
     assert_int_equal(unlock_as(l, 5), RLOCK_OK);
     assert_false(exists(f, "reent"));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     rt_sleep_ms(200);
-    evals = lstats(c).renew_evals;
+    evals = rt_lock_stats(c).renew_evals;
     rt_sleep_ms(900);
-    assert_int_equal(lstats(c).renew_evals, evals);
+    assert_int_equal(rt_lock_stats(c).renew_evals, evals);
     assert_int_equal(unlock_as(l, 5), RLOCK_ERR_NOT_HELD);
 }
 
@@ -560,13 +525,13 @@ static void test_explicit_lease_not_renewed(void **state) {
     assert_int_equal(lock_as(lease, 2500, 3), RLOCK_OK);
     long long t = pttl(f, "leased");
     assert_true(t > 600 && t <= 2500); /* the lease, not the watchdog's timeout */
-    assert_int_equal(lstats(c).renewing, 0);
+    assert_int_equal(rt_lock_stats(c).renewing, 0);
     rt_sleep_ms(700); /* three watchdog periods */
-    assert_int_equal(lstats(c).renew_evals, 0);
-    assert_int_equal(lstats(c).renewing, 0);
+    assert_int_equal(rt_lock_stats(c).renew_evals, 0);
+    assert_int_equal(rt_lock_stats(c).renewing, 0);
 
     assert_int_equal(lock_as(wd, RLOCK_LEASE_WATCHDOG, 3), RLOCK_OK);
-    assert_int_equal(lstats(c).renewing, 1);
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
     /* The lease lock's TTL only falls until it expires (PTTL -2). */
     long long prev = pttl(f, "leased");
     int64_t deadline = rt_now_ms() + 8000;
@@ -582,14 +547,14 @@ static void test_explicit_lease_not_renewed(void **state) {
     /* the watchdog lock lived on, renewed */
     assert_true(exists(f, "dogged"));
     assert_int_equal(hold(f, "dogged", c, 3), 1);
-    assert_true(lstats(c).renew_evals >= 2);
-    assert_int_equal(lstats(c).renewing, 1);
+    assert_true(rt_lock_stats(c).renew_evals >= 2);
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
     /* an expired lease is the owner's business, not a lost watchdog lock */
-    assert_int_equal(lstats(c).lost, 0);
+    assert_int_equal(rt_lock_stats(c).lost, 0);
     assert_int_equal(log_calls(by_client), 0);
     assert_int_equal(unlock_as(lease, 3), RLOCK_ERR_NOT_HELD);
     assert_int_equal(unlock_as(wd, 3), RLOCK_OK);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 }
 
 #define BATCH_LOCKS 250
@@ -648,18 +613,18 @@ static void test_batched_renewal(void **state) {
     for (int i = 0; i < BATCH_LOCKS; i++) {
         assert_int_equal(finish(futs[i], NULL), RLOCK_OK);
     }
-    assert_true(renewing_becomes(c, BATCH_LOCKS, 3000));
+    assert_true(RT_STAT_BECOMES(c, renewing, BATCH_LOCKS, 3000));
 
     /* Log every command Redis runs, to see each renew call's key count. */
     freeReplyObject(probe(f, "CONFIG SET slowlog-max-len 1000"));
     freeReplyObject(probe(f, "CONFIG SET slowlog-log-slower-than 0"));
     freeReplyObject(probe(f, "SLOWLOG RESET"));
 
-    uint64_t e0 = lstats(c).renew_evals;
+    uint64_t e0 = rt_lock_stats(c).renew_evals;
     long long s0 = script_calls(f);
     int64_t t0 = rt_now_ms();
     rt_sleep_ms(1200); /* about four rounds */
-    uint64_t e1 = lstats(c).renew_evals;
+    uint64_t e1 = rt_lock_stats(c).renew_evals;
     int64_t t1 = rt_now_ms();
     long long s1 = script_calls(f);
     uint64_t delta = e1 - e0;
@@ -704,7 +669,7 @@ static void test_batched_renewal(void **state) {
         }
         freeReplyObject(r);
     }
-    assert_int_equal(lstats(c).lost, 0);
+    assert_int_equal(rt_lock_stats(c).lost, 0);
 
     for (int i = 0; i < BATCH_LOCKS; i++) {
         futs[i] = rlock_unlock_async(locks[i], 42);
@@ -713,7 +678,7 @@ static void test_batched_renewal(void **state) {
     for (int i = 0; i < BATCH_LOCKS; i++) {
         assert_int_equal(finish(futs[i], NULL), RLOCK_OK);
     }
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     redisReply *r = probe(f, "KEYS batch:*");
     assert_non_null(r);
     assert_int_equal(r->elements, 0);
@@ -736,25 +701,25 @@ static void test_deleted_lock_reported_lost(void **state) {
     by_lock->probe_lock = l;
     assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, by_lock), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 77), RLOCK_OK);
-    assert_true(renew_evals_reach(c, 1, 3000));
-    assert_int_equal(lstats(c).renewing, 1);
+    assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
 
     freeReplyObject(rt_redis_command(&f->redis, "DEL victim"));
     assert_true(calls_reach(by_lock, 1, 5000));
     assert_true(calls_reach(by_client, 1, 5000));
-    assert_true(renewing_becomes(c, 0, 2000));
-    assert_int_equal(lstats(c).lost, 1);
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+    assert_int_equal(rt_lock_stats(c).lost, 1);
 
     rt_sleep_ms(200);
-    uint64_t evals = lstats(c).renew_evals;
+    uint64_t evals = rt_lock_stats(c).renew_evals;
     long long server = script_calls(f);
     rt_sleep_ms(900); /* three periods and more */
-    assert_int_equal(lstats(c).renew_evals, evals);
+    assert_int_equal(rt_lock_stats(c).renew_evals, evals);
     assert_int_equal(script_calls(f), server);
     /* once */
     assert_int_equal(log_calls(by_lock), 1);
     assert_int_equal(log_calls(by_client), 1);
-    assert_int_equal(lstats(c).lost, 1);
+    assert_int_equal(rt_lock_stats(c).lost, 1);
 
     lost_rec r = log_event(by_lock, 0);
     expect_lost(&r, "victim", 77, RLOCK_ERR_NOT_HELD);
@@ -776,11 +741,11 @@ static void test_deleted_lock_reported_lost(void **state) {
     assert_int_equal(unlock_as(l, 77), RLOCK_ERR_NOT_HELD);
     /* The name can be locked and renewed again. */
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 77), RLOCK_OK);
-    assert_int_equal(lstats(c).renewing, 1);
-    assert_true(renew_evals_reach(c, evals + 2, 3000));
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
+    assert_true(RT_STAT_REACHES(c, renew_evals, evals + 2, 3000));
     assert_int_equal(hold(f, "victim", c, 77), 1);
     assert_int_equal(unlock_as(l, 77), RLOCK_OK);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     assert_int_equal(log_calls(by_lock), 1);
 }
 
@@ -804,14 +769,14 @@ static void test_force_unlocked_elsewhere_only_that_lock_lost(void **state) {
     assert_int_equal(rlock_set_lock_lost_callback(bystander, on_lost, bystander_log), RLOCK_OK);
     assert_int_equal(lock_as(victim, RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK);
     assert_int_equal(lock_as(bystander, RLOCK_LEASE_WATCHDOG, 2), RLOCK_OK);
-    assert_int_equal(lstats(c).renewing, 2);
+    assert_int_equal(rt_lock_stats(c).renewing, 2);
 
     bool was = false;
     assert_int_equal(rlock_force_unlock(remote, &was), RLOCK_OK);
     assert_true(was);
     assert_true(calls_reach(victim_log, 1, 5000));
     assert_true(calls_reach(by_client, 1, 5000));
-    assert_true(renewing_becomes(c, 1, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 1, 2000));
 
     /* the bystander lives on, three timeouts later */
     held_samples s = watch_held(f, "spared", c, 2, 2000, 600);
@@ -819,14 +784,14 @@ static void test_force_unlocked_elsewhere_only_that_lock_lost(void **state) {
     assert_int_equal(log_calls(victim_log), 1);
     assert_int_equal(log_calls(bystander_log), 0);
     assert_int_equal(log_calls(by_client), 1);
-    assert_int_equal(lstats(c).lost, 1);
+    assert_int_equal(rt_lock_stats(c).lost, 1);
     lost_rec r = log_event(victim_log, 0);
     expect_lost(&r, "forced", 1, RLOCK_ERR_NOT_HELD);
     r = log_event(by_client, 0);
     expect_lost(&r, "forced", 1, RLOCK_ERR_NOT_HELD);
     assert_false(exists(f, "forced"));
     assert_int_equal(unlock_as(bystander, 2), RLOCK_OK);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 }
 
 /* The handle's callback is the one set when the lock was taken: setting
@@ -853,13 +818,13 @@ static void test_lost_callback_applies_to_later_acquisitions(void **state) {
         /* after this acquisition: it applies to the next ones only */
         assert_int_equal(rlock_set_lock_lost_callback(l[i], NULL, NULL), RLOCK_OK);
     }
-    assert_int_equal(lstats(c).renewing, LATER_LOCKS);
+    assert_int_equal(rt_lock_stats(c).renewing, LATER_LOCKS);
     for (int i = 0; i < LATER_LOCKS; i++) {
         snprintf(name, sizeof(name), "later:%d", i);
         freeReplyObject(probe(f, "DEL %s", name));
     }
     assert_true(calls_reach(by_client, LATER_LOCKS, 5000));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     calls_reach(by_lock, LATER_LOCKS, 1000);
     if (log_calls(by_lock) != LATER_LOCKS) {
         fail_msg("the handles' callbacks ran for %d of %d lost locks: a callback set after lock "
@@ -875,11 +840,11 @@ static void test_lost_callback_applies_to_later_acquisitions(void **state) {
         freeReplyObject(probe(f, "DEL %s", name));
     }
     assert_true(calls_reach(by_client, 2 * LATER_LOCKS, 5000));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     rt_sleep_ms(300);
     assert_int_equal(log_calls(by_lock), LATER_LOCKS);
     assert_int_equal(log_calls(by_client), 2 * LATER_LOCKS);
-    assert_int_equal(lstats(c).lost, 2 * LATER_LOCKS);
+    assert_int_equal(rt_lock_stats(c).lost, 2 * LATER_LOCKS);
 }
 
 /* testLockAfterTimeout: Redis restarts with an empty data set while locks
@@ -900,19 +865,19 @@ static void test_restart_reports_lost(void **state) {
         assert_int_equal(rlock_set_lock_lost_callback(l[i], on_lost, by_lock), RLOCK_OK);
         assert_int_equal(lock_as(l[i], RLOCK_LEASE_WATCHDOG, 100 + (uint64_t)i), RLOCK_OK);
     }
-    assert_int_equal(lstats(c).renewing, 3);
-    assert_true(renew_evals_reach(c, 1, 3000));
+    assert_int_equal(rt_lock_stats(c).renewing, 3);
+    assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
 
     int64_t t0 = rt_now_ms();
     assert_int_equal(rt_redis_restart(&f->redis), 0);
     int64_t took = rt_now_ms() - t0;
     assert_true(calls_reach(by_lock, 3, 10000));
     assert_true(calls_reach(by_client, 3, 5000));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     rt_sleep_ms(300);
     assert_int_equal(log_calls(by_lock), 3);
     assert_int_equal(log_calls(by_client), 3);
-    assert_int_equal(lstats(c).lost, 3);
+    assert_int_equal(rt_lock_stats(c).lost, 3);
     bool seen[3] = {false, false, false};
     for (int i = 0; i < 3; i++) {
         lost_rec r = log_event(by_lock, i);
@@ -943,15 +908,15 @@ static void test_restart_reports_lost(void **state) {
     }
 
     /* lock2 in the Redisson test: the same name works and is renewed. */
-    uint64_t evals = lstats(c).renew_evals;
+    uint64_t evals = rt_lock_stats(c).renew_evals;
     assert_int_equal(lock_as(l[0], RLOCK_LEASE_WATCHDOG, 200), RLOCK_OK);
-    assert_int_equal(lstats(c).renewing, 1);
-    assert_true(renew_evals_reach(c, evals + 2, 4000));
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
+    assert_true(RT_STAT_REACHES(c, renew_evals, evals + 2, 4000));
     long long t = pttl(f, "rs:a");
     assert_true(t > 0 && t <= 2100);
     assert_int_equal(hold(f, "rs:a", c, 200), 1);
     assert_int_equal(unlock_as(l[0], 200), RLOCK_OK);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     assert_int_equal(log_calls(by_lock), 3);
 }
 
@@ -969,15 +934,15 @@ static void test_short_outage_lock_survives(void **state) {
     rlock *l = handle(c, "blip");
     assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, by_lock), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 9), RLOCK_OK);
-    assert_true(renew_evals_reach(c, 1, 3000));
+    assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
 
     assert_int_equal(rt_redis_pause(&f->redis), 0);
     rt_sleep_ms(600);
     assert_int_equal(rt_redis_resume(&f->redis), 0);
 
     assert_int_equal(hold(f, "blip", c, 9), 1);
-    uint64_t evals = lstats(c).renew_evals;
-    assert_true(renew_evals_reach(c, evals + 2, 4000));
+    uint64_t evals = rt_lock_stats(c).renew_evals;
+    assert_true(RT_STAT_REACHES(c, renew_evals, evals + 2, 4000));
     /* the TTL is back up near the lease */
     int64_t deadline = rt_now_ms() + 4000;
     long long t = pttl(f, "blip");
@@ -990,10 +955,10 @@ static void test_short_outage_lock_survives(void **state) {
     (void)s;
     assert_int_equal(log_calls(by_lock), 0);
     assert_int_equal(log_calls(by_client), 0);
-    assert_int_equal(lstats(c).lost, 0);
-    assert_int_equal(lstats(c).renewing, 1);
+    assert_int_equal(rt_lock_stats(c).lost, 0);
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
     assert_int_equal(unlock_as(l, 9), RLOCK_OK);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
     assert_false(exists(f, "blip"));
 }
 
@@ -1011,7 +976,7 @@ static void test_long_outage_lock_lost(void **state) {
     rlock *l = handle(c, "outage");
     assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, by_lock), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 11), RLOCK_OK);
-    assert_true(renew_evals_reach(c, 1, 3000));
+    assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
 
     assert_int_equal(rt_redis_pause(&f->redis), 0);
     int64_t t0 = rt_now_ms();
@@ -1023,7 +988,7 @@ static void test_long_outage_lock_lost(void **state) {
     assert_int_equal(rt_redis_resume(&f->redis), 0);
     assert_true(reported);
     assert_true(calls_reach(by_client, 1, 2000));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 
     lost_rec r = log_event(by_lock, 0);
     print_message("lost after %lld ms of outage: %s (%s)\n", (long long)paused,
@@ -1039,13 +1004,13 @@ static void test_long_outage_lock_lost(void **state) {
     assert_string_equal(rc.name, "outage");
 
     rt_sleep_ms(300);
-    uint64_t evals = lstats(c).renew_evals;
+    uint64_t evals = rt_lock_stats(c).renew_evals;
     rt_sleep_ms(1200); /* four periods */
-    assert_int_equal(lstats(c).renew_evals, evals);
+    assert_int_equal(rt_lock_stats(c).renew_evals, evals);
     assert_int_equal(log_calls(by_lock), 1);
     assert_int_equal(log_calls(by_client), 1);
-    assert_int_equal(lstats(c).lost, 1);
-    assert_int_equal(lstats(c).renewing, 0);
+    assert_int_equal(rt_lock_stats(c).lost, 1);
+    assert_int_equal(rt_lock_stats(c).renewing, 0);
     assert_false(exists(f, "outage")); /* it expired while Redis was stopped */
     assert_int_equal(unlock_as(l, 11), RLOCK_ERR_NOT_HELD);
 }
@@ -1063,7 +1028,7 @@ static void test_stalled_renewal_reported_when_lease_runs_out(void **state) {
     rlock *l = handle(c, "stalled");
     assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, by_lock), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 12), RLOCK_OK);
-    assert_true(renew_evals_reach(c, 1, 3000));
+    assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
 
     assert_int_equal(rt_redis_pause(&f->redis), 0);
     int64_t t0 = rt_now_ms();
@@ -1075,7 +1040,7 @@ static void test_stalled_renewal_reported_when_lease_runs_out(void **state) {
     lost_rec r = log_event(by_lock, 0);
     assert_int_equal(r.reason, RLOCK_ERR_TIMEOUT);
     expect_lost(&r, "stalled", 12, RLOCK_ERR_TIMEOUT);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 }
 
 /* A name that now holds another type (a string) is one lost lock; the
@@ -1104,7 +1069,7 @@ static void test_wrong_type_loses_only_that_lock(void **state) {
     held_samples sa = watch_held(f, "typed:a", c, 1, 2000, 600);
     assert_true(sa.rises >= 2);
     assert_int_equal(log_calls(by_client), 1);
-    assert_int_equal(lstats(c).renewing, 2);
+    assert_int_equal(rt_lock_stats(c).renewing, 2);
     assert_int_equal(unlock_as(a, 1), RLOCK_OK);
     assert_int_equal(unlock_as(b, 1), RLOCK_OK);
 }
@@ -1122,7 +1087,7 @@ static void test_handoff_renews_for_new_owner(void **state) {
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 20), RLOCK_OK);
     assert_int_equal(unlock_as(l, 20), RLOCK_OK);
     assert_int_equal(unlock_as(l, 20), RLOCK_OK);
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 21), RLOCK_OK);
     rlock_future *waiter = rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, 22);
@@ -1130,7 +1095,7 @@ static void test_handoff_renews_for_new_owner(void **state) {
     held_samples s = watch_held(f, "handoff", c, 21, 700, 600);
     (void)s;
     assert_false(rlock_future_is_done(waiter));
-    assert_int_equal(lstats(c).renewing, 1);
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
 
     assert_int_equal(unlock_as(l, 21), RLOCK_OK);
     assert_int_equal(rlock_future_wait(waiter, 10000), RLOCK_OK);
@@ -1138,16 +1103,16 @@ static void test_handoff_renews_for_new_owner(void **state) {
     rlock_future_release(waiter);
     assert_int_equal(hold(f, "handoff", c, 22), 1);
     assert_int_equal(hold(f, "handoff", c, 21), -1);
-    assert_true(renewing_becomes(c, 1, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 1, 2000));
 
-    uint64_t evals = lstats(c).renew_evals;
+    uint64_t evals = rt_lock_stats(c).renew_evals;
     s = watch_held(f, "handoff", c, 22, 2000, 600);
     assert_true(s.rises >= 2);
-    assert_true(lstats(c).renew_evals >= evals + 3);
-    assert_int_equal(lstats(c).lost, 0);
+    assert_true(rt_lock_stats(c).renew_evals >= evals + 3);
+    assert_int_equal(rt_lock_stats(c).lost, 0);
     assert_int_equal(unlock_as(l, 22), RLOCK_OK);
     assert_false(exists(f, "handoff"));
-    assert_true(renewing_becomes(c, 0, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 }
 
 /* On an application loop the lost callback runs inside ev_run on the
@@ -1178,10 +1143,10 @@ static void test_lost_callback_destroys_client_on_app_loop(void **state) {
     assert_int_equal(rlock_set_lock_lost_callback(g_app.lock, lost_then_destroy, NULL), RLOCK_OK);
     /* rlock_future_wait runs the application loop on this thread */
     assert_int_equal(lock_as(g_app.lock, RLOCK_LEASE_WATCHDOG, 31), RLOCK_OK);
-    assert_int_equal(lstats(g_app.client).renewing, 1);
+    assert_int_equal(rt_lock_stats(g_app.client).renewing, 1);
     bool never = false;
     rt_run_loop_until(g_app.loop, &never, 700); /* a few renewals */
-    assert_true(lstats(g_app.client).renew_evals >= 1);
+    assert_true(rt_lock_stats(g_app.client).renew_evals >= 1);
     assert_true(exists(f, "apploop"));
 
     freeReplyObject(rt_redis_command(&f->redis, "DEL apploop"));
@@ -1217,8 +1182,8 @@ static void test_destroy_client_while_renewing(void **state) {
             assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK); /* reentrant */
         }
     }
-    assert_int_equal(lstats(c).renewing, 3);
-    assert_true(renew_evals_reach(c, 2, 3000));
+    assert_int_equal(rt_lock_stats(c).renewing, 3);
+    assert_true(RT_STAT_REACHES(c, renew_evals, 2, 3000));
     rlock_config cfg2 = rt_config(f->redis.address);
     rlock_client *other = client_with(&cfg2);
     rlock *waiter = handle(other, "gone:a");
@@ -1256,13 +1221,13 @@ static void test_destroy_client_during_stalled_renewal(void **state) {
     rlock_client *c = client_with(&cfg);
     rlock *l = handle(c, "stalled");
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK);
-    assert_true(renew_evals_reach(c, 1, 3000));
+    assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
 
     assert_int_equal(rt_redis_pause(&f->redis), 0);
     /* Rounds come every 300 ms, the next once the last is answered: by
      * now one is stuck, sent before or after the pause. */
     rt_sleep_ms(800);
-    print_message("%llu renew calls sent\n", (unsigned long long)lstats(c).renew_evals);
+    print_message("%llu renew calls sent\n", (unsigned long long)rt_lock_stats(c).renew_evals);
     int64_t t0 = rt_now_ms();
     drop_client(c);
     int64_t took = rt_now_ms() - t0;
