@@ -887,6 +887,41 @@ static void test_names_sharing_a_channel_each_get_woken(void **state) {
     assert_int_equal(rlock_force_unlock(tx2, &was), RLOCK_OK);
 }
 
+/* The pub/sub connection is killed while a waiter waits: the client
+ * reconnects, subscribes again, and the waiter is woken by the next
+ * unlock message, long before the holder's 30 s lease would run out. */
+static void test_waiter_resubscribes_after_pubsub_loss(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_client *c2 = new_client(f);
+    rlock *l = get_lock(c, "resub");
+    rlock *l2 = get_lock(c2, "resub");
+    assert_int_equal(rlock_lock(l, 30000), RLOCK_OK);
+    job j = {.l = l2, .op = OP_LOCK, .lease_ms = 30000};
+    job_start(&j);
+    assert_true(RT_STAT_BECOMES(c2, entries, 1, 5000));
+    assert_true(RT_STAT_REACHES(c2, subscribes, 1, 5000));
+    rt_sleep_ms(200); /* the subscription is confirmed, the waiter waits */
+    redisReply *r = rt_redis_command(&f->redis, "CLIENT KILL TYPE pubsub");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_true(r->integer >= 1);
+    freeReplyObject(r);
+    assert_true(RT_STAT_REACHES(c2, subscribes, 2, 5000)); /* subscribed again */
+    rt_sleep_ms(200);
+    assert_false(job_done(&j));
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    for (int i = 0; i < 500 && !job_done(&j); i++) {
+        rt_sleep_ms(10); /* at most 5 s */
+    }
+    assert_true(job_done(&j));
+    job_join(&j, 1000);
+    assert_int_equal(j.rc, RLOCK_OK);
+    assert_int_equal(redis_hold(f, "resub", c2, j.tid), 1);
+    bool was = false;
+    assert_int_equal(rlock_force_unlock(l2, &was), RLOCK_OK);
+}
+
 /* Async on the application's loop, explicit owners: two owners of one
  * client contend; the second completes only after the first's unlock,
  * woken by the unlock message (its own lease is the 30 s watchdog). */
@@ -1905,6 +1940,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_remain_time_to_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_try_lock_wait_runs_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_try_lock_wait_outlasts_lease, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waiter_resubscribes_after_pubsub_loss, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_names_sharing_a_channel_each_get_woken, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lock_after_lease_timeout, setup, teardown),
