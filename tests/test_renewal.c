@@ -1214,7 +1214,7 @@ static void test_destroy_client_while_renewing(void **state) {
 static void test_destroy_client_during_stalled_renewal(void **state) {
     fx *f = *state;
     lost_log *by_client = &g_logs[0];
-    rlock_config cfg = wd_config(f, 900);
+    rlock_config cfg = wd_config(f, 3000);
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
     cfg.timeout_ms = 10000; /* the stalled renewal stays in flight */
@@ -1224,9 +1224,11 @@ static void test_destroy_client_during_stalled_renewal(void **state) {
     assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
 
     assert_int_equal(rt_redis_pause(&f->redis), 0);
-    /* Rounds come every 300 ms, the next once the last is answered: by
-     * now one is stuck, sent before or after the pause. */
-    rt_sleep_ms(800);
+    /* Rounds come every 1000 ms, the next once the last is answered: by
+     * now one is stuck, sent before or after the pause, and no lease has
+     * run out yet (the last renewal was at most a period before the
+     * pause), so nothing is reported lost. */
+    rt_sleep_ms(1200);
     print_message("%llu renew calls sent\n", (unsigned long long)rt_lock_stats(c).renew_evals);
     int64_t t0 = rt_now_ms();
     drop_client(c);
