@@ -255,7 +255,7 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
         drop_context(c, why);
     } else if (c->state == STATE_READY) {
         char why[128];
-        snprintf(why, sizeof(why), "no reply to PING within timeout_ms (%lld ms)",
+        snprintf(why, sizeof(why), "no answer to the keep-alive probe within timeout_ms (%lld ms)",
                  (long long)c->cfg->timeout_ms);
         drop_context(c, why);
     }
