@@ -252,7 +252,9 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
         if (ok) {
             const redisReply *v = reply->element[i];
             if (v->type == REDIS_REPLY_INTEGER && v->integer == 1) {
-                o->renewed_ms = ch->sent_ms;
+                if (ch->sent_ms > o->renewed_ms) { /* a re-entry may have set a later one */
+                    o->renewed_ms = ch->sent_ms;
+                }
             } else {
                 report_lost(r, e, o, RLOCK_ERR_NOT_HELD,
                             "the watchdog found the lock no longer held by this owner");

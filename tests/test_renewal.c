@@ -5,7 +5,7 @@
  *
  * A lock taken with RLOCK_LEASE_WATCHDOG gets lock_watchdog_timeout_ms as
  * its TTL, and the client renews it every third of that while the owner
- * holds it. The tests use timeouts of 600..2100 ms so that "three
+ * holds it. The tests use timeouts of 600..3000 ms so that "three
  * timeouts" is a couple of seconds.
  *
  * Every wait is bounded. Timing bounds are generous: the machine is noisy,

@@ -121,8 +121,10 @@ typedef struct rlock_lock_lost_info {
     size_t name_len;
     uint64_t thread_id; /* the owner that lost it */
     /* RLOCK_ERR_NOT_HELD: a renewal found the lock gone (expired, deleted
-     * by force_unlock, or Redis lost its data). RLOCK_ERR_TIMEOUT or
-     * RLOCK_ERR_CONNECTION: renewals kept failing until the lease ran out. */
+     * by force_unlock, or Redis lost its data). Otherwise the lease ran out
+     * before a renewal was confirmed, and reason is the last failed
+     * renewal's error: RLOCK_ERR_TIMEOUT (also when no call has answered
+     * yet), RLOCK_ERR_CONNECTION, or rarely RLOCK_ERR_REDIS/NOMEM. */
     int reason;
     const char *message; /* details, never NULL */
 } rlock_lock_lost_info;
