@@ -319,8 +319,6 @@ static void peer_kill(peer *p) {
 
 /* ---- the C side and Redis ---------------------------------------------- */
 
-#define MAX_LOCKS 4
-static rlock *g_locks[MAX_LOCKS];
 static rlock_future *g_future;
 static redisContext *g_probe; /* a plain connection for assertions */
 
@@ -331,25 +329,12 @@ static rlock_client *client(fx *f, int64_t watchdog_ms) {
         cfg.lock_watchdog_timeout_ms = watchdog_ms;
     }
     cfg.on_lock_lost = note_lost;
-    assert_int_equal(rlock_client_create(&cfg, &f->client), RLOCK_OK);
-    return f->client;
-}
-
-static rlock *get_lock(rlock_client *c, const char *name) {
-    for (int i = 0; i < MAX_LOCKS; i++) {
-        if (g_locks[i] == NULL) {
-            g_locks[i] = rlock_get_lock(c, name);
-            assert_non_null(g_locks[i]);
-            return g_locks[i];
-        }
-    }
-    fail_msg("too many lock handles");
-    return NULL;
+    return rt_client(&cfg); /* teardown destroys it, and its handles (rt_lock) */
 }
 
 /* "<client id>:<thread id>" of the calling thread. */
 static void c_field(rlock_client *c, char *out, size_t cap) {
-    snprintf(out, cap, "%s:%llu", rlock_client_id(c), (unsigned long long)rlock_thread_id());
+    rt_lock_field(c, rlock_thread_id(), out, cap);
 }
 
 /* Redisson's channel for a lock name (RedissonObject.prefixName). */
@@ -370,13 +355,7 @@ static redisContext *probe(fx *f) {
 }
 
 static long long numsub(fx *f, const char *channel) {
-    redisReply *r = redisCommand(probe(f), "PUBSUB NUMSUB %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 2);
-    long long n = r->element[1]->integer;
-    freeReplyObject(r);
-    return n;
+    return rt_numsub_reply(redisCommand(probe(f), "PUBSUB NUMSUB %s", channel));
 }
 
 /* Waits until channel has want subscribers: the waiter tried, failed and
@@ -426,30 +405,14 @@ static void expect_unlocked(fx *f, const char *name) {
 
 /* A raw subscriber, to see what an unlock publishes. */
 static redisContext *listen_on(fx *f, const char *channel) {
-    redisContext *s = rt_redis_connect(&f->redis, 5000, true);
-    assert_non_null(s);
-    redisReply *r = redisCommand(s, "SUBSCRIBE %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    freeReplyObject(r);
-    return s;
+    return rt_subscriber(&f->redis, 5000, &channel, 1);
 }
 
 /* Asserts that the next message on s is payload, on channel. Frees s. */
 static void expect_message(redisContext *s, const char *channel, const char *payload) {
     struct timeval tv = {.tv_sec = WAKE_TIMEOUT_MS / 1000};
     assert_int_equal(redisSetTimeout(s, tv), REDIS_OK);
-    void *reply = NULL;
-    if (redisGetReply(s, &reply) != REDIS_OK) {
-        fail_msg("no message on %s: %s", channel, s->errstr);
-    }
-    redisReply *r = reply;
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 3);
-    assert_string_equal(r->element[0]->str, "message");
-    assert_string_equal(r->element[1]->str, channel);
-    assert_string_equal(r->element[2]->str, payload);
-    freeReplyObject(r);
+    rt_expect_message(s, channel, payload);
     redisFree(s);
 }
 
@@ -470,7 +433,7 @@ static void c_holds_node_waits(fx *f, rlock_client *c, const char *name, int64_t
     char channel[512], mine[256];
     redisson_channel(name, channel, sizeof(channel));
     c_field(c, mine, sizeof(mine));
-    rlock *l = get_lock(c, name);
+    rlock *l = rt_lock(c, name);
     for (int i = 0; i < holds; i++) {
         assert_int_equal(rlock_lock(l, lease_ms), RLOCK_OK);
     }
@@ -523,7 +486,7 @@ static void node_holds_c_waits(fx *f, rlock_client *c, const char *name, int64_t
     snprintf(opt_lease, sizeof(opt_lease), "lease=%lld", (long long)lease_ms);
     snprintf(opt_watchdog, sizeof(opt_watchdog), "watchdog=%lld", (long long)watchdog_ms);
     snprintf(opt_times, sizeof(opt_times), "times=%d", holds);
-    rlock *l = get_lock(c, name);
+    rlock *l = rt_lock(c, name);
 
     peer *p = peer_start(f, name, "hold", "-1", opt_lease, opt_watchdog, opt_times, NULL);
     peer_expect(p, "START", START_TIMEOUT_MS);
@@ -638,7 +601,7 @@ static void test_brace_inside_name_excludes_but_channels_differ(void **state) {
     const char *nodes = "redisson_lock__channel:{compat{tag}}";
     char mine[256];
     c_field(c, mine, sizeof(mine));
-    rlock *l = get_lock(c, name);
+    rlock *l = rt_lock(c, name);
 
     /* C holds, node waits: on its own channel, not on ours. */
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
@@ -696,10 +659,7 @@ static int teardown(void **state) {
         rlock_future_release(g_future);
         g_future = NULL;
     }
-    for (int i = 0; i < MAX_LOCKS; i++) {
-        rlock_free(g_locks[i]);
-        g_locks[i] = NULL;
-    }
+    rt_free_clients();
     if (g_probe != NULL) {
         redisFree(g_probe);
         g_probe = NULL;

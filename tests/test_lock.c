@@ -29,45 +29,14 @@ typedef rt_fx fx;
 
 #define YEAR_MS (365LL * 24 * 3600 * 1000)
 
-/* ---- clients, loops and handles a test makes; teardown frees them ---- */
-
-#define MAX_CLIENTS 16
-#define MAX_LOCKS 64
-
-static rlock_client *g_clients[MAX_CLIENTS];
-static struct ev_loop *g_loops[MAX_CLIENTS];
-static struct {
-    rlock *l;
-    rlock_client *c;
-} g_locks[MAX_LOCKS];
+/* ---- clients, loops and handles: rt_client, rt_lock; teardown frees them */
 
 static int setup(void **state) {
-    memset(g_clients, 0, sizeof(g_clients));
-    memset(g_loops, 0, sizeof(g_loops));
-    memset(g_locks, 0, sizeof(g_locks));
     return rt_fx_setup(state);
 }
 
-static void free_locks_of(rlock_client *c) {
-    for (int i = 0; i < MAX_LOCKS; i++) {
-        if (g_locks[i].l != NULL && (c == NULL || g_locks[i].c == c)) {
-            rlock_free(g_locks[i].l);
-            g_locks[i].l = NULL;
-            g_locks[i].c = NULL;
-        }
-    }
-}
-
 static int teardown(void **state) {
-    free_locks_of(NULL);
-    for (int i = 0; i < MAX_CLIENTS; i++) {
-        rlock_client_destroy(g_clients[i]);
-        g_clients[i] = NULL;
-        if (g_loops[i] != NULL) {
-            ev_loop_destroy(g_loops[i]);
-            g_loops[i] = NULL;
-        }
-    }
+    rt_free_clients();
     return rt_fx_teardown(state);
 }
 
@@ -84,22 +53,9 @@ static rlock_config patient_config(fx *f) {
     return cfg;
 }
 
-static rlock_client *client_with(const rlock_config *cfg) {
-    for (int i = 0; i < MAX_CLIENTS; i++) {
-        if (g_clients[i] == NULL) {
-            assert_int_equal(rlock_client_create(cfg, &g_clients[i]), RLOCK_OK);
-            assert_non_null(g_clients[i]);
-            g_loops[i] = cfg->loop;
-            return g_clients[i];
-        }
-    }
-    fail_msg("too many clients");
-    return NULL;
-}
-
 static rlock_client *new_client(fx *f) {
     rlock_config cfg = test_config(f);
-    return client_with(&cfg);
+    return rt_client(&cfg);
 }
 
 /* A client on an application-owned loop (ev_loop_new), which teardown
@@ -109,100 +65,33 @@ static rlock_client *new_loop_client(fx *f, struct ev_loop **loop) {
     cfg.loop = ev_loop_new(0);
     assert_non_null(cfg.loop);
     *loop = cfg.loop;
-    return client_with(&cfg);
+    return rt_client(&cfg);
 }
 
-/* Frees c's handles, then destroys c. */
-static void drop_client(rlock_client *c) {
-    free_locks_of(c);
-    for (int i = 0; i < MAX_CLIENTS; i++) {
-        if (g_clients[i] == c) {
-            rlock_client_destroy(c);
-            g_clients[i] = NULL;
-            if (g_loops[i] != NULL) {
-                ev_loop_destroy(g_loops[i]);
-                g_loops[i] = NULL;
-            }
-            return;
-        }
-    }
-    fail_msg("unknown client");
-}
+/* ---- what Redis holds (each command on a fresh connection) ------------ */
 
-static rlock *lock_n(rlock_client *c, const char *name, size_t len) {
-    rlock *l = rlock_get_lock_n(c, name, len);
-    assert_non_null(l);
-    for (int i = 0; i < MAX_LOCKS; i++) {
-        if (g_locks[i].l == NULL) {
-            g_locks[i].l = l;
-            g_locks[i].c = c;
-            return l;
-        }
-    }
-    fail_msg("too many handles");
-    return NULL;
-}
-
-static rlock *get_lock(rlock_client *c, const char *name) {
-    return lock_n(c, name, strlen(name));
-}
-
-/* ---- what Redis holds ------------------------------------------------- */
-
-static void field_of(rlock_client *c, uint64_t tid, char *buf, size_t size) {
-    snprintf(buf, size, "%s:%llu", rlock_client_id(c), (unsigned long long)tid);
-}
-
-/* The hold count Redis keeps for (c, tid) on the lock called name; -1
- * when the field (or the key) is absent. */
 static long long redis_hold_n(fx *f, const char *name, size_t len, rlock_client *c, uint64_t tid) {
-    char field[128];
-    field_of(c, tid, field, sizeof(field));
-    redisReply *r = rt_redis_command(&f->redis, "HGET %b %s", name, len, field);
-    assert_non_null(r);
-    long long v = -1;
-    if (r->type == REDIS_REPLY_STRING) {
-        v = strtoll(r->str, NULL, 10);
-    } else {
-        assert_int_equal(r->type, REDIS_REPLY_NIL);
-    }
-    freeReplyObject(r);
-    return v;
+    return rt_redis_hold(&f->redis, NULL, name, len, c, tid);
 }
 
 static long long redis_hold(fx *f, const char *name, rlock_client *c, uint64_t tid) {
     return redis_hold_n(f, name, strlen(name), c, tid);
 }
 
-/* An integer reply to "<cmd> <key>" (EXISTS, PTTL, HLEN, TYPE...). */
-static long long redis_key_int(fx *f, const char *cmd, const char *name, size_t len) {
-    return rt_int_reply(rt_redis_command(&f->redis, "%s %b", cmd, name, len));
-}
-
 static bool redis_exists(fx *f, const char *name) {
-    return redis_key_int(f, "EXISTS", name, strlen(name)) == 1;
+    return rt_redis_int(&f->redis, NULL, "EXISTS %s", name) == 1;
 }
 
 static long long redis_pttl(fx *f, const char *name) {
-    return redis_key_int(f, "PTTL", name, strlen(name));
+    return rt_redis_int(&f->redis, NULL, "PTTL %s", name);
 }
 
 static long long redis_hlen(fx *f, const char *name) {
-    return redis_key_int(f, "HLEN", name, strlen(name));
+    return rt_redis_int(&f->redis, NULL, "HLEN %s", name);
 }
 
-/* Polls (every 10 ms, at most timeout_ms) until the key is gone. */
 static bool gone_within(fx *f, const char *name, int64_t timeout_ms) {
-    int64_t deadline = rt_now_ms() + timeout_ms;
-    for (;;) {
-        if (!redis_exists(f, name)) {
-            return true;
-        }
-        if (rt_now_ms() >= deadline) {
-            return false;
-        }
-        rt_sleep_ms(10);
-    }
+    return rt_redis_gone_within(&f->redis, NULL, name, timeout_ms);
 }
 
 /* ---- one call on another thread -------------------------------------- */
@@ -355,7 +244,7 @@ static int finish_on_loop(struct ev_loop *loop, rlock_future *fut, int64_t *valu
 static void test_lock_unlock_basics(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
-    rlock *l = get_lock(c, "lock1");
+    rlock *l = rt_lock(c, "lock1");
     assert_string_equal(rlock_name(l), "lock1");
     assert_int_equal(rlock_name_len(l), 5);
     uint64_t me = rlock_thread_id();
@@ -387,8 +276,8 @@ static void test_lock_unlock_basics(void **state) {
 static void test_handles_on_one_name_are_one_lock(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
-    rlock *a = get_lock(c, "same");
-    rlock *b = get_lock(c, "same");
+    rlock *a = rt_lock(c, "same");
+    rlock *b = rt_lock(c, "same");
     assert_int_equal(rlock_lock(a, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     int64_t n = 0;
     assert_int_equal(rlock_get_hold_count(b, &n), RLOCK_OK);
@@ -407,8 +296,8 @@ static void test_reentrancy(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "reentrant");
-    rlock *l2 = get_lock(c2, "reentrant");
+    rlock *l = rt_lock(c, "reentrant");
+    rlock *l2 = rt_lock(c2, "reentrant");
     uint64_t me = rlock_thread_id();
     enum { N = 5 };
     for (int i = 0; i < N; i++) {
@@ -452,7 +341,7 @@ static void test_reentrancy(void **state) {
 static void test_remain_ttl_after_reentrant_unlocks(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
-    rlock *l = get_lock(c, "ttl2");
+    rlock *l = rt_lock(c, "ttl2");
     for (int i = 0; i < 3; i++) {
         assert_int_equal(rlock_lock(l, 10000), RLOCK_OK);
     }
@@ -474,8 +363,8 @@ static void test_is_locked_and_held_from_everywhere(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "held");
-    rlock *l2 = get_lock(c2, "held");
+    rlock *l = rt_lock(c, "held");
+    rlock *l2 = rt_lock(c2, "held");
     uint64_t me = rlock_thread_id();
     bool b = true;
     assert_int_equal(rlock_is_locked(l, &b), RLOCK_OK);
@@ -537,7 +426,7 @@ static void test_is_locked_and_held_from_everywhere(void **state) {
 static void test_get_hold_count(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
-    rlock *l = get_lock(c, "count");
+    rlock *l = rt_lock(c, "count");
     int64_t n = -1;
     assert_int_equal(rlock_get_hold_count(l, &n), RLOCK_OK);
     assert_int_equal(n, 0);
@@ -582,8 +471,8 @@ static void test_unlock_by_non_holder(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "nonholder");
-    rlock *l2 = get_lock(c2, "nonholder");
+    rlock *l = rt_lock(c, "nonholder");
+    rlock *l2 = rt_lock(c2, "nonholder");
     uint64_t me = rlock_thread_id();
     /* never locked */
     assert_int_equal(rlock_unlock(l), RLOCK_ERR_NOT_HELD);
@@ -622,8 +511,8 @@ static void test_force_unlock(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "force");
-    rlock *l2 = get_lock(c2, "force");
+    rlock *l = rt_lock(c, "force");
+    rlock *l2 = rt_lock(c2, "force");
     bool was = true;
     assert_int_equal(rlock_force_unlock(l, &was), RLOCK_OK);
     assert_false(was);
@@ -670,8 +559,8 @@ static void test_force_unlock_wakes_blocked_waiter(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "wake");
-    rlock *l2 = get_lock(c2, "wake");
+    rlock *l = rt_lock(c, "wake");
+    rlock *l2 = rt_lock(c2, "wake");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     uint64_t msgs = rt_lock_stats(c2).messages;
     job j = {.l = l2, .op = OP_LOCK, .lease_ms = RLOCK_LEASE_WATCHDOG};
@@ -701,8 +590,8 @@ static void test_lease_expiry(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "lease");
-    rlock *l2 = get_lock(c2, "lease");
+    rlock *l = rt_lock(c, "lease");
+    rlock *l2 = rt_lock(c2, "lease");
     uint64_t me = rlock_thread_id();
     assert_int_equal(rlock_lock(l, 300), RLOCK_OK);
     int64_t ttl = 0;
@@ -729,8 +618,8 @@ static void test_remain_time_to_live(void **state) {
     fx *f = *state;
     rlock_config cfg = test_config(f);
     cfg.lock_watchdog_timeout_ms = 20000;
-    rlock_client *c = client_with(&cfg);
-    rlock *l = get_lock(c, "test-lock:1");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "test-lock:1");
     int64_t ttl = 0;
     assert_int_equal(rlock_remain_time_to_live(l, &ttl), RLOCK_OK);
     assert_int_equal(ttl, -2);
@@ -759,8 +648,8 @@ static void test_try_lock_wait_runs_out(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "trywait");
-    rlock *l2 = get_lock(c2, "trywait");
+    rlock *l = rt_lock(c, "trywait");
+    rlock *l2 = rt_lock(c2, "trywait");
     uint64_t me = rlock_thread_id();
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     bool got = true;
@@ -796,8 +685,8 @@ static void test_try_lock_wait_outlasts_lease(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "outlast");
-    rlock *l2 = get_lock(c2, "outlast");
+    rlock *l = rt_lock(c, "outlast");
+    rlock *l2 = rt_lock(c2, "outlast");
     uint64_t me = rlock_thread_id();
     assert_int_equal(rlock_lock(l, 500), RLOCK_OK);
     bool got = false;
@@ -821,8 +710,8 @@ static void test_lock_after_lease_timeout(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "expire");
-    rlock *l2 = get_lock(c2, "expire");
+    rlock *l = rt_lock(c, "expire");
+    rlock *l2 = rt_lock(c2, "expire");
     assert_int_equal(rlock_lock(l, 500), RLOCK_OK);
     uint64_t msgs = rt_lock_stats(c2).messages;
     job j = {.l = l2, .op = OP_LOCK, .lease_ms = RLOCK_LEASE_WATCHDOG};
@@ -850,8 +739,8 @@ static void test_names_sharing_a_channel_each_get_woken(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *x = get_lock(c, "x"), *tx = get_lock(c, "{x}");
-    rlock *x2 = get_lock(c2, "x"), *tx2 = get_lock(c2, "{x}");
+    rlock *x = rt_lock(c, "x"), *tx = rt_lock(c, "{x}");
+    rlock *x2 = rt_lock(c2, "x"), *tx2 = rt_lock(c2, "{x}");
     assert_int_equal(rlock_lock(x, 30000), RLOCK_OK);
     assert_int_equal(rlock_lock(tx, 30000), RLOCK_OK);
     job jt = {.l = tx2, .op = OP_LOCK, .lease_ms = 30000};
@@ -894,8 +783,8 @@ static void test_waiter_resubscribes_after_pubsub_loss(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "resub");
-    rlock *l2 = get_lock(c2, "resub");
+    rlock *l = rt_lock(c, "resub");
+    rlock *l2 = rt_lock(c2, "resub");
     assert_int_equal(rlock_lock(l, 30000), RLOCK_OK);
     job j = {.l = l2, .op = OP_LOCK, .lease_ms = 30000};
     job_start(&j);
@@ -929,7 +818,7 @@ static void test_async_app_loop_handoff(void **state) {
     fx *f = *state;
     struct ev_loop *loop = NULL;
     rlock_client *c = new_loop_client(f, &loop);
-    rlock *l = get_lock(c, "async");
+    rlock *l = rt_lock(c, "async");
     int64_t v = -1;
     assert_int_equal(finish_on_loop(loop, rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, 1001), &v),
                      RLOCK_OK);
@@ -983,8 +872,8 @@ static void test_cancel_pending_lock(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "cancel");
-    rlock *l2 = get_lock(c2, "cancel");
+    rlock *l = rt_lock(c, "cancel");
+    rlock *l2 = rt_lock(c2, "cancel");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     rlock_future *fut = rlock_lock_async(l2, RLOCK_LEASE_WATCHDOG, 4242);
     assert_non_null(fut);
@@ -1053,9 +942,9 @@ static void test_pubsub_shared_by_100_waiters(void **state) {
     fx *f = *state;
     rlock_config cfg = patient_config(f);
     rlock_client *c = new_client(f);
-    rlock_client *c2 = client_with(&cfg);
-    rlock *l = get_lock(c, "herd");
-    rlock *l2 = get_lock(c2, "herd");
+    rlock_client *c2 = rt_client(&cfg);
+    rlock *l = rt_lock(c, "herd");
+    rlock *l2 = rt_lock(c2, "herd");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     enum { N = 100 };
     rlock_future *futs[N];
@@ -1071,11 +960,9 @@ static void test_pubsub_shared_by_100_waiters(void **state) {
     assert_int_equal(s1.subscribes - s0.subscribes, 1);
     assert_int_equal(s1.entries, 1);
     assert_int_equal(the_one_done(futs, taken, N), -1);
-    redisReply *r = rt_redis_command(&f->redis, "PUBSUB NUMSUB redisson_lock__channel:{herd}");
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->element[1]->integer, 1);
-    freeReplyObject(r);
+    assert_int_equal(
+        rt_numsub_reply(rt_redis_command(&f->redis, "PUBSUB NUMSUB redisson_lock__channel:{herd}")),
+        1);
 
     /* one unlock */
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -1196,8 +1083,8 @@ static void run_workers(worker *w, int n) {
 static void test_concurrency_one_client(void **state) {
     fx *f = *state;
     rlock_config cfg = patient_config(f);
-    rlock_client *c = client_with(&cfg);
-    rlock *l = get_lock(c, "conc1");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "conc1");
     volatile int counter = 0;
     worker w[8];
     for (int i = 0; i < 8; i++) {
@@ -1218,8 +1105,8 @@ static void test_concurrency_many_clients(void **state) {
     worker w[8];
     rlock_client *cs[4];
     for (int k = 0; k < 4; k++) {
-        cs[k] = client_with(&cfg);
-        rlock *l = get_lock(cs[k], "conc2");
+        cs[k] = rt_client(&cfg);
+        rlock *l = rt_lock(cs[k], "conc2");
         for (int i = 0; i < 2; i++) {
             w[k * 2 + i] = (worker){.l = l, .iters = 50, .counter = &counter};
         }
@@ -1239,8 +1126,8 @@ static void test_concurrency_many_clients(void **state) {
 static void test_try_lock_unlock_race(void **state) {
     fx *f = *state;
     rlock_config cfg = patient_config(f);
-    rlock_client *c = client_with(&cfg);
-    rlock *l = get_lock(c, "tryrace");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "tryrace");
     volatile int counter = 0;
     worker w[8];
     for (int i = 0; i < 8; i++) {
@@ -1317,12 +1204,12 @@ static void test_many_names_leave_no_channels(void **state) {
     fx *f = *state;
     rlock_config cfg = patient_config(f);
     cfg.subscriptions_per_connection = 1;
-    rlock_client *c = client_with(&cfg);
+    rlock_client *c = rt_client(&cfg);
     rlock *locks[NAMES];
     for (int k = 0; k < NAMES; k++) {
         char name[16];
         snprintf(name, sizeof(name), "lock-%d", k);
-        locks[k] = get_lock(c, name);
+        locks[k] = rt_lock(c, name);
     }
     volatile int counters[NAMES] = {0};
     enum { T = 8 };
@@ -1387,8 +1274,8 @@ static void test_cancelled_after_acquire_not_renewed(void **state) {
     fx *f = *state;
     rlock_config cfg = test_config(f);
     cfg.timeout_ms = 5000; /* the stalled attempt must not time out */
-    rlock_client *c = client_with(&cfg);
-    rlock *l = get_lock(c, "interrupted");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "interrupted");
     bool b = true;
     assert_int_equal(rlock_is_locked(l, &b), RLOCK_OK); /* connected, scripts loaded */
     assert_false(b);
@@ -1423,8 +1310,8 @@ static void test_cancelled_after_acquire_not_renewed(void **state) {
 static void test_cancel_race_leaves_nothing(void **state) {
     fx *f = *state;
     rlock_config cfg = patient_config(f);
-    rlock_client *c = client_with(&cfg);
-    rlock *l = get_lock(c, "cancelrace");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "cancelrace");
     int won = 0, cancelled = 0;
     for (int i = 0; i < 200; i++) {
         uint64_t tid = 10000 + (uint64_t)i;
@@ -1462,8 +1349,8 @@ static void test_watchdog_renews(void **state) {
     fx *f = *state;
     rlock_config cfg = test_config(f);
     cfg.lock_watchdog_timeout_ms = 1500;
-    rlock_client *c = client_with(&cfg);
-    rlock *l = get_lock(c, "dog");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "dog");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     long long pttl = redis_pttl(f, "dog");
     assert_true(pttl > 0 && pttl <= 1500);
@@ -1512,10 +1399,10 @@ static void test_watchdog_reports_lost_lock(void **state) {
     cfg.lock_watchdog_timeout_ms = 900;
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = &by_client;
-    rlock_client *c = client_with(&cfg);
+    rlock_client *c = rt_client(&cfg);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "lost");
-    rlock *l2 = get_lock(c2, "lost");
+    rlock *l = rt_lock(c, "lost");
+    rlock *l2 = rt_lock(c2, "lost");
     assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, &by_lock), RLOCK_OK);
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     bool was = false;
@@ -1528,7 +1415,7 @@ static void test_watchdog_reports_lost_lock(void **state) {
         }
         rt_sleep_ms(10);
     }
-    drop_client(c); /* joins the I/O thread: the records are settled */
+    rt_drop_client(c); /* joins the I/O thread: the records are settled */
     assert_int_equal(by_lock.calls, 1);
     assert_int_equal(by_client.calls, 1);
     assert_string_equal(by_lock.name, "lost");
@@ -1543,8 +1430,8 @@ static void test_watchdog_stops_after_loss(void **state) {
     fx *f = *state;
     rlock_config cfg = test_config(f);
     cfg.lock_watchdog_timeout_ms = 900;
-    rlock_client *c = client_with(&cfg);
-    rlock *l = get_lock(c, "lost2");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "lost2");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     assert_true(RT_STAT_BECOMES(c, renewing, 1, 2000));
     freeReplyObject(rt_redis_command(&f->redis, "DEL lost2"));
@@ -1563,12 +1450,12 @@ static void test_destroyed_client_lock_expires(void **state) {
     fx *f = *state;
     rlock_config cfg = test_config(f);
     cfg.lock_watchdog_timeout_ms = 1000;
-    rlock_client *c = client_with(&cfg);
+    rlock_client *c = rt_client(&cfg);
     rlock_client *c2 = new_client(f);
-    rlock *l = get_lock(c, "auto");
-    rlock *l2 = get_lock(c2, "auto");
+    rlock *l = rt_lock(c, "auto");
+    rlock *l2 = rt_lock(c2, "auto");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
-    drop_client(c);
+    rt_drop_client(c);
     long long pttl = redis_pttl(f, "auto");
     assert_true(pttl <= 1000); /* -2 too, if it already expired */
     assert_true(gone_within(f, "auto", 5000));
@@ -1589,7 +1476,7 @@ static void test_freed_handle_keeps_lock(void **state) {
     rlock_future *fut = rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, 31337);
     rlock_free(l);
     assert_int_equal(redis_hold(f, "freed", c, rlock_thread_id()), 1);
-    rlock *l2 = get_lock(c, "freed");
+    rlock *l2 = rt_lock(c, "freed");
     assert_int_equal(rlock_unlock(l2), RLOCK_OK);
     assert_int_equal(wait_future(fut, NULL), RLOCK_OK); /* woken, took it */
     rlock_future_release(fut);
@@ -1606,7 +1493,7 @@ static void test_freed_handle_keeps_lock(void **state) {
 static void test_redis_paused_lock_times_out(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
-    rlock *l = get_lock(c, "down");
+    rlock *l = rt_lock(c, "down");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(rt_redis_pause(&f->redis), 0);
@@ -1657,7 +1544,7 @@ static void call_blocking(rlock_future *fut, void *arg) {
 static void test_blocking_call_on_io_thread(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
-    rlock *l = get_lock(c, "iothread");
+    rlock *l = rt_lock(c, "iothread");
     blocking_inside in = {.l = l, .lock_rc = 1, .is_locked_rc = 1};
     rlock_future *fut = rlock_is_locked_async(l);
     assert_non_null(fut);
@@ -1727,12 +1614,12 @@ static void test_bad_input_get_lock(void **state) {
     assert_true(rlock_last_error()[0] != '\0');
     assert_null(rlock_get_lock_n(c, big, RLOCK_NAME_MAX + 1));
     /* exactly RLOCK_NAME_MAX is fine, and works */
-    rlock *l = lock_n(c, big, RLOCK_NAME_MAX);
+    rlock *l = rt_lock_n(c, big, RLOCK_NAME_MAX);
     assert_int_equal(rlock_name_len(l), RLOCK_NAME_MAX);
     assert_int_equal(rlock_lock(l, 10000), RLOCK_OK);
-    assert_int_equal(redis_key_int(f, "EXISTS", big, RLOCK_NAME_MAX), 1);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS %b", big, (size_t)RLOCK_NAME_MAX), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    assert_int_equal(redis_key_int(f, "EXISTS", big, RLOCK_NAME_MAX), 0);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS %b", big, (size_t)RLOCK_NAME_MAX), 0);
     free(big);
 }
 
@@ -1741,7 +1628,7 @@ static void test_bad_input_get_lock(void **state) {
 static void test_bad_input_times_and_outputs(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
-    rlock *l = get_lock(c, "bad");
+    rlock *l = rt_lock(c, "bad");
     uint64_t me = rlock_thread_id();
     assert_int_equal(rlock_lock(l, 60000), RLOCK_OK);
     drain(c);
@@ -1802,9 +1689,9 @@ static void test_binary_name(void **state) {
     rlock_client *c = new_client(f);
     rlock_client *c2 = new_client(f);
     static const char name[] = {'b', 'i', 'n', '\0', 'a', 'r', 'y'};
-    rlock *l = lock_n(c, name, sizeof(name));
-    rlock *l2 = lock_n(c2, name, sizeof(name));
-    rlock *prefix = get_lock(c2, "bin");
+    rlock *l = rt_lock_n(c, name, sizeof(name));
+    rlock *l2 = rt_lock_n(c2, name, sizeof(name));
+    rlock *prefix = rt_lock(c2, "bin");
     assert_int_equal(rlock_name_len(l), sizeof(name));
     assert_memory_equal(rlock_name(l), name, sizeof(name));
     uint64_t me = rlock_thread_id();
@@ -1825,46 +1712,13 @@ static void test_binary_name(void **state) {
     fut = rlock_unlock_async(l2, 8);
     assert_int_equal(wait_future(fut, NULL), RLOCK_OK);
     rlock_future_release(fut);
-    assert_int_equal(redis_key_int(f, "EXISTS", name, sizeof(name)), 0);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS %b", name, sizeof(name)), 0);
 }
 
 /* ---- the unlock channel ------------------------------------------------ */
 
-static redisContext *subscriber(fx *f, const char *const *channels, int n) {
-    redisContext *sub = rt_redis_connect(&f->redis, 3000, true);
-    assert_non_null(sub);
-    for (int i = 0; i < n; i++) {
-        redisReply *r = redisCommand(sub, "SUBSCRIBE %s", channels[i]);
-        assert_non_null(r);
-        assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-        assert_string_equal(r->element[0]->str, "subscribe");
-        freeReplyObject(r);
-    }
-    return sub;
-}
-
-/* Reads the next message (the context's timeout bounds the read) and
- * checks its channel and payload. */
-static void expect_message(redisContext *sub, const char *channel, const char *payload) {
-    redisReply *r = NULL;
-    assert_int_equal(redisGetReply(sub, (void **)&r), REDIS_OK);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 3);
-    assert_string_equal(r->element[0]->str, "message");
-    assert_string_equal(r->element[1]->str, channel);
-    assert_string_equal(r->element[2]->str, payload);
-    freeReplyObject(r);
-}
-
 static long long numsub(fx *f, const char *channel) {
-    redisReply *r = rt_redis_command(&f->redis, "PUBSUB NUMSUB %s", channel);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
-    assert_int_equal(r->elements, 2);
-    long long v = r->element[1]->integer;
-    freeReplyObject(r);
-    return v;
+    return rt_numsub_reply(rt_redis_command(&f->redis, "PUBSUB NUMSUB %s", channel));
 }
 
 /* One name: unlock and force_unlock publish "0" on the expected channel
@@ -1873,22 +1727,22 @@ static long long numsub(fx *f, const char *channel) {
 static void check_channel(fx *f, rlock_client *c, rlock_client *c2, const char *name,
                           const char *expected, const char *other) {
     const char *channels[] = {expected, other, "sentinel"};
-    redisContext *sub = subscriber(f, channels, 3);
-    rlock *l = get_lock(c, name);
-    rlock *l2 = get_lock(c2, name);
+    redisContext *sub = rt_subscriber(&f->redis, 3000, channels, 3);
+    rlock *l = rt_lock(c, name);
+    rlock *l2 = rt_lock(c2, name);
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     freeReplyObject(rt_redis_command(&f->redis, "PUBLISH sentinel s"));
-    expect_message(sub, expected, "0");
-    expect_message(sub, "sentinel", "s");
+    rt_expect_message(sub, expected, "0");
+    rt_expect_message(sub, "sentinel", "s");
 
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     bool was = false;
     assert_int_equal(rlock_force_unlock(l, &was), RLOCK_OK);
     assert_true(was);
     freeReplyObject(rt_redis_command(&f->redis, "PUBLISH sentinel s"));
-    expect_message(sub, expected, "0");
-    expect_message(sub, "sentinel", "s");
+    rt_expect_message(sub, expected, "0");
+    rt_expect_message(sub, "sentinel", "s");
 
     /* a waiter of another client listens on the expected channel */
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
@@ -1906,11 +1760,11 @@ static void check_channel(fx *f, rlock_client *c, rlock_client *c2, const char *
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     assert_int_equal(wait_future(fut, NULL), RLOCK_OK);
     rlock_future_release(fut);
-    expect_message(sub, expected, "0");
+    rt_expect_message(sub, expected, "0");
     fut = rlock_unlock_async(l2, 3);
     assert_int_equal(wait_future(fut, NULL), RLOCK_OK);
     rlock_future_release(fut);
-    expect_message(sub, expected, "0");
+    rt_expect_message(sub, expected, "0");
     redisFree(sub);
     assert_true(RT_STAT_BECOMES(c2, entries, 0, 3000));
 }

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "fixture.h"
+#include "lock_util.h"
 
 typedef rt_fx fx;
 
@@ -243,10 +244,7 @@ static long long counter_value(fx *f) {
 }
 
 static void expect_lock_free(fx *f) {
-    redisReply *r = rt_redis_command(&f->redis, "EXISTS %s", LOCK_NAME);
-    assert_non_null(r);
-    assert_int_equal(r->integer, 0);
-    freeReplyObject(r);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS %s", LOCK_NAME), 0);
 }
 
 static void run_counter(fx *f, const plan *p, int n) {
@@ -340,11 +338,8 @@ static void test_processes_crashed_holder(void **state) {
     int status = 0;
     assert_true(reap(&pid, 1, &status));
     assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    redisReply *r = rt_redis_command(&f->redis, "PTTL %s", LOCK_NAME);
-    assert_non_null(r);
-    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
-    assert_true(r->integer <= 1000); /* held by the dead one, or already expired (-2) */
-    freeReplyObject(r);
+    /* held by the dead one, or already expired (-2) */
+    assert_true(rt_redis_int(&f->redis, NULL, "PTTL %s", LOCK_NAME) <= 1000);
     plan p = {.iters = 30, .lease_ms = RLOCK_LEASE_WATCHDOG, .watchdog_ms = 1000};
     run_counter(f, &p, 3);
 }

@@ -32,17 +32,11 @@
 typedef rt_fx fx;
 
 /* ---- what a test makes; teardown frees what is left ------------------- */
+/* (clients and lock handles come from rt_client and rt_lock) */
 
-#define MAX_CLIENTS 4
-#define MAX_HANDLES 300
 #define MAX_LOGS 4
 #define MAX_EVENTS 16
 
-static rlock_client *g_clients[MAX_CLIENTS];
-static struct {
-    rlock *l;
-    rlock_client *c;
-} g_handles[MAX_HANDLES];
 static redisContext *g_probe; /* a connection of the test's own to Redis */
 static pthread_t g_main;      /* the thread that runs the test */
 
@@ -88,8 +82,6 @@ static struct {
 } g_app;
 
 static int setup(void **state) {
-    memset(g_clients, 0, sizeof(g_clients));
-    memset(g_handles, 0, sizeof(g_handles));
     memset(&g_app, 0, sizeof(g_app));
     g_probe = NULL;
     g_main = pthread_self();
@@ -100,22 +92,8 @@ static int setup(void **state) {
     return rt_fx_setup(state);
 }
 
-static void free_handles_of(rlock_client *c) {
-    for (int i = 0; i < MAX_HANDLES; i++) {
-        if (g_handles[i].l != NULL && (c == NULL || g_handles[i].c == c)) {
-            rlock_free(g_handles[i].l);
-            g_handles[i].l = NULL;
-            g_handles[i].c = NULL;
-        }
-    }
-}
-
 static int teardown(void **state) {
-    free_handles_of(NULL);
-    for (int i = 0; i < MAX_CLIENTS; i++) {
-        rlock_client_destroy(g_clients[i]);
-        g_clients[i] = NULL;
-    }
+    rt_free_clients();
     if (!g_app.destroyed) {
         rlock_free(g_app.lock);
         rlock_client_destroy(g_app.client);
@@ -142,45 +120,6 @@ static rlock_config wd_config(fx *f, int64_t watchdog_ms) {
     return cfg;
 }
 
-static rlock_client *client_with(const rlock_config *cfg) {
-    for (int i = 0; i < MAX_CLIENTS; i++) {
-        if (g_clients[i] == NULL) {
-            assert_int_equal(rlock_client_create(cfg, &g_clients[i]), RLOCK_OK);
-            assert_non_null(g_clients[i]);
-            return g_clients[i];
-        }
-    }
-    fail_msg("too many clients");
-    return NULL;
-}
-
-/* Frees c's handles, then destroys c. */
-static void drop_client(rlock_client *c) {
-    free_handles_of(c);
-    for (int i = 0; i < MAX_CLIENTS; i++) {
-        if (g_clients[i] == c) {
-            rlock_client_destroy(c);
-            g_clients[i] = NULL;
-            return;
-        }
-    }
-    fail_msg("unknown client");
-}
-
-static rlock *handle(rlock_client *c, const char *name) {
-    rlock *l = rlock_get_lock(c, name);
-    assert_non_null(l);
-    for (int i = 0; i < MAX_HANDLES; i++) {
-        if (g_handles[i].l == NULL) {
-            g_handles[i].l = l;
-            g_handles[i].c = c;
-            return l;
-        }
-    }
-    fail_msg("too many handles");
-    return NULL;
-}
-
 /* ---- lock calls -------------------------------------------------------- */
 
 /* Waits (at most 10 s) for fut, releases it; its error (and value). */
@@ -199,72 +138,31 @@ static int unlock_as(rlock *l, uint64_t tid) {
 
 /* ---- what Redis holds -------------------------------------------------- */
 
-/* One command on the test's own connection (made again when it broke,
- * e.g. after a restart). NULL when Redis cannot be reached. */
+/* One command on the test's own connection, g_probe (made again when it
+ * broke, e.g. after a restart). NULL when Redis cannot be reached. */
 static redisReply *probe(fx *f, const char *fmt, ...) {
-    for (int attempt = 0; attempt < 2; attempt++) {
-        if (g_probe == NULL) {
-            g_probe = rt_redis_connect(&f->redis, 2000, true);
-            if (g_probe == NULL) {
-                continue;
-            }
-        }
-        va_list ap;
-        va_start(ap, fmt);
-        redisReply *r = redisvCommand(g_probe, fmt, ap);
-        va_end(ap);
-        if (r != NULL) {
-            return r;
-        }
-        redisFree(g_probe);
-        g_probe = NULL;
-    }
-    return NULL;
-}
-
-static long long probe_int(fx *f, const char *cmd, const char *key) {
-    return rt_int_reply(probe(f, "%s %s", cmd, key));
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = rt_vprobe(&f->redis, &g_probe, fmt, ap);
+    va_end(ap);
+    return r;
 }
 
 static long long pttl(fx *f, const char *name) {
-    return probe_int(f, "PTTL", name);
+    return rt_redis_int(&f->redis, &g_probe, "PTTL %s", name);
 }
 
 static bool exists(fx *f, const char *name) {
-    return probe_int(f, "EXISTS", name) == 1;
-}
-
-static void field_of(rlock_client *c, uint64_t tid, char *buf, size_t size) {
-    snprintf(buf, size, "%s:%llu", rlock_client_id(c), (unsigned long long)tid);
+    return rt_redis_int(&f->redis, &g_probe, "EXISTS %s", name) == 1;
 }
 
 /* The hold count Redis keeps for (c, tid) on name; -1 when absent. */
 static long long hold(fx *f, const char *name, rlock_client *c, uint64_t tid) {
-    char field[128];
-    field_of(c, tid, field, sizeof(field));
-    redisReply *r = probe(f, "HGET %s %s", name, field);
-    assert_non_null(r);
-    long long v = -1;
-    if (r->type == REDIS_REPLY_STRING) {
-        v = strtoll(r->str, NULL, 10);
-    } else {
-        assert_int_equal(r->type, REDIS_REPLY_NIL);
-    }
-    freeReplyObject(r);
-    return v;
+    return rt_redis_hold(&f->redis, &g_probe, name, strlen(name), c, tid);
 }
 
 static bool gone_within(fx *f, const char *name, int64_t timeout_ms) {
-    int64_t deadline = rt_now_ms() + timeout_ms;
-    for (;;) {
-        if (!exists(f, name)) {
-            return true;
-        }
-        if (rt_now_ms() >= deadline) {
-            return false;
-        }
-        rt_sleep_ms(10);
-    }
+    return rt_redis_gone_within(&f->redis, &g_probe, name, timeout_ms);
 }
 
 /* "calls=N" of one command in INFO commandstats; 0 when never called. */
@@ -407,8 +305,8 @@ static void expect_lost(const lost_rec *r, const char *name, uint64_t tid, int r
 static void test_watchdog_keeps_lock_alive(void **state) {
     fx *f = *state;
     rlock_config cfg = wd_config(f, 600);
-    rlock_client *c = client_with(&cfg);
-    rlock *l = handle(c, "alive");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "alive");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK); /* this thread's id */
     uint64_t me = rlock_thread_id();
     long long t = pttl(f, "alive");
@@ -448,8 +346,8 @@ static void test_unlock_stops_renewal(void **state) {
     rlock_config cfg = wd_config(f, 600);
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
-    rlock_client *c = client_with(&cfg);
-    rlock *l = handle(c, "stop");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "stop");
     long long server0 = script_calls(f);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 7), RLOCK_OK);
     assert_true(RT_STAT_REACHES(c, renew_evals, 2, 3000));
@@ -484,8 +382,8 @@ static void test_unlock_stops_renewal(void **state) {
 static void test_reentrant_renewal(void **state) {
     fx *f = *state;
     rlock_config cfg = wd_config(f, 600);
-    rlock_client *c = client_with(&cfg);
-    rlock *l = handle(c, "reent");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "reent");
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 5), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 5), RLOCK_OK);
     assert_int_equal(hold(f, "reent", c, 5), 2);
@@ -518,9 +416,9 @@ static void test_explicit_lease_not_renewed(void **state) {
     rlock_config cfg = wd_config(f, 600);
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
-    rlock_client *c = client_with(&cfg);
-    rlock *lease = handle(c, "leased");
-    rlock *wd = handle(c, "dogged");
+    rlock_client *c = rt_client(&cfg);
+    rlock *lease = rt_lock(c, "leased");
+    rlock *wd = rt_lock(c, "dogged");
 
     assert_int_equal(lock_as(lease, 2500, 3), RLOCK_OK);
     long long t = pttl(f, "leased");
@@ -597,13 +495,13 @@ static void test_batched_renewal(void **state) {
     rlock_config cfg = wd_config(f, 900); /* a round every 300 ms */
     cfg.lock_watchdog_batch_size = BATCH_SIZE;
     cfg.timeout_ms = 2000; /* 250 acquires at once on a noisy machine */
-    rlock_client *c = client_with(&cfg);
+    rlock_client *c = rt_client(&cfg);
     static rlock *locks[BATCH_LOCKS];
     static rlock_future *futs[BATCH_LOCKS];
     char name[32];
     for (int i = 0; i < BATCH_LOCKS; i++) {
         snprintf(name, sizeof(name), "batch:%03d", i);
-        locks[i] = handle(c, name);
+        locks[i] = rt_lock(c, name);
     }
     int64_t t_start = rt_now_ms();
     for (int i = 0; i < BATCH_LOCKS; i++) {
@@ -696,8 +594,8 @@ static void test_deleted_lock_reported_lost(void **state) {
     rlock_config cfg = wd_config(f, 600);
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
-    rlock_client *c = client_with(&cfg);
-    rlock *l = handle(c, "victim");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "victim");
     by_lock->probe_lock = l;
     assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, by_lock), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 77), RLOCK_OK);
@@ -759,12 +657,12 @@ static void test_force_unlocked_elsewhere_only_that_lock_lost(void **state) {
     rlock_config cfg = wd_config(f, 600);
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
-    rlock_client *c = client_with(&cfg);
+    rlock_client *c = rt_client(&cfg);
     rlock_config cfg2 = rt_config(f->redis.address);
-    rlock_client *other = client_with(&cfg2);
-    rlock *victim = handle(c, "forced");
-    rlock *bystander = handle(c, "spared");
-    rlock *remote = handle(other, "forced");
+    rlock_client *other = rt_client(&cfg2);
+    rlock *victim = rt_lock(c, "forced");
+    rlock *bystander = rt_lock(c, "spared");
+    rlock *remote = rt_lock(other, "forced");
     assert_int_equal(rlock_set_lock_lost_callback(victim, on_lost, victim_log), RLOCK_OK);
     assert_int_equal(rlock_set_lock_lost_callback(bystander, on_lost, bystander_log), RLOCK_OK);
     assert_int_equal(lock_as(victim, RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK);
@@ -807,12 +705,12 @@ static void test_lost_callback_applies_to_later_acquisitions(void **state) {
     rlock_config cfg = wd_config(f, 600);
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
-    rlock_client *c = client_with(&cfg);
+    rlock_client *c = rt_client(&cfg);
     rlock *l[LATER_LOCKS];
     char name[32];
     for (int i = 0; i < LATER_LOCKS; i++) {
         snprintf(name, sizeof(name), "later:%d", i);
-        l[i] = handle(c, name);
+        l[i] = rt_lock(c, name);
         assert_int_equal(rlock_set_lock_lost_callback(l[i], on_lost, by_lock), RLOCK_OK);
         assert_int_equal(lock_as(l[i], RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK);
         /* after this acquisition: it applies to the next ones only */
@@ -857,11 +755,11 @@ static void test_restart_reports_lost(void **state) {
     rlock_config cfg = wd_config(f, 2100); /* a round every 700 ms */
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
-    rlock_client *c = client_with(&cfg);
+    rlock_client *c = rt_client(&cfg);
     const char *names[3] = {"rs:a", "rs:b", "rs:c"};
     rlock *l[3];
     for (int i = 0; i < 3; i++) {
-        l[i] = handle(c, names[i]);
+        l[i] = rt_lock(c, names[i]);
         assert_int_equal(rlock_set_lock_lost_callback(l[i], on_lost, by_lock), RLOCK_OK);
         assert_int_equal(lock_as(l[i], RLOCK_LEASE_WATCHDOG, 100 + (uint64_t)i), RLOCK_OK);
     }
@@ -930,8 +828,8 @@ static void test_short_outage_lock_survives(void **state) {
     rlock_config cfg = wd_config(f, 1500); /* a round every 500 ms */
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
-    rlock_client *c = client_with(&cfg);
-    rlock *l = handle(c, "blip");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "blip");
     assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, by_lock), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 9), RLOCK_OK);
     assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
@@ -972,8 +870,8 @@ static void test_long_outage_lock_lost(void **state) {
     rlock_config cfg = wd_config(f, 900);
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
-    rlock_client *c = client_with(&cfg);
-    rlock *l = handle(c, "outage");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "outage");
     assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, by_lock), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 11), RLOCK_OK);
     assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
@@ -1024,8 +922,8 @@ static void test_stalled_renewal_reported_when_lease_runs_out(void **state) {
     rlock_config cfg = wd_config(f, 900);
     cfg.timeout_ms = 5000;
     cfg.retry_attempts = 0;
-    rlock_client *c = client_with(&cfg);
-    rlock *l = handle(c, "stalled");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "stalled");
     assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, by_lock), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 12), RLOCK_OK);
     assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
@@ -1052,10 +950,10 @@ static void test_wrong_type_loses_only_that_lock(void **state) {
     rlock_config cfg = wd_config(f, 600);
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
-    rlock_client *c = client_with(&cfg);
-    rlock *a = handle(c, "typed:a");
-    rlock *b = handle(c, "typed:b");
-    rlock *x = handle(c, "typed:x");
+    rlock_client *c = rt_client(&cfg);
+    rlock *a = rt_lock(c, "typed:a");
+    rlock *b = rt_lock(c, "typed:b");
+    rlock *x = rt_lock(c, "typed:x");
     assert_int_equal(lock_as(a, RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK);
     assert_int_equal(lock_as(x, RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK);
     assert_int_equal(lock_as(b, RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK);
@@ -1081,8 +979,8 @@ static void test_wrong_type_loses_only_that_lock(void **state) {
 static void test_handoff_renews_for_new_owner(void **state) {
     fx *f = *state;
     rlock_config cfg = wd_config(f, 600);
-    rlock_client *c = client_with(&cfg);
-    rlock *l = handle(c, "handoff");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "handoff");
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 20), RLOCK_OK);
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 20), RLOCK_OK);
     assert_int_equal(unlock_as(l, 20), RLOCK_OK);
@@ -1172,10 +1070,10 @@ static void test_destroy_client_while_renewing(void **state) {
     rlock_config cfg = wd_config(f, 900);
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
-    rlock_client *c = client_with(&cfg);
+    rlock_client *c = rt_client(&cfg);
     const char *names[3] = {"gone:a", "gone:b", "gone:c"};
     for (int i = 0; i < 3; i++) {
-        rlock *l = handle(c, names[i]);
+        rlock *l = rt_lock(c, names[i]);
         assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, by_lock), RLOCK_OK);
         assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK);
         if (i == 2) {
@@ -1185,10 +1083,10 @@ static void test_destroy_client_while_renewing(void **state) {
     assert_int_equal(rt_lock_stats(c).renewing, 3);
     assert_true(RT_STAT_REACHES(c, renew_evals, 2, 3000));
     rlock_config cfg2 = rt_config(f->redis.address);
-    rlock_client *other = client_with(&cfg2);
-    rlock *waiter = handle(other, "gone:a");
+    rlock_client *other = rt_client(&cfg2);
+    rlock *waiter = rt_lock(other, "gone:a");
 
-    drop_client(c);
+    rt_drop_client(c);
     for (int i = 0; i < 3; i++) {
         long long t = pttl(f, names[i]);
         assert_true(t <= 900); /* -2 when already expired */
@@ -1218,8 +1116,8 @@ static void test_destroy_client_during_stalled_renewal(void **state) {
     cfg.on_lock_lost = on_lost;
     cfg.on_lock_lost_arg = by_client;
     cfg.timeout_ms = 10000; /* the stalled renewal stays in flight */
-    rlock_client *c = client_with(&cfg);
-    rlock *l = handle(c, "stalled");
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "stalled");
     assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK);
     assert_true(RT_STAT_REACHES(c, renew_evals, 1, 3000));
 
@@ -1231,7 +1129,7 @@ static void test_destroy_client_during_stalled_renewal(void **state) {
     rt_sleep_ms(1200);
     print_message("%llu renew calls sent\n", (unsigned long long)rt_lock_stats(c).renew_evals);
     int64_t t0 = rt_now_ms();
-    drop_client(c);
+    rt_drop_client(c);
     int64_t took = rt_now_ms() - t0;
     assert_int_equal(rt_redis_resume(&f->redis), 0);
     assert_true(took < 8000);

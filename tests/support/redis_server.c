@@ -295,16 +295,21 @@ redisContext *rt_redis_connect(rt_redis *r, int timeout_ms, bool authenticate) {
     return c;
 }
 
-redisReply *rt_redis_command(rt_redis *r, const char *fmt, ...) {
+redisReply *rt_redis_vcommand(rt_redis *r, const char *fmt, va_list ap) {
     redisContext *c = rt_redis_connect(r, RT_CMD_TIMEOUT_MS, true);
     if (c == NULL) {
         return NULL;
     }
+    redisReply *rep = redisvCommand(c, fmt, ap);
+    redisFree(c);
+    return rep;
+}
+
+redisReply *rt_redis_command(rt_redis *r, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    redisReply *rep = redisvCommand(c, fmt, ap);
+    redisReply *rep = rt_redis_vcommand(r, fmt, ap);
     va_end(ap);
-    redisFree(c);
     return rep;
 }
 

@@ -15,6 +15,7 @@
 #ifndef RT_REDIS_SERVER_H
 #define RT_REDIS_SERVER_H
 
+#include <stdarg.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -78,6 +79,7 @@ redisContext *rt_redis_connect(rt_redis *r, int timeout_ms, bool authenticate);
  * AUTH command if auth is configured, to the server's stats.
  */
 redisReply *rt_redis_command(rt_redis *r, const char *fmt, ...);
+redisReply *rt_redis_vcommand(rt_redis *r, const char *fmt, va_list ap);
 
 /* Integer field from INFO <section>, e.g. ("stats", "total_commands_processed"); -1 on failure. */
 long long rt_redis_info_int(rt_redis *r, const char *section, const char *field);
