@@ -651,8 +651,8 @@ static void test_last_error_is_per_thread(void **state) {
 
 static void test_error_names_and_texts(void **state) {
     (void)state;
-    /* Every code from RLOCK_OK down to RLOCK_ERR_WRONG_THREAD, no gaps. */
-    enum { N = -RLOCK_ERR_WRONG_THREAD + 1 };
+    /* Every code from RLOCK_OK down to RLOCK_ERR_FORKED, no gaps. */
+    enum { N = -RLOCK_ERR_FORKED + 1 };
     const char *names[N], *texts[N];
     for (int i = 0; i < N; i++) {
         int code = -i;
@@ -681,7 +681,7 @@ static void test_error_names_and_texts(void **state) {
 
 static void test_error_unknown_codes(void **state) {
     (void)state;
-    const int unknown[] = {1, 42, RLOCK_ERR_WRONG_THREAD - 1, -100, INT_MIN, INT_MAX};
+    const int unknown[] = {1, 42, RLOCK_ERR_FORKED - 1, -100, INT_MIN, INT_MAX};
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         assert_string_equal(rlock_err_name(unknown[i]), "RLOCK_ERR_UNKNOWN");
         const char *text = rlock_strerror(unknown[i]);
