@@ -85,13 +85,47 @@ static void close_connections(void *arg) {
     c->cmd_conn = c->sub_conn = NULL;
 }
 
-/* Frees what create built; each part may be missing. */
+/* Frees what create built but the struct itself; each part may be
+ * missing. */
 static void free_parts(rlock_client *c) {
     rlock__renewal_destroy(c->renewal);
     rlock__pubsub_destroy(c->pubsub);
     rlock__executor_destroy(c->exec);
+    c->renewal = NULL;
+    c->pubsub = NULL;
+    c->exec = NULL;
     rlock__address_free(&c->addr);
     free(c->address_text);
+    c->address_text = NULL;
+}
+
+void rlock__client_ref(rlock_client *c) {
+    atomic_fetch_add(&c->refs, 1);
+}
+
+void rlock__client_unref(rlock_client *c) {
+    if (atomic_fetch_sub(&c->refs, 1) == 1) {
+        free(c);
+    }
+}
+
+int rlock__client_usable(const rlock_client *c, const char *fn) {
+    if (c->fork_gen != rlock__fork_generation()) {
+        rlock__set_error_message("%s: the client was created before fork(); a forked child "
+                                 "must create a client of its own",
+                                 fn);
+        return RLOCK_ERR_FORKED;
+    }
+    if (atomic_load(&c->destroyed)) {
+        rlock__set_error_message("%s: the lock's client was destroyed", fn);
+        return RLOCK_ERR_CLOSED;
+    }
+    return RLOCK_OK;
+}
+
+/* A client create gave up on: its parts, then the struct. */
+static void free_failed(rlock_client *c) {
+    free_parts(c);
     free(c);
 }
 
@@ -109,6 +143,9 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
     if (c == NULL) {
         return RLOCK_ERR_NOMEM;
     }
+    atomic_init(&c->refs, 1);
+    atomic_init(&c->destroyed, false);
+    c->fork_gen = rlock__fork_generation();
     c->cfg = *cfg;
     c->address_text = strdup(cfg->address);
     c->cfg.address = c->address_text;
@@ -116,16 +153,16 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
     char err[512];
     if (c->address_text == NULL ||
         (rc = rlock__address_parse(c->address_text, &c->addr, err, sizeof(err))) != RLOCK_OK) {
-        free_parts(c);
+        free_failed(c);
         return RLOCK_ERR_NOMEM; /* validated above: only memory can fail here */
     }
     if ((rc = make_uuid(c->id)) != RLOCK_OK) {
         rlock__set_error_message("cannot read the OS random source for the client id");
-        free_parts(c);
+        free_failed(c);
         return rc;
     }
     if ((rc = rlock__loop_create(cfg->loop, &c->loop)) != RLOCK_OK) {
-        free_parts(c);
+        free_failed(c);
         return rc;
     }
     rlock__conn_events cmd_events = {.ready = cmd_ready, .down = cmd_down, .arg = c};
@@ -143,10 +180,11 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
             RLOCK_OK ||
         (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
         rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
-        free_parts(c);
+        free_failed(c);
         return rc;
     }
     rlock__loop_run_sync(c->loop, start_connections, c);
+    rlock__registry_add(&c->reg, c, RLOCK__KIND_CLIENT);
     *out = c;
     return RLOCK_OK;
 }
@@ -162,20 +200,35 @@ static void shutdown_on_loop(void *arg) {
 }
 
 static void free_client(void *arg) {
-    free_parts(arg);
+    rlock_client *c = arg;
+    free_parts(c);
+    rlock__client_unref(c);
 }
 
 void rlock_client_destroy(rlock_client *c) {
     if (c == NULL) {
         return;
     }
+    if (!rlock__registry_remove(c, RLOCK__KIND_CLIENT)) {
+        rlock__set_error_message("rlock_client_destroy: not a live client (destroyed already?)");
+        return;
+    }
+    atomic_store(&c->destroyed, true);
+    if (c->fork_gen != rlock__fork_generation()) {
+        /* The loop thread and the connections' state are the parent's:
+         * only this process's copies of the sockets are let go, so the
+         * server sees the parent's connections close when the parent does. */
+        rlock__conn_close_forked(c->cmd_conn);
+        rlock__conn_close_forked(c->sub_conn);
+        return;
+    }
     if (!rlock__loop_close(c->loop, shutdown_on_loop, c, free_client, c)) {
-        free_parts(c);
+        free_client(c);
     }
 }
 
 const char *rlock_client_id(const rlock_client *c) {
-    return c != NULL ? c->id : "";
+    return c != NULL && rlock__registry_has(c, RLOCK__KIND_CLIENT) ? c->id : "";
 }
 
 typedef struct stats_call {

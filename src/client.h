@@ -2,18 +2,28 @@
 #ifndef RLOCK_CLIENT_INTERNAL_H
 #define RLOCK_CLIENT_INTERNAL_H
 
+#include <stdatomic.h>
+#include <stdint.h>
+
 #include "address.h"
 #include "common.h"
 #include "connection.h"
 #include "executor.h"
 #include "loop.h"
 #include "pubsub.h"
+#include "registry.h"
 #include "renewal.h"
 #include "rlock/client.h"
 #include "rlock/future.h"
 
 struct rlock_client {
-    rlock_config cfg; /* a copy; cfg.address points at address_text */
+    rlock__reg_node reg; /* live until rlock_client_destroy */
+    /* The user's reference and one per lock handle: the struct outlives a
+     * destroy while handles remain, so they can report RLOCK_ERR_CLOSED. */
+    atomic_int refs;
+    atomic_bool destroyed;
+    uint64_t fork_gen; /* rlock__fork_generation() at creation */
+    rlock_config cfg;  /* a copy; cfg.address points at address_text */
     char *address_text;
     rlock__address addr;
     rlock__logger log;
@@ -28,6 +38,14 @@ struct rlock_client {
     uint64_t acquires;       /* acquire scripts sent */
     bool closed;             /* set on the loop thread when destroy begins */
 };
+
+void rlock__client_ref(rlock_client *c);
+void rlock__client_unref(rlock_client *c);
+
+/* Whether c may still be used from this process: RLOCK_OK, RLOCK_ERR_CLOSED
+ * after rlock_client_destroy, RLOCK_ERR_FORKED in a forked child (and
+ * then rlock_last_error() says so, naming fn). */
+int rlock__client_usable(const rlock_client *c, const char *fn);
 
 /* Fails every lock operation that is waiting (not in flight) with
  * RLOCK_ERR_CLOSED (lock.c; client shutdown, on the loop thread). */

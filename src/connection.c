@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "rlock/errors.h"
 
@@ -322,4 +323,10 @@ void rlock__conn_destroy(rlock__conn *c) {
         redisAsyncFree(ac); /* runs pending callbacks with NULL replies */
     }
     free(c);
+}
+
+void rlock__conn_close_forked(rlock__conn *c) {
+    if (c != NULL && c->ac != NULL && c->ac->c.fd >= 0) {
+        close(c->ac->c.fd);
+    }
 }

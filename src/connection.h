@@ -58,4 +58,8 @@ int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int ar
  * reported any more. Frees c. */
 void rlock__conn_destroy(rlock__conn *c);
 
+/* In a forked child: closes this process's copy of the socket, touching
+ * nothing else (the parent's loop thread owns the connection's state). */
+void rlock__conn_close_forked(rlock__conn *c);
+
 #endif

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "common.h"
+#include "registry.h"
 #include "rlock/errors.h"
 
 typedef struct callback {
@@ -25,6 +26,7 @@ typedef struct callback {
 
 struct rlock_future {
     atomic_int refs;
+    uint64_t fork_gen; /* rlock__fork_generation() at creation */
     rlock__loop *loop; /* referenced until the callbacks have run */
     pthread_mutex_t mu;
     pthread_cond_t cv;
@@ -52,8 +54,22 @@ static rlock_future *alloc_future(rlock__loop *loop, int refs) {
     pthread_cond_init(&f->cv, &attr);
     pthread_condattr_destroy(&attr);
     f->loop = loop;
+    f->fork_gen = rlock__fork_generation();
     rlock__loop_ref(loop);
     return f;
+}
+
+/* Made before a fork, in the parent: its lock may be held for ever by a
+ * thread that does not exist here, and its loop is the parent's, so a
+ * forked child gets RLOCK_ERR_FORKED and nothing of f is touched. */
+static bool forked(const rlock_future *f, const char *fn) {
+    if (f->fork_gen == rlock__fork_generation()) {
+        return false;
+    }
+    if (fn != NULL) {
+        rlock__set_error_message("%s: the future was made before fork(), in the parent", fn);
+    }
+    return true;
 }
 
 rlock_future *rlock__future_new(rlock__loop *loop) {
@@ -77,7 +93,15 @@ void rlock__future_ref(rlock_future *f) {
 }
 
 void rlock_future_release(rlock_future *f) {
-    if (f == NULL || atomic_fetch_sub(&f->refs, 1) != 1) {
+    if (f == NULL) {
+        return;
+    }
+    if (forked(f, NULL)) {
+        /* The parent's loop may still hold it in this copy of memory. */
+        atomic_fetch_sub(&f->refs, 1);
+        return;
+    }
+    if (atomic_fetch_sub(&f->refs, 1) != 1) {
         return;
     }
     callback *cb = f->callbacks;
@@ -176,7 +200,7 @@ static void cancel_on_loop(void *arg) {
 }
 
 bool rlock_future_cancel(rlock_future *f) {
-    if (f == NULL || !settle(f, RLOCK_ERR_CANCELLED, 0, NULL)) {
+    if (f == NULL || forked(f, "rlock_future_cancel") || !settle(f, RLOCK_ERR_CANCELLED, 0, NULL)) {
         return false;
     }
     /* Waiters see the result now; the operation's undo and the callbacks
@@ -195,6 +219,9 @@ int rlock_future_on_complete(rlock_future *f, rlock_future_cb fn, void *arg) {
     if (f == NULL || fn == NULL) {
         rlock__set_error_message("rlock_future_on_complete: %s is NULL", f == NULL ? "f" : "cb");
         return RLOCK_ERR_INVALID;
+    }
+    if (forked(f, "rlock_future_on_complete")) {
+        return RLOCK_ERR_FORKED;
     }
     callback *cb = malloc(sizeof(*cb));
     if (cb == NULL) {
@@ -225,6 +252,9 @@ bool rlock_future_is_done(const rlock_future *f) {
     if (f == NULL) {
         return false;
     }
+    if (forked(f, "rlock_future_is_done")) {
+        return true; /* its error says why */
+    }
     rlock_future *m = (rlock_future *)f;
     pthread_mutex_lock(&m->mu);
     bool done = m->done;
@@ -235,6 +265,9 @@ bool rlock_future_is_done(const rlock_future *f) {
 int rlock_future_error(const rlock_future *f) {
     if (f == NULL) {
         return RLOCK_ERR_INVALID;
+    }
+    if (forked(f, "rlock_future_error")) {
+        return RLOCK_ERR_FORKED;
     }
     rlock_future *m = (rlock_future *)f;
     pthread_mutex_lock(&m->mu);
@@ -247,6 +280,9 @@ const char *rlock_future_error_message(const rlock_future *f) {
     if (f == NULL) {
         return "";
     }
+    if (forked(f, NULL)) {
+        return "the future was made before fork(), in the parent";
+    }
     rlock_future *m = (rlock_future *)f;
     pthread_mutex_lock(&m->mu);
     const char *msg = m->done && m->msg != NULL ? m->msg : "";
@@ -255,7 +291,7 @@ const char *rlock_future_error_message(const rlock_future *f) {
 }
 
 int64_t rlock_future_value(const rlock_future *f) {
-    if (f == NULL) {
+    if (f == NULL || forked(f, NULL)) {
         return 0;
     }
     rlock_future *m = (rlock_future *)f;
@@ -297,6 +333,9 @@ int rlock_future_wait(rlock_future *f, int64_t timeout_ms) {
     if (f == NULL) {
         rlock__set_error_message("rlock_future_wait: f is NULL");
         return RLOCK_ERR_INVALID;
+    }
+    if (forked(f, "rlock_future_wait")) {
+        return RLOCK_ERR_FORKED;
     }
     pthread_mutex_lock(&f->mu);
     if (f->done) {

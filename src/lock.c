@@ -34,8 +34,9 @@
 #include "rlock__scripts_all.h"
 
 struct rlock {
-    atomic_int refs; /* the user's handle and each operation under way */
-    rlock_client *client;
+    rlock__reg_node reg;  /* live until rlock_free */
+    atomic_int refs;      /* the user's handle and each operation under way */
+    rlock_client *client; /* referenced: outlives a destroy while l lives */
     /* internalLockLeaseTime: the lease a remaining reentrant hold gets on
      * unlock; the last lease given, or the watchdog timeout. */
     _Atomic int64_t lease_ms;
@@ -57,10 +58,6 @@ static size_t owner_field(const rlock *l, uint64_t thread_id, char out[FIELD_MAX
     return (size_t)snprintf(out, FIELD_MAX, "%s:%" PRIu64, l->client->id, thread_id);
 }
 
-static rlock__loop *loop_of(const rlock *l) {
-    return l != NULL ? l->client->loop : NULL;
-}
-
 static void lock_ref(rlock *l) {
     atomic_fetch_add(&l->refs, 1);
 }
@@ -73,6 +70,7 @@ static void lock_unref(rlock *l) {
     free(l->name);
     free(l->channel);
     free(l->latch_prefix);
+    rlock__client_unref(l->client);
     free(l);
 }
 
@@ -114,12 +112,20 @@ rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len) {
                                  RLOCK_NAME_MAX, len);
         return NULL;
     }
+    if (!rlock__registry_has(c, RLOCK__KIND_CLIENT)) {
+        rlock__set_error_message("rlock_get_lock: not a live client (destroyed?)");
+        return NULL;
+    }
+    if (rlock__client_usable(c, "rlock_get_lock") != RLOCK_OK) {
+        return NULL;
+    }
     rlock *l = calloc(1, sizeof(*l));
     if (l == NULL) {
         rlock__set_error_message("out of memory");
         return NULL;
     }
     atomic_init(&l->refs, 1);
+    rlock__client_ref(c);
     l->client = c;
     atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
     pthread_mutex_init(&l->mu, NULL);
@@ -136,6 +142,7 @@ rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len) {
         rlock__set_error_message("out of memory");
         return NULL;
     }
+    rlock__registry_add(&l->reg, l, RLOCK__KIND_LOCK);
     return l;
 }
 
@@ -144,9 +151,14 @@ rlock *rlock_get_lock(rlock_client *c, const char *name) {
 }
 
 void rlock_free(rlock *l) {
-    if (l != NULL) {
-        lock_unref(l);
+    if (l == NULL) {
+        return;
     }
+    if (!rlock__registry_remove(l, RLOCK__KIND_LOCK)) {
+        rlock__set_error_message("rlock_free: not a live lock handle (freed already?)");
+        return;
+    }
+    lock_unref(l);
 }
 
 const char *rlock_name(const rlock *l) {
@@ -162,6 +174,10 @@ int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg) {
         rlock__set_error_message("rlock_set_lock_lost_callback: lock is NULL");
         return RLOCK_ERR_INVALID;
     }
+    int rc = rlock__client_usable(l->client, "rlock_set_lock_lost_callback");
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
     pthread_mutex_lock(&l->mu);
     l->lost_cb = cb;
     l->lost_arg = cb != NULL ? arg : NULL;
@@ -172,16 +188,24 @@ int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg) {
 /* ---- argument checks ---------------------------------------------------- */
 
 /* Fails fast, before anything is sent: a future that is already complete. */
-static rlock_future *invalid(const rlock *l, const char *fmt, ...) RLOCK__PRINTF(2, 3);
+static rlock_future *invalid(const char *fmt, ...) RLOCK__PRINTF(1, 2);
 
-static rlock_future *invalid(const rlock *l, const char *fmt, ...) {
+static rlock_future *invalid(const char *fmt, ...) {
     char msg[256];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof(msg), fmt, ap);
     va_end(ap);
     rlock__set_error_message("%s", msg);
-    return rlock__future_failed(loop_of(l), RLOCK_ERR_INVALID, msg);
+    return rlock__future_failed(NULL, RLOCK_ERR_INVALID, msg);
+}
+
+/* NULL when l's client can take the call; else the failed future (the
+ * client was destroyed, or this is a forked child). Nothing of the
+ * client's but its flags is touched: its loop may be gone. */
+static rlock_future *refuse(const rlock *l, const char *fn) {
+    int rc = rlock__client_usable(l->client, fn);
+    return rc == RLOCK_OK ? NULL : rlock__future_failed(NULL, rc, rlock_last_error());
 }
 
 static const char *check_lease(int64_t lease_ms) {
@@ -321,7 +345,11 @@ static void undo_acquire(rlock *l, uint64_t thread_id) {
 
 rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id) {
     if (l == NULL) {
-        return invalid(l, "rlock_unlock_async: lock is NULL");
+        return invalid("rlock_unlock_async: lock is NULL");
+    }
+    rlock_future *refused = refuse(l, "rlock_unlock_async");
+    if (refused != NULL) {
+        return refused;
     }
     unlock_op *op = new_unlock(l, thread_id);
     rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
@@ -554,6 +582,10 @@ static void start_acquire(void *arg) {
 
 static rlock_future *start(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
                            bool is_try) {
+    rlock_future *refused = refuse(l, is_try ? "rlock_try_lock_async" : "rlock_lock_async");
+    if (refused != NULL) {
+        return refused;
+    }
     acquire_op *op = calloc(1, sizeof(*op));
     rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
     if (f == NULL) {
@@ -587,7 +619,7 @@ static rlock_future *start(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t
 rlock_future *rlock_lock_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
     const char *why = check_lease(lease_ms);
     if (l == NULL || why != NULL) {
-        return invalid(l, "rlock_lock_async: %s", l == NULL ? "lock is NULL" : why);
+        return invalid("rlock_lock_async: %s", l == NULL ? "lock is NULL" : why);
     }
     return start(l, 0, lease_ms, thread_id, false);
 }
@@ -599,7 +631,7 @@ rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
         why = check_lease(lease_ms);
     }
     if (l == NULL || why != NULL) {
-        return invalid(l, "rlock_try_lock_async: %s", l == NULL ? "lock is NULL" : why);
+        return invalid("rlock_try_lock_async: %s", l == NULL ? "lock is NULL" : why);
     }
     return start(l, wait_ms, lease_ms, thread_id, true);
 }
@@ -667,6 +699,13 @@ static void start_query(void *arg) {
 }
 
 static rlock_future *query(rlock *l, query_kind kind, uint64_t thread_id) {
+    static const char *const fns[] = {
+        "rlock_is_locked_async", "rlock_is_held_by_thread_async", "rlock_get_hold_count_async",
+        "rlock_remain_time_to_live_async", "rlock_force_unlock_async"};
+    rlock_future *refused = refuse(l, fns[kind]);
+    if (refused != NULL) {
+        return refused;
+    }
     char field[FIELD_MAX];
     const char *argv[5] = {NULL, l->name, field, NULL, NULL};
     size_t argvlen[5] = {0, l->name_len, owner_field(l, thread_id, field), 0, 0};
@@ -700,26 +739,26 @@ static rlock_future *query(rlock *l, query_kind kind, uint64_t thread_id) {
 
 rlock_future *rlock_force_unlock_async(rlock *l) {
     return l != NULL ? query(l, Q_FORCE_UNLOCK, 0)
-                     : invalid(l, "rlock_force_unlock_async: lock is NULL");
+                     : invalid("rlock_force_unlock_async: lock is NULL");
 }
 
 rlock_future *rlock_is_locked_async(rlock *l) {
-    return l != NULL ? query(l, Q_IS_LOCKED, 0) : invalid(l, "rlock_is_locked_async: lock is NULL");
+    return l != NULL ? query(l, Q_IS_LOCKED, 0) : invalid("rlock_is_locked_async: lock is NULL");
 }
 
 rlock_future *rlock_is_held_by_thread_async(rlock *l, uint64_t thread_id) {
     return l != NULL ? query(l, Q_HELD, thread_id)
-                     : invalid(l, "rlock_is_held_by_thread_async: lock is NULL");
+                     : invalid("rlock_is_held_by_thread_async: lock is NULL");
 }
 
 rlock_future *rlock_get_hold_count_async(rlock *l, uint64_t thread_id) {
     return l != NULL ? query(l, Q_HOLD_COUNT, thread_id)
-                     : invalid(l, "rlock_get_hold_count_async: lock is NULL");
+                     : invalid("rlock_get_hold_count_async: lock is NULL");
 }
 
 rlock_future *rlock_remain_time_to_live_async(rlock *l) {
     return l != NULL ? query(l, Q_TTL, 0)
-                     : invalid(l, "rlock_remain_time_to_live_async: lock is NULL");
+                     : invalid("rlock_remain_time_to_live_async: lock is NULL");
 }
 
 /* ---- blocking forms ------------------------------------------------------ */
@@ -729,6 +768,10 @@ static int check_blocking(const rlock *l, const char *fn, bool out_ok) {
     if (l == NULL || !out_ok) {
         rlock__set_error_message("%s: %s is NULL", fn, l == NULL ? "lock" : "the result pointer");
         return RLOCK_ERR_INVALID;
+    }
+    int rc = rlock__client_usable(l->client, fn);
+    if (rc != RLOCK_OK) {
+        return rc;
     }
     rlock__loop *loop = l->client->loop;
     if (rlock__loop_owns_thread(loop) && rlock__loop_on_thread(loop)) {

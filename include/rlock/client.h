@@ -27,11 +27,22 @@ RLOCK_API int rlock_client_create(const rlock_config *cfg, rlock_client **out);
 /* Completes every pending future of this client with RLOCK_ERR_CLOSED
  * (their callbacks run before this returns), closes the connections and
  * frees the client. Futures the caller still holds stay valid until
- * released. With an application loop, call it from the loop's thread,
- * outside ev_run or from a callback. NULL is ignored. */
+ * released; lock handles stay valid until freed, and calls on them fail
+ * with RLOCK_ERR_CLOSED. With an application loop, call it from the
+ * loop's thread, outside ev_run or from a callback. It must not race with
+ * other calls on the same client. NULL is ignored; a second destroy is
+ * ignored too (rlock_last_error() says so), unless a new client has been
+ * given the same address meanwhile.
+ *
+ * In a child made by fork(), a client of the parent's is unusable: every
+ * call on it, its handles and its futures fails with RLOCK_ERR_FORKED
+ * (rlock_get_lock returns NULL), and its destroy only closes the child's
+ * copies of the sockets, leaving the parent's connections alone. The
+ * child creates a client of its own. */
 RLOCK_API void rlock_client_destroy(rlock_client *c);
 
-/* The client's id: a UUID v4 string, stable for the client's life. */
+/* The client's id: a UUID v4 string, stable for the client's life; ""
+ * for NULL or a destroyed client. */
 RLOCK_API const char *rlock_client_id(const rlock_client *c);
 
 /* The calling thread's id: unique within the process for its lifetime and

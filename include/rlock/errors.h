@@ -21,7 +21,7 @@ extern "C" {
     X(REDIS, -6, "Redis returned an error")                                                        \
     X(CANCELLED, -7, "operation was cancelled")                                                    \
     X(CLOSED, -8, "client was destroyed")                                                          \
-    X(WRONG_THREAD, -9, "called from a thread where it would deadlock")                           \
+    X(WRONG_THREAD, -9, "called from a thread where it would deadlock")                            \
     X(FORKED, -10, "client used in a forked child; create a new client there")
 
 typedef enum rlock_errno {

@@ -62,7 +62,9 @@ RLOCK_API int64_t rlock_future_value(const rlock_future *f);
  * already. Callbacks run on the loop thread. */
 RLOCK_API bool rlock_future_cancel(rlock_future *f);
 
-/* Drops the caller's reference. NULL is ignored. */
+/* Drops the caller's reference. NULL is ignored. As with free(), the
+ * future must not be used after: the library cannot tell a released
+ * future from live memory (futures are too many to track). */
 RLOCK_API void rlock_future_release(rlock_future *f);
 
 #ifdef __cplusplus

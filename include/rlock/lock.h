@@ -50,15 +50,18 @@ typedef struct rlock rlock;
 /* A handle on the lock called name (Redisson's getLock). Handles are
  * cheap and need no Redis call; several handles on one name act as one
  * lock. Returns NULL for a NULL client, an empty name or one longer than
- * RLOCK_NAME_MAX (see rlock_last_error()), or when out of memory.
- * Free every handle before destroying its client. */
+ * RLOCK_NAME_MAX, a destroyed client or one made before fork() (see
+ * rlock_last_error()), or when out of memory. A handle may outlive its
+ * client: calls on it then fail with RLOCK_ERR_CLOSED; free it still. */
 RLOCK_API rlock *rlock_get_lock(rlock_client *c, const char *name);
 
 /* The same for a name of len bytes that may hold any byte, NUL included. */
 RLOCK_API rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len);
 
 /* Frees the handle. Operations under way keep what they need and finish;
- * locks it holds stay held (and watchdog leases renewed). NULL is ignored. */
+ * locks it holds stay held (and watchdog leases renewed). NULL is ignored,
+ * and so is a second free of the same handle (rlock_last_error() says
+ * so), unless a new handle has been given the same address meanwhile. */
 RLOCK_API void rlock_free(rlock *l);
 
 /* The lock's name, and its length in bytes. */
