@@ -2,7 +2,12 @@
  *
  * Completion and cancel race from different threads, so the state sits
  * behind a mutex; whoever flips it from pending wins, and the loser learns
- * it from the return value (Redisson's `if (!result.complete(...))`). */
+ * it from the return value (Redisson's `if (!result.complete(...))`).
+ *
+ * The mutex and the condition variable blocking waits sleep on come from
+ * a small shared pool, picked by the future's address: a future lives as
+ * long as its operation (a waiter may wait for minutes, thousands at a
+ * time), and a lock and a condition of its own would be most of its size. */
 #define _GNU_SOURCE
 #include "future.h"
 
@@ -26,33 +31,90 @@ typedef struct callback {
 
 struct rlock_future {
     atomic_int refs;
-    uint64_t fork_gen; /* rlock__fork_generation() at creation */
-    rlock__loop *loop; /* referenced until the callbacks have run */
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
     bool done;
     int err;
+    uint64_t fork_gen; /* rlock__fork_generation() at creation */
+    rlock__loop *loop; /* referenced until the callbacks have run */
     int64_t value;
     char *msg;
     callback *callbacks; /* in the order added */
     void (*cancel_fn)(void *ctx);
     void *cancel_ctx;
-    rlock__task cancel_task;   /* posts a cancel to the loop thread */
-    rlock__task callback_task; /* defers the callbacks */
+    /* Posts a cancel to the loop thread, then defers the callbacks: one
+     * at a time, since only the winner of settle() uses it, and the loop
+     * is done with a task once its function runs. */
+    rlock__task task;
 };
 
+/* ---- the shared locks ---------------------------------------------------- */
+
+#define STRIPES 64
+
+typedef struct stripe {
+    pthread_mutex_t mu;
+    pthread_cond_t cv; /* on CLOCK_MONOTONIC */
+} stripe;
+
+static stripe stripes[STRIPES];
+static pthread_once_t stripes_once = PTHREAD_ONCE_INIT;
+
+static void init_stripe(stripe *st) {
+    pthread_mutex_init(&st->mu, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&st->cv, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+/* fork() happens with every stripe held by the forking thread, so the
+ * child finds none held by a thread it does not have; it then starts from
+ * fresh ones, since waiters of the parent's may still be counted in them. */
+static void stripes_before_fork(void) {
+    for (int i = 0; i < STRIPES; i++) {
+        pthread_mutex_lock(&stripes[i].mu);
+    }
+}
+
+static void stripes_after_fork_parent(void) {
+    for (int i = STRIPES - 1; i >= 0; i--) {
+        pthread_mutex_unlock(&stripes[i].mu);
+    }
+}
+
+static void stripes_after_fork_child(void) {
+    for (int i = 0; i < STRIPES; i++) {
+        memset(&stripes[i], 0, sizeof(stripes[i]));
+        init_stripe(&stripes[i]);
+    }
+}
+
+static void init_stripes(void) {
+    for (int i = 0; i < STRIPES; i++) {
+        init_stripe(&stripes[i]);
+    }
+    pthread_atfork(stripes_before_fork, stripes_after_fork_parent, stripes_after_fork_child);
+}
+
+static stripe *stripe_of(const rlock_future *f) {
+    uintptr_t h = (uintptr_t)f;
+    h ^= h >> 17; /* futures are 16-byte aligned and close together */
+    h *= 0x9e3779b97f4a7c15u;
+    return &stripes[(h >> 32) % STRIPES];
+}
+
+#define LOCK(f) pthread_mutex_lock(&stripe_of(f)->mu)
+#define UNLOCK(f) pthread_mutex_unlock(&stripe_of(f)->mu)
+
+/* ---- futures ------------------------------------------------------------- */
+
 static rlock_future *alloc_future(rlock__loop *loop, int refs) {
+    pthread_once(&stripes_once, init_stripes);
     rlock_future *f = calloc(1, sizeof(*f));
     if (f == NULL) {
         return NULL;
     }
     atomic_init(&f->refs, refs);
-    pthread_mutex_init(&f->mu, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&f->cv, &attr);
-    pthread_condattr_destroy(&attr);
     f->loop = loop;
     f->fork_gen = rlock__fork_generation();
     rlock__loop_ref(loop);
@@ -111,8 +173,6 @@ void rlock_future_release(rlock_future *f) {
         cb = next;
     }
     rlock__loop_unref(f->loop);
-    pthread_mutex_destroy(&f->mu);
-    pthread_cond_destroy(&f->cv);
     free(f->msg);
     free(f);
 }
@@ -124,14 +184,14 @@ static void run_callbacks(void *arg) {
     rlock_future *f = arg;
     rlock__loop *loop = NULL;
     for (;;) {
-        pthread_mutex_lock(&f->mu);
+        LOCK(f);
         callback *cb = f->callbacks;
         f->callbacks = NULL;
         if (cb == NULL) {
             loop = f->loop;
             f->loop = NULL;
         }
-        pthread_mutex_unlock(&f->mu);
+        UNLOCK(f);
         if (cb == NULL) {
             break;
         }
@@ -150,15 +210,15 @@ static void run_callbacks(void *arg) {
  * loop once the current iteration's work is done (see rlock__loop_defer). */
 static void schedule_callbacks(rlock_future *f) {
     rlock__future_ref(f);
-    rlock__loop_defer(f->loop, &f->callback_task, run_callbacks, f);
+    rlock__loop_defer(f->loop, &f->task, run_callbacks, f);
 }
 
 /* Flips f to done under the lock; false if it was done already. */
 static bool settle(rlock_future *f, int err, int64_t value, const char *msg) {
     char *copy = msg != NULL && msg[0] != '\0' ? strdup(msg) : NULL;
-    pthread_mutex_lock(&f->mu);
+    LOCK(f);
     if (f->done) {
-        pthread_mutex_unlock(&f->mu);
+        UNLOCK(f);
         free(copy);
         return false;
     }
@@ -166,8 +226,8 @@ static bool settle(rlock_future *f, int err, int64_t value, const char *msg) {
     f->err = err;
     f->value = err == RLOCK_OK ? value : 0;
     f->msg = copy;
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->mu);
+    pthread_cond_broadcast(&stripe_of(f)->cv);
+    UNLOCK(f);
     return true;
 }
 
@@ -180,18 +240,18 @@ bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char 
 }
 
 void rlock__future_on_cancel(rlock_future *f, void (*fn)(void *ctx), void *ctx) {
-    pthread_mutex_lock(&f->mu);
+    LOCK(f);
     f->cancel_fn = fn;
     f->cancel_ctx = ctx;
-    pthread_mutex_unlock(&f->mu);
+    UNLOCK(f);
 }
 
 static void cancel_on_loop(void *arg) {
     rlock_future *f = arg;
-    pthread_mutex_lock(&f->mu);
+    LOCK(f);
     void (*fn)(void *) = f->cancel_fn;
     void *ctx = f->cancel_ctx;
-    pthread_mutex_unlock(&f->mu);
+    UNLOCK(f);
     if (fn != NULL) {
         fn(ctx);
     }
@@ -209,8 +269,8 @@ bool rlock_future_cancel(rlock_future *f) {
     if (rlock__loop_on_thread(f->loop)) {
         cancel_on_loop(f);
     } else {
-        f->cancel_task.heap = false;
-        rlock__loop_post_task(f->loop, &f->cancel_task, cancel_on_loop, f);
+        f->task.heap = false;
+        rlock__loop_post_task(f->loop, &f->task, cancel_on_loop, f);
     }
     return true;
 }
@@ -230,7 +290,7 @@ int rlock_future_on_complete(rlock_future *f, rlock_future_cb fn, void *arg) {
     cb->next = NULL;
     cb->fn = fn;
     cb->arg = arg;
-    pthread_mutex_lock(&f->mu);
+    LOCK(f);
     /* While f->loop is set, f's callbacks have yet to run on the loop
      * (pending, or done with the deferred run queued): queue behind them. */
     if (!f->done || f->loop != NULL) {
@@ -239,10 +299,10 @@ int rlock_future_on_complete(rlock_future *f, rlock_future_cb fn, void *arg) {
             tail = &(*tail)->next;
         }
         *tail = cb;
-        pthread_mutex_unlock(&f->mu);
+        UNLOCK(f);
         return RLOCK_OK;
     }
-    pthread_mutex_unlock(&f->mu);
+    UNLOCK(f);
     fn(f, arg);
     free(cb);
     return RLOCK_OK;
@@ -256,9 +316,9 @@ bool rlock_future_is_done(const rlock_future *f) {
         return true; /* its error says why */
     }
     rlock_future *m = (rlock_future *)f;
-    pthread_mutex_lock(&m->mu);
+    LOCK(m);
     bool done = m->done;
-    pthread_mutex_unlock(&m->mu);
+    UNLOCK(m);
     return done;
 }
 
@@ -270,9 +330,9 @@ int rlock_future_error(const rlock_future *f) {
         return RLOCK_ERR_FORKED;
     }
     rlock_future *m = (rlock_future *)f;
-    pthread_mutex_lock(&m->mu);
+    LOCK(m);
     int err = m->done ? m->err : RLOCK_ERR_INVALID;
-    pthread_mutex_unlock(&m->mu);
+    UNLOCK(m);
     return err;
 }
 
@@ -284,9 +344,9 @@ const char *rlock_future_error_message(const rlock_future *f) {
         return "the future was made before fork(), in the parent";
     }
     rlock_future *m = (rlock_future *)f;
-    pthread_mutex_lock(&m->mu);
+    LOCK(m);
     const char *msg = m->done && m->msg != NULL ? m->msg : "";
-    pthread_mutex_unlock(&m->mu);
+    UNLOCK(m);
     return msg;
 }
 
@@ -295,9 +355,9 @@ int64_t rlock_future_value(const rlock_future *f) {
         return 0;
     }
     rlock_future *m = (rlock_future *)f;
-    pthread_mutex_lock(&m->mu);
+    LOCK(m);
     int64_t v = m->done ? m->value : 0;
-    pthread_mutex_unlock(&m->mu);
+    UNLOCK(m);
     return v;
 }
 
@@ -337,14 +397,14 @@ int rlock_future_wait(rlock_future *f, int64_t timeout_ms) {
     if (forked(f, "rlock_future_wait")) {
         return RLOCK_ERR_FORKED;
     }
-    pthread_mutex_lock(&f->mu);
+    LOCK(f);
     if (f->done) {
-        pthread_mutex_unlock(&f->mu);
+        UNLOCK(f);
         return RLOCK_OK;
     }
     rlock__loop *loop = f->loop; /* set while pending; kept alive by our ref */
     rlock__loop_ref(loop);
-    pthread_mutex_unlock(&f->mu);
+    UNLOCK(f);
     bool on_loop = rlock__loop_on_thread(loop);
     bool own = rlock__loop_owns_thread(loop);
     if (timeout_ms > INT64_MAX / 4) {
@@ -373,15 +433,16 @@ static int wait_cond(rlock_future *f, int64_t timeout_ms) {
         ts.tv_nsec = (deadline % 1000) * 1000000;
     }
     int rc = RLOCK_OK;
-    pthread_mutex_lock(&f->mu);
+    stripe *st = stripe_of(f);
+    pthread_mutex_lock(&st->mu);
     while (!f->done) {
         if (timeout_ms < 0) {
-            pthread_cond_wait(&f->cv, &f->mu);
-        } else if (pthread_cond_timedwait(&f->cv, &f->mu, &ts) == ETIMEDOUT && !f->done) {
+            pthread_cond_wait(&st->cv, &st->mu);
+        } else if (pthread_cond_timedwait(&st->cv, &st->mu, &ts) == ETIMEDOUT && !f->done) {
             rc = RLOCK_ERR_TIMEOUT;
             break;
         }
     }
-    pthread_mutex_unlock(&f->mu);
+    pthread_mutex_unlock(&st->mu);
     return rc;
 }

@@ -368,6 +368,7 @@ rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id) {
 
 /* ---- lock and try-lock --------------------------------------------------- */
 
+/* One per waiter, so kept small: thousands may wait on one name. */
 typedef struct acquire_op {
     rlock__task task;
     rlock__list node; /* in the client's list of acquires under way */
@@ -375,18 +376,21 @@ typedef struct acquire_op {
     rlock_future *future;
     uint64_t thread_id;
     int64_t lease_ms;    /* < 0: the watchdog */
-    bool is_try;         /* try-lock: value 1/0, bounded by deadline */
     int64_t deadline_ms; /* try-lock: when the wait runs out */
-    bool in_flight;      /* an acquire is out */
-    bool cancelled;      /* the user cancelled; undo once it is back */
     int64_t sent_ms;
     rlock__lock_entry *entry; /* joined after the first failed try */
-    bool sent_confirmed;      /* the entry was confirmed when we sent... */
-    uint64_t sent_generation; /* ... in this generation */
+    uint64_t sent_generation; /* the entry's generation when we sent */
     rlock__waiter waiter;
+    /* The handle's lost-lock callback as of the call (the client's comes
+     * from its config when the lock is taken). */
+    rlock_lock_lost_cb lost_cb;
+    void *lost_arg;
+    ev_timer timer;      /* the holder's TTL, or the end of the wait */
+    bool is_try;         /* try-lock: value 1/0, bounded by deadline */
+    bool in_flight;      /* an acquire is out */
+    bool cancelled;      /* the user cancelled; undo once it is back */
+    bool sent_confirmed; /* the entry was confirmed when we sent */
     bool waiting;
-    rlock__lost_sink sink; /* the lost-lock callbacks as of the call */
-    ev_timer timer;        /* the holder's TTL, or the end of the wait */
 } acquire_op;
 
 static void send_acquire(acquire_op *op);
@@ -424,8 +428,12 @@ static void acquired(acquire_op *op) {
     } else if (op->lease_ms > 0) {
         atomic_store(&l->lease_ms, op->lease_ms);
     } else {
+        rlock__lost_sink sink = {.lock_cb = op->lost_cb,
+                                 .lock_arg = op->lost_arg,
+                                 .client_cb = c->cfg.on_lock_lost,
+                                 .client_arg = c->cfg.on_lock_lost_arg};
         if (rlock__renewal_add(c->renewal, l->name, l->name_len, op->thread_id, op->sent_ms,
-                               &op->sink) != RLOCK_OK) {
+                               &sink) != RLOCK_OK) {
             rlock__log(&c->log, RLOCK_LOG_ERROR,
                        "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
                        (int)(l->name_len > 200 ? 200 : l->name_len), l->name,
@@ -601,11 +609,9 @@ static rlock_future *start(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t
     op->deadline_ms = rlock__now_ms() + wait_ms; /* the wait counts from the call */
     /* A lock call made after rlock_set_lock_lost_callback gets its callback;
      * a later change does not reach this acquisition. */
-    op->sink = (rlock__lost_sink){.client_cb = l->client->cfg.on_lock_lost,
-                                  .client_arg = l->client->cfg.on_lock_lost_arg};
     pthread_mutex_lock(&l->mu);
-    op->sink.lock_cb = l->lost_cb;
-    op->sink.lock_arg = l->lost_arg;
+    op->lost_cb = l->lost_cb;
+    op->lost_arg = l->lost_arg;
     pthread_mutex_unlock(&l->mu);
     rlock__list_init(&op->node);
     rlock__list_init(&op->waiter.node);
