@@ -49,6 +49,7 @@ struct rlock {
     size_t channel_len;
     char *latch_prefix; /* redisson_unlock_latch:{name}: */
     size_t latch_prefix_len;
+    char text[]; /* name, channel and latch_prefix point here */
 };
 
 /* "<clientId>:<threadId>": the owner's field in the lock's hash. */
@@ -67,24 +68,24 @@ static void lock_unref(rlock *l) {
         return;
     }
     pthread_mutex_destroy(&l->mu);
-    free(l->name);
-    free(l->channel);
-    free(l->latch_prefix);
     rlock__client_unref(l->client);
     free(l);
 }
 
+/* The length of prefix_name's result, without its NUL. */
+static size_t prefix_name_len(const char *prefix, const char *name, size_t len,
+                              const char *suffix) {
+    bool tagged = memchr(name, '{', len) != NULL;
+    return strlen(prefix) + 1 + len + (tagged ? 0 : 2) + strlen(suffix);
+}
+
 /* Redisson's prefixName: "prefix:{name}", or "prefix:name" when the name
- * already has a hash tag. */
-static char *prefix_name(const char *prefix, const char *name, size_t len, const char *suffix,
-                         size_t *out_len) {
+ * already has a hash tag; written at s, NUL-terminated. */
+static char *prefix_name(char *s, const char *prefix, const char *name, size_t len,
+                         const char *suffix, size_t *out_len) {
     bool tagged = memchr(name, '{', len) != NULL;
     size_t plen = strlen(prefix), slen = strlen(suffix);
     size_t total = plen + 1 + len + (tagged ? 0 : 2) + slen;
-    char *s = malloc(total + 1);
-    if (s == NULL) {
-        return NULL;
-    }
     char *p = s;
     memcpy(p, prefix, plen);
     p += plen;
@@ -119,7 +120,12 @@ rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len) {
     if (rlock__client_usable(c, "rlock_get_lock") != RLOCK_OK) {
         return NULL;
     }
-    rlock *l = calloc(1, sizeof(*l));
+    /* One block: the handle, then its name, channel and latch prefix. */
+    static const char channel_prefix[] = "redisson_lock__channel";
+    static const char latch_prefix[] = "redisson_unlock_latch";
+    size_t size = sizeof(rlock) + len + 1 + prefix_name_len(channel_prefix, name, len, "") + 1 +
+                  prefix_name_len(latch_prefix, name, len, ":") + 1;
+    rlock *l = calloc(1, size);
     if (l == NULL) {
         rlock__set_error_message("out of memory");
         return NULL;
@@ -129,19 +135,13 @@ rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len) {
     l->client = c;
     atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
     pthread_mutex_init(&l->mu, NULL);
-    l->name = malloc(len + 1);
-    if (l->name != NULL) {
-        memcpy(l->name, name, len);
-        l->name[len] = '\0';
-    }
+    l->name = l->text;
+    memcpy(l->name, name, len);
+    l->name[len] = '\0';
     l->name_len = len;
-    l->channel = prefix_name("redisson_lock__channel", name, len, "", &l->channel_len);
-    l->latch_prefix = prefix_name("redisson_unlock_latch", name, len, ":", &l->latch_prefix_len);
-    if (l->name == NULL || l->channel == NULL || l->latch_prefix == NULL) {
-        lock_unref(l);
-        rlock__set_error_message("out of memory");
-        return NULL;
-    }
+    l->channel = prefix_name(l->name + len + 1, channel_prefix, name, len, "", &l->channel_len);
+    l->latch_prefix = prefix_name(l->channel + l->channel_len + 1, latch_prefix, name, len, ":",
+                                  &l->latch_prefix_len);
     rlock__registry_add(&l->reg, l, RLOCK__KIND_LOCK);
     return l;
 }
