@@ -16,7 +16,8 @@
  * up in logs. */
 static int fail(char *err, size_t errlen, const char *text, const char *why) {
     const char *rest = strstr(text, "://");
-    rest = rest != NULL ? rest + 3 : text;
+    /* A scheme has no '@': "user:pass@x://..." is all userinfo to hide. */
+    rest = rest != NULL && memchr(text, '@', (size_t)(rest - text)) == NULL ? rest + 3 : text;
     size_t scheme = (size_t)(rest - text);
     const char *slash = strchr(rest, '/');
     const char *at = NULL;

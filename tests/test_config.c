@@ -428,6 +428,18 @@ static void test_address_message_hides_credentials(void **state) {
     assert_null(strstr(rlock_last_error(), "hunter2"));
 }
 
+/* Found by fuzz_address: a "://" after the '@' is not the scheme's, so the
+ * text before it is userinfo and must be hidden too. */
+static void test_address_message_hides_credentials_before_late_scheme(void **state) {
+    (void)state;
+    char err[512] = "";
+    rlock__address a;
+    assert_int_equal(rlock__address_parse("bob:hunter2@x://h:1", &a, err, sizeof(err)),
+                     RLOCK_ERR_INVALID);
+    assert_true(err[0] != '\0');
+    assert_null(strstr(err, "hunter2"));
+}
+
 /* ---- time and count settings ------------------------------------------ */
 
 /* pingConnectionInterval: 30000 by default, 0 turns it off. */
@@ -718,6 +730,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_address_binary_host),
         cmocka_unit_test(test_address_odd_host_characters),
         cmocka_unit_test(test_address_empty_password),
+        cmocka_unit_test(test_address_message_hides_credentials_before_late_scheme),
         cmocka_unit_test(test_address_message_hides_credentials),
         cmocka_unit_test(test_config_time_zero_or_negative),
         cmocka_unit_test(test_config_time_over_one_year),
