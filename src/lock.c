@@ -296,19 +296,43 @@ static void start_unlock(void *arg) {
 
 /* Builds the unlock call (RedissonLock.unlockInnerAsync), with a fresh
  * request id in its latch. NULL when out of memory. */
+/* A request id for the unlock latch: 128 random bits, as Redisson's UUID.
+ * A per-thread xorshift128+ seeded from the OS (again after a fork, so a
+ * child does not repeat its parent's ids) keeps a system call and a
+ * printf off every unlock. */
+static void request_id(char out[32]) {
+    static _Thread_local uint64_t st[2];
+    static _Thread_local uint64_t seeded_gen = UINT64_MAX;
+    uint64_t gen = rlock__fork_generation();
+    if (seeded_gen != gen) {
+        if (getrandom(st, sizeof(st), 0) != (ssize_t)sizeof(st)) {
+            st[0] = (uint64_t)rlock__now_ms() ^ (uint64_t)(uintptr_t)&st;
+        }
+        st[1] |= 1; /* xorshift's state must not be all zero */
+        seeded_gen = gen;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int half = 0; half < 2; half++) {
+        uint64_t x = st[0], y = st[1];
+        st[0] = y;
+        x ^= x << 23;
+        st[1] = x ^ y ^ (x >> 17) ^ (y >> 26);
+        uint64_t v = st[1] + y;
+        for (int i = 0; i < 16; i++) {
+            out[half * 16 + i] = hex[(v >> (60 - 4 * i)) & 0xf];
+        }
+    }
+}
+
 static unlock_op *new_unlock(rlock *l, uint64_t thread_id) {
     const rlock_config *cfg = &l->client->cfg;
-    unsigned char id[16];
-    size_t latch_len = l->latch_prefix_len + 2 * sizeof(id);
+    size_t latch_len = l->latch_prefix_len + 32;
     unlock_op *op = calloc(1, sizeof(*op) + latch_len + 1);
-    if (op == NULL || getrandom(id, sizeof(id), 0) != (ssize_t)sizeof(id)) {
-        free(op);
+    if (op == NULL) {
         return NULL;
     }
     memcpy(op->latch, l->latch_prefix, l->latch_prefix_len);
-    for (size_t i = 0; i < sizeof(id); i++) {
-        snprintf(op->latch + l->latch_prefix_len + 2 * i, 3, "%02x", id[i]);
-    }
+    request_id(op->latch + l->latch_prefix_len);
     op->latch_len = latch_len;
     /* The latch must outlive every retry of this request: an attempt may
      * wait timeout_ms for a connection and again for the reply. */
