@@ -1,0 +1,285 @@
+/* See bench_util.h. */
+#include "bench_util.h"
+
+#include <errno.h>
+#include <ev.h>
+#include <malloc.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+_Noreturn void bench_die(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "rlock_bench: ");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+    va_end(ap);
+    exit(1);
+}
+
+static long parse_long(const char *flag, const char *v) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno != 0 || *end != '\0' || end == v) {
+        fprintf(stderr, "rlock_bench: %s wants an integer, got \"%s\"\n", flag, v);
+        exit(2);
+    }
+    return x;
+}
+
+void bench_parse(int argc, char **argv, bench_opts *o) {
+    memset(o, 0, sizeof(*o));
+    o->addr = "127.0.0.1:6379";
+    o->variant = "default";
+    o->n = 1000;
+    o->k = 1;
+    o->seconds = 2.0;
+    o->iters = 100;
+    o->watchdog_ms = 3000;
+    o->periods = 3;
+    if (argc < 2) {
+        fprintf(stderr,
+                "usage: rlock_bench s1|s2|s3|s4|s5 [--flag value]... (see bench/README.md)\n");
+        exit(2);
+    }
+    o->scenario = argv[1];
+    for (int i = 2; i < argc; i += 2) {
+        const char *f = argv[i];
+        if (i + 1 >= argc) {
+            fprintf(stderr, "rlock_bench: %s has no value\n", f);
+            exit(2);
+        }
+        const char *v = argv[i + 1];
+        if (strcmp(f, "--addr") == 0) {
+            o->addr = v;
+        } else if (strcmp(f, "--variant") == 0) {
+            o->variant = v;
+        } else if (strcmp(f, "--n") == 0) {
+            o->n = parse_long(f, v);
+        } else if (strcmp(f, "--k") == 0) {
+            o->k = parse_long(f, v);
+        } else if (strcmp(f, "--seconds") == 0) {
+            o->seconds = atof(v);
+        } else if (strcmp(f, "--lock") == 0) {
+            o->lock = v;
+        } else if (strcmp(f, "--counter") == 0) {
+            o->counter = v;
+        } else if (strcmp(f, "--iters") == 0) {
+            o->iters = parse_long(f, v);
+        } else if (strcmp(f, "--start-at") == 0) {
+            o->start_at = (int64_t)strtoll(v, NULL, 10);
+        } else if (strcmp(f, "--out") == 0) {
+            o->out = v;
+        } else if (strcmp(f, "--watchdog-ms") == 0) {
+            o->watchdog_ms = parse_long(f, v);
+        } else if (strcmp(f, "--periods") == 0) {
+            o->periods = (int)parse_long(f, v);
+        } else {
+            fprintf(stderr, "rlock_bench: unknown flag %s\n", f);
+            exit(2);
+        }
+    }
+    if (strcmp(o->variant, "default") != 0 && strcmp(o->variant, "tuned") != 0) {
+        fprintf(stderr, "rlock_bench: --variant is default or tuned\n");
+        exit(2);
+    }
+    if (o->n < 1 || o->k < 1 || o->iters < 0 || o->seconds <= 0 || o->periods < 1 ||
+        o->watchdog_ms < 3) {
+        fprintf(stderr, "rlock_bench: a count or time is out of range\n");
+        exit(2);
+    }
+}
+
+int64_t bench_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void bench_sleep_until_ns(int64_t t) {
+    struct timespec ts = {.tv_sec = t / 1000000000, .tv_nsec = t % 1000000000};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR) {
+    }
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+double bench_percentile(double *v, size_t n, double p) {
+    if (n == 0) {
+        return 0;
+    }
+    qsort(v, n, sizeof(*v), cmp_double);
+    size_t rank = (size_t)ceil(p / 100.0 * (double)n);
+    return v[rank == 0 ? 0 : rank - 1];
+}
+
+double bench_mean(const double *v, size_t n) {
+    double s = 0;
+    for (size_t i = 0; i < n; i++) {
+        s += v[i];
+    }
+    return n > 0 ? s / (double)n : 0;
+}
+
+size_t bench_heap_bytes(void) {
+    struct mallinfo2 mi = mallinfo2();
+    return mi.uordblks + mi.hblkhd;
+}
+
+rlock_client *bench_client(const bench_opts *o, struct ev_loop *loop, int64_t watchdog_ms) {
+    char address[256];
+    snprintf(address, sizeof(address), "redis://%s", o->addr);
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    cfg.address = address;
+    cfg.loop = loop;
+    if (watchdog_ms > 0) {
+        cfg.lock_watchdog_timeout_ms = watchdog_ms;
+    }
+    rlock_client *c = NULL;
+    if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
+        bench_die("client: %s", rlock_last_error());
+    }
+    return c;
+}
+
+redisContext *bench_redis(const bench_opts *o) {
+    char host[200];
+    const char *colon = strrchr(o->addr, ':');
+    if (colon == NULL || (size_t)(colon - o->addr) >= sizeof(host)) {
+        bench_die("--addr is HOST:PORT, got \"%s\"", o->addr);
+    }
+    memcpy(host, o->addr, (size_t)(colon - o->addr));
+    host[colon - o->addr] = '\0';
+    redisContext *r = redisConnect(host, atoi(colon + 1));
+    if (r == NULL || r->err) {
+        bench_die("connect %s: %s", o->addr, r != NULL ? r->errstr : "out of memory");
+    }
+    return r;
+}
+
+redisReply *bench_cmd(redisContext *r, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *reply = redisvCommand(r, fmt, ap);
+    va_end(ap);
+    if (reply == NULL) {
+        bench_die("redis: %s", r->errstr);
+    }
+    if (reply->type == REDIS_REPLY_ERROR) {
+        bench_die("redis: %s", reply->str);
+    }
+    return reply;
+}
+
+static double info_field(const char *info, const char *key) {
+    const char *p = strstr(info, key);
+    return p != NULL ? atof(p + strlen(key)) : 0;
+}
+
+double bench_redis_cpu(redisContext *r) {
+    redisReply *reply = bench_cmd(r, "INFO cpu");
+    double cpu = 0;
+    if (reply->type == REDIS_REPLY_STRING) {
+        cpu = info_field(reply->str, "used_cpu_sys:") + info_field(reply->str, "used_cpu_user:");
+    }
+    freeReplyObject(reply);
+    return cpu;
+}
+
+void bench_unique_name(char *buf, size_t len, const char *tag) {
+    snprintf(buf, len, "bench:%s:%ld:%lld", tag, (long)getpid(), (long long)bench_now_ns());
+}
+
+void bench_run_until(struct ev_loop *loop, const bool *flag) {
+    while (!*flag) {
+        ev_run(loop, EVRUN_ONCE);
+    }
+}
+
+/* ---- the JSON line ---------------------------------------------------- */
+
+static char json[4096];
+static size_t json_len;
+
+static void json_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void json_add(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(json + json_len, sizeof(json) - json_len, fmt, ap);
+    va_end(ap);
+    if (w > 0) {
+        json_len += (size_t)w;
+        if (json_len >= sizeof(json)) {
+            json_len = sizeof(json) - 1;
+        }
+    }
+}
+
+/* Keys and values here are ours (names, numbers): quotes and backslashes
+ * are the only characters to escape. */
+static void json_string(const char *s) {
+    json_add("\"");
+    for (; *s != '\0'; s++) {
+        if (*s == '"' || *s == '\\') {
+            json_add("\\%c", *s);
+        } else if ((unsigned char)*s >= 0x20) {
+            json_add("%c", *s);
+        }
+    }
+    json_add("\"");
+}
+
+void bench_json_begin(const char *impl, const char *variant, const char *scenario) {
+    json_len = 0;
+    json[0] = '\0';
+    json_add("{\"impl\":");
+    json_string(impl);
+    json_add(",\"variant\":");
+    json_string(variant);
+    json_add(",\"scenario\":");
+    json_string(scenario);
+}
+
+void bench_json_int(const char *key, int64_t v) {
+    json_add(",");
+    json_string(key);
+    json_add(":%lld", (long long)v);
+}
+
+void bench_json_num(const char *key, double v) {
+    json_add(",");
+    json_string(key);
+    if (isfinite(v)) {
+        json_add(":%.6g", v);
+    } else {
+        json_add(":null");
+    }
+}
+
+void bench_json_str(const char *key, const char *v) {
+    json_add(",");
+    json_string(key);
+    json_add(":");
+    json_string(v);
+}
+
+void bench_json_bool(const char *key, bool v) {
+    json_add(",");
+    json_string(key);
+    json_add(":%s", v ? "true" : "false");
+}
+
+void bench_json_end(void) {
+    printf("%s}\n", json);
+    fflush(stdout);
+}

@@ -1,0 +1,704 @@
+#!/usr/bin/env python3
+"""Writes the benchmark report: docs/benchmarks.json (when given the raw
+results), docs/benchmarks.md and the PNG plots (gnuplot).
+
+    report.py --results results.jsonl --json docs/benchmarks.json \
+              --md docs/benchmarks.md --img docs/img [--meta key=value]...
+    report.py --json docs/benchmarks.json --md docs/benchmarks.md --img docs/img
+
+The first form (bench/run) gathers the JSON lines of one run and the
+machine's description into the JSON file, then writes the rest from it;
+the second rewrites the page and plots from an existing JSON file.
+Python standard library only; the plots need gnuplot and are left out
+(the page says so) without it.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+
+IMPLS = ["rlock", "node-redisson", "redlock", "redis-semaphore", "redis-py"]
+POLLING = ["redlock", "redis-semaphore", "redis-py"]  # wait by retrying on a timer
+MIN_HANDOFFS = 10  # fewer, and a peer's handoff p50 is not compared
+
+
+# ---- gathering -------------------------------------------------------------
+
+def read_lines(path):
+    out = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                print("report.py: not JSON, ignored: %s" % line[:200], file=sys.stderr)
+                continue
+            # The node peers name S2's rate pairs_per_sec.
+            if "pairs_per_sec" in row and "pairs_per_s" not in row:
+                row["pairs_per_s"] = row.pop("pairs_per_sec")
+            out.append(row)
+    return out
+
+
+def first_line(path, prefix, sep=":"):
+    """The value of the first line starting with prefix in a key-value file."""
+    try:
+        with open(path) as f:
+            for line in f:
+                if line.startswith(prefix):
+                    return line.split(sep, 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    return None
+
+
+def version(argv):
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=20)
+        return (r.stdout or r.stderr).strip().splitlines()[0]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+
+
+def machine(meta):
+    m = {
+        "nproc": os.cpu_count(),
+        "cpu_model": first_line("/proc/cpuinfo", "model name"),
+        "kernel": platform.release(),
+        "os": first_line("/etc/os-release", "PRETTY_NAME=", "=") or platform.platform(),
+        "memory_total": first_line("/proc/meminfo", "MemTotal"),
+        "node": version(["node", "--version"]),
+        "python3": version(["/usr/bin/python3", "--version"]),
+        "cc": version(["cc", "--version"]),
+    }
+    for key in ("redis_version", "placement"):
+        if key in meta:
+            m[key] = meta.pop(key)
+    return m
+
+
+def gather(args):
+    meta = {}
+    for kv in args.meta or []:
+        k, _, v = kv.partition("=")
+        meta[k] = v
+    data = {
+        "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "command": "bench/run" + (" --quick" if meta.get("quick") == "1" else ""),
+        "machine": machine(meta),
+        "run": meta,
+        "results": read_lines(args.results),
+    }
+    data["run"]["quick"] = meta.get("quick") == "1"
+    return data
+
+
+# ---- reading the results -----------------------------------------------------
+
+class Results:
+    def __init__(self, data):
+        self.data = data
+        self.rows = data["results"]
+
+    def ok(self, scenario, **match):
+        return [r for r in self.rows if r.get("scenario") == scenario and "skipped" not in r
+                and all(r.get(k) == v for k, v in match.items())]
+
+    def one(self, scenario, **match):
+        rows = self.ok(scenario, **match)
+        return rows[-1] if rows else None
+
+    def skipped(self, scenario):
+        return [r for r in self.rows if r.get("scenario") == scenario and "skipped" in r]
+
+
+def fmt(v, digits=1):
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "—"
+    if isinstance(v, bool):
+        return "yes" if v else "**no**"
+    if isinstance(v, int) or (isinstance(v, float) and abs(v) >= 1000):
+        return "{:,.0f}".format(v)
+    return "{:.{d}f}".format(v, d=digits)
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def verdict(met):
+    return "—" if met is None else ("met" if met else "**missed**")
+
+
+def table(header, rows):
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def by_impl(rows):
+    return sorted(rows, key=lambda r: (IMPLS.index(r["impl"]) if r["impl"] in IMPLS else 99,
+                                       r.get("variant") != "default"))
+
+
+# ---- the targets -------------------------------------------------------------
+
+def targets(res):
+    """Each target with its measured value and ratio; one list, used by the
+    page's summary and stored in the JSON."""
+    out = []
+    rtt = res.one("S0-rtt")
+    ceil = res.one("S0-ceiling")
+    rtt_p50 = rtt["p50_us"] if rtt else None
+    half_ceiling = ceil["evals_per_s"] / 2 if ceil else None
+
+    def add(scenario, what, target, measured, r, met, note=""):
+        out.append({"scenario": scenario, "what": what, "target": target,
+                    "measured": measured, "ratio": r, "met": met, "note": note})
+
+    for v in ("default", "tuned"):
+        s1 = res.one("S1", impl="rlock", variant=v)
+        if s1 and rtt_p50:
+            r = ratio(s1["p50_us"], 2 * rtt_p50)
+            add("S1", "p50 of lock + unlock (%s)" % v, "≤ 1.15 × 2 round trips",
+                "%s µs vs %s µs" % (fmt(s1["p50_us"]), fmt(2 * rtt_p50)), r, r <= 1.15)
+    s2 = res.ok("S2", impl="rlock")
+    if s2 and half_ceiling:
+        best = max(s2, key=lambda x: x.get("pairs_per_s") or 0)
+        r = ratio(best["pairs_per_s"], half_ceiling)
+        add("S2", "pairs/s, best K (K = %d)" % best["k"], "≥ 0.8 × half the pipelined ceiling",
+            "%s vs %s" % (fmt(best["pairs_per_s"]), fmt(half_ceiling)), r, r >= 0.8)
+    for row in sorted(res.ok("S3", impl="rlock"), key=lambda x: (x["variant"], x["procs"])):
+        p, v = row["procs"], row["variant"]
+        h = row.get("handoff_p50_us")
+        if rtt_p50 and h is not None:
+            r = ratio(h, 2 * rtt_p50)
+            add("S3", "handoff p50, P = %d (%s)" % (p, v), "≤ 2 round trips",
+                "%s µs vs %s µs" % (fmt(h), fmt(2 * rtt_p50)), r, r <= 1.0)
+        if v != "default" or h is None:
+            continue
+        peers = [x for x in res.ok("S3", procs=p, variant="default") if x["impl"] in POLLING]
+        # A p50 from a handful of handoffs, or a negative one (the unlocking
+        # process recorded its unlock late), says nothing about the waiting.
+        usable = [x for x in peers if x.get("handoffs", 0) >= MIN_HANDOFFS
+                  and (x.get("handoff_p50_us") or 0) > 0]
+        left_out = ", ".join("%s (%s handoffs, p50 %s µs)" % (
+            x["impl"], x.get("handoffs"), fmt(x.get("handoff_p50_us"))) for x in peers
+            if x not in usable)
+        if usable:
+            r = min(ratio(x["handoff_p50_us"], h) for x in usable)
+            closest = min(usable, key=lambda x: x["handoff_p50_us"])
+            add("S3", "handoff p50 vs polling peers at defaults, P = %d" % p,
+                "≥ 10 × faster than each",
+                "closest: %s %s µs (%s handoffs)" % (
+                    closest["impl"], fmt(closest["handoff_p50_us"]), closest["handoffs"]),
+                # A usable peer under 10 x is a miss whatever the others did.
+                r, False if r < 10 else (None if left_out else True),
+                "ratio = the closest peer's p50 / rlock's" +
+                ("; not comparable: " + left_out if left_out else ""))
+        elif peers:
+            add("S3", "handoff p50 vs polling peers at defaults, P = %d" % p,
+                "≥ 10 × faster than each", "not comparable: " + left_out, None, None,
+                "fewer than %d handoffs, or a p50 below 0" % MIN_HANDOFFS)
+        counter_ok = row.get("counter_ok")
+        add("S3", "counter, P = %d (%s)" % (p, v), "= P × N", "%s of %s" % (
+            fmt(row.get("counter")), fmt(row.get("expected"))), None, counter_ok)
+    for row in sorted(res.ok("S4", impl="rlock"), key=lambda x: x["n"]):
+        n = row["n"]
+        t = math.ceil(n / 100)
+        add("S4", "renewal EVALs per period, N = %s" % fmt(n), "≤ ceil(N/100) = %s" % fmt(t),
+            fmt(row["renew_evals_per_round"]), ratio(row["renew_evals_per_round"], t),
+            row["renew_evals_max_round"] <= t and row["rounds"] > 0)
+        for key, label in (("bytes_per_lock_without_handles", "handles freed"),
+                           ("bytes_per_lock_with_handles", "handles kept")):
+            b = row[key]
+            add("S4", "client bytes per held lock, N = %s (%s)" % (fmt(n), label), "≤ 300",
+                fmt(b), ratio(b, 300), b <= 300)
+    for row in sorted(res.ok("S5", impl="rlock"), key=lambda x: x["w"]):
+        w = fmt(row["w"])
+        add("S5", "SUBSCRIBE commands, W = %s" % w, "1 per lock name", fmt(row["subscribes"]),
+            ratio(row["subscribes"], 1), row["subscribes"] == 1)
+        add("S5", "acquire EVALs per unlock, W = %s" % w, "≤ 1.2", fmt(row["evals_per_unlock"], 3),
+            ratio(row["evals_per_unlock"], 1.2), row["evals_per_unlock"] <= 1.2)
+        add("S5", "client bytes per waiter, W = %s" % w, "≤ 200", fmt(row["bytes_per_waiter"]),
+            ratio(row["bytes_per_waiter"], 200), row["bytes_per_waiter"] <= 200)
+    return out
+
+
+# ---- plots ---------------------------------------------------------------------
+
+def gnuplot(script, datafiles, tmp):
+    for name, text in datafiles.items():
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(text)
+    path = os.path.join(tmp, "plot.gp")
+    with open(path, "w") as f:
+        f.write(script)
+    r = subprocess.run(["gnuplot", path], cwd=tmp, capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        raise RuntimeError(r.stderr.strip()[-500:])
+
+
+def gq(text):
+    """A gnuplot string literal (double quotes; backslashes and quotes escaped)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+HEAD = ('set terminal pngcairo size 900,520 font "DejaVu Sans,10"\n'
+        'set key outside right top\nset grid ytics\n')
+
+
+def label(r):
+    return r["impl"] + ("" if r.get("variant", "default") == "default" else " (" + r["variant"] + ")")
+
+
+def plots(res, img, tmp):
+    """Writes the PNGs; returns {name: file} for those written."""
+    made = {}
+    rtt = res.one("S0-rtt")
+    ceil = res.one("S0-ceiling")
+    rtt_p50 = rtt["p50_us"] if rtt else None
+    img = os.path.abspath(img)  # gnuplot runs in tmp
+    os.makedirs(img, exist_ok=True)
+
+    s1 = by_impl(res.ok("S1"))
+    if s1:
+        data = "".join('%s %f %f\n' % (gq(label(r)), r["p50_us"], r["p99_us"]) for r in s1)
+        line = ("set arrow from graph 0, first %f to graph 1, first %f nohead dt 2 lw 2 lc "
+                "rgb '#aa0000'\nset label '2 round trips (S0 p50)' at graph 0.99, first %f right "
+                "offset 0,0.7 tc rgb '#aa0000'\n" % (2 * rtt_p50, 2 * rtt_p50, 2 * rtt_p50)
+                if rtt_p50 else "")
+        out = os.path.join(img, "bench-s1-latency.png")
+        gnuplot(HEAD + "set output %s\n" % gq(out) + line +
+                "set title 'S1: uncontended lock + unlock, one client'\n"
+                "set ylabel 'µs per pair'\nset style data histogram\n"
+                "set style histogram cluster gap 1\nset style fill solid 0.8 border -1\n"
+                "set boxwidth 0.9\nset xtics rotate by -25\nset logscale y 10\n"
+                "set ylabel 'µs per pair (log scale)'\n"
+                "plot 's1.dat' using 2:xtic(1) title 'p50', '' using 3 title 'p99'\n",
+                {"s1.dat": data}, tmp)
+        made["s1"] = out
+
+    s2 = res.ok("S2")
+    if s2:
+        impls = [i for i in IMPLS if any(r["impl"] == i for r in s2)]
+        files, plots_ = {}, []
+        for i, impl in enumerate(impls):
+            rows = sorted((r for r in s2 if r["impl"] == impl), key=lambda r: r["k"])
+            files["s2_%d.dat" % i] = "".join("%d %f\n" % (r["k"], r["pairs_per_s"]) for r in rows)
+            plots_.append("'s2_%d.dat' using 1:2 with linespoints lw 2 title %s" % (i, gq(impl)))
+        extra = ""
+        if ceil:
+            half = ceil["evals_per_s"] / 2
+            extra = ("set arrow from graph 0, first %f to graph 1, first %f nohead dt 2 lw 2 "
+                     "lc rgb '#aa0000'\nset label 'half the S0 ceiling' at graph 0.01, first %f "
+                     "offset 0,0.7 tc rgb '#aa0000'\n"
+                     "set arrow from graph 0, first %f to graph 1, first %f nohead dt 3 lc "
+                     "rgb '#aa0000'\nset label '0.8 x that' at graph 0.01, first %f offset 0,-0.7 "
+                     "tc rgb '#aa0000'\n" % (half, half, half, 0.8 * half, 0.8 * half, 0.8 * half))
+        out = os.path.join(img, "bench-s2-throughput.png")
+        gnuplot(HEAD + "set output %s\n" % gq(out) + extra +
+                "set title 'S2: lock + unlock pairs per second, K locks in flight, one client'\n"
+                "set logscale x 2\nset xlabel 'K'\nset ylabel 'pairs / s'\nset yrange [0:*]\n"
+                "set format y '%.0s%c'\nplot " + ", ".join(plots_) + "\n", files, tmp)
+        made["s2"] = out
+
+    s3 = [r for r in res.ok("S3") if r.get("handoff_p50_us") is not None]
+    if s3:
+        series = []
+        for impl in IMPLS:
+            for v in ("default", "tuned"):
+                rows = sorted((r for r in s3 if r["impl"] == impl and r["variant"] == v),
+                              key=lambda r: r["procs"])
+                if rows:
+                    series.append((label(rows[0]), rows))
+        for name, key, title, ylabel, log in (
+                ("bench-s3-handoff.png", "handoff_p50_us",
+                 "S3: handoff p50 (an unlock returned -> the next holder, another process, got it)",
+                 'µs (log scale)', True),
+                ("bench-s3-rate.png", "acq_per_s", "S3: acquisitions per second on one lock",
+                 'acquisitions / s', False)):
+            files, plots_ = {}, []
+            for i, (lbl, rows) in enumerate(series):
+                pts = [(r["procs"], r.get(key)) for r in rows
+                       if r.get(key) is not None and (not log or r[key] > 0)]
+                if not pts:
+                    continue
+                files["s3_%d.dat" % i] = "".join("%d %f\n" % p for p in pts)
+                plots_.append("'s3_%d.dat' using 1:2 with linespoints lw 2 title %s" % (i, gq(lbl)))
+            if not plots_:
+                continue
+            extra = ""
+            if log and rtt_p50:
+                extra = ("set arrow from graph 0, first %f to graph 1, first %f nohead dt 2 lw 2 "
+                         "lc rgb '#aa0000'\nset label '2 round trips' at graph 0.01, first %f "
+                         "offset 0,0.7 tc rgb '#aa0000'\n" % (2 * rtt_p50, 2 * rtt_p50,
+                                                              2 * rtt_p50))
+            out = os.path.join(img, name)
+            gnuplot(HEAD + "set output %s\n" % gq(out) + extra + "set title %s\n" % gq(title) +
+                    "set xlabel 'processes P'\nset ylabel '%s'\nset xtics (2, 4, 8)\n" % ylabel +
+                    ("set logscale y 10\n" if log else "set yrange [0:*]\n") +
+                    "plot " + ", ".join(plots_) + "\n", files, tmp)
+            made[name.replace("bench-", "").replace(".png", "")] = out
+    return made
+
+
+# ---- the page --------------------------------------------------------------------
+
+def page(data, tg, made, md_path, plot_note):
+    res = Results(data)
+    m = data["machine"]
+    run = data["run"]
+    rtt = res.one("S0-rtt")
+    ceil = res.one("S0-ceiling")
+    rtt_p50 = rtt["p50_us"] if rtt else None
+    half = ceil["evals_per_s"] / 2 if ceil else None
+    img_rel = lambda key: os.path.relpath(made[key], os.path.dirname(os.path.abspath(md_path)))  # noqa
+    L = []
+    w = L.append
+
+    w("# Benchmarks\n")
+    if run.get("quick"):
+        w("> **A smoke run (`bench/run --quick`)**: small counts, fewer settings. The numbers "
+          "only show that every part runs; `bench/run` gives the real ones.\n")
+    w("rlock's distributed lock against the physical limit (Redis itself, driven by "
+      "`redis-benchmark`) and against other Redis lock libraries, on one machine and one "
+      "private `redis-server`. Generated by `bench/report.py` from `benchmarks.json`; "
+      "each number comes from one run, so expect some spread between runs.\n")
+    w("## Reproduce\n")
+    w("```sh\nbench/run            # about 8 minutes on 2 CPUs; rewrites docs/benchmarks.* and "
+      "docs/img/bench-*.png\nbench/run --quick    # smoke run, report in build-bench/quick/\n```\n")
+    w("It installs what is missing (Debian packages through `scripts/deps` plus gnuplot-nox, "
+      "python3-redis, redis-tools, redis-server; the node peers with `npm ci --prefix "
+      "bench/peers`), builds `build-bench` (Release), starts its own `redis-server` on a free "
+      "loopback port (no persistence), runs every scenario with a `FLUSHALL` between runs, "
+      "stops the server and writes this page. `bench/README.md` describes the scenarios and "
+      "the command-line contract every implementation follows.\n")
+    w(table(["", ""], [
+        ["date", data.get("date")], ["command", "`%s`" % data.get("command")],
+        ["commit", run.get("commit", "—")], ["run time", "%s s" % run.get("duration_s", "—")],
+        ["CPU", "%s × %s" % (m.get("nproc"), m.get("cpu_model"))],
+        ["memory", m.get("memory_total")], ["OS, kernel", "%s, %s" % (m.get("os"), m.get("kernel"))],
+        ["redis-server", m.get("redis_version")], ["placement", m.get("placement", "—")],
+        ["compiler", m.get("cc")], ["node", m.get("node")], ["python3", m.get("python3")],
+    ]) + "\n")
+    w("Placement: on a virtual machine a round trip between two processes on different CPUs "
+      "costs about three times one between processes sharing a CPU (the wake-up crosses "
+      "CPUs), so where the scheduler happens to put the processes would decide the numbers. "
+      "`bench/run` therefore pins `redis-server` to CPU 0 and every client, `redis-benchmark` "
+      "included, to the other CPUs: every round trip crosses CPUs, as it would between "
+      "machines.\n")
+
+    w("## Targets\n")
+    w(table(["scenario", "what", "target", "measured", "ratio", ""],
+            [[t["scenario"], t["what"], t["target"], t["measured"], fmt(t["ratio"], 2),
+              verdict(t["met"])] for t in tg]) + "\n")
+    w("A ratio is measured ÷ target (lower is better, except S2 where higher is, and the "
+      "S3 peer line, which is how many times faster rlock is). The polling peers hand the "
+      "lock to another process rarely (S3 below): a peer with fewer than %d handoffs in a "
+      "run, or a handoff p50 below zero, is not compared, and the line says so (—) rather "
+      "than claim a result either way.\n" % MIN_HANDOFFS)
+    notes = [t for t in tg if t.get("note")]
+    if notes:
+        w("Notes: " + " ".join("%s %s: %s." % (t["scenario"], t["what"], t["note"])
+                               for t in notes) + "\n")
+
+    # S0
+    w("## S0 — the limit\n")
+    w("`redis-benchmark` sends rlock's acquire script (`lua/lock_acquire.lua`, loaded with "
+      "`SCRIPT LOAD`) by `EVALSHA`, on one key with one owner: the first call takes the lock, "
+      "every later one re-enters it, which runs the same four commands as a fresh acquire.\n")
+    if rtt:
+        w(table(["", "p50 µs", "mean µs", "p99 µs", "calls/s"],
+                [["one client, no pipelining (`-c 1`)", fmt(rtt["p50_us"]),
+                  fmt(rtt.get("rtt_mean_us")), fmt(rtt["p99_us"]), fmt(rtt["rps"])]]) + "\n")
+    if ceil:
+        w(table(["clients `-c`", "pipeline `-P`", "EVALSHA/s", "p50 µs per call",
+                 "Redis CPU %"],
+                [[r["clients"], r["pipeline"], fmt(r["rps"]), fmt(r["p50_us"]),
+                  fmt(r.get("redis_cpu_pct"), 0)] for r in ceil["runs"]]) + "\n")
+        w("The round trip used below is the p50 of the first table (%s µs); the pipelined "
+          "ceiling is the best row of the second (%s EVALSHA/s). A lock + unlock pair is two "
+          "scripts, so half that, %s pairs/s, bounds S2. The unlock script does more work "
+          "than the acquire (it also writes the unlock latch and publishes), and rlock "
+          "follows each unlock with a `DEL` of the latch, as Redisson does: the bound is "
+          "generous to the limit side. *Redis CPU %%* is the server's share of its CPU during "
+          "the run (`INFO cpu`): well below 100, the benchmark client, not Redis, set the "
+          "rate.\n" % (fmt(rtt_p50), fmt(ceil["evals_per_s"]), fmt(half)))
+    skipped_note(res, "S0", w)
+
+    # S1
+    w("## S1 — uncontended latency\n")
+    w("One client, one lock name, N lock + unlock pairs one after another after a warm-up "
+      "(rlock: the blocking `rlock_lock` / `rlock_unlock` with the watchdog, as Redisson's "
+      "`lock()`). rlock `default` is the client running its own I/O thread, so each blocking "
+      "call hands its command to that thread and waits to be woken; `tuned` puts the client "
+      "on the caller's own libev loop (`cfg.loop`), where the blocking call runs the loop "
+      "itself. Peers: `default` is the library's defaults, `tuned` a short retry delay "
+      "(it matters only under contention; bench/peers/README.md lists the settings).\n")
+    rows = []
+    for r in by_impl(res.ok("S1")):
+        raw = r.get("raw_rtt_p50_us")
+        rows.append([label(r), fmt(r["n"]), fmt(r["p50_us"]), fmt(r["p99_us"]),
+                     fmt(r["mean_us"]), fmt(ratio(r["p50_us"], 2 * rtt_p50) if rtt_p50 else None, 2),
+                     "%s (%s)" % (fmt(raw), fmt(ratio(r["p50_us"], 2 * raw), 2)) if raw else "—"])
+    w(table(["implementation", "N", "p50 µs", "p99 µs", "mean µs", "p50 ÷ 2 round trips",
+             "same-moment round trip µs (ratio)"], rows) + "\n")
+    w("*Same-moment round trip*: rlock_bench also times the acquire script on a plain "
+      "blocking hiredis connection right after its pairs, in the same process; the ratio in "
+      "brackets is rlock's p50 over two of those, a floor measured under the same "
+      "conditions. The target uses S0's.\n")
+    if "s1" in made:
+        w("![S1](%s)\n" % img_rel("s1"))
+    d, t = res.one("S1", impl="rlock", variant="default"), res.one("S1", impl="rlock",
+                                                                   variant="tuned")
+    if d and t and rtt_p50:
+        text = ("A pair is three commands for rlock (acquire, unlock, and the latch's `DEL`, "
+                "which goes out behind the unlock's answer and is pipelined with the next "
+                "acquire), so two round trips is the floor. On its own loop rlock is at "
+                "%.2f × that floor, through its I/O thread at %.2f ×." % (
+                    t["p50_us"] / (2 * rtt_p50), d["p50_us"] / (2 * rtt_p50)))
+        if d["p50_us"] > t["p50_us"]:
+            text += (" The %s µs between the two are the hand-offs between the calling "
+                     "thread and the I/O thread (there and back for each blocking call); an "
+                     "application that cares about latency drives rlock from its own loop."
+                     % fmt(d["p50_us"] - t["p50_us"]))
+        text += (" The floor comes from another program (redis-benchmark) at another moment; "
+                 "on a virtual or busy machine the round trip moves by tens of percent "
+                 "between runs, so ratios near 1 are within that noise.")
+        w(text + "\n")
+    skipped_note(res, "S1", w)
+
+    # S2
+    w("## S2 — async throughput\n")
+    w("One client on one connection keeps K lock + unlock chains going on K distinct locks "
+      "(rlock: `rlock_lock_async` then `rlock_unlock_async` from the completion callbacks, "
+      "on the application's libev loop); pairs finished per second over the measured "
+      "window, after a warm-up. The node peers run the same chains on their one client.\n")
+    s2 = res.ok("S2")
+    ks = sorted({r["k"] for r in s2})
+    impls = [i for i in IMPLS if any(r["impl"] == i for r in s2)]
+    rows = []
+    for k in ks:
+        row = [k]
+        for impl in impls:
+            r = next((x for x in s2 if x["impl"] == impl and x["k"] == k), None)
+            row.append(fmt(r["pairs_per_s"]) if r else "—")
+        r = next((x for x in s2 if x["impl"] == "rlock" and x["k"] == k), None)
+        row.append(fmt(ratio(r["pairs_per_s"], half), 2) if r and half else "—")
+        row.append(fmt(r.get("p50_us")) if r else "—")
+        row.append(fmt(r.get("redis_cpu_pct"), 0) if r else "—")
+        rows.append(row)
+    w(table(["K"] + ["%s pairs/s" % i for i in impls] +
+            ["rlock ÷ half ceiling", "rlock pair p50 µs", "Redis CPU % (rlock)"], rows) + "\n")
+    if "s2" in made:
+        w("![S2](%s)\n" % img_rel("s2"))
+    best = max((r for r in s2 if r["impl"] == "rlock"), key=lambda r: r["pairs_per_s"], default=None)
+    if best and half:
+        w("rlock's best is %s pairs/s at K = %d, %.2f × half the ceiling. At K = 1 a pair "
+          "waits for two round trips, so the rate is the latency's inverse; as K grows the "
+          "commands of many chains share each write and read on the connection, until one "
+          "side runs out of CPU: at K = %d Redis used %s%% of its CPU. Each pair costs rlock "
+          "%s commands (acquire, unlock, latch `DEL`), against the ceiling's two, and the "
+          "unlock script is the heavier of the two scripts.\n"
+          % (fmt(best["pairs_per_s"]), best["k"], best["pairs_per_s"] / half,
+             best["k"], fmt(best.get("redis_cpu_pct"), 0),
+             fmt(best.get("commands_per_pair"), 1)))
+        top = max(ceil["runs"], key=lambda r: r["rps"]) if ceil else None
+        if top and top.get("redis_cpu_pct") and best.get("redis_cpu_pct"):
+            per_pair = best["redis_cpu_pct"] / 100.0 * 1e6 / best["pairs_per_s"]
+            per_call = top["redis_cpu_pct"] / 100.0 * 1e6 / top["rps"]
+            w("Redis's own cost sets the real bound: it spent %.1f µs of CPU per rlock pair "
+              "at K = %d, against %.1f µs per acquire call in S0's best run, so a pair costs "
+              "Redis about %.1f such calls, not two: the unlock script writes the latch key "
+              "and publishes, the latch `DEL` follows, and each pair creates and deletes the "
+              "lock's key, where S0 re-enters one key. At that cost Redis alone would allow "
+              "about %s pairs/s.\n" % (per_pair, best["k"], per_call, per_pair / per_call,
+                                        fmt(1e6 / per_pair)))
+    skipped_note(res, "S2", w)
+
+    # S3
+    w("## S3 — contended handoff\n")
+    w("P processes on one lock; each iteration takes the lock, `GET`s a counter and `SET`s "
+      "it one higher on a separate plain connection, and unlocks. Every process records "
+      "when each lock call returned and when each unlock call returned (`CLOCK_MONOTONIC`, "
+      "one clock for all processes); `bench/s3_driver.py` merges them in order of the lock "
+      "times. *gap*: from one hold's unlock returning to the next hold's lock returning, "
+      "whoever the next holder is; *handoff*: the same where the next holder is another "
+      "process (the waiting that a lock exists for). A gap can be negative: the next "
+      "holder may see its lock before the previous holder sees its unlock's answer. "
+      "The counter must end at P × N.\n")
+    rows = []
+    for r in sorted(res.ok("S3"), key=lambda r: (IMPLS.index(r["impl"]) if r["impl"] in IMPLS
+                                                 else 99, r["variant"] != "default", r["procs"])):
+        hs = r.get("holds") or 0
+        rows.append([label(r), r["procs"], fmt(hs), fmt(r.get("acq_per_s")),
+                     fmt(r.get("gap_p50_us")), fmt(r.get("gap_p99_us")),
+                     "%s (%s%%)" % (fmt(r.get("handoffs")),
+                                    fmt(100.0 * r["handoffs"] / max(hs - 1, 1), 0)),
+                     fmt(r.get("handoff_p50_us")), fmt(r.get("handoff_p99_us")),
+                     "yes" if r.get("counter_ok") else "**no** (%s of %s)" % (
+                         r.get("counter"), r.get("expected")),
+                     fmt(r.get("errors", 0))])
+    w(table(["implementation", "P", "holds", "acq/s", "gap p50 µs", "gap p99 µs",
+             "handoffs", "handoff p50 µs", "handoff p99 µs", "counter", "errors"], rows) + "\n")
+    for key in ("s3-handoff", "s3-rate"):
+        if key in made:
+            w("![S3 %s](%s)\n" % (key[3:], img_rel(key)))
+    w("rlock's waiters sleep on the lock's pub/sub channel and are woken by the unlock's "
+      "message: a handoff is the message's delivery plus one acquire round trip. The "
+      "polling peers (redlock, redis-semaphore, redis-py) retry on a timer instead, so a "
+      "handoff waits for the next retry, up to the retry delay (200 ms, 10 ms and 100 ms at "
+      "their defaults). They also hand over rarely: the holder unlocks and, being awake, "
+      "takes the lock again long before a sleeping waiter retries, so most of their holds "
+      "are the same process again (see the handoffs column: with few handoffs, their p50 "
+      "and p99 rest on few samples). The handoffs that do happen are biased towards quick "
+      "ones: while the holder keeps going, a waiter gets in only when its retry lands in "
+      "the one round trip between the holder's unlock and its next lock; the long waits "
+      "are those after a holder has finished all its iterations, and show in the p99. "
+      "Their acquisitions per second are then high but unfair; the counter check holds "
+      "for all. rlock `tuned` runs each worker's client on "
+      "its own loop, as in S1. With every worker on the client CPUs (one CPU on a 2-CPU "
+      "machine), a process that unlocks may be scheduled only after the next holder has "
+      "already run, so it records its unlock's return late: handoffs shorter than a round "
+      "trip come from that, not from the lock.\n")
+    slow = [r for r in res.ok("S3") if r.get("handoff_p99_us") and r["handoff_p99_us"] > 1e6]
+    if slow:
+        w("Runs with a handoff above one second: %s. A waiter that misses the unlock "
+          "message sleeps until the holder's lease would run out (node-redisson's lease is "
+          "its 30 s watchdog timeout; bench/peers/README.md describes the race).\n" % ", ".join(
+              "%s P = %d (%s s)" % (label(r), r["procs"], fmt(r["handoff_p99_us"] / 1e6, 1))
+              for r in slow))
+    skipped_note(res, "S3", w)
+
+    # S4
+    w("## S4 — the watchdog at scale\n")
+    w("One client (on its own loop, so that all its memory is on one thread's heap) takes "
+      "N locks without a lease, one handle per name, with `lock_watchdog_timeout_ms` = 3000 "
+      "(a renewal round every 1 s; batches of 100 locks per EVAL, the default), then holds "
+      "them for several rounds. The renewal EVALs are counted per round from the client's "
+      "counters; Redis's CPU is `used_cpu_sys + used_cpu_user` from `INFO cpu` over the "
+      "watched rounds; client memory is glibc's `mallinfo2()` (in-use small blocks plus "
+      "mmapped ones) above a baseline taken after a warm-up lock, divided by N: with the "
+      "handles still allocated, and after `rlock_free` of every handle (the watchdog "
+      "renews by name, so holding a lock needs no handle).\n")
+    rows = []
+    for r in sorted(res.ok("S4"), key=lambda r: r["n"]):
+        rows.append([fmt(r["n"]), fmt(r["acquire_s"], 2), r["rounds"],
+                     fmt(r["renew_evals_per_round"]), fmt(r["renew_evals_target"]),
+                     fmt(r["redis_cpu_ms_per_round"]), fmt(r["redis_cpu_pct"], 2),
+                     fmt(r["redis_cpu_idle_pct"], 2), fmt(r["handle_bytes_per_lock"]),
+                     fmt(r["bytes_per_lock_with_handles"]),
+                     fmt(r["bytes_per_lock_without_handles"]), fmt(r["lost"])])
+    w(table(["N", "taking them, s", "rounds", "EVALs per round", "ceil(N/100)",
+             "Redis CPU ms per round", "Redis CPU %", "idle Redis CPU %", "bytes per handle",
+             "bytes per lock, handles kept", "bytes per lock, handles freed", "lost"], rows) + "\n")
+    big = max(res.ok("S4"), key=lambda r: r["n"], default=None)
+    if big:
+        w("A round sends ceil(N/100) EVALs at once and the next round starts a period after "
+          "the last answer, so the time between rounds is the period plus the round's own "
+          "time (%s rounds took %s s at N = %s). Above its idle CPU, Redis spends about %s µs "
+          "per renewed lock per round. A handle's %s bytes are one allocation: its struct (a mutex, and the "
+          "hash entry that lets the library tell a live handle from a freed one) and the "
+          "name three times (the name, its channel and the unlock latch's prefix; names are "
+          "%s bytes here), plus its share of the live-handle table.\n" % (big["rounds"], fmt(big["watch_s"], 2), fmt(big["n"]),
+                        fmt((big["redis_cpu_ms_per_round"] - big["redis_cpu_idle_pct"] / 100.0
+                             * big["watch_s"] / max(big["rounds"], 1) * 1000) * 1000 / big["n"],
+                            2),
+                        fmt(big["handle_bytes_per_lock"]), big.get("name_bytes", "~40")))
+    skipped_note(res, "S4", w)
+
+    # S5
+    w("## S5 — waiters at scale\n")
+    w("W async waiters (owners 1..W) on one lock through one handle in one client (on its "
+      "own loop). Another owner holds the lock meanwhile: a plain connection running rlock's "
+      "acquire script, later its force-unlock script (delete and publish, as an unlock "
+      "does). Memory per waiter is the `mallinfo2()` growth from before the W calls to when "
+      "all of them wait (their futures included). Then the holder releases and each waiter, "
+      "once it has the lock, unlocks it, which wakes the next: the drain time is from the "
+      "release until the last unlock's answer, and EVALs per unlock counts the acquire "
+      "scripts sent during the drain per handoff (1.0: every unlock wakes exactly one "
+      "waiter, no herd).\n")
+    rows = []
+    for r in sorted(res.ok("S5"), key=lambda r: r["w"]):
+        rows.append([fmt(r["w"]), fmt(r["subscribes"]), fmt(r["unsubscribes"]),
+                     fmt(r["acquires_per_waiter_queueing"], 2), fmt(r["bytes_per_waiter"]),
+                     fmt(r["drain_s"], 3), fmt(r["handoffs_per_s"]),
+                     fmt(r["evals_per_unlock"], 3), fmt(r["acquired"])])
+    w(table(["W", "SUBSCRIBEs", "UNSUBSCRIBEs", "acquires per waiter while queueing",
+             "bytes per waiter", "drain s", "handoffs/s", "EVALs per unlock", "acquired"],
+            rows) + "\n")
+    w("While queueing, each waiter tries once, and again when the subscription is "
+      "confirmed if its first try went out before that (all of them here, since the W "
+      "calls are made at once): hence about 2 acquires per waiter before the drain. Each "
+      "handoff during the drain is an unlock round trip, the message, and an acquire round "
+      "trip.\n")
+    skipped_note(res, "S5", w)
+
+    if plot_note:
+        w("*Plots: %s*\n" % plot_note)
+    return "\n".join(L)
+
+
+def skipped_note(res, scenario, w):
+    sk = res.skipped(scenario)
+    if sk:
+        w("Not measured: " + "; ".join(
+            "%s%s: %s" % (label(r), "".join(" %s = %s" % (k, r[k]) for k in ("k", "procs", "n", "w")
+                                             if k in r), r["skipped"]) for r in sk) + ".\n")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--results", help="JSON lines of a run (bench/run)")
+    ap.add_argument("--json", required=True)
+    ap.add_argument("--md", required=True)
+    ap.add_argument("--img", required=True)
+    ap.add_argument("--meta", action="append", help="key=value about the run")
+    args = ap.parse_args()
+
+    if args.results:
+        data = gather(args)
+    else:
+        with open(args.json) as f:
+            data = json.load(f)
+    tg = targets(Results(data))
+    data["targets"] = tg
+    # Rewritten in both forms: the targets follow this script.
+    os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
+    with open(args.json, "w") as f:
+        json.dump(data, f, indent=1)
+        f.write("\n")
+
+    made, note = {}, ""
+    if shutil.which("gnuplot"):
+        tmp = tempfile.mkdtemp(prefix="rlock-plots-")
+        try:
+            made = plots(Results(data), args.img, tmp)
+        except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+            note = "gnuplot failed: %s" % e
+            print("report.py: %s" % note, file=sys.stderr)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+    else:
+        note = "gnuplot not installed; no plots"
+    with open(args.md, "w") as f:
+        f.write(page(data, tg, made, args.md, note))
+    print(table(["scenario", "what", "target", "measured", "ratio", ""],
+                [[t["scenario"], t["what"], t["target"], t["measured"], fmt(t["ratio"], 2),
+                  verdict(t["met"])] for t in tg]))
+
+
+if __name__ == "__main__":
+    main()

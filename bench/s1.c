@@ -1,0 +1,89 @@
+/* S1, uncontended latency: lock + unlock pairs, one after another, on one
+ * lock name, with the blocking calls. default: the client runs its own I/O
+ * thread, so each call hands its command to that thread and waits for the
+ * answer (two thread switches per call). tuned: the client is on this
+ * thread's libev loop, which the blocking call runs until the answer
+ * comes (no thread switch). */
+#include <ev.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "bench_util.h"
+#include "client.h"
+#include "rlock__scripts_all.h"
+
+/* The acquire script's round trip on a plain blocking hiredis connection,
+ * in this process and right after the pairs: the floor as it was at the
+ * same moment, next to S0's (redis-benchmark's, measured earlier). */
+static double raw_rtt_p50(const bench_opts *o, const char *name, long n) {
+    redisContext *r = bench_redis(o);
+    double *v = malloc((size_t)n * sizeof(*v));
+    if (v == NULL) {
+        bench_die("out of memory");
+    }
+    const char *sha = rlock__script_lock_acquire.sha1;
+    for (long i = 0; i < n; i++) {
+        int64_t t0 = bench_now_ns();
+        freeReplyObject(bench_cmd(r, "EVALSHA %s 1 %s:raw 30000 bench-raw:1", sha, name));
+        v[i] = (double)(bench_now_ns() - t0) / 1000.0;
+    }
+    double p50 = bench_percentile(v, (size_t)n, 50);
+    free(v);
+    redisFree(r);
+    return p50;
+}
+
+int bench_s1(const bench_opts *o) {
+    bool tuned = strcmp(o->variant, "tuned") == 0;
+    struct ev_loop *loop = tuned ? ev_loop_new(EVFLAG_AUTO) : NULL;
+    rlock_client *c = bench_client(o, loop, 0);
+    char name[128];
+    bench_unique_name(name, sizeof(name), "s1");
+    rlock *l = rlock_get_lock(c, name);
+    if (l == NULL) {
+        bench_die("rlock_get_lock: %s", rlock_last_error());
+    }
+    double *lat = malloc((size_t)o->n * sizeof(*lat));
+    if (lat == NULL) {
+        bench_die("out of memory");
+    }
+    long warmup = o->n / 10 > 100 ? o->n / 10 : 100;
+    long errors = 0;
+    for (long i = 0; i < warmup; i++) {
+        if (rlock_lock(l, RLOCK_LEASE_WATCHDOG) != RLOCK_OK || rlock_unlock(l) != RLOCK_OK) {
+            errors++;
+        }
+    }
+    rlock__executor_stats x0 = rlock__client_stats(c);
+    for (long i = 0; i < o->n; i++) {
+        int64_t t0 = bench_now_ns();
+        if (rlock_lock(l, RLOCK_LEASE_WATCHDOG) != RLOCK_OK || rlock_unlock(l) != RLOCK_OK) {
+            errors++;
+        }
+        lat[i] = (double)(bench_now_ns() - t0) / 1000.0;
+    }
+    rlock__executor_stats x1 = rlock__client_stats(c);
+    double raw = raw_rtt_p50(o, name, o->n / 2 > 200 ? o->n / 2 : 200);
+    rlock_free(l);
+    rlock_client_destroy(c);
+    if (loop != NULL) {
+        ev_loop_destroy(loop);
+    }
+
+    double mean = bench_mean(lat, (size_t)o->n);
+    bench_json_begin("rlock", o->variant, "S1");
+    bench_json_int("n", o->n);
+    bench_json_num("p50_us", bench_percentile(lat, (size_t)o->n, 50));
+    bench_json_num("p99_us", bench_percentile(lat, (size_t)o->n, 99));
+    bench_json_num("mean_us", mean);
+    bench_json_num("max_us", lat[o->n - 1]);
+    bench_json_num("raw_rtt_p50_us", raw);
+    bench_json_int("errors", errors);
+    /* Commands per pair: the acquire, the unlock and the unlock latch's DEL. */
+    bench_json_num("commands_per_pair", (double)(x1.sent - x0.sent) / (double)o->n);
+    bench_json_str("mode", tuned ? "application loop, blocking calls run it"
+                                 : "client I/O thread, blocking calls");
+    bench_json_end();
+    free(lat);
+    return errors == 0 ? 0 : 1;
+}
