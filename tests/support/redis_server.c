@@ -173,8 +173,9 @@ static int reap_bounded(pid_t pid, int64_t timeout_ms) {
     }
 }
 
-/* The dir only ever holds plain files (log, socket), so no recursion needed. */
-static void remove_dir(const char *dir) {
+/* The dir holds plain files (log, socket) and, for a persistent server, one level of
+ * subdirectory (Redis 7 keeps its append-only files in dir/appendonlydir). */
+static void remove_tree(const char *dir, int depth) {
     if (dir[0] == '\0') {
         return;
     }
@@ -185,11 +186,19 @@ static void remove_dir(const char *dir) {
             if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0) {
                 continue;
             }
-            unlinkat(dirfd(d), de->d_name, 0);
+            if (unlinkat(dirfd(d), de->d_name, 0) != 0 && errno == EISDIR && depth > 0) {
+                char sub[512];
+                snprintf(sub, sizeof(sub), "%s/%s", dir, de->d_name);
+                remove_tree(sub, depth - 1);
+            }
         }
         closedir(d);
     }
     rmdir(dir);
+}
+
+static void remove_dir(const char *dir) {
+    remove_tree(dir, 1);
 }
 
 static int pick_free_port(void) {
@@ -423,7 +432,14 @@ static int spawn_server(rt_redis *r) {
     argv[n++] = "--save";
     argv[n++] = "";
     argv[n++] = "--appendonly";
-    argv[n++] = "no";
+    if (r->persistent) {
+        /* Every write is on disk before its reply: a SIGKILL loses nothing acknowledged. */
+        argv[n++] = "yes";
+        argv[n++] = "--appendfsync";
+        argv[n++] = "always";
+    } else {
+        argv[n++] = "no";
+    }
     argv[n++] = "--dir";
     argv[n++] = r->dir;
     argv[n++] = "--logfile";
@@ -565,8 +581,9 @@ static int make_dir(rt_redis *r, bool need_socket) {
     return -1;
 }
 
-int rt_redis_start(rt_redis *r, const rt_redis_opts *opts) {
+static int start_server(rt_redis *r, const rt_redis_opts *opts, bool persistent) {
     memset(r, 0, sizeof(*r));
+    r->persistent = persistent;
     rt_redis_opts defaults = {0};
     if (opts == NULL) {
         opts = &defaults;
@@ -619,6 +636,14 @@ int rt_redis_start(rt_redis *r, const rt_redis_opts *opts) {
         return -1;
     }
     return 0;
+}
+
+int rt_redis_start(rt_redis *r, const rt_redis_opts *opts) {
+    return start_server(r, opts, false);
+}
+
+int rt_redis_start_persistent(rt_redis *r, const rt_redis_opts *opts) {
+    return start_server(r, opts, true);
 }
 
 int rt_redis_kill(rt_redis *r) {

@@ -42,6 +42,7 @@ typedef struct rt_redis {
     char password_buf[RT_REDIS_STR_MAX];
     char acl_user_buf[RT_REDIS_STR_MAX];
     char acl_password_buf[RT_REDIS_STR_MAX];
+    bool persistent; /* started by rt_redis_start_persistent */
 } rt_redis;
 
 /*
@@ -50,6 +51,13 @@ typedef struct rt_redis {
  * The struct must not be moved/copied while the server is in use (opts points into it).
  */
 int rt_redis_start(rt_redis *r, const rt_redis_opts *opts);
+
+/*
+ * Like rt_redis_start, but the data set survives rt_redis_kill + rt_redis_restart: an append-only
+ * file in the private dir with `appendfsync always`, so every write acknowledged to a client is on
+ * disk (keys keep their absolute expiry). Writes are slower (an fsync per event-loop round).
+ */
+int rt_redis_start_persistent(rt_redis *r, const rt_redis_opts *opts);
 
 /* SIGCONT, SIGTERM, bounded wait (~3 s), then SIGKILL; removes the temp dir. Idempotent. */
 int rt_redis_stop(rt_redis *r);
@@ -62,7 +70,8 @@ int rt_redis_pause(rt_redis *r);
 int rt_redis_resume(rt_redis *r);
 
 /* Kill if running, start again on the SAME port / socket path, wait until it answers PING.
- * Retries for ~3 s if the port is still busy. The data set starts empty (no persistence). */
+ * Retries for ~3 s if the port is still busy. The data set starts empty (no persistence), unless
+ * the server was started with rt_redis_start_persistent: then it is loaded from the AOF first. */
 int rt_redis_restart(rt_redis *r);
 
 /*

@@ -1,0 +1,166 @@
+/* The chaos test: worker processes take turns on one lock, each doing a
+ * non-atomic GET-then-SET of a counter while it holds it, and a driver
+ * injects faults at random (README.md in this directory). This header is
+ * what the driver (driver.c), the workers (worker.c) and the analysis
+ * (analysis.c) share. */
+#ifndef CH_CHAOS_H
+#define CH_CHAOS_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "redis_server.h"
+
+/* ---- timings ---------------------------------------------------------------
+ * Short, so that a minute holds many faults; every bound below follows from
+ * them with a wide margin (two loaded cores, ASan). */
+
+#define CH_TIMEOUT_MS 300        /* rlock timeout_ms: the response timeout */
+#define CH_RETRY_ATTEMPTS 1      /* rlock retry_attempts */
+#define CH_RETRY_INTERVAL_MS 100 /* rlock retry_interval_ms */
+#define CH_CONNECT_TIMEOUT_MS 1000
+#define CH_PING_INTERVAL_MS 1000 /* keep-alive: finds connections frozen by a pause */
+#define CH_WATCHDOG_MS 1500      /* lock_watchdog_timeout_ms (even workers) */
+#define CH_LEASE_MS 3000         /* an explicit lease (odd workers) */
+
+/* Most holds last a millisecond or two; each worker now and then holds for
+ * longer than the watchdog timeout, about once a minute. */
+#define CH_LONG_HOLD_MIN_MS 1600
+#define CH_LONG_HOLD_MAX_MS 3500
+#define CH_LONG_FIRST_MIN_S 5 /* the first within 5 to 30 s */
+#define CH_LONG_FIRST_MAX_S 30
+#define CH_LONG_EVERY_MIN_S 30
+#define CH_LONG_EVERY_MAX_S 90
+
+/* The workers' own GET/SET connection. Its timeout is longer than any
+ * pause of the server, so a GET or SET is never abandoned while the server
+ * is stopped and cannot land later, after the lock has moved on. */
+#define CH_DATA_CONNECT_MS 1000
+#define CH_DATA_TIMEOUT_MS 8000
+
+/* Faults. */
+#define CH_REDIS_PAUSE_MIN_MS 400        /* above CH_TIMEOUT_MS */
+#define CH_REDIS_PAUSE_MAX_MS 2500       /* some pauses outlast the watchdog lease */
+#define CH_RESTART_DOWN_MAX_MS 2000      /* redis-server down before it starts again */
+#define CH_WORKER_PAUSE_MIN_EXTRA_MS 500 /* a worker is stopped for its lease + this */
+#define CH_WORKER_PAUSE_MAX_EXTRA_MS 1500
+#define CH_GAP_MIN_MS 300 /* between faults */
+#define CH_GAP_MAX_MS 1500
+#define CH_HOLDER_SEARCH_MS 3000 /* how long to look for a holder to kill */
+
+/* A single future that has not completed after this is stuck. The longest
+ * a healthy operation takes: a lock call cancelled after 4 s, plus an
+ * acquire in flight (2 attempts x (connection wait + reply) + the retry
+ * pause, about 1.3 s), plus a stopped server or worker (4.5 s). */
+#define CH_FUTURE_BOUND_MS 30000
+/* A worker that completes no operation for this long (not counting the time
+ * the driver keeps it stopped) is hung. */
+#define CH_HUNG_MS 45000
+/* After the last fault, every worker must complete an operation within this. */
+#define CH_QUIET_MS 20000
+/* After SIGTERM: finish the hold (two data commands), wait for the futures
+ * (CH_DRAIN_MS), destroy the client. */
+#define CH_DRAIN_MS 10000
+#define CH_EXIT_MS 60000
+
+#define CH_LOCK_NAME "chaos:lock"
+#define CH_COUNTER "chaos:counter"
+#define CH_DRIVER_NAME "chaos-driver"
+
+#define CH_MAX_WORKERS 32
+#define CH_MAX_WIDS 4096 /* workers over a run, replacements included (hours of faults) */
+
+int64_t ch_now_ns(void);
+
+/* ---- what a worker shares with the driver (MAP_SHARED, one per worker) --- */
+
+enum { CH_IDLE = 0, CH_LOCKING, CH_HOLDING, CH_UNLOCKING, CH_EXITING };
+
+typedef struct ch_slot {
+    _Atomic int64_t progress_ns; /* when an operation last ended */
+    atomic_uint_fast64_t ops;    /* operations ended */
+    atomic_int state;            /* CH_IDLE ... */
+    atomic_int ready;            /* client made, data connection up */
+    atomic_int stuck;            /* a future outlived CH_FUTURE_BOUND_MS */
+} ch_slot;
+
+typedef struct ch_worker_args {
+    int wid;
+    pid_t driver;
+    rt_redis *redis;
+    ch_slot *slot;
+    int64_t lease_ms; /* < 0: the watchdog */
+    uint64_t seed;
+    const char *path; /* its record file */
+    int cheat;        /* > 0: every cheat-th round skips the lock (the analysis's self-check) */
+} ch_worker_args;
+
+/* The worker's body, in the forked child: returns its exit code. */
+int ch_worker_main(const ch_worker_args *a);
+
+/* ---- faults ------------------------------------------------------------- */
+
+enum {
+    CH_F_CLIENT_KILL = 0, /* CLIENT KILL of workers' connections */
+    CH_F_REDIS_PAUSE,     /* SIGSTOP redis-server, longer than the response timeout */
+    CH_F_REDIS_RESTART,   /* SIGKILL redis-server, start it again from its AOF */
+    CH_F_HOLDER_KILL,     /* SIGKILL a worker that holds the lock */
+    CH_F_WORKER_PAUSE,    /* SIGSTOP a worker for longer than its lease */
+    CH_F_KINDS
+};
+
+extern const char *const ch_fault_names[CH_F_KINDS];
+
+typedef struct ch_fault {
+    int kind;
+    int wid;        /* the worker, for CH_F_HOLDER_KILL and CH_F_WORKER_PAUSE */
+    int64_t t0, t1; /* CLOCK_MONOTONIC ns: the window */
+} ch_fault;
+
+/* ---- analysis ----------------------------------------------------------- */
+
+typedef struct ch_worker_info {
+    int wid;
+    int64_t lease_ms;
+    int64_t end_ns; /* when the driver saw it die or killed it; 0: unknown */
+    bool killed;    /* SIGKILLed by the driver */
+    char path[512];
+} ch_worker_info;
+
+#define CH_ERR_SLOTS 12 /* 0 and the error codes -1 .. -10, and "other" */
+
+typedef struct ch_results {
+    /* operations */
+    uint64_t lock_calls, acquired, not_acquired, cancelled, lock_failed;
+    uint64_t lock_err[CH_ERR_SLOTS];  /* failed lock calls by -code */
+    uint64_t unlock_rc[CH_ERR_SLOTS]; /* unlock results by -code (0: ok) */
+    uint64_t completed;               /* holds whose SET was acknowledged */
+    uint64_t long_holds;
+    uint64_t data_errors, data_timeouts, ambiguous_writes;
+    uint64_t lost_reports;
+    uint64_t lost_reason[CH_ERR_SLOTS];
+    uint64_t stuck_futures;
+    uint64_t killed_holds; /* holds ended by a SIGKILL */
+    /* exit records */
+    int exits;
+    uint64_t futures_created, futures_pending, futures_pending_after_destroy;
+    /* overlaps */
+    uint64_t overlaps, overlaps_explained, overlaps_unexplained; /* pairs of holds */
+    uint64_t holds_overlapping;
+    uint64_t explained_paused, explained_lost, explained_lease;
+    /* the counter */
+    long long final_counter;
+    uint64_t lost_updates_explained, lost_updates_unexplained;
+    uint64_t duplicate_reads, counter_mismatches;
+    int64_t longest_hold_ns;
+} ch_results;
+
+/* Reads every worker's records and the fault log, and checks them against
+ * the final counter; prints what it finds wrong (at most a few lines per
+ * kind). Returns 0, or -1 when a record file could not be read. */
+int ch_analyse(const ch_worker_info *workers, int nworkers, const ch_fault *faults, int nfaults,
+               long long final_counter, ch_results *out);
+
+#endif

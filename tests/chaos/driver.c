@@ -1,0 +1,889 @@
+/* The chaos driver: starts a persistent redis-server and the workers, injects
+ * faults at random for RLOCK_CHAOS_SECONDS, stops everything within bounds,
+ * and judges the workers' records (analysis.c). See README.md.
+ *
+ *   chaos [--budget SECONDS]
+ *
+ * --budget is the ctest TIMEOUT: the run is shortened to fit it. Settings
+ * come from the environment: RLOCK_CHAOS_SECONDS (60), RLOCK_CHAOS_WORKERS
+ * (8), RLOCK_CHAOS_SEED (random; printed, so a run's schedule of faults can
+ * be replayed), RLOCK_CHAOS_KEEP=1 keeps the record files of a passing run,
+ * RLOCK_CHAOS_CHEAT=N makes every worker skip the lock every N-th round (the
+ * analysis must then fail the run). */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "chaos.h"
+#include "rlock/rlock.h"
+#include "test_util.h"
+
+/* The budget beyond the fault phase: start-up, the quiet phase, the exits
+ * and the analysis, each bounded above. */
+#define CH_MARGIN_S 150
+
+const char *const ch_fault_names[CH_F_KINDS] = {"client_kill", "redis_pause", "redis_restart",
+                                                "holder_kill", "worker_pause"};
+
+int64_t ch_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* A worker process as the driver knows it; wid indexes D.w and D.slots. */
+typedef struct wk {
+    int wid;
+    pid_t pid;
+    bool alive;  /* not reaped yet */
+    bool paused; /* stopped by the driver */
+    bool hung, killed, failed;
+    int64_t lease_ms;
+    int64_t base_ns; /* spawned or last resumed: the hung clock starts there */
+    int64_t end_ns;
+    char path[512];
+} wk;
+
+static struct {
+    rt_redis redis;
+    char dir[256];
+    char fault_log[300];
+    ch_slot *slots;
+    wk w[CH_MAX_WIDS];
+    int nw;
+    int pos[CH_MAX_WORKERS]; /* the wid running in each position */
+    int nworkers;
+    bool respawn; /* replace workers that die (off once the faults stop) */
+    ch_fault *faults;
+    int nfaults, capfaults;
+    int injected[CH_F_KINDS];
+    uint64_t plan, pick, seed;
+    int64_t t0;
+    redisContext *dc;
+    int hung, failures;
+    int cheat;
+    bool fatal;
+} D;
+
+static uint64_t next_rand(uint64_t *state) {
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static int64_t rand_between(uint64_t *state, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(next_rand(state) % (uint64_t)(hi - lo + 1));
+}
+
+/* The schedule's choices (which fault, how long, the gaps) come from one
+ * stream, so a seed replays them whatever the timing; which worker or
+ * connection is hit depends on the moment and comes from another. */
+#define PLAN (&D.plan)
+#define PICK (&D.pick)
+
+static double secs(int64_t t) {
+    return (double)(t - D.t0) / 1e9;
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void say(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("[%7.3f s] ", D.t0 != 0 ? secs(ch_now_ns()) : 0.0);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+}
+
+/* ---- workers -------------------------------------------------------------- */
+
+static int64_t lease_of(const wk *w) {
+    return w->lease_ms > 0 ? w->lease_ms : CH_WATCHDOG_MS;
+}
+
+static bool spawn(int pos) {
+    if (D.nw >= CH_MAX_WIDS) {
+        say("FATAL: more than %d workers in one run", CH_MAX_WIDS);
+        D.fatal = true;
+        return false;
+    }
+    int wid = D.nw++;
+    wk *w = &D.w[wid];
+    memset(w, 0, sizeof(*w));
+    w->wid = wid;
+    /* Even workers hold under the watchdog, odd ones with a lease. */
+    w->lease_ms = wid % 2 == 0 ? RLOCK_LEASE_WATCHDOG : CH_LEASE_MS;
+    snprintf(w->path, sizeof(w->path), "%s/worker-%03d.rec", D.dir, wid);
+    ch_slot *s = &D.slots[wid];
+    atomic_store(&s->progress_ns, 0);
+    atomic_store(&s->ops, 0);
+    atomic_store(&s->state, CH_IDLE);
+    atomic_store(&s->ready, 0);
+    atomic_store(&s->stuck, 0);
+    ch_worker_args a = {.wid = wid,
+                        .driver = getpid(),
+                        .redis = &D.redis,
+                        .slot = s,
+                        .lease_ms = w->lease_ms,
+                        .seed = D.seed * 31 + (uint64_t)wid + 1,
+                        .path = w->path,
+                        .cheat = D.cheat};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        say("FATAL: fork: %s", strerror(errno));
+        D.fatal = true;
+        return false;
+    }
+    if (pid == 0) {
+        if (D.dc != NULL) {
+            close(D.dc->fd); /* the driver's connection is not the worker's */
+        }
+        exit(ch_worker_main(&a));
+    }
+    w->pid = pid;
+    w->alive = true;
+    w->base_ns = ch_now_ns();
+    D.pos[pos] = wid;
+    return true;
+}
+
+static const char *describe_status(int st, char *buf, size_t size) {
+    if (WIFEXITED(st)) {
+        snprintf(buf, size, "exit code %d", WEXITSTATUS(st));
+    } else if (WIFSIGNALED(st)) {
+        snprintf(buf, size, "signal %d (%s)", WTERMSIG(st), strsignal(WTERMSIG(st)));
+    } else {
+        snprintf(buf, size, "status %#x", st);
+    }
+    return buf;
+}
+
+/* SIGKILL and reap (bounded; SIGKILL is not ignorable). */
+static void kill_worker(wk *w) {
+    kill(w->pid, SIGKILL);
+    int st;
+    for (int i = 0; i < 500; i++) {
+        pid_t r = waitpid(w->pid, &st, WNOHANG);
+        if (r == w->pid || (r < 0 && errno == ECHILD)) {
+            break;
+        }
+        rt_sleep_ms(10);
+    }
+    w->alive = false;
+    w->paused = false;
+    w->killed = true;
+    w->end_ns = ch_now_ns();
+}
+
+/* A worker died by itself (crash, sanitizer, exit). */
+static void died(int pos, wk *w, int st) {
+    char buf[96];
+    w->alive = false;
+    w->failed = true;
+    w->end_ns = ch_now_ns();
+    D.failures++;
+    say("FAILURE: worker %d (pid %d) died: %s", w->wid, (int)w->pid,
+        describe_status(st, buf, sizeof(buf)));
+    if (D.respawn) {
+        spawn(pos);
+    }
+}
+
+static void hung(int pos, wk *w, const char *why) {
+    if (!w->hung) {
+        w->hung = true;
+        D.hung++;
+    }
+    say("FAILURE: worker %d (pid %d) is hung: %s", w->wid, (int)w->pid, why);
+    kill_worker(w);
+    if (D.respawn) {
+        spawn(pos);
+    }
+}
+
+/* Reaps workers that died, and finds hung ones. */
+static void monitor(void) {
+    int64_t now = ch_now_ns();
+    for (int p = 0; p < D.nworkers; p++) {
+        wk *w = &D.w[D.pos[p]];
+        if (!w->alive) {
+            continue;
+        }
+        int st;
+        if (waitpid(w->pid, &st, WNOHANG) == w->pid) {
+            died(p, w, st);
+            continue;
+        }
+        if (w->paused) {
+            continue;
+        }
+        ch_slot *s = &D.slots[w->wid];
+        int64_t last = atomic_load(&s->progress_ns);
+        last = last > w->base_ns ? last : w->base_ns;
+        if (atomic_load(&s->stuck)) {
+            hung(p, w, "a future did not complete within its bound");
+        } else if (now - last > (int64_t)CH_HUNG_MS * 1000000) {
+            hung(p, w, "no operation completed or failed for too long");
+        }
+    }
+}
+
+/* Sleeps ms while watching the workers. */
+static void dsleep(int64_t ms) {
+    int64_t end = ch_now_ns() + ms * 1000000;
+    for (;;) {
+        monitor();
+        int64_t left = (end - ch_now_ns()) / 1000000;
+        if (left <= 0) {
+            return;
+        }
+        rt_sleep_ms(left < 20 ? left : 20);
+    }
+}
+
+/* SIGSTOP, and wait until it is seen; false if the worker died meanwhile. */
+static bool stop_worker(int pos, wk *w, int64_t *t_stop) {
+    *t_stop = ch_now_ns();
+    kill(w->pid, SIGSTOP);
+    for (int i = 0; i < 2000; i++) {
+        int st;
+        pid_t r = waitpid(w->pid, &st, WNOHANG | WUNTRACED);
+        if (r == w->pid) {
+            if (WIFSTOPPED(st)) {
+                w->paused = true;
+                return true;
+            }
+            died(pos, w, st);
+            return false;
+        }
+        rt_sleep_ms(1);
+    }
+    say("FATAL: worker %d did not stop", w->wid);
+    D.fatal = true;
+    return false;
+}
+
+static void cont_worker(wk *w) {
+    kill(w->pid, SIGCONT);
+    w->paused = false;
+    w->base_ns = ch_now_ns();
+}
+
+/* Finds a worker in the middle of a hold and leaves it stopped there; -1
+ * when none is found within ms. */
+static int stop_a_holder(int64_t ms, int64_t *t_stop) {
+    int64_t until = ch_now_ns() + ms * 1000000;
+    while (ch_now_ns() < until && !D.fatal) {
+        int start = (int)(next_rand(PICK) % (uint64_t)D.nworkers);
+        for (int k = 0; k < D.nworkers; k++) {
+            int p = (start + k) % D.nworkers;
+            wk *w = &D.w[D.pos[p]];
+            ch_slot *s = &D.slots[w->wid];
+            if (!w->alive || w->paused || atomic_load(&s->state) != CH_HOLDING) {
+                continue;
+            }
+            if (!stop_worker(p, w, t_stop)) {
+                continue;
+            }
+            if (atomic_load(&s->state) == CH_HOLDING) {
+                return p;
+            }
+            cont_worker(w); /* it moved on before it stopped */
+        }
+        monitor();
+        struct timespec ts = {0, 200000};
+        nanosleep(&ts, NULL);
+    }
+    return -1;
+}
+
+/* ---- the fault log ---------------------------------------------------------- */
+
+static int fault_add(int kind, int wid, int64_t t0) {
+    if (D.nfaults == D.capfaults) {
+        int cap = D.capfaults == 0 ? 64 : 2 * D.capfaults;
+        ch_fault *f = realloc(D.faults, (size_t)cap * sizeof(ch_fault));
+        if (f == NULL) {
+            say("FATAL: out of memory");
+            exit(1);
+        }
+        D.faults = f;
+        D.capfaults = cap;
+    }
+    D.faults[D.nfaults] = (ch_fault){.kind = kind, .wid = wid, .t0 = t0, .t1 = t0};
+    return D.nfaults++;
+}
+
+static void fault_done(int i, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void fault_done(int i, const char *fmt, ...) {
+    ch_fault *f = &D.faults[i];
+    f->t1 = ch_now_ns();
+    D.injected[f->kind]++;
+    char detail[200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(detail, sizeof(detail), fmt, ap);
+    va_end(ap);
+    say("%-13s %s", ch_fault_names[f->kind], detail);
+    /* The same, with the records' clock, next to the records. */
+    FILE *log = fopen(D.fault_log, "a");
+    if (log != NULL) {
+        fprintf(log, "%s %d %" PRId64 " %" PRId64 " %s\n", ch_fault_names[f->kind], f->wid, f->t0,
+                f->t1, detail);
+        fclose(log);
+    }
+}
+
+/* ---- the driver's own connection --------------------------------------- */
+
+static void drop_dc(void) {
+    if (D.dc != NULL) {
+        redisFree(D.dc);
+        D.dc = NULL;
+    }
+}
+
+static redisReply *dcmd(const char *fmt, ...) {
+    if (D.dc == NULL) {
+        D.dc = rt_redis_connect(&D.redis, 2000, true);
+        if (D.dc == NULL) {
+            return NULL;
+        }
+        redisReply *r = redisCommand(D.dc, "CLIENT SETNAME %s", CH_DRIVER_NAME);
+        if (r == NULL) {
+            drop_dc();
+            return NULL;
+        }
+        freeReplyObject(r);
+    }
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(D.dc, fmt, ap);
+    va_end(ap);
+    if (r == NULL) {
+        drop_dc();
+    }
+    return r;
+}
+
+/* ---- faults --------------------------------------------------------------- */
+
+static bool fault_client_kill(void) {
+    redisReply *r = dcmd("CLIENT LIST");
+    if (r == NULL || r->type != REDIS_REPLY_STRING) {
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+        return false;
+    }
+    long long ids[512];
+    int n = 0;
+    for (char *line = r->str; line != NULL && *line != '\0' && n < 512;) {
+        char *end = strchr(line, '\n');
+        if (end != NULL) {
+            *end = '\0';
+        }
+        char *id = strstr(line, "id=");
+        char *name = strstr(line, " name=");
+        bool ours = name != NULL && strncmp(name + 6, CH_DRIVER_NAME, strlen(CH_DRIVER_NAME)) == 0;
+        if (id == line && !ours) {
+            ids[n++] = strtoll(id + 3, NULL, 10);
+        }
+        line = end != NULL ? end + 1 : NULL;
+    }
+    freeReplyObject(r);
+    int64_t t0 = ch_now_ns();
+    int want = (int)rand_between(PLAN, 1, 3), killed = 0;
+    for (int k = 0; k < want && n > 0; k++) {
+        int i = (int)(next_rand(PICK) % (uint64_t)n);
+        redisReply *kr = dcmd("CLIENT KILL ID %lld", ids[i]);
+        if (kr != NULL && kr->type == REDIS_REPLY_INTEGER && kr->integer == 1) {
+            killed++;
+        }
+        if (kr != NULL) {
+            freeReplyObject(kr);
+        }
+        ids[i] = ids[--n];
+    }
+    if (killed == 0) {
+        return false;
+    }
+    fault_done(fault_add(CH_F_CLIENT_KILL, -1, t0), "%d of %d connections", killed, n + killed);
+    return true;
+}
+
+static bool fault_redis_pause(void) {
+    int64_t ms = rand_between(PLAN, CH_REDIS_PAUSE_MIN_MS, CH_REDIS_PAUSE_MAX_MS);
+    int i = fault_add(CH_F_REDIS_PAUSE, -1, ch_now_ns());
+    if (rt_redis_pause(&D.redis) != 0) {
+        say("FATAL: cannot pause redis-server");
+        D.fatal = true;
+        return false;
+    }
+    dsleep(ms);
+    if (rt_redis_resume(&D.redis) != 0) {
+        say("FATAL: cannot resume redis-server");
+        D.fatal = true;
+        return false;
+    }
+    fault_done(i, "stopped for %" PRId64 " ms", ms);
+    return true;
+}
+
+static bool fault_redis_restart(void) {
+    /* Down for a while: long enough, sometimes, for held leases to run out. */
+    int64_t down = rand_between(PLAN, 0, CH_RESTART_DOWN_MAX_MS);
+    int i = fault_add(CH_F_REDIS_RESTART, -1, ch_now_ns());
+    drop_dc();
+    if (rt_redis_kill(&D.redis) != 0) {
+        say("FATAL: cannot kill redis-server");
+        D.fatal = true;
+        return false;
+    }
+    dsleep(down);
+    if (rt_redis_restart(&D.redis) != 0) {
+        say("FATAL: cannot restart redis-server");
+        D.fatal = true;
+        return false;
+    }
+    fault_done(i, "SIGKILL, down %" PRId64 " ms, up again from its AOF after %.0f ms", down,
+               (double)(ch_now_ns() - D.faults[i].t0) / 1e6);
+    return true;
+}
+
+static bool fault_holder_kill(void) {
+    int64_t t0;
+    int p = stop_a_holder(CH_HOLDER_SEARCH_MS, &t0);
+    if (p < 0) {
+        return false;
+    }
+    wk *w = &D.w[D.pos[p]];
+    int i = fault_add(CH_F_HOLDER_KILL, w->wid, t0);
+    kill_worker(w);
+    fault_done(i, "worker %d (pid %d), holding under %s; replaced by worker %d", w->wid,
+               (int)w->pid, w->lease_ms > 0 ? "a lease" : "the watchdog", D.nw);
+    spawn(p);
+    return true;
+}
+
+static bool fault_worker_pause(void) {
+    /* Mostly a holder, whose lease then runs out; sometimes anyone. */
+    bool want_holder = next_rand(PLAN) % 4 != 0;
+    int64_t extra = rand_between(PLAN, CH_WORKER_PAUSE_MIN_EXTRA_MS, CH_WORKER_PAUSE_MAX_EXTRA_MS);
+    int64_t t0 = 0;
+    int p = want_holder ? stop_a_holder(CH_HOLDER_SEARCH_MS, &t0) : -1;
+    bool holding = p >= 0;
+    for (int tries = 0; p < 0 && tries < 2 * D.nworkers && !D.fatal; tries++) {
+        int q = (int)(next_rand(PICK) % (uint64_t)D.nworkers);
+        wk *w = &D.w[D.pos[q]];
+        if (w->alive && !w->paused && stop_worker(q, w, &t0)) {
+            p = q;
+        }
+    }
+    if (p < 0) {
+        return false;
+    }
+    wk *w = &D.w[D.pos[p]];
+    int64_t ms = lease_of(w) + extra;
+    int i = fault_add(CH_F_WORKER_PAUSE, w->wid, t0);
+    dsleep(ms);
+    cont_worker(w);
+    fault_done(i, "worker %d (%s, %s %" PRId64 " ms) stopped for %" PRId64 " ms", w->wid,
+               holding ? "holding" : "not holding", w->lease_ms > 0 ? "lease" : "watchdog",
+               lease_of(w), ms);
+    return true;
+}
+
+static bool inject(int kind) {
+    switch (kind) {
+    case CH_F_CLIENT_KILL:
+        return fault_client_kill();
+    case CH_F_REDIS_PAUSE:
+        return fault_redis_pause();
+    case CH_F_REDIS_RESTART:
+        return fault_redis_restart();
+    case CH_F_HOLDER_KILL:
+        return fault_holder_kill();
+    default:
+        return fault_worker_pause();
+    }
+}
+
+/* ---- phases ----------------------------------------------------------------- */
+
+static long env_long(const char *name, long def, long lo, long hi) {
+    const char *s = getenv(name);
+    if (s == NULL || *s == '\0') {
+        return def;
+    }
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*end != '\0' || v < lo || v > hi) {
+        fprintf(stderr, "chaos: %s=%s is not a number from %ld to %ld; using %ld\n", name, s, lo,
+                hi, def);
+        return def;
+    }
+    return v;
+}
+
+static bool wait_ready(void) {
+    int64_t until = ch_now_ns() + 30 * 1000000000LL;
+    for (;;) {
+        bool all = true;
+        for (int p = 0; p < D.nworkers; p++) {
+            all = all && atomic_load(&D.slots[D.pos[p]].ready);
+        }
+        if (all) {
+            return true;
+        }
+        if (ch_now_ns() > until) {
+            return false;
+        }
+        monitor();
+        rt_sleep_ms(10);
+    }
+}
+
+static void shuffle(int *v, int n) {
+    for (int k = n - 1; k > 0; k--) {
+        int j = (int)(next_rand(PLAN) % (uint64_t)(k + 1));
+        int t = v[k];
+        v[k] = v[j];
+        v[j] = t;
+    }
+}
+
+static void fault_phase(int64_t seconds) {
+    int64_t deadline = D.t0 + seconds * 1000000000LL;
+    int order[CH_F_KINDS];
+    int next = CH_F_KINDS;
+    while (!D.fatal) {
+        dsleep(rand_between(PLAN, CH_GAP_MIN_MS, CH_GAP_MAX_MS));
+        if (ch_now_ns() >= deadline || D.fatal) {
+            break;
+        }
+        if (next == CH_F_KINDS) {
+            /* Each round injects every kind once, in a random order; kinds
+             * not injected yet (a try found nothing to do) go first. */
+            int n = 0, missing = 0;
+            for (int pass = 0; pass < 2; pass++) {
+                for (int k = 0; k < CH_F_KINDS; k++) {
+                    if ((D.injected[k] == 0) == (pass == 0)) {
+                        order[n++] = k;
+                    }
+                }
+                if (pass == 0) {
+                    missing = n;
+                }
+            }
+            shuffle(order, missing);
+            shuffle(order + missing, CH_F_KINDS - missing);
+            next = 0;
+        }
+        int kind = order[next++];
+        if (!inject(kind) && !D.fatal) {
+            say("%-13s (nothing to do now: skipped)", ch_fault_names[kind]);
+        }
+    }
+}
+
+/* Every worker must complete an operation after the last fault. */
+static void quiet_phase(void) {
+    uint64_t ops0[CH_MAX_WORKERS];
+    for (int p = 0; p < D.nworkers; p++) {
+        ops0[p] = atomic_load(&D.slots[D.pos[p]].ops);
+    }
+    int64_t until = ch_now_ns() + (int64_t)CH_QUIET_MS * 1000000;
+    for (;;) {
+        monitor();
+        bool all = true;
+        for (int p = 0; p < D.nworkers; p++) {
+            wk *w = &D.w[D.pos[p]];
+            all = all && (!w->alive || atomic_load(&D.slots[w->wid].ops) > ops0[p]);
+        }
+        if (all) {
+            return;
+        }
+        if (ch_now_ns() > until) {
+            break;
+        }
+        rt_sleep_ms(10);
+    }
+    for (int p = 0; p < D.nworkers; p++) {
+        wk *w = &D.w[D.pos[p]];
+        if (w->alive && atomic_load(&D.slots[w->wid].ops) == ops0[p]) {
+            hung(p, w, "no operation completed after the faults stopped");
+        }
+    }
+}
+
+static void stop_phase(void) {
+    for (int p = 0; p < D.nworkers; p++) {
+        wk *w = &D.w[D.pos[p]];
+        if (w->alive) {
+            kill(w->pid, SIGCONT);
+            kill(w->pid, SIGTERM);
+        }
+    }
+    int64_t until = ch_now_ns() + (int64_t)CH_EXIT_MS * 1000000;
+    for (;;) {
+        int left = 0;
+        for (int p = 0; p < D.nworkers; p++) {
+            wk *w = &D.w[D.pos[p]];
+            int st;
+            if (!w->alive) {
+                continue;
+            }
+            if (waitpid(w->pid, &st, WNOHANG) != w->pid) {
+                left++;
+                continue;
+            }
+            w->alive = false;
+            w->end_ns = ch_now_ns();
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                char buf[96];
+                w->failed = true;
+                D.failures++;
+                say("FAILURE: worker %d (pid %d) ended with %s", w->wid, (int)w->pid,
+                    describe_status(st, buf, sizeof(buf)));
+            }
+        }
+        if (left == 0 || ch_now_ns() > until) {
+            break;
+        }
+        rt_sleep_ms(10);
+    }
+    for (int p = 0; p < D.nworkers; p++) {
+        wk *w = &D.w[D.pos[p]];
+        if (w->alive) {
+            hung(p, w, "did not exit after SIGTERM");
+        }
+    }
+}
+
+static long long final_counter(bool *ok) {
+    redisReply *r = rt_redis_command(&D.redis, "GET %s", CH_COUNTER);
+    long long v = 0;
+    *ok = r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL);
+    if (*ok && r->type == REDIS_REPLY_STRING) {
+        v = strtoll(r->str, NULL, 10);
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    return v;
+}
+
+/* ---- the report ------------------------------------------------------------- */
+
+static void print_codes(const char *label, const uint64_t *by, bool with_zero) {
+    printf("%s", label);
+    bool any = false;
+    for (int k = with_zero ? 0 : 1; k < CH_ERR_SLOTS; k++) {
+        if (by[k] != 0) {
+            printf("%s %s %" PRIu64, any ? "," : "",
+                   k == 0                  ? "ok"
+                   : k == CH_ERR_SLOTS - 1 ? "other"
+                                           : rlock_err_name(-k),
+                   by[k]);
+            any = true;
+        }
+    }
+    printf("%s\n", any ? "" : " none");
+}
+
+int main(int argc, char **argv) {
+    long budget = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--budget") == 0 && i + 1 < argc) {
+            budget = strtol(argv[++i], NULL, 10);
+        } else {
+            fprintf(stderr, "usage: chaos [--budget SECONDS]\n");
+            return 2;
+        }
+    }
+    long seconds = env_long("RLOCK_CHAOS_SECONDS", 60, 1, 86400);
+    D.nworkers = (int)env_long("RLOCK_CHAOS_WORKERS", 8, 2, CH_MAX_WORKERS);
+    /* The self-check: every worker skips the lock every N-th round; the run
+     * must then fail with unexplained overlaps. */
+    D.cheat = (int)env_long("RLOCK_CHAOS_CHEAT", 0, 0, 1000000);
+    if (budget > 0 && seconds + CH_MARGIN_S > budget) {
+        long fit = budget - CH_MARGIN_S > 1 ? budget - CH_MARGIN_S : 1;
+        fprintf(stderr,
+                "chaos: RLOCK_CHAOS_SECONDS=%ld does not fit the ctest TIMEOUT of %ld s: running "
+                "%ld s (configure with RLOCK_CHAOS_SECONDS set to raise the TIMEOUT)\n",
+                seconds, budget, fit);
+        seconds = fit;
+    }
+    const char *seed_env = getenv("RLOCK_CHAOS_SEED");
+    D.seed = seed_env != NULL && *seed_env != '\0'
+                 ? strtoull(seed_env, NULL, 10)
+                 : (uint64_t)ch_now_ns() ^ ((uint64_t)getpid() << 32);
+    D.plan = D.seed;
+    D.pick = D.seed ^ 0x5deece66dULL;
+    signal(SIGPIPE, SIG_IGN); /* a write to a killed connection fails instead */
+
+    printf("chaos: seed %" PRIu64 " (replay the faults with RLOCK_CHAOS_SEED=%" PRIu64
+           "), %ld s, %d workers\n",
+           D.seed, D.seed, seconds, D.nworkers);
+    printf("chaos: rlock timeout %d ms, %d retry after %d ms, watchdog %d ms (even workers), "
+           "lease %d ms (odd workers)\n",
+           CH_TIMEOUT_MS, CH_RETRY_ATTEMPTS, CH_RETRY_INTERVAL_MS, CH_WATCHDOG_MS, CH_LEASE_MS);
+
+    D.slots = mmap(NULL, CH_MAX_WIDS * sizeof(ch_slot), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    const char *tmp = getenv("TMPDIR");
+    snprintf(D.dir, sizeof(D.dir), "%s/rlock-chaos-XXXXXX",
+             tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+    if (D.slots == MAP_FAILED || mkdtemp(D.dir) == NULL) {
+        perror("chaos: set-up");
+        return 1;
+    }
+    snprintf(D.fault_log, sizeof(D.fault_log), "%s/faults.log", D.dir);
+    if (rt_redis_start_persistent(&D.redis, NULL) != 0) {
+        fprintf(stderr, "chaos: cannot start redis-server\n");
+        return 1;
+    }
+    printf("chaos: redis-server at %s (appendfsync always), records in %s\n", D.redis.address,
+           D.dir);
+    D.respawn = true;
+    for (int p = 0; p < D.nworkers; p++) {
+        spawn(p);
+    }
+    if (!wait_ready()) {
+        say("FATAL: the workers did not start within 30 s");
+        D.fatal = true;
+    }
+    D.t0 = ch_now_ns();
+    if (!D.fatal) {
+        fault_phase(seconds);
+    }
+    D.respawn = false;
+    say("faults stopped; every worker must now complete an operation");
+    if (!D.fatal) {
+        quiet_phase();
+    }
+    say("stopping the workers (SIGTERM)");
+    stop_phase();
+    bool counter_ok = false;
+    long long counter = final_counter(&counter_ok);
+    if (!counter_ok) {
+        say("FATAL: cannot read the counter");
+        D.fatal = true;
+    }
+    drop_dc();
+    rt_redis_stop(&D.redis);
+    int64_t took = ch_now_ns() - D.t0;
+
+    ch_worker_info *infos = calloc((size_t)D.nw, sizeof(*infos));
+    ch_results res;
+    memset(&res, 0, sizeof(res));
+    for (int i = 0; i < D.nw; i++) {
+        infos[i].wid = D.w[i].wid;
+        infos[i].lease_ms = D.w[i].lease_ms;
+        infos[i].end_ns = D.w[i].end_ns;
+        infos[i].killed = D.w[i].killed;
+        snprintf(infos[i].path, sizeof(infos[i].path), "%s", D.w[i].path);
+    }
+    if (ch_analyse(infos, D.nw, D.faults, D.nfaults, counter, &res) != 0) {
+        D.fatal = true;
+    }
+    free(infos);
+
+    int never = 0;
+    for (int k = 0; k < CH_F_KINDS; k++) {
+        never += D.injected[k] == 0;
+    }
+    uint64_t pending = res.futures_pending + res.futures_pending_after_destroy;
+    int exits_expected = 0;
+    for (int i = 0; i < D.nw; i++) {
+        exits_expected += !D.w[i].killed && !D.w[i].failed;
+    }
+    bool pass = !D.fatal && never == 0 && res.overlaps_unexplained == 0 &&
+                res.lost_updates_unexplained == 0 && pending == 0 && D.hung == 0 &&
+                D.failures == 0 && res.stuck_futures == 0 && res.completed > 0 &&
+                res.exits == exits_expected;
+
+    printf("\n==== chaos report (seed %" PRIu64 ", %.1f s, %d workers, %d processes in all) ====\n",
+           D.seed, (double)took / 1e9, D.nworkers, D.nw);
+    printf("operations completed (holds whose GET + SET went through): %" PRIu64 "\n",
+           res.completed);
+    printf("lock calls: %" PRIu64 ": acquired %" PRIu64 ", wait ran out %" PRIu64
+           ", cancelled %" PRIu64 ", failed %" PRIu64 "\n",
+           res.lock_calls, res.acquired, res.not_acquired, res.cancelled, res.lock_failed);
+    print_codes("lock calls failed by code:", res.lock_err, false);
+    print_codes("unlock results:", res.unlock_rc, true);
+    printf("GET/SET failures: %" PRIu64 " (SETs with no answer, maybe applied: %" PRIu64
+           "; data timeouts: %" PRIu64 ")\n",
+           res.data_errors, res.ambiguous_writes, res.data_timeouts);
+    printf("lost-lock reports: %" PRIu64 "\n", res.lost_reports);
+    print_codes("lost-lock reasons:", res.lost_reason, false);
+    printf("long holds (%d to %d ms): %" PRIu64 "; holds cut by SIGKILL: %" PRIu64
+           "; longest hold %.0f ms\n",
+           CH_LONG_HOLD_MIN_MS, CH_LONG_HOLD_MAX_MS, res.long_holds, res.killed_holds,
+           (double)res.longest_hold_ns / 1e6);
+    printf("faults injected:");
+    for (int k = 0; k < CH_F_KINDS; k++) {
+        printf("%s %s %d", k == 0 ? "" : ",", ch_fault_names[k], D.injected[k]);
+    }
+    printf(" (%d in all)%s\n", D.nfaults, never > 0 ? "  <- a kind was never injected" : "");
+    printf("overlapping holds: %" PRIu64 " pairs (%" PRIu64 " holds): explained %" PRIu64
+           " (a holder paused %" PRIu64 ", told lost %" PRIu64 ", past its lease %" PRIu64
+           "), unexplained %" PRIu64 "\n",
+           res.overlaps, res.holds_overlapping, res.overlaps_explained, res.explained_paused,
+           res.explained_lost, res.explained_lease, res.overlaps_unexplained);
+    printf("lost counter updates: explained %" PRIu64 ", unexplained %" PRIu64
+           " (final counter %lld; counter mismatches %" PRIu64 ")\n",
+           res.lost_updates_explained, res.lost_updates_unexplained, res.final_counter,
+           res.counter_mismatches);
+    printf("futures pending at exit: %" PRIu64 " (of %" PRIu64 " made; after destroy: %" PRIu64
+           "), stuck futures: %" PRIu64 "\n",
+           res.futures_pending, res.futures_created, res.futures_pending_after_destroy,
+           res.stuck_futures);
+    printf("hung workers: %d; workers that failed (crash, sanitizer, bad exit): %d; exit records "
+           "%d of %d\n",
+           D.hung, D.failures, res.exits, exits_expected);
+    printf("{\"seed\":%" PRIu64 ",\"seconds\":%ld,\"workers\":%d,\"operations\":%" PRIu64
+           ",\"faults\":{",
+           D.seed, seconds, D.nworkers, res.completed);
+    for (int k = 0; k < CH_F_KINDS; k++) {
+        printf("%s\"%s\":%d", k == 0 ? "" : ",", ch_fault_names[k], D.injected[k]);
+    }
+    printf("},\"lost_lock_reports\":%" PRIu64 ",\"overlaps_explained\":%" PRIu64
+           ",\"overlaps_unexplained\":%" PRIu64 ",\"lost_updates_explained\":%" PRIu64
+           ",\"lost_updates_unexplained\":%" PRIu64 ",\"futures_pending\":%" PRIu64
+           ",\"hung_workers\":%d,\"failed_workers\":%d,\"result\":\"%s\"}\n",
+           res.lost_reports, res.overlaps_explained, res.overlaps_unexplained,
+           res.lost_updates_explained, res.lost_updates_unexplained, pending, D.hung, D.failures,
+           pass ? "pass" : "fail");
+    printf("chaos: %s\n", pass ? "PASS" : "FAIL");
+    if (pass && getenv("RLOCK_CHAOS_KEEP") == NULL) {
+        for (int i = 0; i < D.nw; i++) {
+            unlink(D.w[i].path);
+        }
+        unlink(D.fault_log);
+        rmdir(D.dir);
+    } else {
+        printf("chaos: records kept in %s\n", D.dir);
+    }
+    free(D.faults);
+    munmap(D.slots, CH_MAX_WIDS * sizeof(ch_slot));
+    return pass ? 0 : 1;
+}

@@ -1,0 +1,416 @@
+/* A chaos worker: loops lock -> GET counter -> SET counter+1 -> unlock and
+ * writes what happened to its record file, one line per event, each with a
+ * single write() so a SIGKILL leaves whole lines only:
+ *
+ *   B wid pid client_id lease_ms          start
+ *   C owner t kind arg                    lock call made (kind l: lock, cancelled
+ *                                         after arg ms; t: try-lock waiting arg ms)
+ *   A owner t                             acquired
+ *   F owner t err                         not acquired (err 0: the wait ran out)
+ *   G owner t value / g owner t           GET done / failed
+ *   Y owner t ms                          this hold sleeps ms between GET and SET
+ *   W owner t value                       about to SET value
+ *   S owner t status                      SET: 1 acknowledged, 0 refused, -1 unknown
+ *   U owner t                             leaving the hold (before the unlock)
+ *   R owner t err                         unlock returned
+ *   L owner t reason                      the lost-lock callback
+ *   T t                                   a data command timed out
+ *   H t what                              a future outlived its bound (stuck)
+ *   X t created pending pending_after_destroy   exit
+ *
+ * Times are CLOCK_MONOTONIC ns, one clock for every process. Each lock call
+ * has an owner (thread id) of its own, so a lost-lock report names the hold
+ * it is about, and an acquire that timed out but was applied later is an
+ * orphan that expires, not a hold this worker re-enters. */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "chaos.h"
+#include "rlock/rlock.h"
+#include "test_util.h"
+
+#define MAX_QUERIES 4 /* fire-and-forget queries in flight */
+
+typedef struct worker {
+    const ch_worker_args *a;
+    ch_slot *slot;
+    int fd;
+    rlock_client *client;
+    rlock *lock;
+    redisContext *data;
+    uint64_t next_owner;
+    uint64_t rng;
+    int64_t next_long_ns; /* when the next long hold is due */
+    atomic_uint_fast64_t created, completed;
+    atomic_int queries;
+} worker;
+
+static volatile sig_atomic_t g_stop;
+
+static void on_term(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static uint64_t next_rand(worker *w) {
+    uint64_t z = (w->rng += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static int64_t rand_between(worker *w, int64_t lo, int64_t hi) {
+    return lo + (int64_t)(next_rand(w) % (uint64_t)(hi - lo + 1));
+}
+
+static void rec(worker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void rec(worker *w, const char *fmt, ...) {
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+        return;
+    }
+    if ((size_t)n >= sizeof(line)) {
+        n = (int)sizeof(line) - 1;
+    }
+    /* O_APPEND, one write: the callbacks' thread and the main thread never
+     * interleave within a line. */
+    ssize_t rc = write(w->fd, line, (size_t)n);
+    (void)rc;
+}
+
+static void progress(worker *w) {
+    atomic_store(&w->slot->progress_ns, ch_now_ns());
+    atomic_fetch_add(&w->slot->ops, 1);
+}
+
+/* ---- futures: every one is counted when made and when it completes ----- */
+
+static void on_done(rlock_future *f, void *arg) {
+    (void)f;
+    worker *w = arg;
+    atomic_fetch_add(&w->completed, 1);
+}
+
+static void on_query_done(rlock_future *f, void *arg) {
+    worker *w = arg;
+    atomic_fetch_add(&w->completed, 1);
+    atomic_fetch_sub(&w->queries, 1);
+    rlock_future_release(f);
+}
+
+/* Counts f and adds cb; NULL when the library could not allocate one. */
+static rlock_future *track(worker *w, rlock_future *f, rlock_future_cb cb) {
+    if (f == NULL) {
+        return NULL;
+    }
+    atomic_fetch_add(&w->created, 1);
+    if (rlock_future_on_complete(f, cb, w) != RLOCK_OK) {
+        fprintf(stderr, "chaos worker %d: rlock_future_on_complete failed\n", w->a->wid);
+        exit(3);
+    }
+    return f;
+}
+
+/* Waits for f in short slices, so a SIGTERM is seen: a lock call is
+ * cancelled then (lockInterruptibly), or at cancel_at_ns when set. Returns
+ * true once f is complete, false when it outlived CH_FUTURE_BOUND_MS. */
+static bool await(worker *w, rlock_future *f, int64_t cancel_at_ns, bool cancel_on_stop,
+                  const char *what) {
+    int64_t start = ch_now_ns();
+    bool cancelled = false;
+    for (;;) {
+        int rc = rlock_future_wait(f, 50);
+        if (rc == RLOCK_OK) {
+            return true;
+        }
+        if (rc != RLOCK_ERR_TIMEOUT) {
+            fprintf(stderr, "chaos worker %d: rlock_future_wait: %s\n", w->a->wid,
+                    rlock_err_name(rc));
+            exit(3);
+        }
+        int64_t now = ch_now_ns();
+        if (!cancelled &&
+            ((cancel_at_ns > 0 && now >= cancel_at_ns) || (cancel_on_stop && g_stop))) {
+            rlock_future_cancel(f);
+            cancelled = true;
+        }
+        if (now - start > (int64_t)CH_FUTURE_BOUND_MS * 1000000) {
+            rec(w, "H %lld %s\n", (long long)now, what);
+            atomic_store(&w->slot->stuck, 1);
+            return false;
+        }
+    }
+}
+
+/* ---- the counter, on a plain connection of the worker's own ------------ */
+
+static void drop_data(worker *w) {
+    if (w->data != NULL) {
+        redisFree(w->data);
+        w->data = NULL;
+    }
+}
+
+static redisContext *data_conn(worker *w) {
+    if (w->data != NULL) {
+        return w->data;
+    }
+    redisContext *c = rt_redis_connect(w->a->redis, CH_DATA_CONNECT_MS, true);
+    if (c == NULL) {
+        return NULL;
+    }
+    struct timeval tv = {.tv_sec = CH_DATA_TIMEOUT_MS / 1000,
+                         .tv_usec = (CH_DATA_TIMEOUT_MS % 1000) * 1000};
+    redisReply *r = NULL;
+    if (redisSetTimeout(c, tv) == REDIS_OK) {
+        r = redisCommand(c, "CLIENT SETNAME chaos-data-%d", w->a->wid);
+    }
+    bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    if (!ok) {
+        redisFree(c);
+        return NULL;
+    }
+    w->data = c;
+    return c;
+}
+
+static bool data_get(worker *w, long long *value) {
+    redisContext *c = data_conn(w);
+    if (c == NULL) {
+        return false;
+    }
+    redisReply *r = redisCommand(c, "GET %s", CH_COUNTER);
+    bool ok = r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL);
+    if (ok) {
+        *value = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    if (!ok) {
+        drop_data(w); /* an error reply (LOADING) too: start clean */
+    }
+    return ok;
+}
+
+/* 1: acknowledged; 0: refused with an error reply (not applied); -1: no
+ * reply, applied or not. */
+static int data_set(worker *w, long long value) {
+    redisContext *c = data_conn(w);
+    if (c == NULL) {
+        return 0; /* never sent */
+    }
+    redisReply *r = redisCommand(c, "SET %s %lld", CH_COUNTER, value);
+    int status = r == NULL ? -1 : r->type == REDIS_REPLY_STATUS ? 1 : 0;
+    if (r == NULL && c->err == REDIS_ERR_IO && strstr(c->errstr, "temporarily") != NULL) {
+        rec(w, "T %lld\n", (long long)ch_now_ns()); /* the reply timed out */
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    if (status != 1) {
+        drop_data(w);
+    }
+    return status;
+}
+
+/* ---- one round ---------------------------------------------------------- */
+
+static void on_lost(const rlock_lock_lost_info *info, void *arg) {
+    worker *w = arg;
+    rec(w, "L %llu %lld %d\n", (unsigned long long)info->thread_id, (long long)ch_now_ns(),
+        info->reason);
+}
+
+/* locked false: the self-check's cheat, a "hold" without the lock. */
+static void hold(worker *w, uint64_t owner, bool locked) {
+    unsigned long long o = (unsigned long long)owner;
+    rec(w, "A %llu %lld\n", o, (long long)ch_now_ns());
+    atomic_store(&w->slot->state, CH_HOLDING);
+    long long v = 0;
+    if (data_get(w, &v)) {
+        rec(w, "G %llu %lld %lld\n", o, (long long)ch_now_ns(), v);
+        /* Up to a millisecond between the read and the write widens the
+         * window a fault can fall into. Now and then a hold lasts longer
+         * than the watchdog timeout (so renewals must keep it), and for an
+         * odd worker sometimes longer than its lease. */
+        int64_t now = ch_now_ns();
+        int64_t us = rand_between(w, 0, 1000);
+        if (now >= w->next_long_ns) {
+            us = rand_between(w, CH_LONG_HOLD_MIN_MS, CH_LONG_HOLD_MAX_MS) * 1000;
+            w->next_long_ns =
+                now + rand_between(w, CH_LONG_EVERY_MIN_S, CH_LONG_EVERY_MAX_S) * 1000000000LL;
+            rec(w, "Y %llu %lld %lld\n", o, (long long)now, (long long)(us / 1000));
+        }
+        struct timespec ts = {(time_t)(us / 1000000), (long)(us % 1000000) * 1000};
+        while (nanosleep(&ts, &ts) != 0 && errno == EINTR && !g_stop) {
+        }
+        rec(w, "W %llu %lld %lld\n", o, (long long)ch_now_ns(), v + 1);
+        int st = data_set(w, v + 1);
+        rec(w, "S %llu %lld %d\n", o, (long long)ch_now_ns(), st);
+    } else {
+        rec(w, "g %llu %lld\n", o, (long long)ch_now_ns());
+    }
+    rec(w, "U %llu %lld\n", o, (long long)ch_now_ns());
+    atomic_store(&w->slot->state, CH_UNLOCKING);
+    if (!locked) {
+        rec(w, "R %llu %lld 0\n", o, (long long)ch_now_ns());
+        return;
+    }
+    rlock_future *f = track(w, rlock_unlock_async(w->lock, owner), on_done);
+    int err = RLOCK_ERR_NOMEM;
+    if (f != NULL) {
+        err = await(w, f, 0, false, "unlock") ? rlock_future_error(f) : 1;
+        rlock_future_release(f);
+    }
+    rec(w, "R %llu %lld %d\n", o, (long long)ch_now_ns(), err);
+}
+
+static void query(worker *w) {
+    if (atomic_load(&w->queries) >= MAX_QUERIES) {
+        return;
+    }
+    rlock_future *f = next_rand(w) % 2 == 0 ? rlock_remain_time_to_live_async(w->lock)
+                                            : rlock_is_locked_async(w->lock);
+    if (f != NULL) {
+        atomic_fetch_add(&w->queries, 1);
+        track(w, f, on_query_done); /* released by its callback */
+    }
+}
+
+static void round_once(worker *w) {
+    uint64_t owner = ++w->next_owner;
+    unsigned long long o = (unsigned long long)owner;
+    bool try_lock = next_rand(w) % 2 == 0;
+    /* try-lock: wait up to 2 s; lock: cancel the wait after 0.5 to 4 s. */
+    int64_t arg = try_lock ? rand_between(w, 0, 2000) : rand_between(w, 500, 4000);
+    int64_t start = ch_now_ns();
+    atomic_store(&w->slot->state, CH_LOCKING);
+    rec(w, "C %llu %lld %c %lld\n", o, (long long)start, try_lock ? 't' : 'l', (long long)arg);
+    if (w->a->cheat > 0 && owner % (uint64_t)w->a->cheat == 0) {
+        hold(w, owner, false);
+        atomic_store(&w->slot->state, CH_IDLE);
+        progress(w);
+        return;
+    }
+    rlock_future *f = try_lock ? rlock_try_lock_async(w->lock, arg, w->a->lease_ms, owner)
+                               : rlock_lock_async(w->lock, w->a->lease_ms, owner);
+    f = track(w, f, on_done);
+    if (f == NULL) {
+        rec(w, "F %llu %lld %d\n", o, (long long)ch_now_ns(), RLOCK_ERR_NOMEM);
+        return;
+    }
+    bool done = await(w, f, try_lock ? 0 : start + arg * 1000000, true, "lock");
+    if (!done && rlock_future_cancel(f)) {
+        done = true; /* now complete, as cancelled */
+    }
+    int err = done || rlock_future_is_done(f) ? rlock_future_error(f) : RLOCK_ERR_TIMEOUT;
+    bool got = err == RLOCK_OK && (!try_lock || rlock_future_value(f) == 1);
+    rlock_future_release(f);
+    if (got) {
+        hold(w, owner, true);
+    } else {
+        rec(w, "F %llu %lld %d\n", o, (long long)ch_now_ns(), err);
+    }
+    atomic_store(&w->slot->state, CH_IDLE);
+    progress(w);
+    if (next_rand(w) % 3 == 0) {
+        query(w);
+    }
+}
+
+int ch_worker_main(const ch_worker_args *a) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the driver */
+    if (getppid() != a->driver) {
+        return 2;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    /* The driver ignores SIGPIPE; a worker does not, so that the library
+     * raising one would show as a failed worker. */
+    signal(SIGPIPE, SIG_DFL);
+
+    static worker w; /* the callbacks may run until the client is destroyed */
+    memset(&w, 0, sizeof(w));
+    w.a = a;
+    w.slot = a->slot;
+    w.rng = a->seed;
+    w.fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    if (w.fd < 0) {
+        perror("chaos worker: open");
+        return 2;
+    }
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    cfg.address = a->redis->address;
+    cfg.timeout_ms = CH_TIMEOUT_MS;
+    cfg.retry_attempts = CH_RETRY_ATTEMPTS;
+    cfg.retry_interval_ms = CH_RETRY_INTERVAL_MS;
+    cfg.connect_timeout_ms = CH_CONNECT_TIMEOUT_MS;
+    cfg.ping_connection_interval_ms = CH_PING_INTERVAL_MS;
+    cfg.reconnect_delay_min_ms = 20;
+    cfg.reconnect_delay_max_ms = 200;
+    cfg.lock_watchdog_timeout_ms = CH_WATCHDOG_MS;
+    if (rlock_client_create(&cfg, &w.client) != RLOCK_OK) {
+        fprintf(stderr, "chaos worker %d: %s\n", a->wid, rlock_last_error());
+        return 2;
+    }
+    w.lock = rlock_get_lock(w.client, CH_LOCK_NAME);
+    if (w.lock == NULL || rlock_set_lock_lost_callback(w.lock, on_lost, &w) != RLOCK_OK) {
+        fprintf(stderr, "chaos worker %d: %s\n", a->wid, rlock_last_error());
+        return 2;
+    }
+    rec(&w, "B %d %d %s %lld\n", a->wid, (int)getpid(), rlock_client_id(w.client),
+        (long long)a->lease_ms);
+    for (int i = 0; i < 100 && data_conn(&w) == NULL && !g_stop; i++) {
+        rt_sleep_ms(50); /* the server may be restarting */
+    }
+    w.next_long_ns =
+        ch_now_ns() + rand_between(&w, CH_LONG_FIRST_MIN_S, CH_LONG_FIRST_MAX_S) * 1000000000LL;
+    atomic_store(&w.slot->ready, 1);
+    progress(&w);
+
+    while (!g_stop) {
+        round_once(&w);
+    }
+
+    /* Stop: every future made must complete on its own, within a bound. */
+    atomic_store(&w.slot->state, CH_EXITING);
+    int64_t drain_end = ch_now_ns() + (int64_t)CH_DRAIN_MS * 1000000;
+    while (atomic_load(&w.completed) < atomic_load(&w.created) && ch_now_ns() < drain_end) {
+        rt_sleep_ms(10);
+    }
+    uint64_t created = atomic_load(&w.created);
+    uint64_t pending = created - atomic_load(&w.completed);
+    rlock_free(w.lock);
+    rlock_client_destroy(w.client); /* completes what is left with RLOCK_ERR_CLOSED */
+    uint64_t pending_after = atomic_load(&w.created) - atomic_load(&w.completed);
+    drop_data(&w);
+    rec(&w, "X %lld %llu %llu %llu\n", (long long)ch_now_ns(), (unsigned long long)created,
+        (unsigned long long)pending, (unsigned long long)pending_after);
+    close(w.fd);
+    return 0;
+}
