@@ -65,6 +65,9 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents);
 
 static void arm_timer(rlock__conn *c, int64_t ms) {
     ev_timer_stop(ev_of(c), &c->timer);
+    if (ev_depth(ev_of(c)) == 0) {
+        ev_now_update(ev_of(c)); /* outside ev_run: see executor.c's arm() */
+    }
     ev_timer_set(&c->timer, (double)ms / 1000.0, 0.);
     ev_timer_start(ev_of(c), &c->timer);
 }

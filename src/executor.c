@@ -58,6 +58,11 @@ static struct ev_loop *ev_of(rlock__executor *x) {
 static void arm(rlock__cmd *cmd, int64_t ms) {
     struct ev_loop *ev = ev_of(cmd->x);
     ev_timer_stop(ev, &cmd->timer);
+    if (ev_depth(ev) == 0) {
+        /* Called outside ev_run (an application loop's thread): libev's
+         * cached time is its last turn's, maybe long ago. */
+        ev_now_update(ev);
+    }
     ev_timer_set(&cmd->timer, (double)ms / 1000.0, 0.);
     ev_timer_start(ev, &cmd->timer);
 }
