@@ -372,6 +372,9 @@ static void on_wait_timer(struct ev_loop *ev, ev_timer *w, int revents) {
 /* On the application loop's thread: run the loop until f is done. */
 static int drive_loop(rlock_future *f, rlock__loop *loop, int64_t timeout_ms) {
     struct ev_loop *ev = rlock__loop_ev(loop);
+    if (ev_depth(ev) == 0) {
+        ev_now_update(ev); /* the loop's cached time may be long past */
+    }
     ev_timer timer;
     ev_timer_init(&timer, on_wait_timer, timeout_ms >= 0 ? (double)timeout_ms / 1000.0 : 0., 0.);
     if (timeout_ms >= 0) {
