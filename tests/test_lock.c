@@ -7,6 +7,7 @@
  * few ms of slack, and "not later than" with a wide margin. */
 #define _GNU_SOURCE
 
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -1527,37 +1528,56 @@ typedef struct blocking_inside {
     rlock *l;
     int lock_rc;
     int is_locked_rc;
-    bool ran; /* atomic */
+    pthread_t thread; /* where the callback ran */
+    bool ran;         /* atomic */
 } blocking_inside;
 
 static void call_blocking(rlock_future *fut, void *arg) {
     (void)fut;
     blocking_inside *in = arg;
     bool b = false;
+    in->thread = pthread_self();
     in->lock_rc = rlock_lock(in->l, RLOCK_LEASE_WATCHDOG);
     in->is_locked_rc = rlock_is_locked(in->l, &b);
     __atomic_store_n(&in->ran, true, __ATOMIC_RELEASE);
 }
 
 /* A blocking call on the client's own I/O thread (in a callback) is
- * refused at once. */
+ * refused at once. The callback goes on a future that cannot complete
+ * before it is added (a callback added to a completed future runs at once,
+ * on the caller's thread): a try-lock of "gate", which another owner holds
+ * until then. */
 static void test_blocking_call_on_io_thread(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
     rlock *l = rt_lock(c, "iothread");
+    rlock *gate = rt_lock(c, "iothread:gate");
     blocking_inside in = {.l = l, .lock_rc = 1, .is_locked_rc = 1};
-    rlock_future *fut = rlock_is_locked_async(l);
+    rlock_future *held = rlock_lock_async(gate, 30000, 1);
+    assert_int_equal(wait_future(held, NULL), RLOCK_OK);
+    rlock_future_release(held);
+    rlock_future *fut = rlock_try_lock_async(gate, 10000, 30000, 2);
     assert_non_null(fut);
     assert_int_equal(rlock_future_on_complete(fut, call_blocking, &in), RLOCK_OK);
-    assert_int_equal(wait_future(fut, NULL), RLOCK_OK);
+    assert_false(rlock_future_is_done(fut));
+    rlock_future *u = rlock_unlock_async(gate, 1);
+    assert_int_equal(wait_future(u, NULL), RLOCK_OK);
+    rlock_future_release(u);
+    int64_t got = 0;
+    assert_int_equal(wait_future(fut, &got), RLOCK_OK);
+    assert_int_equal(got, 1);
     for (int i = 0; i < 1000 && !__atomic_load_n(&in.ran, __ATOMIC_ACQUIRE); i++) {
         rt_sleep_ms(5);
     }
     assert_true(__atomic_load_n(&in.ran, __ATOMIC_ACQUIRE));
     rlock_future_release(fut);
+    assert_false(pthread_equal(in.thread, pthread_self()));
     assert_int_equal(in.lock_rc, RLOCK_ERR_WRONG_THREAD);
     assert_int_equal(in.is_locked_rc, RLOCK_ERR_WRONG_THREAD);
     assert_false(redis_exists(f, "iothread"));
+    u = rlock_unlock_async(gate, 2);
+    assert_int_equal(wait_future(u, NULL), RLOCK_OK);
+    rlock_future_release(u);
 }
 
 /* ---- bad input --------------------------------------------------------- */
