@@ -12,8 +12,9 @@
  *
  * The acquire is not resent once written (Redisson's
  * evalWriteSyncedNoRetryAsync): it re-enters, so a timed-out attempt that
- * did reach Redis must not be applied twice. Unlock carries a latch key
- * with its request id, so it can be retried safely. */
+ * did reach Redis must not be applied twice. Nor is the unlock; its latch
+ * key (with its request id) keeps Redisson's wire format and makes a
+ * repeat of the same request, from any client, return the first answer. */
 #define _GNU_SOURCE
 #include <ev.h>
 #include <inttypes.h>
@@ -334,10 +335,9 @@ static unlock_op *new_unlock(rlock *l, uint64_t thread_id) {
     memcpy(op->latch, l->latch_prefix, l->latch_prefix_len);
     request_id(op->latch + l->latch_prefix_len);
     op->latch_len = latch_len;
-    /* The latch must outlive every retry of this request: an attempt may
-     * wait timeout_ms for a connection and again for the reply. */
-    int64_t latch_ms =
-        (2 * cfg->timeout_ms + cfg->retry_interval_ms) * ((int64_t)cfg->retry_attempts + 1);
+    /* How long the latch keeps the answer: Redisson's unlockInnerAsync
+     * formula, (timeout + retry delay) x retryAttempts, at least 1 ms. */
+    int64_t latch_ms = (cfg->timeout_ms + cfg->retry_interval_ms) * (int64_t)cfg->retry_attempts;
     char lease[24], keep[24], field[FIELD_MAX];
     const char *argv[8] = {l->name, l->channel, op->latch, "0", lease, field, "publish", keep};
     size_t argvlen[8] = {l->name_len, l->channel_len, latch_len, 1, 0, 0, 7, 0};
@@ -349,6 +349,10 @@ static unlock_op *new_unlock(rlock *l, uint64_t thread_id) {
         free(op);
         return NULL;
     }
+    /* Never resent once written (Redisson's evalWriteSyncedNoRetryAsync):
+     * a resend that reached Redis after the latch expired would release a
+     * second hold. Attempts that found no connection are still retried. */
+    rlock__cmd_no_retry(op->cmd);
     lock_ref(l);
     op->lock = l;
     op->thread_id = thread_id;
