@@ -724,8 +724,11 @@ static void start_query(void *arg) {
     rlock__cmd *cmd = op->cmd;
     op->cmd = NULL;
     if (op->kind == Q_FORCE_UNLOCK) {
-        /* forceUnlockAsync stops the renewal before it deletes. */
+        /* forceUnlockAsync stops the renewal before it deletes, and
+         * (cancelExpirationRenewal) later holds start from the watchdog
+         * timeout again. */
         rlock__renewal_cancel_all(l->client->renewal, l->name, l->name_len);
+        atomic_store(&l->lease_ms, l->client->cfg.lock_watchdog_timeout_ms);
     }
     if (rlock__executor_submit(l->client->exec, cmd, on_query_reply, op) != RLOCK_OK) {
         on_query_reply(RLOCK_ERR_CLOSED, "the client was destroyed", NULL, op);

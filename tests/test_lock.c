@@ -554,6 +554,28 @@ static void test_force_unlock(void **state) {
     assert_false(redis_exists(f, "force"));
 }
 
+/* force_unlock resets the lease a remaining reentrant hold gets on unlock
+ * (internalLockLeaseTime) to the watchdog timeout, as Redisson's
+ * cancelExpirationRenewal does: a 5 s lease taken before must not cut
+ * short a later watchdog hold. */
+static void test_force_unlock_resets_lease(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock *l = rt_lock(c, "force:lease");
+    bool was = false;
+    assert_int_equal(rlock_lock(l, 5000), RLOCK_OK);
+    assert_int_equal(rlock_force_unlock(l, &was), RLOCK_OK);
+    assert_true(was);
+    assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+    assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(redis_hold(f, "force:lease", c, rlock_thread_id()), 1);
+    /* The unlock set the watchdog timeout (30 s), not the old 5 s. */
+    assert_true(redis_pttl(f, "force:lease") > 20000);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_false(redis_exists(f, "force:lease"));
+}
+
 /* A thread blocked in rlock_lock is woken by force_unlock's message (the
  * holder's watchdog lease is 30 s, far beyond the wait allowed here). */
 static void test_force_unlock_wakes_blocked_waiter(void **state) {
@@ -1809,6 +1831,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_get_hold_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unlock_by_non_holder, setup, teardown),
         cmocka_unit_test_setup_teardown(test_force_unlock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_force_unlock_resets_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_force_unlock_wakes_blocked_waiter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lease_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remain_time_to_live, setup, teardown),
