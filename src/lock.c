@@ -843,10 +843,25 @@ static int await(rlock_future *f, int64_t *value) {
 static int await_bool(rlock_future *f, bool *out) {
     int64_t v = 0;
     int rc = await(f, &v);
-    if (rc == RLOCK_OK) {
-        *out = v != 0;
-    }
+    *out = rc == RLOCK_OK && v != 0;
     return rc;
+}
+
+/* Every blocking form with a result first sets it to false or 0, so a
+ * caller that misses an error code still does not read a stale "acquired"
+ * or "locked". */
+static bool clear_bool(bool *out) {
+    if (out != NULL) {
+        *out = false;
+    }
+    return out != NULL;
+}
+
+static bool clear_int(int64_t *out) {
+    if (out != NULL) {
+        *out = 0;
+    }
+    return out != NULL;
 }
 
 int rlock_lock(rlock *l, int64_t lease_ms) {
@@ -855,7 +870,7 @@ int rlock_lock(rlock *l, int64_t lease_ms) {
 }
 
 int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired_out) {
-    int rc = check_blocking(l, "rlock_try_lock", acquired_out != NULL);
+    int rc = check_blocking(l, "rlock_try_lock", clear_bool(acquired_out));
     return rc != RLOCK_OK
                ? rc
                : await_bool(rlock_try_lock_async(l, wait_ms, lease_ms, rlock_thread_id()),
@@ -868,17 +883,17 @@ int rlock_unlock(rlock *l) {
 }
 
 int rlock_force_unlock(rlock *l, bool *was_locked) {
-    int rc = check_blocking(l, "rlock_force_unlock", was_locked != NULL);
+    int rc = check_blocking(l, "rlock_force_unlock", clear_bool(was_locked));
     return rc != RLOCK_OK ? rc : await_bool(rlock_force_unlock_async(l), was_locked);
 }
 
 int rlock_is_locked(rlock *l, bool *locked) {
-    int rc = check_blocking(l, "rlock_is_locked", locked != NULL);
+    int rc = check_blocking(l, "rlock_is_locked", clear_bool(locked));
     return rc != RLOCK_OK ? rc : await_bool(rlock_is_locked_async(l), locked);
 }
 
 int rlock_is_held_by_thread(rlock *l, uint64_t thread_id, bool *held) {
-    int rc = check_blocking(l, "rlock_is_held_by_thread", held != NULL);
+    int rc = check_blocking(l, "rlock_is_held_by_thread", clear_bool(held));
     return rc != RLOCK_OK ? rc : await_bool(rlock_is_held_by_thread_async(l, thread_id), held);
 }
 
@@ -887,11 +902,11 @@ int rlock_is_held_by_current_thread(rlock *l, bool *held) {
 }
 
 int rlock_get_hold_count(rlock *l, int64_t *count) {
-    int rc = check_blocking(l, "rlock_get_hold_count", count != NULL);
+    int rc = check_blocking(l, "rlock_get_hold_count", clear_int(count));
     return rc != RLOCK_OK ? rc : await(rlock_get_hold_count_async(l, rlock_thread_id()), count);
 }
 
 int rlock_remain_time_to_live(rlock *l, int64_t *ttl_ms) {
-    int rc = check_blocking(l, "rlock_remain_time_to_live", ttl_ms != NULL);
+    int rc = check_blocking(l, "rlock_remain_time_to_live", clear_int(ttl_ms));
     return rc != RLOCK_OK ? rc : await(rlock_remain_time_to_live_async(l), ttl_ms);
 }

@@ -325,6 +325,69 @@ static void test_null_outputs_and_callbacks(void **state) {
     drop(fut);
 }
 
+/* Every error leaves a blocking call's result false or 0, whatever it
+ * held before: a NULL lock, a bad time, a destroyed client and a server
+ * that does not answer. */
+static void test_results_cleared_on_error(void **state) {
+    fx *f = *state;
+    bool b = true;
+    int64_t n = 77;
+    assert_int_equal(rlock_try_lock(NULL, 0, 1000, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+    b = true;
+    assert_int_equal(rlock_force_unlock(NULL, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+    b = true;
+    assert_int_equal(rlock_is_locked(NULL, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+    b = true;
+    assert_int_equal(rlock_is_held_by_thread(NULL, 1, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+    b = true;
+    assert_int_equal(rlock_is_held_by_current_thread(NULL, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+    assert_int_equal(rlock_get_hold_count(NULL, &n), RLOCK_ERR_INVALID);
+    assert_int_equal(n, 0);
+    n = 77;
+    assert_int_equal(rlock_remain_time_to_live(NULL, &n), RLOCK_ERR_INVALID);
+    assert_int_equal(n, 0);
+
+    rlock_config cfg = rt_config(f->redis.address);
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "cleared");
+    b = true;
+    assert_int_equal(rlock_try_lock(l, -1, 1000, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+    b = true;
+    assert_int_equal(rlock_try_lock(l, 0, 0, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+
+    /* No answer: the server is stopped past every attempt. */
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+    b = true;
+    int rc = rlock_try_lock(l, 0, 1000, &b);
+    assert_true(rc == RLOCK_ERR_TIMEOUT || rc == RLOCK_ERR_CONNECTION);
+    assert_false(b);
+    n = 77;
+    rc = rlock_get_hold_count(l, &n);
+    assert_true(rc == RLOCK_ERR_TIMEOUT || rc == RLOCK_ERR_CONNECTION);
+    assert_int_equal(n, 0);
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+
+    /* The client destroyed under the handle. */
+    assert_int_equal(rlock_client_create(&cfg, &g_own.client), RLOCK_OK);
+    rlock *h = g_own.handles[0] = rlock_get_lock(g_own.client, "cleared");
+    assert_non_null(h);
+    rlock_client_destroy(g_own.client);
+    g_own.destroyed = true;
+    b = true;
+    assert_int_equal(rlock_try_lock(h, 0, 1000, &b), RLOCK_ERR_CLOSED);
+    assert_false(b);
+    b = true;
+    assert_int_equal(rlock_is_locked(h, &b), RLOCK_ERR_CLOSED);
+    assert_false(b);
+}
+
 /* ---- names ------------------------------------------------------------------ */
 
 /* NULL, empty and oversized names (1 MiB; one byte over RLOCK_NAME_MAX;
@@ -1076,6 +1139,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_null_lock_messages),
         cmocka_unit_test_setup_teardown(test_null_outputs_and_callbacks, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_results_cleared_on_error, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_names, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_times, setup, teardown),

@@ -105,7 +105,10 @@ RLOCK_API rlock_future *rlock_remain_time_to_live_async(rlock *l);
 
 /* ---- blocking: the owner is the calling thread ------------------------ */
 
-/* lease_ms < 0: watchdog. 0 or a negative rlock_errno. */
+/* Each returns 0 or a negative rlock_errno (details in rlock_last_error()).
+ * A result pointer must not be NULL; its target is set to false or 0
+ * before anything else, so it is false or 0 after every error.
+ * lease_ms < 0: watchdog. */
 RLOCK_API int rlock_lock(rlock *l, int64_t lease_ms);
 RLOCK_API int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired);
 RLOCK_API int rlock_unlock(rlock *l);
