@@ -331,7 +331,7 @@ int rlock_future_error(const rlock_future *f) {
     }
     rlock_future *m = (rlock_future *)f;
     LOCK(m);
-    int err = m->done ? m->err : RLOCK_ERR_INVALID;
+    int err = m->done ? m->err : RLOCK_ERR_PENDING;
     UNLOCK(m);
     return err;
 }

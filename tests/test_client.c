@@ -354,7 +354,7 @@ static void test_wait_timeout(void **state) {
     rlock_future *fut = rt_command(c, "PING", NULL);
     assert_int_equal(rlock_future_wait(fut, 50), RLOCK_ERR_TIMEOUT);
     assert_false(rlock_future_is_done(fut));
-    assert_int_equal(rlock_future_error(fut), RLOCK_ERR_INVALID); /* pending */
+    assert_int_equal(rlock_future_error(fut), RLOCK_ERR_PENDING);
     assert_int_equal(rlock_future_value(fut), 0);
     assert_int_equal(rt_redis_resume(&f->redis), 0);
     assert_int_equal(rlock_future_wait(fut, 10000), RLOCK_OK);

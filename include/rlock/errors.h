@@ -22,7 +22,8 @@ extern "C" {
     X(CANCELLED, -7, "operation was cancelled")                                                    \
     X(CLOSED, -8, "client was destroyed")                                                          \
     X(WRONG_THREAD, -9, "called from a thread where it would deadlock")                            \
-    X(FORKED, -10, "client used in a forked child; create a new client there")
+    X(FORKED, -10, "client used in a forked child; create a new client there")                     \
+    X(PENDING, -11, "operation has not completed yet")
 
 typedef enum rlock_errno {
     RLOCK_OK = 0,

@@ -45,12 +45,13 @@ RLOCK_API int rlock_future_wait(rlock_future *f, int64_t timeout_ms);
 
 RLOCK_API bool rlock_future_is_done(const rlock_future *f);
 
-/* The operation's result: 0 or a negative rlock_errno. RLOCK_ERR_INVALID
- * while the future is pending. */
+/* The operation's result: 0 or a negative rlock_errno. While the future
+ * is pending: RLOCK_ERR_PENDING, which no completed future has, so it is
+ * never mistaken for the operation's failure. RLOCK_ERR_INVALID for NULL. */
 RLOCK_API int rlock_future_error(const rlock_future *f);
 
 /* Details of a failure (Redis's error text, the last connection error),
- * or "" when there are none. Valid while f is held. */
+ * or "" when there are none or f is pending. Valid while f is held. */
 RLOCK_API const char *rlock_future_error_message(const rlock_future *f);
 
 /* The operation's value (see each call); 0 while pending or failed. */
