@@ -201,11 +201,31 @@ static rlock_future *invalid(const char *fmt, ...) {
     return rlock__future_failed(NULL, RLOCK_ERR_INVALID, msg);
 }
 
-/* NULL when l's client can take the call; else the failed future (the
- * client was destroyed, or this is a forked child). Nothing of the
- * client's but its flags is touched: its loop may be gone. */
-static rlock_future *refuse(const rlock *l, const char *fn) {
+/* RLOCK_OK when this thread may call l's client: any thread when the
+ * client runs its own I/O thread, else only the application loop's
+ * thread (the one that created the client), since the loop's state is
+ * touched without a lock. Else an error with its message set. */
+static int check_client(const rlock *l, const char *fn) {
     int rc = rlock__client_usable(l->client, fn);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    const rlock__loop *loop = l->client->loop;
+    if (!rlock__loop_owns_thread(loop) && !rlock__loop_on_thread(loop)) {
+        rlock__set_error_message("%s: the client runs on an application loop, and this is not "
+                                 "the loop's thread (the one that created the client)",
+                                 fn);
+        return RLOCK_ERR_WRONG_THREAD;
+    }
+    return RLOCK_OK;
+}
+
+/* NULL when l's client can take the call; else the failed future (the
+ * client was destroyed, this is a forked child or the wrong thread).
+ * Nothing of the client's but its flags is touched: its loop may be
+ * gone. */
+static rlock_future *refuse(const rlock *l, const char *fn) {
+    int rc = check_client(l, fn);
     return rc == RLOCK_OK ? NULL : rlock__future_failed(NULL, rc, rlock_last_error());
 }
 
@@ -806,7 +826,7 @@ static int check_blocking(const rlock *l, const char *fn, bool out_ok) {
         rlock__set_error_message("%s: %s is NULL", fn, l == NULL ? "lock" : "the result pointer");
         return RLOCK_ERR_INVALID;
     }
-    int rc = rlock__client_usable(l->client, fn);
+    int rc = check_client(l, fn);
     if (rc != RLOCK_OK) {
         return rc;
     }

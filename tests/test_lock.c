@@ -889,6 +889,75 @@ static void test_async_app_loop_handoff(void **state) {
     assert_int_equal(rt_lock_stats(c).renewing, 0);
 }
 
+/* A client on an application loop is called from another thread: every
+ * lock call gives RLOCK_ERR_WRONG_THREAD (async ones a completed future)
+ * and nothing reaches Redis; the loop's thread still works afterwards. */
+typedef struct other_thread_calls {
+    rlock *l;
+    int rc[6];
+    int async_err[4];
+    bool acquired;
+} other_thread_calls;
+
+static int future_err_now(rlock_future *fut) {
+    int err = rlock_future_is_done(fut) ? rlock_future_error(fut) : RLOCK_ERR_PENDING;
+    rlock_future_release(fut);
+    return err;
+}
+
+static void *call_from_other_thread(void *arg) {
+    other_thread_calls *t = arg;
+    bool b = true;
+    int64_t n = 0;
+    t->acquired = true;
+    t->rc[0] = rlock_lock(t->l, RLOCK_LEASE_WATCHDOG);
+    t->rc[1] = rlock_try_lock(t->l, 0, 1000, &t->acquired);
+    t->rc[2] = rlock_unlock(t->l);
+    t->rc[3] = rlock_is_locked(t->l, &b);
+    t->rc[4] = rlock_get_hold_count(t->l, &n);
+    t->rc[5] = rlock_force_unlock(t->l, &b);
+    t->async_err[0] = future_err_now(rlock_lock_async(t->l, RLOCK_LEASE_WATCHDOG, 7));
+    t->async_err[1] = future_err_now(rlock_try_lock_async(t->l, 0, 1000, 7));
+    t->async_err[2] = future_err_now(rlock_unlock_async(t->l, 7));
+    t->async_err[3] = future_err_now(rlock_remain_time_to_live_async(t->l));
+    return NULL;
+}
+
+static void test_app_loop_other_thread_refused(void **state) {
+    fx *f = *state;
+    struct ev_loop *loop = NULL;
+    rlock_client *c = new_loop_client(f, &loop);
+    rlock *l = rt_lock(c, "otherthread");
+    int64_t v = -1;
+    assert_int_equal(finish_on_loop(loop, rlock_is_locked_async(l), &v), RLOCK_OK);
+    rlock__executor_stats before = rlock__client_stats(c);
+
+    other_thread_calls t = {.l = l};
+    pthread_t th;
+    assert_int_equal(pthread_create(&th, NULL, call_from_other_thread, &t), 0);
+    /* Bounded: a call that is not refused would wait for a loop nobody runs. */
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 10;
+    assert_int_equal(pthread_timedjoin_np(th, NULL, &until), 0);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(t.rc[i], RLOCK_ERR_WRONG_THREAD);
+    }
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(t.async_err[i], RLOCK_ERR_WRONG_THREAD);
+    }
+    assert_false(t.acquired);
+    bool never = false;
+    rt_run_loop_until(loop, &never, 100);
+    assert_int_equal(rlock__client_stats(c).sent, before.sent);
+    assert_false(redis_exists(f, "otherthread"));
+
+    /* The loop's own thread is unaffected. */
+    assert_int_equal(finish_on_loop(loop, rlock_lock_async(l, 5000, 1), NULL), RLOCK_OK);
+    assert_int_equal(redis_hold(f, "otherthread", c, 1), 1);
+    assert_int_equal(finish_on_loop(loop, rlock_unlock_async(l, 1), NULL), RLOCK_OK);
+}
+
 /* lockInterruptibly: a pending lock future is cancelled; it stops waiting,
  * leaves the channel, and never takes the lock afterwards. */
 static void test_cancel_pending_lock(void **state) {
@@ -1843,6 +1912,7 @@ int main(int argc, char **argv) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lock_after_lease_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_async_app_loop_handoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_app_loop_other_thread_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_pending_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pubsub_shared_by_100_waiters, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrency_one_client, setup, teardown),

@@ -21,7 +21,9 @@
  * nothing is sent to Redis.
  *
  * Threads: with a client-owned loop, every call works from any thread.
- * With an application loop, call the library on that loop's thread only.
+ * With an application loop, call the library on that loop's thread only
+ * (the thread that created the client): a lock call from another thread
+ * gives RLOCK_ERR_WRONG_THREAD and sends nothing.
  * A blocking call on a client's own I/O thread (inside a callback) returns
  * RLOCK_ERR_WRONG_THREAD at once, since it could never finish. */
 #ifndef RLOCK_LOCK_H
