@@ -21,7 +21,13 @@
 #include <ev.h>
 #include <hiredis/hiredis.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+
 #include "redis_server.h"
+#include "tcp_proxy.h"
 #include "test_util.h"
 
 static bool path_exists(const char *path) {
@@ -428,6 +434,256 @@ static void test_info_int_counts(void **state) {
     assert_int_equal(rt_redis_stop(&r), 0);
 }
 
+/* ---- the TCP proxy ------------------------------------------------------ */
+
+/* What a proxy test leaves behind, for teardown (a failed assert returns
+ * from the middle of the test). */
+static struct {
+    rt_redis redis;
+    rt_proxy *proxy;
+    int fds[4];
+} g_px;
+
+static int proxy_setup(void **state) {
+    (void)state;
+    memset(&g_px, 0, sizeof(g_px));
+    for (int i = 0; i < 4; i++) {
+        g_px.fds[i] = -1;
+    }
+    if (rt_redis_start(&g_px.redis, NULL) != 0) {
+        return -1;
+    }
+    g_px.proxy = rt_proxy_start(g_px.redis.port);
+    return g_px.proxy != NULL ? 0 : -1;
+}
+
+static int proxy_teardown(void **state) {
+    (void)state;
+    for (int i = 0; i < 4; i++) {
+        if (g_px.fds[i] >= 0) {
+            close(g_px.fds[i]);
+        }
+    }
+    rt_proxy_stop(g_px.proxy);
+    rt_redis_stop(&g_px.redis);
+    return 0;
+}
+
+/* A raw socket to the proxy, kept in slot i for teardown. */
+static int raw_connect(int i) {
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    assert_true(fd >= 0);
+    g_px.fds[i] = fd;
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)rt_proxy_port(g_px.proxy))};
+    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    assert_int_equal(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    return fd;
+}
+
+static void raw_send(int fd, const char *s) {
+    size_t len = strlen(s);
+    assert_int_equal(send(fd, s, len, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+/* Reads until want bytes arrived, the peer closed or timeout_ms passed;
+ * returns how many were read (into buf, NUL-terminated). */
+static size_t raw_read(int fd, char *buf, size_t want, int64_t timeout_ms) {
+    size_t got = 0;
+    int64_t deadline = rt_now_ms() + timeout_ms;
+    while (got < want) {
+        int64_t left = deadline - rt_now_ms();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (left <= 0 || poll(&p, 1, (int)left) != 1) {
+            break;
+        }
+        ssize_t n = read(fd, buf + got, want - got);
+        if (n <= 0) {
+            break;
+        }
+        got += (size_t)n;
+    }
+    buf[got] = '\0';
+    return got;
+}
+
+/* The next reply to a simple command sent on fd: expected in full. */
+static void raw_expect(int fd, const char *reply) {
+    char buf[256];
+    size_t len = strlen(reply);
+    assert_int_equal(raw_read(fd, buf, len, 5000), len);
+    assert_string_equal(buf, reply);
+}
+
+static long long redis_int(const char *fmt, const char *arg) {
+    redisReply *r = rt_redis_command(&g_px.redis, fmt, arg);
+    assert_non_null(r);
+    long long v = r->type == REDIS_REPLY_INTEGER  ? r->integer
+                  : r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10)
+                                                  : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+/* Bytes go both ways, counted; hiredis works through it; connections are
+ * told apart by whether they subscribed. */
+static void test_proxy_forwards(void **state) {
+    (void)state;
+    rt_proxy *p = g_px.proxy;
+    char addr[64];
+    snprintf(addr, sizeof(addr), "redis://127.0.0.1:%d", rt_proxy_port(p));
+    assert_string_equal(rt_proxy_address(p), addr);
+    int fd = raw_connect(0);
+    static const char set[] = "*3\r\n$3\r\nSET\r\n$1\r\nk\r\n$9\r\nsubscribe\r\n";
+    raw_send(fd, set); /* "subscribe" as a value: not a SUBSCRIBE */
+    raw_expect(fd, "+OK\r\n");
+    raw_send(fd, "PING\r\n"); /* an inline command */
+    raw_expect(fd, "+PONG\r\n");
+    rt_proxy_counts n = rt_proxy_counts_of(p, RT_PROXY_COMMAND);
+    assert_int_equal(n.conns, 1);
+    assert_int_equal(n.forwarded[RT_PROXY_UP], strlen(set) + strlen("PING\r\n"));
+    assert_int_equal(n.forwarded[RT_PROXY_DOWN], strlen("+OK\r\n+PONG\r\n"));
+    assert_int_equal(n.held[RT_PROXY_UP] + n.held[RT_PROXY_DOWN], 0);
+    assert_int_equal(rt_proxy_counts_of(p, RT_PROXY_PUBSUB).conns, 0);
+
+    redisContext *c = redisConnect("127.0.0.1", rt_proxy_port(p));
+    assert_non_null(c);
+    assert_int_equal(c->err, 0);
+    redisReply *r = redisCommand(c, "GET k");
+    assert_non_null(r);
+    assert_string_equal(r->str, "subscribe");
+    freeReplyObject(r);
+    r = redisCommand(c, "SUBSCRIBE ch");
+    assert_non_null(r);
+    freeReplyObject(r);
+    assert_true(rt_proxy_wait_conns(p, RT_PROXY_PUBSUB, 1, 2000));
+    assert_int_equal(rt_proxy_counts_of(p, RT_PROXY_COMMAND).conns, 1);
+    assert_int_equal(rt_proxy_counts_of(p, RT_PROXY_ALL).conns, 2);
+    redisFree(c);
+    assert_true(rt_proxy_wait_conns(p, RT_PROXY_PUBSUB, 0, 2000)); /* a close passes through */
+    assert_int_equal(rt_proxy_accepted(p), 2);
+    assert_true(rt_proxy_total_forwarded(p, RT_PROXY_DOWN) > 12);
+}
+
+/* A paused direction holds its bytes (Redis still gets the requests) and
+ * delivers them in order on resume; a request held going up does not
+ * reach Redis; a connection made during a pause is not paused. */
+static void test_proxy_pause_and_resume(void **state) {
+    (void)state;
+    rt_proxy *p = g_px.proxy;
+    int fd = raw_connect(0);
+    raw_send(fd, "PING\r\n");
+    raw_expect(fd, "+PONG\r\n");
+    assert_int_equal(rt_proxy_pause(p, RT_PROXY_ALL, RT_PROXY_DOWN), 1);
+    for (int i = 0; i < 5; i++) {
+        raw_send(fd, "*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n");
+    }
+    int64_t deadline = rt_now_ms() + 5000;
+    while (redis_int("GET %s", "n") != 5 && rt_now_ms() < deadline) {
+        rt_sleep_ms(5);
+    }
+    assert_int_equal(redis_int("GET %s", "n"), 5);
+    assert_true(rt_proxy_wait_held(p, RT_PROXY_ALL, RT_PROXY_DOWN, 20, 5000));
+    char buf[256];
+    assert_int_equal(raw_read(fd, buf, 1, 300), 0); /* held */
+
+    int other = raw_connect(1); /* not paused: the pause was before it */
+    raw_send(other, "PING\r\n");
+    raw_expect(other, "+PONG\r\n");
+
+    assert_int_equal(rt_proxy_resume(p, RT_PROXY_ALL, RT_PROXY_DOWN), 2);
+    raw_expect(fd, ":1\r\n:2\r\n:3\r\n:4\r\n:5\r\n");
+
+    assert_int_equal(rt_proxy_pause(p, RT_PROXY_ALL, RT_PROXY_UP), 2);
+    raw_send(fd, "*2\r\n$4\r\nINCR\r\n$1\r\nn\r\n");
+    assert_true(rt_proxy_wait_held(p, RT_PROXY_ALL, RT_PROXY_UP, 1, 5000));
+    rt_sleep_ms(200);
+    assert_int_equal(redis_int("GET %s", "n"), 5); /* never reached Redis */
+    assert_int_equal(raw_read(fd, buf, 1, 100), 0);
+    assert_int_equal(rt_proxy_resume(p, RT_PROXY_ALL, RT_PROXY_UP), 2);
+    raw_expect(fd, ":6\r\n");
+    assert_int_equal(rt_proxy_counts_of(p, RT_PROXY_ALL).held[RT_PROXY_UP], 0);
+}
+
+/* A delay holds each chunk for that long; order is kept. */
+static void test_proxy_delay(void **state) {
+    (void)state;
+    rt_proxy *p = g_px.proxy;
+    int fd = raw_connect(0);
+    raw_send(fd, "PING\r\n");
+    raw_expect(fd, "+PONG\r\n");
+    assert_int_equal(rt_proxy_set_delay(p, RT_PROXY_COMMAND, RT_PROXY_DOWN, 300), 1);
+    int64_t t0 = rt_now_ms();
+    raw_send(fd, "*2\r\n$4\r\nECHO\r\n$1\r\na\r\n");
+    rt_sleep_ms(50);
+    raw_send(fd, "*2\r\n$4\r\nECHO\r\n$1\r\nb\r\n");
+    char buf[64];
+    assert_int_equal(raw_read(fd, buf, 7, 5000), 7);
+    int64_t first = rt_now_ms() - t0;
+    assert_string_equal(buf, "$1\r\na\r\n");
+    assert_int_equal(raw_read(fd, buf, 7, 5000), 7);
+    int64_t second = rt_now_ms() - t0;
+    assert_string_equal(buf, "$1\r\nb\r\n");
+    print_message("delivered after %lld and %lld ms\n", (long long)first, (long long)second);
+    assert_true(first >= 290);
+    assert_true(second >= 340);
+    assert_true(second < 3000);
+    assert_int_equal(rt_proxy_set_delay(p, RT_PROXY_ALL, RT_PROXY_DOWN, 0), 1);
+    t0 = rt_now_ms();
+    raw_send(fd, "PING\r\n");
+    raw_expect(fd, "+PONG\r\n");
+    assert_true(rt_now_ms() - t0 < 250);
+}
+
+/* New connections held in the backlog get nothing until released. */
+static void test_proxy_hold_new(void **state) {
+    (void)state;
+    rt_proxy *p = g_px.proxy;
+    rt_proxy_hold_new(p, true);
+    int fd = raw_connect(0); /* the kernel completes the handshake */
+    raw_send(fd, "PING\r\n");
+    char buf[16];
+    assert_int_equal(raw_read(fd, buf, 1, 300), 0);
+    assert_int_equal(rt_proxy_accepted(p), 0);
+    rt_proxy_hold_new(p, false);
+    raw_expect(fd, "+PONG\r\n");
+    assert_int_equal(rt_proxy_accepted(p), 1);
+}
+
+/* A kill closes both sides of the chosen connections only, held bytes
+ * and all. */
+static void test_proxy_kill(void **state) {
+    (void)state;
+    rt_proxy *p = g_px.proxy;
+    int cmd = raw_connect(0);
+    int sub = raw_connect(1);
+    raw_send(cmd, "PING\r\n");
+    raw_expect(cmd, "+PONG\r\n");
+    raw_send(sub, "*2\r\n$9\r\nSUBSCRIBE\r\n$2\r\nch\r\n");
+    raw_expect(sub, "*3\r\n$9\r\nsubscribe\r\n$2\r\nch\r\n:1\r\n");
+    assert_int_equal(rt_proxy_counts_of(p, RT_PROXY_PUBSUB).conns, 1);
+    assert_int_equal(rt_redis_info_int(&g_px.redis, "clients", "connected_clients"), 3);
+    assert_int_equal(rt_proxy_pause(p, RT_PROXY_PUBSUB, RT_PROXY_DOWN), 1);
+    freeReplyObject(rt_redis_command(&g_px.redis, "PUBLISH ch x"));
+    assert_true(rt_proxy_wait_held(p, RT_PROXY_PUBSUB, RT_PROXY_DOWN, 1, 5000));
+
+    assert_int_equal(rt_proxy_kill(p, RT_PROXY_PUBSUB), 1);
+    assert_int_equal(rt_proxy_counts_of(p, RT_PROXY_ALL).conns, 1);
+    char buf[64];
+    assert_int_equal(raw_read(sub, buf, 1, 5000), 0); /* closed, the held message dropped */
+    int64_t deadline = rt_now_ms() + 5000;
+    while (rt_redis_info_int(&g_px.redis, "clients", "connected_clients") != 2 &&
+           rt_now_ms() < deadline) {
+        rt_sleep_ms(10);
+    }
+    assert_int_equal(rt_redis_info_int(&g_px.redis, "clients", "connected_clients"), 2);
+    raw_send(cmd, "PING\r\n"); /* the other is untouched */
+    raw_expect(cmd, "+PONG\r\n");
+    assert_int_equal(rt_proxy_kill(p, RT_PROXY_ALL), 1);
+    assert_int_equal(raw_read(cmd, buf, 1, 5000), 0);
+    assert_int_equal(rt_proxy_counts_of(p, RT_PROXY_ALL).conns, 0);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_start_tcp_ping),
@@ -444,6 +700,11 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_run_loop_flag),
         cmocka_unit_test(test_wait_until),
         cmocka_unit_test(test_info_int_counts),
+        cmocka_unit_test_setup_teardown(test_proxy_forwards, proxy_setup, proxy_teardown),
+        cmocka_unit_test_setup_teardown(test_proxy_pause_and_resume, proxy_setup, proxy_teardown),
+        cmocka_unit_test_setup_teardown(test_proxy_delay, proxy_setup, proxy_teardown),
+        cmocka_unit_test_setup_teardown(test_proxy_hold_new, proxy_setup, proxy_teardown),
+        cmocka_unit_test_setup_teardown(test_proxy_kill, proxy_setup, proxy_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
