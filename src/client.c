@@ -255,6 +255,7 @@ static void read_lock_stats(void *arg) {
                                    .unsubscribes = ps.unsubscribes,
                                    .entries = ps.entries,
                                    .messages = ps.messages,
+                                   .confirms = ps.confirms,
                                    .acquires = c->acquires,
                                    .renew_evals = rs.renew_evals,
                                    .renewing = rs.renewing,

@@ -70,6 +70,7 @@ typedef struct rlock__lock_stats {
     uint64_t unsubscribes; /* UNSUBSCRIBE commands sent */
     uint64_t entries;      /* lock entries now (names someone waits on) */
     uint64_t messages;     /* unlock messages received */
+    uint64_t confirms;     /* SUBSCRIBEs confirmed (a new generation each) */
     uint64_t acquires;     /* acquire scripts sent */
     uint64_t renew_evals;  /* renewal scripts sent */
     uint64_t renewing;     /* (name, owner) pairs the watchdog renews now */

@@ -214,6 +214,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
         /* Messages sent before this were never seen: everyone tries again. */
         sub->confirmed = true;
         sub->generation++;
+        sub->ps->stats.confirms++;
         for_each_entry(sub, wake_all);
     } else if (!sub->want) {
         free_sub(sub);

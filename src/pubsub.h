@@ -38,6 +38,7 @@ typedef struct rlock__pubsub_stats {
     uint64_t unsubscribes;
     uint64_t entries; /* lock entries (names waited on) */
     uint64_t messages;
+    uint64_t confirms; /* confirmed SUBSCRIBEs that woke the waiters */
 } rlock__pubsub_stats;
 
 /* client_id names the keep-alive channel. */
