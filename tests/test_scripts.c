@@ -1,5 +1,6 @@
 /* The Lua registry and the executor's script path, on a real redis-server:
- * EVALSHA first, EVAL when the server lost the script, KEYS/ARGV order. */
+ * EVALSHA first, EVAL when the server lost the script, KEYS/ARGV order;
+ * and the unlock script's latch, run as the library embeds it. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -12,6 +13,8 @@
 #include "rt_main.h"
 
 #include "fixture.h"
+#include "lock_util.h"
+#include "rlock__scripts_all.h"
 
 typedef rt_fx fx;
 
@@ -138,6 +141,64 @@ static void test_binary_arguments(void **state) {
     rt_expect_string(&f->redis, key, sizeof(key), "7");
 }
 
+/* Runs the library's unlock script as rlock does: keys name, channel and
+ * latch; message 0, a 30 s lease for a remaining hold, the owner's field,
+ * PUBLISH, a 10 s latch. Returns its value (RLOCK__NIL_VALUE for nil). */
+static int64_t unlock_script(fx *f, const char *latch) {
+    int64_t v = 0;
+    assert_int_equal(rt_finish(rt_eval(f->client, &rlock__script_lock_unlock, 3, "lk",
+                                       "redisson_lock__channel:{lk}", latch, "0", "30000", "me:1",
+                                       "publish", "10000", NULL),
+                               &v),
+                     RLOCK_OK);
+    return v;
+}
+
+static long long hold_count(fx *f) {
+    redisReply *r = rt_redis_command(&f->redis, "HGET lk me:1");
+    assert_non_null(r);
+    long long v = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : -1;
+    freeReplyObject(r);
+    return v;
+}
+
+/* The unlock latch: a repeat of the same request (same latch key) returns
+ * the first call's answer and releases nothing more, for a reentrant hold
+ * (0) and for the last one (1, with one message only). */
+static void test_unlock_latch_repeats_first_answer(void **state) {
+    fx *f = *state;
+    static const char *const channel[] = {"redisson_lock__channel:{lk}"};
+    redisContext *sub = rt_subscriber(&f->redis, 5000, channel, 1);
+    freeReplyObject(rt_redis_command(&f->redis, "HSET lk me:1 2"));
+    freeReplyObject(rt_redis_command(&f->redis, "PEXPIRE lk 30000"));
+
+    static const char first[] = "redisson_unlock_latch:{lk}:r1";
+    assert_int_equal(unlock_script(f, first), 0);
+    assert_int_equal(hold_count(f), 1);
+    rt_expect_string(&f->redis, first, strlen(first), "0");
+    assert_int_equal(unlock_script(f, first), 0); /* the repeat */
+    assert_int_equal(hold_count(f), 1);
+
+    static const char last[] = "redisson_unlock_latch:{lk}:r2";
+    assert_int_equal(unlock_script(f, last), 1);
+    assert_int_equal(hold_count(f), -1);
+    rt_expect_string(&f->redis, last, strlen(last), "1");
+    rt_expect_message(sub, channel[0], "0");
+    assert_int_equal(unlock_script(f, last), 1); /* the repeat: not nil */
+    redisReply *r = rt_redis_command(&f->redis, "EXISTS lk");
+    assert_non_null(r);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+
+    /* The repeat published nothing more. */
+    struct timeval short_wait = {.tv_sec = 0, .tv_usec = 300 * 1000};
+    redisSetTimeout(sub, short_wait);
+    void *extra = NULL;
+    assert_int_not_equal(redisGetReply(sub, &extra), REDIS_OK);
+    assert_null(extra);
+    redisFree(sub);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_embedded_sha_matches_redis, setup, rt_fx_teardown),
@@ -147,6 +208,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_script_error_is_reported, setup, rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_plain_command, setup, rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_binary_arguments, setup, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_unlock_latch_repeats_first_answer, setup,
+                                        rt_fx_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
