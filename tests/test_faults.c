@@ -1,6 +1,8 @@
 /* Connection faults against a real redis-server: refused, stopped
- * (SIGSTOP), restarted, killed, connections killed, and the handshake
- * (AUTH, ACL users, SELECT, unix sockets). Every wait is bounded. */
+ * (SIGSTOP), restarted, killed, connections killed, the reconnect
+ * back-off, and the handshake (AUTH, ACL users, SELECT, unix sockets).
+ * Every wait is bounded. */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -240,6 +242,107 @@ static void test_connect_timeout_on_silent_server(void **state) {
     assert_int_equal(rt_finish(rt_command(c, "PING", NULL), NULL), RLOCK_OK);
 }
 
+/* The command connection's readiness, as the log tells it (the log runs on
+ * the I/O thread, so the test reads it under the mutex). */
+typedef struct conn_events {
+    pthread_mutex_t mu;
+    int ready;
+    int64_t ready_at;
+    char last_lost[512];
+} conn_events;
+
+static void note_conn_event(int level, const char *message, void *arg) {
+    (void)level;
+    conn_events *e = arg;
+    pthread_mutex_lock(&e->mu);
+    if (strcmp(message, "command connection ready") == 0) {
+        e->ready++;
+        e->ready_at = rt_now_ms();
+    } else if (strncmp(message, "command connection lost", 23) == 0) {
+        snprintf(e->last_lost, sizeof(e->last_lost), "%s", message);
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Polls (at most timeout_ms) until the command connection has been ready
+ * want times; returns when it last became ready, or 0. */
+static int64_t ready_times(conn_events *e, int want, int64_t timeout_ms) {
+    int64_t deadline = rt_now_ms() + timeout_ms;
+    for (;;) {
+        pthread_mutex_lock(&e->mu);
+        int64_t at = e->ready >= want ? e->ready_at : 0;
+        pthread_mutex_unlock(&e->mu);
+        if (at != 0 || rt_now_ms() >= deadline) {
+            return at;
+        }
+        rt_sleep_ms(2);
+    }
+}
+
+/* The id of the client whose last command was ECHO: our command
+ * connection, right after it ran one. -1 when there is none. */
+static long long echo_client_id(fx *f) {
+    redisReply *r = rt_redis_command(&f->redis, "CLIENT LIST");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    long long id = -1;
+    for (const char *line = r->str; line != NULL && *line != '\0';) {
+        const char *end = strchr(line, '\n');
+        size_t len = end != NULL ? (size_t)(end - line) : strlen(line);
+        char buf[1024];
+        snprintf(buf, sizeof(buf), "%.*s", (int)(len < sizeof(buf) ? len : sizeof(buf) - 1), line);
+        if (strstr(buf, " cmd=echo ") != NULL && strncmp(buf, "id=", 3) == 0) {
+            id = strtoll(buf + 3, NULL, 10);
+        }
+        line = end != NULL ? end + 1 : NULL;
+    }
+    freeReplyObject(r);
+    return id;
+}
+
+/* The reconnect back-off starts again from its minimum after a connection
+ * that worked: seven kills of a ready command connection, one after the
+ * other, each reconnect within a second or so, instead of waiting 100,
+ * 200, 400 ... 6400 ms. */
+static void test_reconnect_backoff_resets_after_connect(void **state) {
+    fx *f = *state;
+    static conn_events e; /* the I/O thread writes it until the destroy */
+    memset(&e, 0, sizeof(e));
+    pthread_mutex_init(&e.mu, NULL);
+    rlock_config cfg = rt_config(f->redis.address);
+    cfg.reconnect_delay_min_ms = 100;
+    cfg.reconnect_delay_max_ms = 10000;
+    cfg.timeout_ms = 3000;
+    cfg.log = note_conn_event;
+    cfg.log_arg = &e;
+    cfg.log_level = RLOCK_LOG_INFO;
+    rlock_client *c = connect_to(f, f->redis.address, &cfg);
+    assert_true(ready_times(&e, 1, 5000) != 0);
+    for (int i = 1; i <= 7; i++) {
+        /* An ECHO marks the command connection in CLIENT LIST (and shows
+         * that it works). */
+        assert_int_equal(rt_finish(rt_command(c, "ECHO", "mark", NULL), NULL), RLOCK_OK);
+        long long id = echo_client_id(f);
+        assert_true(id > 0);
+        redisReply *r = rt_redis_command(&f->redis, "CLIENT KILL ID %lld", id);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+        assert_int_equal(r->integer, 1);
+        freeReplyObject(r);
+        int64_t killed = rt_now_ms();
+        int64_t at = ready_times(&e, i + 1, 10000);
+        pthread_mutex_lock(&e.mu);
+        print_message("kill %d: ready again after %lld ms (%s)\n", i,
+                      at != 0 ? (long long)(at - killed) : -1LL, e.last_lost);
+        pthread_mutex_unlock(&e.mu);
+        assert_true(at != 0);
+        assert_true(at - killed < 1500);
+    }
+    rlock_client_destroy(c); /* joins the I/O thread: no more log calls */
+    f->client = NULL;
+    pthread_mutex_destroy(&e.mu);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connection_refused),
@@ -255,6 +358,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_acl_user_and_database, setup_acl, rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_unix_socket, setup_unix, rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_connect_timeout_on_silent_server, rt_fx_setup,
+                                        rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_backoff_resets_after_connect, rt_fx_setup,
                                         rt_fx_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
