@@ -12,15 +12,30 @@
  *   - lease: it took a lease and ran past it, counted from the lock call.
  * Anything else is unexplained: two holders the library let in.
  *
- * The counter: every acknowledged SET wrote (value read) + 1. Two
- * acknowledged holds that read the same value lost an update; that is
- * explained when one of them is tainted or in an explained overlap (a
- * paused holder's write can roll the counter back under later, innocent
- * holders: they overlap it). And every value from 1 to the final counter
- * must have been written by some hold, acknowledged or possibly applied
- * (its SET went out without an answer), every acknowledged hold must have
- * read 0 or such a value, and the final counter must not be below an
- * acknowledged write, unless a tainted hold wrote it. */
+ * The counter. A hold that read r and sent a SET (W record) wrote r + 1 when
+ * the SET was acknowledged (S 1), and maybe wrote it when the SET got no
+ * answer (S -1, or no S record: killed in between); a refused SET (S 0)
+ * wrote nothing. Both of the first two are writers. For every writer y that
+ * read a value r which an earlier acknowledged hold x read too (x: the latest
+ * acknowledged reader of r whose GET came before y's), x's acknowledged
+ * write of r + 1 was undone before y read: a lost update. It is explained
+ *   - when x and y overlap and one of them is tainted, or
+ *   - when they do not overlap and a culpable writer z (neither x nor y; a
+ *     writer of r, so one that read r - 1) whose hold intersects the time
+ *     from x's acquire to y's GET wrote r again: a paused holder's late SET
+ *     rolls the counter back, and the holds after it re-read values already
+ *     used. Culpable: tainted, in an explained overlap, or stale;
+ * and y is then stale (it re-read a value a culpable write put back, and
+ * its own write is a re-write too); otherwise it is unexplained, whatever
+ * y's SET status. The pairs are judged in the order of y's GET, so that
+ * staleness flows forward down the chain a rollback starts, through writes
+ * that got no answer as well (the SET of a stale hold whose answer was lost
+ * in a restart is a culpable re-write: tests/chaos/README.md, the fixture).
+ *
+ * And every value from 1 to the final counter must have been written by a
+ * writer, every acknowledged hold must have read 0 or such a value, and the
+ * final counter must not be below an acknowledged write unless a culpable
+ * writer wrote it. */
 #define _GNU_SOURCE
 
 #include <inttypes.h>
@@ -357,11 +372,18 @@ static int by_read_then_get(const void *x, const void *y) {
     if (a->read != b->read) {
         return a->read < b->read ? -1 : 1;
     }
-    return a->g_t < b->g_t ? -1 : a->g_t > b->g_t;
+    if (a->g_t != b->g_t) {
+        return a->g_t < b->g_t ? -1 : 1;
+    }
+    if (a->wid != b->wid) { /* ties: any fixed order */
+        return a->wid < b->wid ? -1 : 1;
+    }
+    return a->owner < b->owner ? -1 : a->owner > b->owner;
 }
 
 typedef struct dup {
-    hold *first, *second; /* two acknowledged holds that read one value, in GET order */
+    hold *first;  /* an acknowledged hold that read a value */
+    hold *second; /* a writer that read it later */
 } dup;
 
 static int by_second_get(const void *x, const void *y) {
@@ -394,12 +416,9 @@ static bool culpable_rewrite(hold **writers, size_t nw, long long v, const hold 
     return false;
 }
 
-/* Every acknowledged SET wrote (value read) + 1. Two acknowledged holds
- * that read one value lost an update. If they overlap, it is explained as
- * their overlap is. If not, the first one's write was undone before the
- * second read: explained when a culpable hold (tainted, in an explained
- * overlap, or stale itself) wrote that value again in between; the second
- * hold is then stale, and so on down the chain a rollback starts. */
+/* The lost updates (the comment at the top): each writer that re-read a
+ * value an acknowledged hold had read, judged in the order of its GET; an
+ * explained one is stale, and a culpable re-writer for the pairs after it. */
 static void check_counter(holds *hs, int64_t base, long long final, ch_results *out) {
     hold **acked = calloc(hs->n + 1, sizeof(hold *));
     hold **writers = calloc(hs->n + 1, sizeof(hold *)); /* acked or maybe applied */
@@ -436,12 +455,21 @@ static void check_counter(holds *hs, int64_t base, long long final, ch_results *
         writers[nw++] = h;
     }
     qsort(written, nw, sizeof(long long), cmp_ll);
-    qsort(writers, nw, sizeof(hold *), by_written);
+    /* By value read (culpable_rewrite looks writers up by it), then GET. */
+    qsort(writers, nw, sizeof(hold *), by_read_then_get);
 
-    qsort(acked, na, sizeof(hold *), by_read_then_get);
-    for (size_t i = 1; i < na; i++) {
-        if (acked[i]->read == acked[i - 1]->read) {
-            dups[nd++] = (dup){acked[i - 1], acked[i]};
+    /* Each writer with the latest acknowledged reader of its value before it. */
+    hold *last_acked = NULL;
+    for (size_t i = 0; i < nw; i++) {
+        hold *y = writers[i];
+        if (last_acked != NULL && last_acked->read != y->read) {
+            last_acked = NULL;
+        }
+        if (last_acked != NULL) {
+            dups[nd++] = (dup){last_acked, y};
+        }
+        if (y->set_status == 1) {
+            last_acked = y;
         }
     }
     /* In the order of the second reads, so that staleness flows forward. */
@@ -470,6 +498,7 @@ static void check_counter(holds *hs, int64_t base, long long final, ch_results *
     }
 
     /* Values from nowhere, and reads of them. */
+    qsort(acked, na, sizeof(hold *), by_read_then_get);
     shown = 0;
     for (long long m = 1; m <= final; m++) {
         if (bsearch(&m, written, nw, sizeof(long long), cmp_ll) == NULL) {

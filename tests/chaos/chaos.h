@@ -163,4 +163,41 @@ typedef struct ch_results {
 int ch_analyse(const ch_worker_info *workers, int nworkers, const ch_fault *faults, int nfaults,
                long long final_counter, ch_results *out);
 
+/* ---- the report (report.c), for a live run and a replay alike ------------ */
+
+/* What the driver saw beside the records. */
+typedef struct ch_run {
+    uint64_t seed;
+    long seconds;    /* how long faults were injected */
+    int nworkers;    /* worker positions */
+    int nprocs;      /* worker processes over the run, replacements included */
+    int64_t took_ns; /* from the first fault to the end; < 0: unknown */
+    int injected[CH_F_KINDS];
+    int nfaults;        /* faults in all */
+    int hung;           /* workers found hung */
+    int failures;       /* workers that crashed, hit a sanitizer or exited non-zero */
+    bool fatal;         /* the driver could not carry on (or read the counter) */
+    int exits_expected; /* workers neither killed nor failed: each must write an X record */
+} ch_run;
+
+/* The run's verdict: true when it passes (README.md, "The verdict"). */
+bool ch_verdict(const ch_run *run, const ch_results *res);
+
+/* Prints the report: one line per figure, the JSON line, PASS or FAIL. */
+void ch_print_report(const ch_run *run, const ch_results *res, bool pass);
+
+/* A figure by the name it has in the JSON line or in ch_results ("result" is
+ * 1 for pass, 0 for fail); false when there is no such figure. */
+bool ch_figure(const ch_run *run, const ch_results *res, const char *name, long long *value);
+
+/* ---- the replay (replay.c) ----------------------------------------------- */
+
+/* chaos --analyze DIR [--expect FILE] [--final-counter N]: the analysis of a
+ * records directory alone. Exits 0 (pass, or every expected figure matches),
+ * 1 (fail, or a mismatch) or 2 (bad input). */
+int ch_replay_main(int argc, char **argv);
+
+/* The file a live run leaves next to the records for the replay. */
+#define CH_RUN_FILE "run.txt"
+
 #endif

@@ -3,8 +3,10 @@
  * and judges the workers' records (analysis.c). See README.md.
  *
  *   chaos [--budget SECONDS]
+ *   chaos --analyze DIR [--expect FILE] [--final-counter N]
  *
- * --budget is the ctest TIMEOUT: the run is shortened to fit it. Settings
+ * --budget is the ctest TIMEOUT: the run is shortened to fit it. --analyze
+ * judges a records directory again, without Redis or workers (replay.c). Settings
  * come from the environment: RLOCK_CHAOS_SECONDS (60), RLOCK_CHAOS_WORKERS
  * (8), RLOCK_CHAOS_SEED (random; printed, so a run's schedule of faults can
  * be replayed), RLOCK_CHAOS_KEEP=1 keeps the record files of a passing run,
@@ -691,31 +693,48 @@ static long long final_counter(bool *ok) {
     return v;
 }
 
-/* ---- the report ------------------------------------------------------------- */
-
-static void print_codes(const char *label, const uint64_t *by, bool with_zero) {
-    printf("%s", label);
-    bool any = false;
-    for (int k = with_zero ? 0 : 1; k < CH_ERR_SLOTS; k++) {
-        if (by[k] != 0) {
-            printf("%s %s %" PRIu64, any ? "," : "",
-                   k == 0                  ? "ok"
-                   : k == CH_ERR_SLOTS - 1 ? "other"
-                                           : rlock_err_name(-k),
-                   by[k]);
-            any = true;
-        }
+/* ---- what the replay needs beyond the records --------------------------------
+ *
+ * run.txt, next to the records (chaos --analyze reads it; README.md):
+ *   seed N / seconds N / workers N / took_ns N    the report's header
+ *   final_counter N                               the counter at the end
+ *   fatal 0|1 / hung_workers N / failed_workers N  the driver's own findings
+ *   worker WID END_NS KILLED FAILED               one per worker process: when
+ *       the driver saw it dead (or killed it), whether it killed it (holder_kill
+ *       or hung) and whether it died by itself or exited non-zero
+ * The leases are in the records' B lines, the faults in faults.log. */
+static void write_run_file(long seconds, int64_t took, long long counter) {
+    char path[300];
+    snprintf(path, sizeof(path), "%s/%s", D.dir, CH_RUN_FILE);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        say("cannot write %s: %s", path, strerror(errno));
+        return;
     }
-    printf("%s\n", any ? "" : " none");
+    fprintf(f, "# chaos run: what chaos --analyze needs beyond the records\n");
+    fprintf(f, "seed %" PRIu64 "\nseconds %ld\nworkers %d\ntook_ns %" PRId64 "\n", D.seed, seconds,
+            D.nworkers, took);
+    fprintf(f, "final_counter %lld\nfatal %d\nhung_workers %d\nfailed_workers %d\n", counter,
+            D.fatal ? 1 : 0, D.hung, D.failures);
+    fprintf(f, "# worker WID END_NS KILLED FAILED\n");
+    for (int i = 0; i < D.nw; i++) {
+        fprintf(f, "worker %d %" PRId64 " %d %d\n", D.w[i].wid, D.w[i].end_ns,
+                D.w[i].killed ? 1 : 0, D.w[i].failed ? 1 : 0);
+    }
+    fclose(f);
 }
 
 int main(int argc, char **argv) {
+    if (argc > 1 && strcmp(argv[1], "--analyze") == 0) {
+        return ch_replay_main(argc, argv);
+    }
     long budget = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--budget") == 0 && i + 1 < argc) {
             budget = strtol(argv[++i], NULL, 10);
         } else {
-            fprintf(stderr, "usage: chaos [--budget SECONDS]\n");
+            fprintf(stderr, "usage: chaos [--budget SECONDS]\n"
+                            "       chaos --analyze DIR [--expect FILE] [--final-counter N]\n");
             return 2;
         }
     }
@@ -791,6 +810,7 @@ int main(int argc, char **argv) {
     drop_dc();
     rt_redis_stop(&D.redis);
     int64_t took = ch_now_ns() - D.t0;
+    write_run_file(seconds, took, counter);
 
     ch_worker_info *infos = calloc((size_t)D.nw, sizeof(*infos));
     ch_results res;
@@ -807,78 +827,29 @@ int main(int argc, char **argv) {
     }
     free(infos);
 
-    int never = 0;
-    for (int k = 0; k < CH_F_KINDS; k++) {
-        never += D.injected[k] == 0;
-    }
-    uint64_t pending = res.futures_pending + res.futures_pending_after_destroy;
-    int exits_expected = 0;
+    ch_run run = {.seed = D.seed,
+                  .seconds = seconds,
+                  .nworkers = D.nworkers,
+                  .nprocs = D.nw,
+                  .took_ns = took,
+                  .nfaults = D.nfaults,
+                  .hung = D.hung,
+                  .failures = D.failures,
+                  .fatal = D.fatal};
+    memcpy(run.injected, D.injected, sizeof(run.injected));
     for (int i = 0; i < D.nw; i++) {
-        exits_expected += !D.w[i].killed && !D.w[i].failed;
+        run.exits_expected += !D.w[i].killed && !D.w[i].failed;
     }
-    bool pass = !D.fatal && never == 0 && res.overlaps_unexplained == 0 &&
-                res.lost_updates_unexplained == 0 && pending == 0 && D.hung == 0 &&
-                D.failures == 0 && res.stuck_futures == 0 && res.completed > 0 &&
-                res.exits == exits_expected;
-
-    printf("\n==== chaos report (seed %" PRIu64 ", %.1f s, %d workers, %d processes in all) ====\n",
-           D.seed, (double)took / 1e9, D.nworkers, D.nw);
-    printf("operations completed (holds whose GET + SET went through): %" PRIu64 "\n",
-           res.completed);
-    printf("lock calls: %" PRIu64 ": acquired %" PRIu64 ", wait ran out %" PRIu64
-           ", cancelled %" PRIu64 ", failed %" PRIu64 "\n",
-           res.lock_calls, res.acquired, res.not_acquired, res.cancelled, res.lock_failed);
-    print_codes("lock calls failed by code:", res.lock_err, false);
-    print_codes("unlock results:", res.unlock_rc, true);
-    printf("GET/SET failures: %" PRIu64 " (SETs with no answer, maybe applied: %" PRIu64
-           "; data timeouts: %" PRIu64 ")\n",
-           res.data_errors, res.ambiguous_writes, res.data_timeouts);
-    printf("lost-lock reports: %" PRIu64 "\n", res.lost_reports);
-    print_codes("lost-lock reasons:", res.lost_reason, false);
-    printf("long holds (%d to %d ms): %" PRIu64 "; holds cut by SIGKILL: %" PRIu64
-           "; longest hold %.0f ms\n",
-           CH_LONG_HOLD_MIN_MS, CH_LONG_HOLD_MAX_MS, res.long_holds, res.killed_holds,
-           (double)res.longest_hold_ns / 1e6);
-    printf("faults injected:");
-    for (int k = 0; k < CH_F_KINDS; k++) {
-        printf("%s %s %d", k == 0 ? "" : ",", ch_fault_names[k], D.injected[k]);
-    }
-    printf(" (%d in all)%s\n", D.nfaults, never > 0 ? "  <- a kind was never injected" : "");
-    printf("overlapping holds: %" PRIu64 " pairs (%" PRIu64 " holds): explained %" PRIu64
-           " (a holder paused %" PRIu64 ", told lost %" PRIu64 ", past its lease %" PRIu64
-           "), unexplained %" PRIu64 "\n",
-           res.overlaps, res.holds_overlapping, res.overlaps_explained, res.explained_paused,
-           res.explained_lost, res.explained_lease, res.overlaps_unexplained);
-    printf("lost counter updates: explained %" PRIu64 ", unexplained %" PRIu64
-           " (final counter %lld; counter mismatches %" PRIu64 ")\n",
-           res.lost_updates_explained, res.lost_updates_unexplained, res.final_counter,
-           res.counter_mismatches);
-    printf("futures pending at exit: %" PRIu64 " (of %" PRIu64 " made; after destroy: %" PRIu64
-           "), stuck futures: %" PRIu64 "\n",
-           res.futures_pending, res.futures_created, res.futures_pending_after_destroy,
-           res.stuck_futures);
-    printf("hung workers: %d; workers that failed (crash, sanitizer, bad exit): %d; exit records "
-           "%d of %d\n",
-           D.hung, D.failures, res.exits, exits_expected);
-    printf("{\"seed\":%" PRIu64 ",\"seconds\":%ld,\"workers\":%d,\"operations\":%" PRIu64
-           ",\"faults\":{",
-           D.seed, seconds, D.nworkers, res.completed);
-    for (int k = 0; k < CH_F_KINDS; k++) {
-        printf("%s\"%s\":%d", k == 0 ? "" : ",", ch_fault_names[k], D.injected[k]);
-    }
-    printf("},\"lost_lock_reports\":%" PRIu64 ",\"overlaps_explained\":%" PRIu64
-           ",\"overlaps_unexplained\":%" PRIu64 ",\"lost_updates_explained\":%" PRIu64
-           ",\"lost_updates_unexplained\":%" PRIu64 ",\"futures_pending\":%" PRIu64
-           ",\"hung_workers\":%d,\"failed_workers\":%d,\"result\":\"%s\"}\n",
-           res.lost_reports, res.overlaps_explained, res.overlaps_unexplained,
-           res.lost_updates_explained, res.lost_updates_unexplained, pending, D.hung, D.failures,
-           pass ? "pass" : "fail");
-    printf("chaos: %s\n", pass ? "PASS" : "FAIL");
+    bool pass = ch_verdict(&run, &res);
+    ch_print_report(&run, &res, pass);
     if (pass && getenv("RLOCK_CHAOS_KEEP") == NULL) {
         for (int i = 0; i < D.nw; i++) {
             unlink(D.w[i].path);
         }
         unlink(D.fault_log);
+        char run_file[300];
+        snprintf(run_file, sizeof(run_file), "%s/%s", D.dir, CH_RUN_FILE);
+        unlink(run_file);
         rmdir(D.dir);
     } else {
         printf("chaos: records kept in %s\n", D.dir);
