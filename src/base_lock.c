@@ -310,7 +310,7 @@ typedef struct acquire_op {
     int64_t deadline_ms; /* try-lock: when the wait runs out */
     int64_t sent_ms;
     union {
-        struct { /* pub/sub kinds */
+        struct {                      /* pub/sub kinds */
             rlock__lock_entry *entry; /* joined after the first failed try */
             uint64_t sent_generation; /* the entry's generation when we sent */
         };
@@ -492,8 +492,7 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
          * channel (the fair lock), then named after that channel. */
         const char *en = buf != NULL ? ch : l->name.s;
         size_t en_len = buf != NULL ? ch_len : l->name.len;
-        op->entry =
-            ch_len > 0 ? rlock__pubsub_subscribe(c->pubsub, ch, ch_len, en, en_len) : NULL;
+        op->entry = ch_len > 0 ? rlock__pubsub_subscribe(c->pubsub, ch, ch_len, en, en_len) : NULL;
         if (buf != own) {
             free(buf);
         }
@@ -560,11 +559,11 @@ static void on_acquire_reply(int err, const char *msg, const redisReply *reply, 
 static void send_acquire(acquire_op *op) {
     rlock *l = op->lock;
     rlock_client *c = l->client;
-    rlock__acquire_req req = {
-        .thread_id = op->thread_id,
-        .lease_ms = op->lease_ms > 0 ? op->lease_ms : c->cfg.lock_watchdog_timeout_ms,
-        .wait_ms = op->wait_ms,
-        .token = op->token};
+    rlock__acquire_req req = {.thread_id = op->thread_id,
+                              .lease_ms =
+                                  op->lease_ms > 0 ? op->lease_ms : c->cfg.lock_watchdog_timeout_ms,
+                              .wait_ms = op->wait_ms,
+                              .token = op->token};
     rlock__cmd *cmd = l->ops->acquire(l, &req);
     if (cmd == NULL) {
         acquire_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
@@ -735,9 +734,9 @@ static void start_query(void *arg) {
 
 static rlock_future *query(rlock *l, query_kind kind, uint64_t thread_id) {
     static const char *const fns[] = {
-        "rlock_is_locked_async",           "rlock_is_held_by_thread_async",
-        "rlock_get_hold_count_async",      "rlock_remain_time_to_live_async",
-        "rlock_force_unlock_async",        "rlock_get_token_async"};
+        "rlock_is_locked_async",      "rlock_is_held_by_thread_async",
+        "rlock_get_hold_count_async", "rlock_remain_time_to_live_async",
+        "rlock_force_unlock_async",   "rlock_get_token_async"};
     if (l == NULL) {
         return rlock__invalid("%s: lock is NULL", fns[kind]);
     }
@@ -806,8 +805,7 @@ rlock_future *rlock_get_token_async(rlock *l) {
 }
 
 rlock_future *rlock_lock_and_get_token_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
-    return rlock__acquire(l, 0, lease_ms, thread_id, false, true,
-                          "rlock_lock_and_get_token_async");
+    return rlock__acquire(l, 0, lease_ms, thread_id, false, true, "rlock_lock_and_get_token_async");
 }
 
 rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms, int64_t lease_ms,

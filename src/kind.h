@@ -30,10 +30,10 @@ typedef enum rlock__reply_type {
 
 typedef struct rlock__reply {
     rlock__reply_type type;
-    int64_t integer;     /* INTEGER; a STRING that is a number */
-    bool numeric;        /* STRING: integer holds its value */
-    size_t elements;     /* ARRAY: how many (only the first two are kept) */
-    int64_t element[2];  /* ARRAY */
+    int64_t integer;    /* INTEGER; a STRING that is a number */
+    bool numeric;       /* STRING: integer holds its value */
+    size_t elements;    /* ARRAY: how many (only the first two are kept) */
+    int64_t element[2]; /* ARRAY */
 } rlock__reply;
 
 /* ---- script arguments ---------------------------------------------------- */

@@ -32,9 +32,9 @@ struct rlock {
     rlock__reg_node reg; /* live until rlock_free */
     atomic_int refs;
     const rlock__kind_ops *ops;
-    rlock_client *client;     /* referenced: outlives a destroy while the handle lives */
-    const char *client_id;    /* the client's UUID */
-    const rlock_config *cfg;  /* the client's settings */
+    rlock_client *client;    /* referenced: outlives a destroy while the handle lives */
+    const char *client_id;   /* the client's UUID */
+    const rlock_config *cfg; /* the client's settings */
     /* internalLockLeaseTime: the lease a remaining reentrant hold gets on
      * unlock; the last lease given, or the watchdog timeout. */
     _Atomic int64_t lease_ms;

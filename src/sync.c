@@ -129,10 +129,10 @@ int rlock_lock_and_get_token(rlock *l, int64_t lease_ms, int64_t *token) {
 
 int rlock_try_lock_and_get_token(rlock *l, int64_t wait_ms, int64_t lease_ms, int64_t *token) {
     int rc = check_blocking(l, "rlock_try_lock_and_get_token", clear_int(token));
-    return rc != RLOCK_OK ? rc
-                          : await(rlock_try_lock_and_get_token_async(l, wait_ms, lease_ms,
-                                                                     rlock_thread_id()),
-                                  token);
+    return rc != RLOCK_OK
+               ? rc
+               : await(rlock_try_lock_and_get_token_async(l, wait_ms, lease_ms, rlock_thread_id()),
+                       token);
 }
 
 int rlock_get_token(rlock *l, int64_t *token) {

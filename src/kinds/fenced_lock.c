@@ -24,8 +24,7 @@ static rlock__cmd *fenced_acquire(const rlock *l, const rlock__acquire_req *req)
  * token script. Redisson reads "taken" from the first element alone, so
  * a holder whose key has no expiry (pttl -1) would look like a success
  * with token -1; here a token must be there too. */
-static int fenced_acquire_reply(const rlock__reply *r, rlock__acquire_res *res,
-                                const char **msg) {
+static int fenced_acquire_reply(const rlock__reply *r, rlock__acquire_res *res, const char **msg) {
     if (r->type != RLOCK__REPLY_ARRAY) {
         return rlock__lock_acquire_reply(r, res, msg);
     }
