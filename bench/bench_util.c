@@ -85,8 +85,9 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
             exit(2);
         }
     }
-    if (strcmp(o->variant, "default") != 0 && strcmp(o->variant, "tuned") != 0) {
-        fprintf(stderr, "rlock_bench: --variant is default or tuned\n");
+    if (strcmp(o->variant, "default") != 0 && strcmp(o->variant, "tuned") != 0 &&
+        strcmp(o->variant, "fair") != 0) {
+        fprintf(stderr, "rlock_bench: --variant is default, tuned or fair\n");
         exit(2);
     }
     if (o->n < 1 || o->k < 1 || o->iters < 0 || o->seconds <= 0 || o->periods < 1 ||
@@ -282,4 +283,13 @@ void bench_json_bool(const char *key, bool v) {
 void bench_json_end(void) {
     printf("%s}\n", json);
     fflush(stdout);
+}
+
+rlock *bench_lock(const bench_opts *o, rlock_client *c, const char *name) {
+    bool fair = strcmp(o->variant, "fair") == 0;
+    rlock *l = fair ? rlock_get_fair_lock(c, name) : rlock_get_lock(c, name);
+    if (l == NULL) {
+        bench_die("rlock_get_%slock: %s", fair ? "fair_" : "", rlock_last_error());
+    }
+    return l;
 }

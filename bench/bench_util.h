@@ -29,6 +29,11 @@ typedef struct bench_opts {
     int periods;         /* s4: renewal periods to watch */
 } bench_opts;
 
+/* The lock the variant measures: the fair lock for "fair", else the
+ * reentrant lock (default: the client's own I/O thread; tuned: the
+ * caller's loop). Exits on failure. */
+rlock *bench_lock(const bench_opts *o, rlock_client *c, const char *name);
+
 /* Parses argv (scenario first, then --flag value pairs). Exits 2 with a
  * message on a bad flag. */
 void bench_parse(int argc, char **argv, bench_opts *o);

@@ -22,10 +22,7 @@ int bench_s3_worker(const bench_opts *o) {
     struct ev_loop *loop = tuned ? ev_loop_new(EVFLAG_AUTO) : NULL;
     rlock_client *c = bench_client(o, loop, 0);
     redisContext *r = bench_redis(o);
-    rlock *l = rlock_get_lock(c, o->lock);
-    if (l == NULL) {
-        bench_die("rlock_get_lock: %s", rlock_last_error());
-    }
+    rlock *l = bench_lock(o, c, o->lock);
     int64_t *holds = calloc((size_t)o->iters * 2 + 2, sizeof(*holds));
     if (holds == NULL) {
         bench_die("out of memory");

@@ -1,4 +1,5 @@
-/* S5, waiters at scale: W async waiters (owners 1..W) on one lock, one
+/* S5, waiters at scale: W async waiters (owners 1..W) on one lock (the
+ * reentrant lock, or the fair lock for --variant fair), one
  * handle, one client on this thread's loop (so mallinfo2 sees all its
  * allocations). Another owner holds the lock meanwhile: a plain
  * connection that runs rlock's own acquire script, and later the
@@ -6,12 +7,17 @@
  * message as an unlock does. Then each waiter, once it has the lock,
  * unlocks it, which wakes the next.
  *
- * Reported: SUBSCRIBE commands sent (one per lock name is the aim), heap
- * per waiter, the time to drain all W, and acquire EVALs per handoff
- * (1 when each unlock wakes exactly one waiter: no thundering herd). */
+ * Reported: SUBSCRIBE commands sent (one per lock name is the aim; the
+ * fair lock has a channel per waiting owner, as Redisson's), heap per
+ * waiter, the time to drain all W, acquire EVALs per handoff (1 when each
+ * unlock wakes exactly one waiter: no thundering herd), and how many
+ * waiters got the lock in the order they queued (owner order, since the
+ * acquires go out in that order on one connection). */
 #include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <time.h>
 
 #include "bench_util.h"
 #include "client.h"
@@ -24,6 +30,8 @@ typedef struct s5_state {
     rlock *lock;
     long w;
     long got, drained, errors;
+    long in_order;       /* waiters that got the lock right after the owner before them */
+    uint64_t last_owner; /* the owner that got it last */
     bool done;
     int64_t drained_at;
 } s5_state;
@@ -60,20 +68,47 @@ static void on_locked(rlock_future *f, void *arg) {
         return;
     }
     s->got++;
+    s->in_order += wt->owner == s->last_owner + 1;
+    s->last_owner = wt->owner;
     rlock_future_on_complete(rlock_unlock_async(s->lock, wt->owner), on_unlocked, wt);
 }
 
-static void hold(redisContext *r, const char *name) {
-    const rlock__script *acq = &rlock__script_lock_acquire;
-    redisReply *rep =
-        bench_cmd(r, "EVAL %b 1 %s %s bench-holder:1", acq->body, acq->len, name, HOLDER_LEASE_MS);
+static int64_t wall_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void hold(redisContext *r, const char *name, bool fair) {
+    redisReply *rep;
+    if (fair) {
+        const rlock__script *acq = &rlock__script_fair_lock_acquire;
+        rep =
+            bench_cmd(r,
+                      "EVAL %b 3 %s redisson_lock_queue:{%s} redisson_lock_timeout:{%s} %s "
+                      "bench-holder:1 300000 %lld",
+                      acq->body, acq->len, name, name, name, HOLDER_LEASE_MS, (long long)wall_ms());
+    } else {
+        const rlock__script *acq = &rlock__script_lock_acquire;
+        rep = bench_cmd(r, "EVAL %b 1 %s %s bench-holder:1", acq->body, acq->len, name,
+                        HOLDER_LEASE_MS);
+    }
     if (rep->type != REDIS_REPLY_NIL) {
         bench_die("the holder could not take %s", name);
     }
     freeReplyObject(rep);
 }
 
-static void release(redisContext *r, const char *name) {
+static void release(redisContext *r, const char *name, bool fair) {
+    if (fair) {
+        const rlock__script *fu = &rlock__script_fair_lock_force_unlock;
+        freeReplyObject(
+            bench_cmd(r,
+                      "EVAL %b 4 %s redisson_lock_queue:{%s} redisson_lock_timeout:{%s} "
+                      "redisson_lock__channel:{%s} 0 %lld publish",
+                      fu->body, fu->len, name, name, name, name, (long long)wall_ms()));
+        return;
+    }
     const rlock__script *fu = &rlock__script_lock_force_unlock;
     freeReplyObject(bench_cmd(r, "EVAL %b 2 %s redisson_lock__channel:{%s} 0 publish", fu->body,
                               fu->len, name, name));
@@ -113,22 +148,20 @@ int bench_s5(const bench_opts *o) {
     /* One wait and handoff first, so that what the client sets up once
      * (connections, the pub/sub tables) is in the baseline. */
     s5_state warm = {.w = 1};
-    warm.lock = rlock_get_lock(c, warm_name);
+    bool fair = strcmp(o->variant, "fair") == 0;
+    warm.lock = bench_lock(o, c, warm_name);
     waiter warm_waiter = {.s = &warm, .owner = 1};
-    hold(r, warm_name);
+    hold(r, warm_name, fair);
     rlock_future_on_complete(rlock_lock_async(warm.lock, RLOCK_LEASE_WATCHDOG, 1), on_locked,
                              &warm_waiter);
     settle(loop, c);
-    release(r, warm_name);
+    release(r, warm_name, fair);
     bench_run_until(loop, &warm.done);
     rlock_free(warm.lock);
     settle(loop, c);
 
-    s.lock = rlock_get_lock(c, name);
-    if (s.lock == NULL) {
-        bench_die("rlock_get_lock: %s", rlock_last_error());
-    }
-    hold(r, name);
+    s.lock = bench_lock(o, c, name);
+    hold(r, name, fair);
     rlock__lock_stats st0 = rlock__client_lock_stats(c);
     size_t heap0 = bench_heap_bytes();
     int64_t t_queue = bench_now_ns();
@@ -144,7 +177,7 @@ int bench_s5(const bench_opts *o) {
     rlock__lock_stats st1 = rlock__client_lock_stats(c);
 
     int64_t t_release = bench_now_ns();
-    release(r, name);
+    release(r, name, fair);
     bench_run_until(loop, &s.done);
     rlock__lock_stats st2 = rlock__client_lock_stats(c);
     settle(loop, c); /* the last unlock's UNSUBSCRIBE */
@@ -170,6 +203,7 @@ int bench_s5(const bench_opts *o) {
     bench_json_num("evals_per_unlock", (double)(st2.acquires - st1.acquires) / w);
     bench_json_int("messages", (int64_t)(st2.messages - st1.messages));
     bench_json_int("acquired", s.got);
+    bench_json_int("in_order", s.in_order);
     bench_json_int("errors", s.errors);
     bench_json_end();
     free(waiters);
