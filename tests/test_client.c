@@ -26,7 +26,9 @@ static rlock_client *new_client(fx *f, struct ev_loop *loop) {
     return c;
 }
 
-/* Counts callback runs and remembers the thread they ran on. */
+/* Counts callback runs and remembers the thread they ran on. The callback
+ * may run on the client's I/O thread: it sets flag last, with a release
+ * store, so a thread that sees flag set (acquire load) may read the rest. */
 typedef struct {
     int runs;
     int err;
@@ -41,7 +43,7 @@ static void record(rlock_future *f, void *arg) {
     s->err = rlock_future_error(f);
     s->value = rlock_future_value(f);
     s->thread = rlock_thread_id();
-    s->flag = true;
+    __atomic_store_n(&s->flag, true, __ATOMIC_RELEASE);
 }
 
 static void test_client_id_is_a_uuid_v4(void **state) {
@@ -138,13 +140,19 @@ static void test_own_thread_callbacks(void **state) {
     assert_int_equal(rlock_future_on_complete(fut, record, &s), RLOCK_OK);
     assert_int_equal(rlock_future_wait(fut, 5000), RLOCK_OK);
     assert_int_equal(rlock_future_value(fut), 2);
-    /* The wait can return before the callbacks finish: allow them to. */
-    for (int i = 0; i < 500 && !__atomic_load_n(&s.flag, __ATOMIC_ACQUIRE); i++) {
+    /* The wait can return before the callbacks finish: allow them to. The
+     * acquire load pairs with record's release store: once flag is seen,
+     * the callback's other writes are visible here. */
+    bool ran = false;
+    for (int i = 0; i < 2500 && !(ran = __atomic_load_n(&s.flag, __ATOMIC_ACQUIRE)); i++) {
         rt_sleep_ms(2);
     }
-    rlock_client_destroy(c); /* joins the I/O thread: s is settled now */
-    assert_int_equal(s.runs, 1);
+    assert_true(ran);
+    assert_int_equal(s.err, RLOCK_OK);
+    assert_int_equal(s.value, 2);
     assert_true(s.thread != rlock_thread_id());
+    rlock_client_destroy(c); /* joins the I/O thread: no second run can follow */
+    assert_int_equal(s.runs, 1);
     rlock_future_release(fut);
 }
 
