@@ -26,7 +26,9 @@ static rlock_client *new_client(fx *f, struct ev_loop *loop) {
     return c;
 }
 
-/* Counts callback runs and remembers the thread they ran on. */
+/* Counts callback runs and remembers the thread they ran on. The callback
+ * may run on the client's I/O thread: it sets flag last, with a release
+ * store, so a thread that sees flag set (acquire load) may read the rest. */
 typedef struct {
     int runs;
     int err;
@@ -41,7 +43,7 @@ static void record(rlock_future *f, void *arg) {
     s->err = rlock_future_error(f);
     s->value = rlock_future_value(f);
     s->thread = rlock_thread_id();
-    s->flag = true;
+    __atomic_store_n(&s->flag, true, __ATOMIC_RELEASE);
 }
 
 static void test_client_id_is_a_uuid_v4(void **state) {
@@ -129,22 +131,45 @@ static void test_app_loop_wait_drives_the_loop(void **state) {
     ev_loop_destroy(loop);
 }
 
+/* Own I/O thread: a callback added to a future that has already completed
+ * runs at once, on the caller's thread. A test about callbacks on the I/O
+ * thread must add its callback before the reply can come: hold_replies
+ * connects the client, then stops the server (SIGSTOP) until
+ * release_replies, once the callback is in place. */
+static void hold_replies(fx *f, rlock_client *c) {
+    assert_int_equal(rt_finish(rt_command(c, "PING", NULL), NULL), RLOCK_OK); /* connected */
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+}
+
+static void release_replies(fx *f, rlock_future *fut) {
+    assert_false(rlock_future_is_done(fut));
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+}
+
 /* Own I/O thread: callbacks run on that thread, not the caller's. */
 static void test_own_thread_callbacks(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f, NULL);
     seen s = {0};
+    hold_replies(f, c);
     rlock_future *fut = rt_eval(c, &rt_script_add, 0, "1", "1", NULL);
     assert_int_equal(rlock_future_on_complete(fut, record, &s), RLOCK_OK);
+    release_replies(f, fut);
     assert_int_equal(rlock_future_wait(fut, 5000), RLOCK_OK);
     assert_int_equal(rlock_future_value(fut), 2);
-    /* The wait can return before the callbacks finish: allow them to. */
-    for (int i = 0; i < 500 && !__atomic_load_n(&s.flag, __ATOMIC_ACQUIRE); i++) {
+    /* The wait can return before the callbacks finish: allow them to. The
+     * acquire load pairs with record's release store: once flag is seen,
+     * the callback's other writes are visible here. */
+    bool ran = false;
+    for (int i = 0; i < 2500 && !(ran = __atomic_load_n(&s.flag, __ATOMIC_ACQUIRE)); i++) {
         rt_sleep_ms(2);
     }
-    rlock_client_destroy(c); /* joins the I/O thread: s is settled now */
-    assert_int_equal(s.runs, 1);
+    assert_true(ran);
+    assert_int_equal(s.err, RLOCK_OK);
+    assert_int_equal(s.value, 2);
     assert_true(s.thread != rlock_thread_id());
+    rlock_client_destroy(c); /* joins the I/O thread: no second run can follow */
+    assert_int_equal(s.runs, 1);
     rlock_future_release(fut);
 }
 
@@ -239,6 +264,7 @@ static void test_destroy_while_connecting(void **state) {
 typedef struct {
     rlock_client *client;
     int wait_rc;
+    uint64_t thread;
     bool destroyed;
     bool ran;
 } inside;
@@ -246,6 +272,7 @@ typedef struct {
 static void wait_inside_callback(rlock_future *f, void *arg) {
     (void)f;
     inside *in = arg;
+    in->thread = rlock_thread_id();
     rlock_future *other = rt_command(in->client, "PING", NULL);
     in->wait_rc = rlock_future_wait(other, 1000);
     rlock_future_release(other);
@@ -257,13 +284,18 @@ static void test_wait_on_io_thread_is_refused(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f, NULL);
     inside in = {.client = c, .wait_rc = 1};
+    hold_replies(f, c);
     rlock_future *fut = rt_command(c, "PING", NULL);
     assert_int_equal(rlock_future_on_complete(fut, wait_inside_callback, &in), RLOCK_OK);
+    release_replies(f, fut);
     assert_int_equal(rlock_future_wait(fut, 5000), RLOCK_OK);
     /* The wait returns when the future completes; its callbacks follow. */
-    for (int i = 0; i < 2500 && !__atomic_load_n(&in.ran, __ATOMIC_ACQUIRE); i++) {
+    bool ran = false;
+    for (int i = 0; i < 2500 && !(ran = __atomic_load_n(&in.ran, __ATOMIC_ACQUIRE)); i++) {
         rt_sleep_ms(2);
     }
+    assert_true(ran);
+    assert_true(in.thread != rlock_thread_id()); /* on the I/O thread */
     rlock_client_destroy(c);
     assert_int_equal(in.wait_rc, RLOCK_ERR_WRONG_THREAD);
     rlock_future_release(fut);
@@ -283,9 +315,15 @@ static void test_destroy_from_a_callback(void **state) {
         struct ev_loop *loop = mode == 0 ? ev_loop_new(EVFLAG_AUTO) : NULL;
         rlock_client *c = new_client(f, loop);
         inside in = {.client = c};
+        if (loop == NULL) {
+            hold_replies(f, c); /* else the callback could run here, at once */
+        }
         rlock_future *first = rt_command(c, "PING", NULL);
         rlock_future *second = rt_command(c, "PING", NULL); /* pipelined behind it */
         assert_int_equal(rlock_future_on_complete(first, destroy_inside_callback, &in), RLOCK_OK);
+        if (loop == NULL) {
+            release_replies(f, first);
+        }
         if (loop != NULL) {
             assert_true(rt_run_loop_until(loop, &in.destroyed, 5000));
         } else {

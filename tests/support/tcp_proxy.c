@@ -419,7 +419,9 @@ static void *proxy_main(void *arg) {
             while (read(p->wake[0], buf, sizeof(buf)) > 0) {
             }
         }
-        if (fds[1].revents & POLLIN) {
+        /* hold_new may have been set while this thread polled (the wake-up
+         * and a new connection can arrive together): read it again. */
+        if ((fds[1].revents & POLLIN) && !p->hold_new) {
             accept_all(p);
         }
         /* Connections are freed only by this thread, in pump(): owner[] is
