@@ -292,8 +292,8 @@ static void wait_subscribed(fx *f, const char *channel, long long before, const 
             fail_msg("the waiter never subscribed to %s", channel);
         }
         if (fut != NULL && rlock_future_is_done(fut)) {
-            fail_msg("the C waiter finished (%s) while Redisson held the lock",
-                     rlock_err_name(rlock_future_error(fut)));
+            fail_msg("the C waiter finished (%s) before it subscribed to %s",
+                     rlock_err_name(rlock_future_error(fut)), channel);
         }
         if (java_owner != NULL) {
             java_expect_waiting(java_owner, 20);
@@ -387,8 +387,8 @@ static void c_holds_redisson_waits(fx *f, rlock_client *c, const char *name) {
     redisContext *s = listen_on(f, channel);
     int64_t released_at = rt_now_ms();
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
-    expect_message(s, channel, "0"); /* rlock's unlock message, on Redisson's channel */
     java_expect_woken("w", released_at);
+    expect_message(s, channel, "0"); /* what woke it: rlock's unlock message */
     expect_owner(f, name, theirs, 1);
     assert_true(java_bool("on w isHeldByCurrentThread %s", name));
     try_lock_expect(l, 0, LEASE_MS, false);
@@ -529,6 +529,8 @@ static void test_redisson_watchdog_keeps_c_out(void **state) {
         int64_t c_ttl = -3;
         assert_int_equal(rlock_remain_time_to_live(l, &c_ttl), RLOCK_OK);
         assert_true(c_ttl > 0 && c_ttl <= WATCHDOG_MS);
+        ttl = pttl(f, name); /* C reads what Redis has, in ms */
+        assert_true(ttl <= c_ttl && c_ttl - ttl < 500);
     }
     int64_t released_at = rt_now_ms();
     java_ok("unlock %s", name);
