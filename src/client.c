@@ -166,7 +166,7 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         return rc;
     }
     rlock__conn_events cmd_events = {.ready = cmd_ready, .down = cmd_down, .arg = c};
-    rlock__list_init(&c->acquiring);
+    rlock__list_init(&c->live);
     rlock__conn_events sub_events = {
         .ready = sub_ready, .down = sub_down, .probe = sub_probe, .arg = c};
     if ((rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "command", true, cmd_events,
@@ -189,11 +189,28 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
     return RLOCK_OK;
 }
 
+void rlock__client_track(rlock_client *c, rlock__live *op) {
+    rlock__list_push_back(&c->live, &op->node);
+}
+
+void rlock__client_untrack(rlock__live *op) {
+    rlock__list_remove(&op->node);
+}
+
+static void close_live(rlock_client *c) {
+    rlock__list *n = c->live.next;
+    while (n != &c->live) {
+        rlock__live *op = RLOCK__CONTAINER_OF(n, rlock__live, node);
+        n = n->next; /* op may leave the list */
+        op->close(op);
+    }
+}
+
 /* On the loop thread: fail everything pending, close the connections. */
 static void shutdown_on_loop(void *arg) {
     rlock_client *c = arg;
     c->closed = true;
-    rlock__lock_close_all(c);
+    close_live(c);
     rlock__renewal_close(c->renewal);
     rlock__executor_close(c->exec); /* fails the acquires in flight too */
     close_connections(c);

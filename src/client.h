@@ -34,7 +34,7 @@ struct rlock_client {
     rlock__executor *exec;
     rlock__pubsub *pubsub;   /* lock entries on sub_conn */
     rlock__renewal *renewal; /* the watchdog */
-    rlock__list acquiring;   /* lock and try-lock operations under way */
+    rlock__list live;        /* rlock__live operations that wait on the loop */
     uint64_t acquires;       /* acquire scripts sent */
     bool closed;             /* set on the loop thread when destroy begins */
 };
@@ -47,9 +47,18 @@ void rlock__client_unref(rlock_client *c);
  * then rlock_last_error() says so, naming fn). */
 int rlock__client_usable(const rlock_client *c, const char *fn);
 
-/* Fails every lock operation that is waiting (not in flight) with
- * RLOCK_ERR_CLOSED (lock.c; client shutdown, on the loop thread). */
-void rlock__lock_close_all(rlock_client *c);
+/* An operation that waits on the loop beyond a command (a lock call
+ * waiting for an unlock): the client closes it when it shuts down, since
+ * the executor only fails what is in flight. Loop thread only. */
+typedef struct rlock__live {
+    rlock__list node;
+    /* Completes the operation with RLOCK_ERR_CLOSED, or leaves it to the
+     * executor's failure of its command in flight. May untrack it. */
+    void (*close)(struct rlock__live *op);
+} rlock__live;
+
+void rlock__client_track(rlock_client *c, rlock__live *op);
+void rlock__client_untrack(rlock__live *op); /* harmless when not tracked */
 
 /* Runs a built command on c and returns a future for it (any thread).
  * The future's value: an integer reply's value, INT64_MIN for a nil reply,

@@ -16,6 +16,7 @@ void rlock_config_init(rlock_config *cfg) {
     cfg->loop = NULL;
     cfg->lock_watchdog_timeout_ms = 30000;
     cfg->lock_watchdog_batch_size = 100;
+    cfg->fair_lock_wait_timeout_ms = 300000;
     cfg->timeout_ms = 3000;
     cfg->retry_attempts = 3;
     cfg->retry_interval_ms = 1500;
@@ -62,6 +63,7 @@ int rlock_config_validate(const rlock_config *cfg) {
         int64_t value;
     } times[] = {
         {"lock_watchdog_timeout_ms", cfg->lock_watchdog_timeout_ms},
+        {"fair_lock_wait_timeout_ms", cfg->fair_lock_wait_timeout_ms},
         {"timeout_ms", cfg->timeout_ms},
         {"retry_interval_ms", cfg->retry_interval_ms},
         {"connect_timeout_ms", cfg->connect_timeout_ms},

@@ -34,6 +34,10 @@ typedef struct rlock_config {
 
     int64_t lock_watchdog_timeout_ms; /* lockWatchdogTimeout: 30000 */
     int lock_watchdog_batch_size;     /* lockWatchdogBatchSize: 100 */
+    /* fairLockWaitTimeout: how long a fair lock's waiter keeps its place in
+     * the queue without trying again (a dead waiter is dropped after it):
+     * 300000 (current Redisson's default, 5 minutes). */
+    int64_t fair_lock_wait_timeout_ms;
     int64_t timeout_ms;               /* timeout, wait for a reply once sent: 3000 */
     int retry_attempts;               /* retryAttempts, tries after the first: 3 */
     int64_t retry_interval_ms;        /* retryInterval, pause before a retry: 1500 */

@@ -23,7 +23,8 @@ extern "C" {
     X(CLOSED, -8, "client was destroyed")                                                          \
     X(WRONG_THREAD, -9, "called from a thread where it would deadlock")                            \
     X(FORKED, -10, "client used in a forked child; create a new client there")                     \
-    X(PENDING, -11, "operation has not completed yet")
+    X(PENDING, -11, "operation has not completed yet")                                             \
+    X(UNSUPPORTED, -12, "this kind of lock does not support the operation")
 
 typedef enum rlock_errno {
     RLOCK_OK = 0,

@@ -1,4 +1,5 @@
-/* rlock: Redisson's RLock, a reentrant distributed lock.
+/* rlock: Redisson's RLock family: the reentrant lock, and the fair, spin
+ * and fenced locks, each an rlock * that every call below works on.
  *
  * A lock is a Redis hash named after the lock. Each field is an owner,
  * "<clientId>:<threadId>", and its value is that owner's hold count. The
@@ -60,6 +61,46 @@ RLOCK_API rlock *rlock_get_lock(rlock_client *c, const char *name);
 /* The same for a name of len bytes that may hold any byte, NUL included. */
 RLOCK_API rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len);
 
+/* The fair lock (Redisson's getFairLock): waiters get the lock in the
+ * order they first asked, across clients. It keeps a queue
+ * (redisson_lock_queue:{name}) and each waiter's place-keeping timeout
+ * (redisson_lock_timeout:{name}); a waiter that stops trying loses its
+ * place after rlock_config.fair_lock_wait_timeout_ms, or at once when its
+ * try-lock gives up or its call is cancelled. An unlock wakes only the
+ * first waiter, on its own channel. */
+RLOCK_API rlock *rlock_get_fair_lock(rlock_client *c, const char *name);
+RLOCK_API rlock *rlock_get_fair_lock_n(rlock_client *c, const char *name, size_t len);
+
+/* A spin lock's back-off between tries (Redisson's
+ * LockOptions.ExponentialBackOff): the first pause is initial_delay_ms,
+ * each next one multiplier times the last plus a random 0..(tries - 1) ms,
+ * at most max_delay_ms. */
+typedef struct rlock_backoff {
+    int64_t initial_delay_ms; /* 1 */
+    int64_t max_delay_ms;     /* 128 */
+    int64_t multiplier;       /* 2 */
+} rlock_backoff;
+
+/* The spin lock (getSpinLock): no pub/sub; a waiter tries again after each
+ * back-off pause, so no SUBSCRIBE is ever sent, and an unlock publishes
+ * nothing. Same keys as rlock_get_lock. A try-lock gives up at the first
+ * failed try after its wait, so it may return up to one pause late. */
+RLOCK_API rlock *rlock_get_spin_lock(rlock_client *c, const char *name);
+RLOCK_API rlock *rlock_get_spin_lock_n(rlock_client *c, const char *name, size_t len);
+/* The same with a chosen back-off (NULL: the default). Each value must be
+ * positive, and initial_delay_ms <= max_delay_ms <= one hour. */
+RLOCK_API rlock *rlock_get_spin_lock_with_backoff(rlock_client *c, const char *name, size_t len,
+                                                  const rlock_backoff *backoff);
+
+/* The fenced lock (getFencedLock): the reentrant lock plus a token that
+ * every acquisition (re-entry included) increments, kept in
+ * redisson_lock_token:{name}; tokens strictly increase per name across
+ * clients. Hand it to the storage you protect and have the storage refuse
+ * a write carrying a token older than one it has seen: a holder paused
+ * past its lease is then refused instead of overwriting. */
+RLOCK_API rlock *rlock_get_fenced_lock(rlock_client *c, const char *name);
+RLOCK_API rlock *rlock_get_fenced_lock_n(rlock_client *c, const char *name, size_t len);
+
 /* Frees the handle. Operations under way keep what they need and finish;
  * locks it holds stay held (and watchdog leases renewed). NULL is ignored,
  * and so is a second free of the same handle (rlock_last_error() says
@@ -105,6 +146,19 @@ RLOCK_API rlock_future *rlock_get_hold_count_async(rlock *l, uint64_t thread_id)
  * key has no expiry. */
 RLOCK_API rlock_future *rlock_remain_time_to_live_async(rlock *l);
 
+/* Fenced lock only (others: RLOCK_ERR_UNSUPPORTED). Value: the token of
+ * this acquisition (lockAndGetToken; unlike Redisson's, lease_ms is
+ * honoured). */
+RLOCK_API rlock_future *rlock_lock_and_get_token_async(rlock *l, int64_t lease_ms,
+                                                       uint64_t thread_id);
+
+/* Value: the token, or 0 when the wait ran out (tryLockAndGetToken). */
+RLOCK_API rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms,
+                                                           int64_t lease_ms, uint64_t thread_id);
+
+/* Value: the last token given on this name, 0 when none (getToken). */
+RLOCK_API rlock_future *rlock_get_token_async(rlock *l);
+
 /* ---- blocking: the owner is the calling thread ------------------------ */
 
 /* Each returns 0 or a negative rlock_errno (details in rlock_last_error()).
@@ -120,6 +174,10 @@ RLOCK_API int rlock_is_held_by_thread(rlock *l, uint64_t thread_id, bool *held);
 RLOCK_API int rlock_is_held_by_current_thread(rlock *l, bool *held);
 RLOCK_API int rlock_get_hold_count(rlock *l, int64_t *count);
 RLOCK_API int rlock_remain_time_to_live(rlock *l, int64_t *ttl_ms);
+RLOCK_API int rlock_lock_and_get_token(rlock *l, int64_t lease_ms, int64_t *token);
+RLOCK_API int rlock_try_lock_and_get_token(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                                           int64_t *token);
+RLOCK_API int rlock_get_token(rlock *l, int64_t *token);
 
 /* ---- lost locks -------------------------------------------------------- */
 

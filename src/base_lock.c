@@ -1,0 +1,815 @@
+/* RedissonBaseLock: the acquire engine, the unlock and its latch, the
+ * queries and force-unlock, for every kind through its hooks (kind.h).
+ *
+ * A lock or try-lock is an acquire operation that lives on the loop thread:
+ *
+ *   try the acquire script ──taken──> done (the watchdog takes over when
+ *        │                            there is no lease)
+ *        └─ttl─> wait, then try again. Waiting is either
+ *                - pub/sub: join the entry of the kind's channel (one
+ *                  SUBSCRIBE per channel, pubsub.c) until an unlock
+ *                  message, a confirmed subscription, or a timer set to
+ *                  the holder's TTL (so an expired holder is noticed
+ *                  without a message) or to the end of the wait;
+ *                - or, for a kind that spins, a back-off timer.
+ *   A try-lock that gives up, and a cancelled call, run the kind's
+ *   acquire-failed clean-up (the fair lock leaves its queue).
+ *
+ * The acquire is not resent once written (Redisson's
+ * evalWriteSyncedNoRetryAsync): it re-enters, so a timed-out attempt that
+ * did reach Redis must not be applied twice. Nor is the unlock; its latch
+ * key (with its request id) keeps Redisson's wire format and makes a
+ * repeat of the same request, from any client, return the first answer. */
+#define _GNU_SOURCE
+#include <ev.h>
+#include <hiredis/hiredis.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "base_lock.h"
+#include "client.h"
+#include "future.h"
+#include "kind.h"
+#include "pubsub.h"
+#include "renewal.h"
+#include "rlock/errors.h"
+
+/* ---- argument checks ---------------------------------------------------- */
+
+rlock_future *rlock__invalid(const char *fmt, ...) {
+    char msg[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof(msg), fmt, ap);
+    va_end(ap);
+    rlock__set_error_message("%s", msg);
+    return rlock__future_failed(NULL, RLOCK_ERR_INVALID, msg);
+}
+
+int rlock__check_client(const rlock *l, const char *fn) {
+    int rc = rlock__client_usable(l->client, fn);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    const rlock__loop *loop = l->client->loop;
+    if (!rlock__loop_owns_thread(loop) && !rlock__loop_on_thread(loop)) {
+        rlock__set_error_message("%s: the client runs on an application loop, and this is not "
+                                 "the loop's thread (the one that created the client)",
+                                 fn);
+        return RLOCK_ERR_WRONG_THREAD;
+    }
+    return RLOCK_OK;
+}
+
+/* NULL when l's client can take the call; else the failed future (the
+ * client was destroyed, this is a forked child or the wrong thread).
+ * Nothing of the client's but its flags is touched: its loop may be
+ * gone. */
+static rlock_future *refuse(const rlock *l, const char *fn) {
+    int rc = rlock__check_client(l, fn);
+    return rc == RLOCK_OK ? NULL : rlock__future_failed(NULL, rc, rlock_last_error());
+}
+
+static const char *check_lease(int64_t lease_ms) {
+    if (lease_ms == 0) {
+        return "lease_ms is 0: give a positive lease, or RLOCK_LEASE_WATCHDOG";
+    }
+    if (lease_ms > RLOCK__MAX_SETTING_MS) {
+        return "lease_ms is longer than a year";
+    }
+    return NULL;
+}
+
+static const char *check_wait(int64_t wait_ms) {
+    if (wait_ms < 0) {
+        return "wait_ms is negative";
+    }
+    if (wait_ms > RLOCK__MAX_SETTING_MS) {
+        return "wait_ms is longer than a year";
+    }
+    return NULL;
+}
+
+/* ---- typed replies -------------------------------------------------------- */
+
+static rlock__reply typed(const redisReply *r) {
+    rlock__reply t = {.type = RLOCK__REPLY_OTHER};
+    switch (r->type) {
+    case REDIS_REPLY_NIL:
+        t.type = RLOCK__REPLY_NIL;
+        break;
+    case REDIS_REPLY_INTEGER:
+        t.type = RLOCK__REPLY_INTEGER;
+        t.integer = r->integer;
+        break;
+    case REDIS_REPLY_STRING: {
+        t.type = RLOCK__REPLY_STRING;
+        char *end = NULL;
+        t.integer = strtoll(r->str, &end, 10);
+        t.numeric = end != r->str && *end == '\0';
+        break;
+    }
+    case REDIS_REPLY_ARRAY:
+        t.type = RLOCK__REPLY_ARRAY;
+        t.elements = r->elements;
+        for (size_t i = 0; i < r->elements && i < 2; i++) {
+            const redisReply *e = r->element[i];
+            if (e->type == REDIS_REPLY_INTEGER) {
+                t.element[i] = e->integer;
+            } else if (e->type == REDIS_REPLY_NIL) {
+                t.element[i] = -1;
+            } else {
+                t.type = RLOCK__REPLY_OTHER;
+            }
+        }
+        break;
+    default:
+        break;
+    }
+    return t;
+}
+
+static void ignore_reply(int err, const char *msg, const redisReply *reply, void *arg) {
+    (void)err, (void)msg, (void)reply, (void)arg;
+}
+
+/* Sends a clean-up whose answer nobody waits for. */
+static void fire_and_forget(rlock_client *c, rlock__cmd *cmd) {
+    if (cmd != NULL) {
+        rlock__executor_submit(c->exec, cmd, ignore_reply, NULL);
+    }
+}
+
+/* ---- unlock ------------------------------------------------------------- */
+
+typedef struct unlock_op {
+    rlock__task task;
+    rlock *lock;
+    rlock_future *future; /* NULL for an internal undo */
+    uint64_t thread_id;
+    rlock__cmd *cmd; /* until submitted */
+    size_t latch_len;
+    char latch[]; /* redisson_unlock_latch:{name}:<requestId> */
+} unlock_op;
+
+static void on_unlock_reply(int err, const char *msg, const redisReply *reply, void *arg) {
+    unlock_op *op = arg;
+    rlock *l = op->lock;
+    rlock_client *c = l->client;
+    if (op->future != NULL) {
+        /* An unlock ends one watchdog hold whatever Redis answered, as
+         * Redisson's cancelExpirationRenewal(threadId) does. */
+        rlock__renewal_cancel(c->renewal, l->name.s, l->name.len, op->thread_id);
+    }
+    if (err == RLOCK_OK) {
+        if (reply->type == REDIS_REPLY_NIL) {
+            err = RLOCK_ERR_NOT_HELD;
+            msg = "attempt to unlock lock, not locked by this owner";
+        } else if (reply->type != REDIS_REPLY_INTEGER) {
+            err = RLOCK_ERR_REDIS;
+            msg = "unexpected reply to the unlock script";
+        }
+    }
+    if (!(err == RLOCK_OK && reply->integer == 0)) {
+        /* No reentrant hold remains (or none can be known): later holds
+         * start from the watchdog timeout again, as in Redisson. */
+        atomic_store(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
+    }
+    if (err == RLOCK_OK || err == RLOCK_ERR_NOT_HELD) {
+        /* Redisson deletes the latch once answered; it would expire anyway. */
+        const char *argv[2] = {"DEL", op->latch};
+        size_t argvlen[2] = {3, op->latch_len};
+        fire_and_forget(c, rlock__cmd_command(2, argv, argvlen));
+    }
+    if (op->future != NULL) {
+        rlock__future_complete(op->future, err, 0, msg);
+        rlock_future_release(op->future);
+    }
+    rlock__cmd_free(op->cmd);
+    rlock__object_unref(l);
+    free(op);
+}
+
+static void start_unlock(void *arg) {
+    unlock_op *op = arg;
+    rlock__cmd *cmd = op->cmd;
+    op->cmd = NULL;
+    if (rlock__executor_submit(op->lock->client->exec, cmd, on_unlock_reply, op) != RLOCK_OK) {
+        on_unlock_reply(RLOCK_ERR_CLOSED, "the client was destroyed", NULL, op);
+    }
+}
+
+/* A request id for the unlock latch: 128 random bits, as Redisson's UUID.
+ * A per-thread xorshift128+ seeded from the OS (again after a fork, so a
+ * child does not repeat its parent's ids) keeps a system call and a
+ * printf off every unlock. */
+static void request_id(char out[32]) {
+    static _Thread_local uint64_t st[2];
+    static _Thread_local uint64_t seeded_gen = UINT64_MAX;
+    uint64_t gen = rlock__fork_generation();
+    if (seeded_gen != gen) {
+        if (getrandom(st, sizeof(st), 0) != (ssize_t)sizeof(st)) {
+            st[0] = (uint64_t)rlock__now_ms() ^ (uint64_t)(uintptr_t)&st;
+        }
+        st[1] |= 1; /* xorshift's state must not be all zero */
+        seeded_gen = gen;
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (int half = 0; half < 2; half++) {
+        uint64_t x = st[0], y = st[1];
+        st[0] = y;
+        x ^= x << 23;
+        st[1] = x ^ y ^ (x >> 17) ^ (y >> 26);
+        uint64_t v = st[1] + y;
+        for (int i = 0; i < 16; i++) {
+            out[half * 16 + i] = hex[(v >> (60 - 4 * i)) & 0xf];
+        }
+    }
+}
+
+/* Builds the unlock call (unlockInnerAsync) with a fresh request id in its
+ * latch. NULL when out of memory. */
+static unlock_op *new_unlock(rlock *l, uint64_t thread_id) {
+    const rlock_config *cfg = &l->client->cfg;
+    size_t latch_len = l->latch_prefix.len + 32;
+    unlock_op *op = calloc(1, sizeof(*op) + latch_len + 1);
+    if (op == NULL) {
+        return NULL;
+    }
+    memcpy(op->latch, l->latch_prefix.s, l->latch_prefix.len);
+    request_id(op->latch + l->latch_prefix.len);
+    op->latch_len = latch_len;
+    /* How long the latch keeps the answer: Redisson's unlockInnerAsync
+     * formula, (timeout + retry delay) x retryAttempts, at least 1 ms. */
+    int64_t latch_ms = (cfg->timeout_ms + cfg->retry_interval_ms) * (int64_t)cfg->retry_attempts;
+    op->cmd = l->ops->unlock(l, thread_id, op->latch, latch_len, latch_ms > 1 ? latch_ms : 1);
+    if (op->cmd == NULL) {
+        free(op);
+        return NULL;
+    }
+    /* Never resent once written (Redisson's evalWriteSyncedNoRetryAsync):
+     * a resend that reached Redis after the latch expired would release a
+     * second hold. Attempts that found no connection are still retried. */
+    rlock__cmd_no_retry(op->cmd);
+    rlock__object_ref(l);
+    op->lock = l;
+    op->thread_id = thread_id;
+    return op;
+}
+
+/* Releases a hold that an acquire took for a caller that had gone (its
+ * future cancelled): no future, and the watchdog was never told. */
+static void undo_acquire(rlock *l, uint64_t thread_id) {
+    unlock_op *op = new_unlock(l, thread_id);
+    if (op == NULL) {
+        rlock__log(&l->client->log, RLOCK_LOG_ERROR,
+                   "out of memory releasing a cancelled acquire; the lease will expire");
+        return;
+    }
+    start_unlock(op);
+}
+
+rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id) {
+    if (l == NULL) {
+        return rlock__invalid("rlock_unlock_async: lock is NULL");
+    }
+    rlock_future *refused = refuse(l, "rlock_unlock_async");
+    if (refused != NULL) {
+        return refused;
+    }
+    unlock_op *op = new_unlock(l, thread_id);
+    rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
+    if (f == NULL) {
+        if (op != NULL) {
+            rlock__cmd_free(op->cmd);
+            rlock__object_unref(l);
+            free(op);
+        }
+        return rlock__future_failed(l->client->loop, RLOCK_ERR_NOMEM, "out of memory");
+    }
+    op->future = f;
+    rlock__loop_call_task(l->client->loop, &op->task, start_unlock, op);
+    return f;
+}
+
+/* ---- lock and try-lock --------------------------------------------------- */
+
+/* One per waiter, so kept small: thousands may wait on one name. */
+typedef struct acquire_op {
+    rlock__live live; /* in the client's list while under way */
+    rlock *lock;
+    rlock_future *future;
+    uint64_t thread_id;
+    int64_t lease_ms;    /* < 0: the watchdog */
+    int64_t wait_ms;     /* try-lock: the wait asked for; lock: -1 */
+    int64_t deadline_ms; /* try-lock: when the wait runs out */
+    int64_t sent_ms;
+    union {
+        struct {                      /* pub/sub kinds */
+            rlock__lock_entry *entry; /* joined after the first failed try */
+            uint64_t sent_generation; /* the entry's generation when we sent */
+        };
+        struct { /* spinning kinds: ExponentialBackOffPolicy's state */
+            int64_t next_sleep_ms;
+            int64_t fails;
+        };
+    };
+    union {
+        rlock__task task; /* until started */
+        rlock__waiter waiter;
+    };
+    /* The handle's lost-lock callback as of the call (the client's comes
+     * from its config when the lock is taken). */
+    rlock_lock_lost_cb lost_cb;
+    void *lost_arg;
+    ev_timer timer;      /* the holder's TTL, the end of the wait, or a back-off */
+    bool is_try;         /* try-lock: value 1/0, bounded by deadline */
+    bool token;          /* value: the fencing token */
+    bool in_flight;      /* an acquire is out */
+    bool cancelled;      /* the user cancelled; undo once it is back */
+    bool sent_confirmed; /* the entry was confirmed when we sent */
+    bool waiting;
+} acquire_op;
+
+static void send_acquire(acquire_op *op);
+
+static bool spins(const acquire_op *op) {
+    return op->lock->ops->spins;
+}
+
+/* The end of an operation: leave the entry and let go of everything. */
+static void acquire_free(acquire_op *op) {
+    rlock_client *c = op->lock->client;
+    if (op->waiting) {
+        rlock__entry_stop_waiting(&op->waiter);
+        op->waiting = false;
+    }
+    if (rlock__loop_ev(c->loop) != NULL) {
+        ev_timer_stop(rlock__loop_ev(c->loop), &op->timer);
+    }
+    if (!spins(op) && op->entry != NULL) {
+        rlock__pubsub_unsubscribe(op->entry);
+    }
+    rlock__client_untrack(&op->live);
+    rlock__future_on_cancel(op->future, NULL, NULL);
+    rlock_future_release(op->future);
+    rlock__object_unref(op->lock);
+    free(op);
+}
+
+static void acquire_finish(acquire_op *op, int err, int64_t value, const char *msg) {
+    rlock__future_complete(op->future, err, value, msg);
+    acquire_free(op);
+}
+
+/* The caller will not get the lock (gave up, cancelled): the kind's
+ * clean-up (acquireFailedAsync), and the wake-up it may have used goes on
+ * to the next waiter. */
+static void acquire_failed(acquire_op *op) {
+    rlock *l = op->lock;
+    if (l->ops->acquire_failed != NULL && !l->client->closed) {
+        fire_and_forget(l->client, l->ops->acquire_failed(l, op->thread_id, op->wait_ms));
+    }
+}
+
+static void give_up(acquire_op *op) {
+    acquire_failed(op);
+    acquire_finish(op, RLOCK_OK, 0, NULL);
+}
+
+static void acquired(acquire_op *op, int64_t token) {
+    rlock *l = op->lock;
+    rlock_client *c = l->client;
+    int64_t value = op->token ? token : op->is_try ? 1 : 0;
+    if (!rlock__future_complete(op->future, RLOCK_OK, value, NULL)) {
+        undo_acquire(l, op->thread_id); /* cancelled meanwhile */
+    } else if (op->lease_ms > 0) {
+        atomic_store(&l->lease_ms, op->lease_ms);
+    } else {
+        rlock__lost_sink sink = {.lock_cb = op->lost_cb,
+                                 .lock_arg = op->lost_arg,
+                                 .client_cb = c->cfg.on_lock_lost,
+                                 .client_arg = c->cfg.on_lock_lost_arg};
+        if (rlock__renewal_add(c->renewal, l->name.s, l->name.len, op->thread_id, op->sent_ms,
+                               &sink) != RLOCK_OK) {
+            rlock__log(&c->log, RLOCK_LOG_ERROR,
+                       "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
+                       (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
+                       (long long)c->cfg.lock_watchdog_timeout_ms);
+        }
+    }
+    acquire_free(op);
+}
+
+static bool wait_over(const acquire_op *op) {
+    return op->is_try && rlock__now_ms() >= op->deadline_ms;
+}
+
+/* A wake-up: try again, unless a try-lock's wait has run out. */
+static void retry(acquire_op *op) {
+    if (wait_over(op)) {
+        give_up(op);
+    } else {
+        send_acquire(op);
+    }
+}
+
+static void on_wake(rlock__waiter *w) {
+    acquire_op *op = RLOCK__CONTAINER_OF(w, acquire_op, waiter);
+    op->waiting = false;
+    ev_timer_stop(rlock__loop_ev(op->lock->client->loop), &op->timer);
+    if (wait_over(op)) {
+        rlock__entry_signal(op->entry); /* not ours to use: pass it on */
+    }
+    retry(op);
+}
+
+static void on_wait_timer(struct ev_loop *ev, ev_timer *w, int revents) {
+    (void)ev;
+    (void)revents;
+    acquire_op *op = w->data;
+    if (op->waiting) {
+        rlock__entry_stop_waiting(&op->waiter);
+        op->waiting = false;
+    }
+    retry(op);
+}
+
+static void arm_timer(acquire_op *op, int64_t ms) {
+    ev_timer_set(&op->timer, (double)ms / 1000.0, 0.);
+    ev_timer_start(rlock__loop_ev(op->lock->client->loop), &op->timer);
+}
+
+/* RedissonSpinLock: sleep the back-off's next period, then try again. A
+ * try-lock gives up on the first failed try after its wait (so it may
+ * overrun the wait by up to one period, as Redisson's). */
+static void spin(acquire_op *op) {
+    if (wait_over(op)) {
+        give_up(op);
+        return;
+    }
+    const rlock_backoff *b = &op->lock->backoff;
+    int64_t sleep = op->next_sleep_ms;
+    if (sleep < b->max_delay_ms) { /* ExponentialBackOffPolicy.getNextSleepPeriod */
+        op->fails++;
+        int64_t jitter = (int64_t)((uint64_t)random() % (uint64_t)op->fails);
+        int64_t next = sleep * b->multiplier + jitter;
+        op->next_sleep_ms = next < b->max_delay_ms ? next : b->max_delay_ms;
+    }
+    arm_timer(op, sleep);
+}
+
+/* The lock is held by someone else, for ttl more ms (-1: no expiry). */
+static void wait_for_unlock(acquire_op *op, int64_t ttl) {
+    rlock *l = op->lock;
+    rlock_client *c = l->client;
+    if (spins(op)) {
+        spin(op);
+        return;
+    }
+    if (wait_over(op)) {
+        give_up(op);
+        return;
+    }
+    if (op->entry == NULL) {
+        char own[1024];
+        const char *ch = l->channel.s;
+        size_t ch_len = l->channel.len;
+        char *buf = NULL;
+        if (l->ops->waiter_channel != NULL) {
+            size_t cap = l->channel.len + RLOCK__FIELD_MAX + 2;
+            buf = cap <= sizeof(own) ? own : malloc(cap);
+            ch_len = buf != NULL ? l->ops->waiter_channel(l, op->thread_id, buf, cap) : 0;
+            ch = buf;
+        }
+        /* One entry per lock name ("x" and "{x}" share a channel but not
+         * an entry); per waiting owner when the kind gives each its own
+         * channel (the fair lock), then named after that channel. */
+        const char *en = buf != NULL ? ch : l->name.s;
+        size_t en_len = buf != NULL ? ch_len : l->name.len;
+        op->entry = ch_len > 0 ? rlock__pubsub_subscribe(c->pubsub, ch, ch_len, en, en_len) : NULL;
+        if (buf != own) {
+            free(buf);
+        }
+        if (op->entry == NULL) {
+            acquire_failed(op);
+            acquire_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
+            return;
+        }
+    }
+    /* An unlock published before our subscription was confirmed was never
+     * seen: once it is, try again before waiting (Redisson retries after
+     * its subscribe future completes). A banked message is a wake-up too. */
+    bool missed =
+        rlock__entry_confirmed(op->entry) &&
+        (!op->sent_confirmed || op->sent_generation != rlock__entry_generation(op->entry));
+    if (missed || rlock__entry_take_permit(op->entry)) {
+        send_acquire(op);
+        return;
+    }
+    rlock__entry_wait(op->entry, &op->waiter);
+    op->waiting = true;
+    int64_t t = ttl;
+    if (op->is_try) {
+        int64_t left = op->deadline_ms - rlock__now_ms();
+        t = t < 0 || left < t ? left : t;
+    }
+    if (t >= 0) {
+        arm_timer(op, t);
+    }
+}
+
+static void on_acquire_reply(int err, const char *msg, const redisReply *reply, void *arg) {
+    acquire_op *op = arg;
+    op->in_flight = false;
+    rlock__acquire_res res = {0};
+    if (err == RLOCK_OK) {
+        rlock__reply r = typed(reply);
+        err = op->lock->ops->acquire_reply(&r, &res, &msg);
+    }
+    bool has_entry = !spins(op) && op->entry != NULL;
+    if (op->cancelled) {
+        if (err == RLOCK_OK && res.taken) {
+            undo_acquire(op->lock, op->thread_id); /* its unlock wakes the next */
+        } else {
+            acquire_failed(op);
+            if (has_entry) {
+                rlock__entry_signal(op->entry);
+            }
+        }
+        acquire_free(op);
+    } else if (err != RLOCK_OK) {
+        if (has_entry) {
+            rlock__entry_signal(op->entry); /* this try may have used a wake-up */
+        }
+        acquire_finish(op, err, 0, msg);
+    } else if (res.taken) {
+        acquired(op, res.token);
+    } else {
+        wait_for_unlock(op, res.ttl);
+    }
+}
+
+/* tryLockInnerAsync. */
+static void send_acquire(acquire_op *op) {
+    rlock *l = op->lock;
+    rlock_client *c = l->client;
+    rlock__acquire_req req = {.thread_id = op->thread_id,
+                              .lease_ms =
+                                  op->lease_ms > 0 ? op->lease_ms : c->cfg.lock_watchdog_timeout_ms,
+                              .wait_ms = op->wait_ms,
+                              .token = op->token};
+    rlock__cmd *cmd = l->ops->acquire(l, &req);
+    if (cmd == NULL) {
+        acquire_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
+        return;
+    }
+    rlock__cmd_no_retry(cmd);
+    op->sent_ms = rlock__now_ms();
+    if (!spins(op)) {
+        op->sent_confirmed = op->entry != NULL && rlock__entry_confirmed(op->entry);
+        op->sent_generation = op->entry != NULL ? rlock__entry_generation(op->entry) : 0;
+    }
+    op->in_flight = true;
+    c->acquires++;
+    if (rlock__executor_submit(c->exec, cmd, on_acquire_reply, op) != RLOCK_OK) {
+        op->in_flight = false;
+        acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+    }
+}
+
+/* A user's cancel won (loop thread): stop waiting now, or once the acquire
+ * in flight is back (then a lock it took is released). */
+static void on_cancel(void *ctx) {
+    acquire_op *op = ctx;
+    op->cancelled = true;
+    if (!op->in_flight) {
+        acquire_failed(op);
+        acquire_free(op);
+    }
+}
+
+/* Client shutdown: those in flight fail with the executor. */
+static void close_acquire(rlock__live *live) {
+    acquire_op *op = RLOCK__CONTAINER_OF(live, acquire_op, live);
+    if (!op->in_flight) {
+        acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+    }
+}
+
+static void start_acquire(void *arg) {
+    acquire_op *op = arg;
+    rlock_client *c = op->lock->client;
+    rlock__list_init(&op->waiter.node); /* the task's bytes are the waiter's now */
+    op->waiter.wake = on_wake;
+    rlock__client_track(c, &op->live);
+    if (c->closed) {
+        acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+        return;
+    }
+    rlock__future_on_cancel(op->future, on_cancel, op);
+    send_acquire(op);
+}
+
+rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
+                             bool is_try, bool token, const char *fn) {
+    const char *why = is_try ? check_wait(wait_ms) : NULL;
+    if (why == NULL) {
+        why = check_lease(lease_ms);
+    }
+    if (l == NULL || why != NULL) {
+        return rlock__invalid("%s: %s", fn, l == NULL ? "lock is NULL" : why);
+    }
+    if (token && !l->ops->fenced) {
+        rlock__set_error_message("%s: a %s has no fencing token", fn, l->ops->name);
+        return rlock__future_failed(NULL, RLOCK_ERR_UNSUPPORTED, rlock_last_error());
+    }
+    rlock_future *refused = refuse(l, fn);
+    if (refused != NULL) {
+        return refused;
+    }
+    acquire_op *op = calloc(1, sizeof(*op));
+    rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
+    if (f == NULL) {
+        free(op);
+        return rlock__future_failed(l->client->loop, RLOCK_ERR_NOMEM, "out of memory");
+    }
+    rlock__object_ref(l);
+    op->lock = l;
+    op->future = f;
+    op->thread_id = thread_id;
+    op->lease_ms = lease_ms;
+    op->is_try = is_try;
+    op->token = token;
+    op->wait_ms = is_try ? wait_ms : -1;
+    op->deadline_ms = rlock__now_ms() + wait_ms; /* the wait counts from the call */
+    if (l->ops->spins) {
+        op->next_sleep_ms = l->backoff.initial_delay_ms;
+    }
+    /* A lock call made after rlock_set_lock_lost_callback gets its callback;
+     * a later change does not reach this acquisition. */
+    pthread_mutex_lock(&l->mu);
+    op->lost_cb = l->lost_cb;
+    op->lost_arg = l->lost_arg;
+    pthread_mutex_unlock(&l->mu);
+    rlock__list_init(&op->live.node);
+    op->live.close = close_acquire;
+    ev_init(&op->timer, on_wait_timer);
+    op->timer.data = op;
+    rlock__loop_call_task(l->client->loop, &op->task, start_acquire, op);
+    return f;
+}
+
+rlock_future *rlock_lock_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
+    return rlock__acquire(l, 0, lease_ms, thread_id, false, false, "rlock_lock_async");
+}
+
+rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                                   uint64_t thread_id) {
+    return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, false, "rlock_try_lock_async");
+}
+
+/* ---- queries and force-unlock -------------------------------------------- */
+
+typedef enum query_kind {
+    Q_IS_LOCKED,
+    Q_HELD,
+    Q_HOLD_COUNT,
+    Q_TTL,
+    Q_FORCE_UNLOCK,
+    Q_TOKEN
+} query_kind;
+
+typedef struct query_op {
+    rlock__task task;
+    rlock *lock;
+    rlock_future *future;
+    rlock__cmd *cmd;
+    query_kind kind;
+} query_op;
+
+static void on_query_reply(int err, const char *msg, const redisReply *reply, void *arg) {
+    query_op *op = arg;
+    int64_t value = 0;
+    if (err == RLOCK_OK) {
+        rlock__reply r = typed(reply);
+        if (r.type == RLOCK__REPLY_INTEGER || (r.type == RLOCK__REPLY_STRING && r.numeric)) {
+            value = r.integer; /* HGET's hold count and GET's token are strings */
+        } else if (r.type == RLOCK__REPLY_STRING) {
+            err = RLOCK_ERR_REDIS;
+            msg = "the lock's key holds something that is not a number";
+        } else if (r.type != RLOCK__REPLY_NIL) {
+            err = RLOCK_ERR_REDIS;
+            msg = "unexpected reply";
+        }
+    }
+    rlock__future_complete(op->future, err, value, msg);
+    rlock_future_release(op->future);
+    rlock__cmd_free(op->cmd);
+    rlock__object_unref(op->lock);
+    free(op);
+}
+
+static void start_query(void *arg) {
+    query_op *op = arg;
+    rlock *l = op->lock;
+    rlock__cmd *cmd = op->cmd;
+    op->cmd = NULL;
+    if (op->kind == Q_FORCE_UNLOCK) {
+        /* forceUnlockAsync stops the renewal before it deletes, and
+         * (cancelExpirationRenewal) later holds start from the watchdog
+         * timeout again. */
+        rlock__renewal_cancel_all(l->client->renewal, l->name.s, l->name.len);
+        atomic_store(&l->lease_ms, l->client->cfg.lock_watchdog_timeout_ms);
+    }
+    if (rlock__executor_submit(l->client->exec, cmd, on_query_reply, op) != RLOCK_OK) {
+        on_query_reply(RLOCK_ERR_CLOSED, "the client was destroyed", NULL, op);
+    }
+}
+
+static rlock_future *query(rlock *l, query_kind kind, uint64_t thread_id) {
+    static const char *const fns[] = {
+        "rlock_is_locked_async",      "rlock_is_held_by_thread_async",
+        "rlock_get_hold_count_async", "rlock_remain_time_to_live_async",
+        "rlock_force_unlock_async",   "rlock_get_token_async"};
+    if (l == NULL) {
+        return rlock__invalid("%s: lock is NULL", fns[kind]);
+    }
+    if (kind == Q_TOKEN && !l->ops->fenced) {
+        rlock__set_error_message("%s: a %s has no fencing token", fns[kind], l->ops->name);
+        return rlock__future_failed(NULL, RLOCK_ERR_UNSUPPORTED, rlock_last_error());
+    }
+    rlock_future *refused = refuse(l, fns[kind]);
+    if (refused != NULL) {
+        return refused;
+    }
+    rlock__cmd *cmd = NULL;
+    if (kind == Q_FORCE_UNLOCK) {
+        cmd = l->ops->force_unlock(l);
+    } else if (kind == Q_TOKEN) {
+        const char *argv[2] = {"GET", l->extra[0].s};
+        size_t argvlen[2] = {3, l->extra[0].len};
+        cmd = rlock__cmd_command(2, argv, argvlen);
+    } else {
+        /* EXISTS name, PTTL name; HEXISTS and HGET name field. */
+        static const char *const commands[] = {"EXISTS", "HEXISTS", "HGET", "PTTL"};
+        char field[RLOCK__FIELD_MAX];
+        const char *argv[3] = {commands[kind], l->name.s, field};
+        size_t argvlen[3] = {strlen(commands[kind]), l->name.len,
+                             rlock__owner_field(l, thread_id, field)};
+        cmd = rlock__cmd_command(kind == Q_HELD || kind == Q_HOLD_COUNT ? 3 : 2, argv, argvlen);
+    }
+    query_op *op = cmd != NULL ? calloc(1, sizeof(*op)) : NULL;
+    rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
+    if (f == NULL) {
+        rlock__cmd_free(cmd);
+        free(op);
+        return rlock__future_failed(l->client->loop, RLOCK_ERR_NOMEM, "out of memory");
+    }
+    rlock__object_ref(l);
+    op->lock = l;
+    op->future = f;
+    op->cmd = cmd;
+    op->kind = kind;
+    rlock__loop_call_task(l->client->loop, &op->task, start_query, op);
+    return f;
+}
+
+rlock_future *rlock_force_unlock_async(rlock *l) {
+    return query(l, Q_FORCE_UNLOCK, 0);
+}
+
+rlock_future *rlock_is_locked_async(rlock *l) {
+    return query(l, Q_IS_LOCKED, 0);
+}
+
+rlock_future *rlock_is_held_by_thread_async(rlock *l, uint64_t thread_id) {
+    return query(l, Q_HELD, thread_id);
+}
+
+rlock_future *rlock_get_hold_count_async(rlock *l, uint64_t thread_id) {
+    return query(l, Q_HOLD_COUNT, thread_id);
+}
+
+rlock_future *rlock_remain_time_to_live_async(rlock *l) {
+    return query(l, Q_TTL, 0);
+}
+
+rlock_future *rlock_get_token_async(rlock *l) {
+    return query(l, Q_TOKEN, 0);
+}
+
+rlock_future *rlock_lock_and_get_token_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
+    return rlock__acquire(l, 0, lease_ms, thread_id, false, true, "rlock_lock_and_get_token_async");
+}
+
+rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                                                 uint64_t thread_id) {
+    return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, true,
+                          "rlock_try_lock_and_get_token_async");
+}

@@ -1,0 +1,117 @@
+/* The seam between the lock engine and the lock kinds: what a Redisson
+ * lock class overrides of RedissonBaseLock, as a table of hooks.
+ *
+ * A kind (src/kinds/<kind>.c) is one such table, its Lua files and a
+ * constructor. It builds script calls from the handle's names and reads
+ * typed replies; it never sees libev, hiredis, futures or the loop, which
+ * stay with the engine (base_lock.c). A hook runs on the loop thread,
+ * except the command builders, which may run on any thread. */
+#ifndef RLOCK_KIND_H
+#define RLOCK_KIND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common.h"
+#include "object.h"
+#include "script.h"
+
+typedef struct rlock__cmd rlock__cmd;
+
+/* A reply, copied out of hiredis: what the lock scripts answer. */
+typedef enum rlock__reply_type {
+    RLOCK__REPLY_NIL,
+    RLOCK__REPLY_INTEGER,
+    RLOCK__REPLY_STRING,
+    RLOCK__REPLY_ARRAY, /* of integers (or nils, read as -1), up to two */
+    RLOCK__REPLY_OTHER
+} rlock__reply_type;
+
+typedef struct rlock__reply {
+    rlock__reply_type type;
+    int64_t integer;    /* INTEGER; a STRING that is a number */
+    bool numeric;       /* STRING: integer holds its value */
+    size_t elements;    /* ARRAY: how many (only the first two are kept) */
+    int64_t element[2]; /* ARRAY */
+} rlock__reply;
+
+/* ---- script arguments ---------------------------------------------------- */
+
+/* KEYS then ARGV, by value or by reference (the referenced bytes must live
+ * until rlock__args_script returns, which copies them). */
+#define RLOCK__ARGS_MAX 10
+
+typedef struct rlock__args {
+    int argc;
+    int numkeys;
+    bool overflow;
+    const char *argv[RLOCK__ARGS_MAX];
+    size_t len[RLOCK__ARGS_MAX];
+    char num[RLOCK__ARGS_MAX][24]; /* integers are printed here */
+    char field[RLOCK__FIELD_MAX];  /* the owner's field (one per call) */
+} rlock__args;
+
+void rlock__args_init(rlock__args *a);
+/* A key (KEYS[n]); every key comes before the first argument. */
+void rlock__args_key(rlock__args *a, const char *s, size_t len);
+void rlock__args_str(rlock__args *a, const char *s, size_t len);
+void rlock__args_lit(rlock__args *a, const char *s); /* a NUL-terminated constant */
+void rlock__args_int(rlock__args *a, int64_t v);
+/* The owner's hash field, "<clientId>:<threadId>" (once per call). */
+void rlock__args_owner(rlock__args *a, const rlock *l, uint64_t thread_id);
+/* The call (EVALSHA, EVAL on NOSCRIPT). NULL when out of memory. */
+rlock__cmd *rlock__args_script(const rlock__args *a, const rlock__script *s);
+
+/* ---- the hooks --------------------------------------------------------------- */
+
+/* What an acquire attempt is for (tryLockInnerAsync's arguments). */
+typedef struct rlock__acquire_req {
+    uint64_t thread_id;
+    int64_t lease_ms; /* what the lock is taken for: the lease, or the watchdog timeout */
+    int64_t wait_ms;  /* a try-lock's wait; -1 for lock() */
+    bool token;       /* the caller wants the fencing token back */
+} rlock__acquire_req;
+
+/* What an acquire attempt found. */
+typedef struct rlock__acquire_res {
+    bool taken;
+    int64_t ttl;   /* not taken: how long to wait at most before trying again (-1: no bound) */
+    int64_t token; /* taken with req.token: the token */
+} rlock__acquire_res;
+
+typedef struct rlock__kind_ops {
+    const char *name; /* "lock", "fair lock", ... for messages */
+
+    /* tryLockInnerAsync: the acquire script (never resent once written). */
+    rlock__cmd *(*acquire)(const rlock *l, const rlock__acquire_req *req);
+    /* Reads its reply: RLOCK_OK and *res, or an error code with *msg. */
+    int (*acquire_reply)(const rlock__reply *r, rlock__acquire_res *res, const char **msg);
+    /* acquireFailedAsync: clean-up when a try-lock gives up or a waiting
+     * call is cancelled (the fair lock's queue); NULL when nothing to do. */
+    rlock__cmd *(*acquire_failed)(const rlock *l, uint64_t thread_id, int64_t wait_ms);
+
+    /* unlockInnerAsync, with its latch key (request id included) and how
+     * long the latch keeps the answer. Replies nil (not held), 0 (a hold
+     * remains) or 1 (released). */
+    rlock__cmd *(*unlock)(const rlock *l, uint64_t thread_id, const char *latch, size_t latch_len,
+                          int64_t latch_ms);
+    /* forceUnlockAsync: replies 1 when it deleted the lock, else 0. */
+    rlock__cmd *(*force_unlock)(const rlock *l);
+
+    /* The channel a waiting owner listens on, written to buf (cap bytes,
+     * NUL-terminated); returns its length, or 0 when it does not fit. NULL:
+     * the lock's channel, shared by all waiters. */
+    size_t (*waiter_channel)(const rlock *l, uint64_t thread_id, char *buf, size_t cap);
+
+    /* true: no pub/sub, retry after a back-off (RedissonSpinLock). */
+    bool spins;
+    /* true: lock_and_get_token and get_token work (RedissonFencedLock). */
+    bool fenced;
+} rlock__kind_ops;
+
+/* Redisson's System.currentTimeMillis(), for scripts that keep wall-clock
+ * times in Redis (the fair lock's queue timeouts). */
+int64_t rlock__wall_ms(void);
+
+#endif

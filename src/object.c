@@ -1,0 +1,149 @@
+/* The lock handle (RedissonObject): names, references, the lost-lock
+ * callback. Every kind's constructor ends here. */
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "client.h"
+#include "kind.h"
+#include "object.h"
+#include "rlock/errors.h"
+
+size_t rlock__owner_field(const rlock *l, uint64_t thread_id, char out[RLOCK__FIELD_MAX]) {
+    return (size_t)snprintf(out, RLOCK__FIELD_MAX, "%s:%" PRIu64, l->client_id, thread_id);
+}
+
+void rlock__object_ref(rlock *l) {
+    atomic_fetch_add(&l->refs, 1);
+}
+
+void rlock__object_unref(rlock *l) {
+    if (atomic_fetch_sub(&l->refs, 1) != 1) {
+        return;
+    }
+    pthread_mutex_destroy(&l->mu);
+    rlock__client_unref(l->client);
+    free(l);
+}
+
+/* The length of prefix_name's result, without its NUL. */
+static size_t prefix_name_len(const char *prefix, const char *name, size_t len,
+                              const char *suffix) {
+    bool tagged = memchr(name, '{', len) != NULL;
+    return strlen(prefix) + 1 + len + (tagged ? 0 : 2) + strlen(suffix);
+}
+
+/* Redisson's prefixName: "prefix:{name}", or "prefix:name" when the name
+ * already has a hash tag (so every key of a lock is in one cluster slot);
+ * written at s, NUL-terminated. Returns the byte after the NUL. */
+static char *prefix_name(char *s, const char *prefix, const char *name, size_t len,
+                         const char *suffix, rlock__name *out) {
+    bool tagged = memchr(name, '{', len) != NULL;
+    size_t plen = strlen(prefix), slen = strlen(suffix);
+    char *p = s;
+    memcpy(p, prefix, plen);
+    p += plen;
+    *p++ = ':';
+    if (!tagged) {
+        *p++ = '{';
+    }
+    memcpy(p, name, len);
+    p += len;
+    if (!tagged) {
+        *p++ = '}';
+    }
+    memcpy(p, suffix, slen + 1);
+    out->s = s;
+    out->len = (size_t)(p - s) + slen;
+    return p + slen + 1;
+}
+
+static const char channel_prefix[] = "redisson_lock__channel";
+static const char latch_prefix[] = "redisson_unlock_latch";
+
+rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size_t len,
+                         const rlock__kind_ops *ops, const char *const *extra, size_t nextra) {
+    if (c == NULL || name == NULL) {
+        rlock__set_error_message("%s: %s is NULL", fn, c == NULL ? "client" : "name");
+        return NULL;
+    }
+    if (len == 0 || len > RLOCK_NAME_MAX) {
+        rlock__set_error_message("%s: the name must have 1 to %d bytes, not %zu", fn,
+                                 RLOCK_NAME_MAX, len);
+        return NULL;
+    }
+    if (!rlock__registry_has(c, RLOCK__KIND_CLIENT)) {
+        rlock__set_error_message("%s: not a live client (destroyed?)", fn);
+        return NULL;
+    }
+    if (rlock__client_usable(c, fn) != RLOCK_OK) {
+        return NULL;
+    }
+    /* One block: the handle, then its names. */
+    size_t size = sizeof(rlock) + len + 1 + prefix_name_len(channel_prefix, name, len, "") + 1 +
+                  prefix_name_len(latch_prefix, name, len, ":") + 1;
+    for (size_t i = 0; i < nextra; i++) {
+        size += prefix_name_len(extra[i], name, len, "") + 1;
+    }
+    rlock *l = calloc(1, size);
+    if (l == NULL) {
+        rlock__set_error_message("out of memory");
+        return NULL;
+    }
+    atomic_init(&l->refs, 1);
+    rlock__client_ref(c);
+    l->client = c;
+    l->client_id = c->id;
+    l->cfg = &c->cfg;
+    l->ops = ops;
+    atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
+    pthread_mutex_init(&l->mu, NULL);
+    l->name.s = l->text;
+    memcpy(l->name.s, name, len);
+    l->name.s[len] = '\0';
+    l->name.len = len;
+    char *p = l->text + len + 1;
+    p = prefix_name(p, channel_prefix, name, len, "", &l->channel);
+    p = prefix_name(p, latch_prefix, name, len, ":", &l->latch_prefix);
+    for (size_t i = 0; i < nextra; i++) {
+        p = prefix_name(p, extra[i], name, len, "", &l->extra[i]);
+    }
+    rlock__registry_add(&l->reg, l, RLOCK__KIND_LOCK);
+    return l;
+}
+
+void rlock_free(rlock *l) {
+    if (l == NULL) {
+        return;
+    }
+    if (!rlock__registry_remove(l, RLOCK__KIND_LOCK)) {
+        rlock__set_error_message("rlock_free: not a live lock handle (freed already?)");
+        return;
+    }
+    rlock__object_unref(l);
+}
+
+const char *rlock_name(const rlock *l) {
+    return l != NULL ? l->name.s : "";
+}
+
+size_t rlock_name_len(const rlock *l) {
+    return l != NULL ? l->name.len : 0;
+}
+
+int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg) {
+    if (l == NULL) {
+        rlock__set_error_message("rlock_set_lock_lost_callback: lock is NULL");
+        return RLOCK_ERR_INVALID;
+    }
+    int rc = rlock__client_usable(l->client, "rlock_set_lock_lost_callback");
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    pthread_mutex_lock(&l->mu);
+    l->lost_cb = cb;
+    l->lost_arg = cb != NULL ? arg : NULL;
+    pthread_mutex_unlock(&l->mu);
+    return RLOCK_OK;
+}

@@ -1,0 +1,68 @@
+/* The lock handle every kind shares: Redisson's RedissonObject (a name and
+ * the names derived from it) plus what RedissonBaseLock keeps per handle
+ * (internalLockLeaseTime, the lost-lock callback).
+ *
+ * A handle is reference counted: the user's reference, and one per
+ * operation under way, so rlock_free never pulls a handle from under an
+ * operation. Kinds read it; only the engine changes it. */
+#ifndef RLOCK_OBJECT_H
+#define RLOCK_OBJECT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry.h"
+#include "rlock/config.h"
+#include "rlock/lock.h"
+
+typedef struct rlock__kind_ops rlock__kind_ops;
+
+typedef struct rlock__name {
+    char *s; /* NUL-terminated, but may hold NUL bytes (binary names) */
+    size_t len;
+} rlock__name;
+
+/* Keys beyond the lock's own that a kind keeps (the fair lock's queue and
+ * timeout set, the fenced lock's token). */
+#define RLOCK__EXTRA_KEYS 2
+
+struct rlock {
+    rlock__reg_node reg; /* live until rlock_free */
+    atomic_int refs;
+    const rlock__kind_ops *ops;
+    rlock_client *client;    /* referenced: outlives a destroy while the handle lives */
+    const char *client_id;   /* the client's UUID */
+    const rlock_config *cfg; /* the client's settings */
+    /* internalLockLeaseTime: the lease a remaining reentrant hold gets on
+     * unlock; the last lease given, or the watchdog timeout. */
+    _Atomic int64_t lease_ms;
+    rlock_backoff backoff; /* the spin lock's */
+    pthread_mutex_t mu;    /* guards the lost-lock callback */
+    rlock_lock_lost_cb lost_cb;
+    void *lost_arg;
+    rlock__name name;
+    rlock__name channel;      /* redisson_lock__channel:{name} */
+    rlock__name latch_prefix; /* redisson_unlock_latch:{name}: */
+    rlock__name extra[RLOCK__EXTRA_KEYS];
+    char text[]; /* every name above points here */
+};
+
+/* "<clientId>:<threadId>" fits in this many bytes, NUL included. */
+#define RLOCK__FIELD_MAX 64
+
+/* Writes the owner's hash field (Redisson's getLockName(threadId)). */
+size_t rlock__owner_field(const rlock *l, uint64_t thread_id, char out[RLOCK__FIELD_MAX]);
+
+/* Makes a handle of kind ops on name, after checking the client and the
+ * name (fn names the caller in the error message). extra: up to
+ * RLOCK__EXTRA_KEYS prefixes, each becoming extra[i] = "prefix:{name}"
+ * (Redisson's prefixName). NULL with rlock_last_error() set on failure. */
+rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size_t len,
+                         const rlock__kind_ops *ops, const char *const *extra, size_t nextra);
+
+void rlock__object_ref(rlock *l);
+void rlock__object_unref(rlock *l);
+
+#endif

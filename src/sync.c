@@ -1,0 +1,141 @@
+/* Every blocking form, in one place: check, start the async call, wait on
+ * its future. The owner is the calling thread (rlock_thread_id()). */
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base_lock.h"
+#include "client.h"
+#include "object.h"
+#include "rlock/errors.h"
+#include "rlock/lock.h"
+
+/* Checks what every blocking call needs before it sends anything. */
+static int check_blocking(const rlock *l, const char *fn, bool out_ok) {
+    if (l == NULL || !out_ok) {
+        rlock__set_error_message("%s: %s is NULL", fn, l == NULL ? "lock" : "the result pointer");
+        return RLOCK_ERR_INVALID;
+    }
+    int rc = rlock__check_client(l, fn);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    rlock__loop *loop = l->client->loop;
+    if (rlock__loop_owns_thread(loop) && rlock__loop_on_thread(loop)) {
+        rlock__set_error_message("%s: called on the client's I/O thread, where it could never "
+                                 "finish; use the async form",
+                                 fn);
+        return RLOCK_ERR_WRONG_THREAD;
+    }
+    return RLOCK_OK;
+}
+
+/* Waits for f and returns its error (details in rlock_last_error()). */
+static int await(rlock_future *f, int64_t *value) {
+    if (f == NULL) {
+        rlock__set_error_message("out of memory");
+        return RLOCK_ERR_NOMEM;
+    }
+    int rc = rlock_future_wait(f, -1);
+    if (rc == RLOCK_OK) {
+        rc = rlock_future_error(f);
+    }
+    if (rc != RLOCK_OK) {
+        const char *msg = rlock_future_error_message(f);
+        rlock__set_error_message("%s", msg[0] != '\0' ? msg : rlock_strerror(rc));
+    } else if (value != NULL) {
+        *value = rlock_future_value(f);
+    }
+    rlock_future_release(f);
+    return rc;
+}
+
+static int await_bool(rlock_future *f, bool *out) {
+    int64_t v = 0;
+    int rc = await(f, &v);
+    *out = rc == RLOCK_OK && v != 0;
+    return rc;
+}
+
+/* Every blocking form with a result first sets it to false or 0, so a
+ * caller that misses an error code still does not read a stale "acquired"
+ * or "locked". */
+static bool clear_bool(bool *out) {
+    if (out != NULL) {
+        *out = false;
+    }
+    return out != NULL;
+}
+
+static bool clear_int(int64_t *out) {
+    if (out != NULL) {
+        *out = 0;
+    }
+    return out != NULL;
+}
+
+int rlock_lock(rlock *l, int64_t lease_ms) {
+    int rc = check_blocking(l, "rlock_lock", true);
+    return rc != RLOCK_OK ? rc : await(rlock_lock_async(l, lease_ms, rlock_thread_id()), NULL);
+}
+
+int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired) {
+    int rc = check_blocking(l, "rlock_try_lock", clear_bool(acquired));
+    return rc != RLOCK_OK
+               ? rc
+               : await_bool(rlock_try_lock_async(l, wait_ms, lease_ms, rlock_thread_id()),
+                            acquired);
+}
+
+int rlock_unlock(rlock *l) {
+    int rc = check_blocking(l, "rlock_unlock", true);
+    return rc != RLOCK_OK ? rc : await(rlock_unlock_async(l, rlock_thread_id()), NULL);
+}
+
+int rlock_force_unlock(rlock *l, bool *was_locked) {
+    int rc = check_blocking(l, "rlock_force_unlock", clear_bool(was_locked));
+    return rc != RLOCK_OK ? rc : await_bool(rlock_force_unlock_async(l), was_locked);
+}
+
+int rlock_is_locked(rlock *l, bool *locked) {
+    int rc = check_blocking(l, "rlock_is_locked", clear_bool(locked));
+    return rc != RLOCK_OK ? rc : await_bool(rlock_is_locked_async(l), locked);
+}
+
+int rlock_is_held_by_thread(rlock *l, uint64_t thread_id, bool *held) {
+    int rc = check_blocking(l, "rlock_is_held_by_thread", clear_bool(held));
+    return rc != RLOCK_OK ? rc : await_bool(rlock_is_held_by_thread_async(l, thread_id), held);
+}
+
+int rlock_is_held_by_current_thread(rlock *l, bool *held) {
+    return rlock_is_held_by_thread(l, rlock_thread_id(), held);
+}
+
+int rlock_get_hold_count(rlock *l, int64_t *count) {
+    int rc = check_blocking(l, "rlock_get_hold_count", clear_int(count));
+    return rc != RLOCK_OK ? rc : await(rlock_get_hold_count_async(l, rlock_thread_id()), count);
+}
+
+int rlock_remain_time_to_live(rlock *l, int64_t *ttl_ms) {
+    int rc = check_blocking(l, "rlock_remain_time_to_live", clear_int(ttl_ms));
+    return rc != RLOCK_OK ? rc : await(rlock_remain_time_to_live_async(l), ttl_ms);
+}
+
+int rlock_lock_and_get_token(rlock *l, int64_t lease_ms, int64_t *token) {
+    int rc = check_blocking(l, "rlock_lock_and_get_token", clear_int(token));
+    return rc != RLOCK_OK
+               ? rc
+               : await(rlock_lock_and_get_token_async(l, lease_ms, rlock_thread_id()), token);
+}
+
+int rlock_try_lock_and_get_token(rlock *l, int64_t wait_ms, int64_t lease_ms, int64_t *token) {
+    int rc = check_blocking(l, "rlock_try_lock_and_get_token", clear_int(token));
+    return rc != RLOCK_OK
+               ? rc
+               : await(rlock_try_lock_and_get_token_async(l, wait_ms, lease_ms, rlock_thread_id()),
+                       token);
+}
+
+int rlock_get_token(rlock *l, int64_t *token) {
+    int rc = check_blocking(l, "rlock_get_token", clear_int(token));
+    return rc != RLOCK_OK ? rc : await(rlock_get_token_async(l), token);
+}
