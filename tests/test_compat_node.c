@@ -19,9 +19,6 @@
  * only the wake-up falls back to each side's retry at the lease's end. */
 #define _GNU_SOURCE
 
-#include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -29,10 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/time.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -41,6 +35,7 @@
 
 #include "fixture.h"
 #include "lock_util.h"
+#include "peer_proc.h"
 
 #ifndef RT_NODE
 #define RT_NODE ""
@@ -74,14 +69,7 @@ static void expect_not_lost(void) {
 
 /* ---- the node peer ------------------------------------------------------ */
 
-typedef struct peer {
-    pid_t pid; /* 0: slot free */
-    int out;   /* read end of its stdout */
-    int in;    /* write end of its stdin */
-    char buf[8192];
-    size_t len;
-    char line[1024]; /* the last line read */
-} peer;
+typedef rt_proc peer; /* tests/support/peer_proc.h */
 
 #define MAX_PEERS 4
 static peer g_peers[MAX_PEERS];
@@ -150,85 +138,13 @@ static peer *peer_start(fx *f, const char *name, ...) {
     va_end(ap);
     argv[n] = NULL;
 
-    int out[2], in[2];
-    assert_int_equal(pipe2(out, O_CLOEXEC), 0);
-    assert_int_equal(pipe2(in, O_CLOEXEC), 0);
-    fflush(NULL);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        /* Only async-signal-safe calls from here to exec. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        dup2(in[0], STDIN_FILENO);
-        dup2(out[1], STDOUT_FILENO);
-        /* No other descriptor of the test (the client's sockets) into node. */
-        long closed = -1;
-#ifdef SYS_close_range
-        closed = syscall(SYS_close_range, 3U, ~0U, 0U);
-#endif
-        if (closed != 0) {
-            for (int fd = 3; fd < 4096; fd++) {
-                close(fd);
-            }
-        }
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        signal(SIGPIPE, SIG_DFL);
-        execv(argv[0], (char *const *)argv);
-        static const char msg[] = "test_compat_node: exec node failed\n";
-        ssize_t ignored = write(STDERR_FILENO, msg, sizeof(msg) - 1);
-        (void)ignored;
-        _exit(127);
-    }
-    close(out[1]);
-    close(in[0]);
-    memset(p, 0, sizeof(*p));
-    p->pid = pid;
-    p->out = out[0];
-    p->in = in[1];
+    rt_proc_start(p, argv);
     return p;
 }
 
 /* The next line of p's stdout into p->line. false on timeout or EOF. */
 static bool peer_read_line(peer *p, int64_t timeout_ms) {
-    int64_t deadline = rt_now_ms() + timeout_ms;
-    for (;;) {
-        char *nl = memchr(p->buf, '\n', p->len);
-        if (nl != NULL) {
-            size_t n = (size_t)(nl - p->buf);
-            size_t keep = n < sizeof(p->line) - 1 ? n : sizeof(p->line) - 1;
-            memcpy(p->line, p->buf, keep);
-            p->line[keep] = '\0';
-            p->len -= n + 1;
-            memmove(p->buf, nl + 1, p->len);
-            fprintf(stderr, "peer %d: %s\n", (int)p->pid, p->line);
-            return true;
-        }
-        if (p->len == sizeof(p->buf)) {
-            fail_msg("peer %d: line too long", (int)p->pid);
-        }
-        int64_t left = deadline - rt_now_ms();
-        if (left <= 0) {
-            return false;
-        }
-        struct pollfd pfd = {.fd = p->out, .events = POLLIN};
-        int rc = poll(&pfd, 1, (int)left);
-        if (rc <= 0) {
-            if (rc < 0 && errno != EINTR) {
-                fail_msg("poll: %s", strerror(errno));
-            }
-            continue;
-        }
-        ssize_t got = read(p->out, p->buf + p->len, sizeof(p->buf) - p->len);
-        if (got < 0 && errno == EINTR) {
-            continue;
-        }
-        if (got <= 0) {
-            return false; /* EOF: it exited */
-        }
-        p->len += (size_t)got;
-    }
+    return rt_proc_read_line(p, timeout_ms);
 }
 
 /* Reads the next line and asserts that its first word is word. */
@@ -271,31 +187,12 @@ static locked peer_expect_locked(peer *p, int64_t timeout_ms) {
 }
 
 static void peer_send(peer *p, const char *line) {
-    size_t n = strlen(line);
-    assert_int_equal(write(p->in, line, n), (ssize_t)n);
-    assert_int_equal(write(p->in, "\n", 1), 1);
+    assert_true(rt_proc_send(p, line));
 }
 
 /* Waits for p to exit; returns its exit status (-1: killed or timed out). */
 static int peer_wait_exit(peer *p, int64_t timeout_ms) {
-    int64_t deadline = rt_now_ms() + timeout_ms;
-    for (;;) {
-        int st;
-        pid_t rc = waitpid(p->pid, &st, WNOHANG);
-        if (rc == p->pid) {
-            close(p->out);
-            close(p->in);
-            p->pid = 0;
-            return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-        }
-        if (rc < 0 && errno != EINTR) {
-            fail_msg("waitpid: %s", strerror(errno));
-        }
-        if (rt_now_ms() >= deadline) {
-            return -1;
-        }
-        rt_sleep_ms(10);
-    }
+    return rt_proc_wait_exit(p, timeout_ms);
 }
 
 static void peer_expect_exit_ok(peer *p) {
@@ -307,14 +204,7 @@ static void peer_expect_exit_ok(peer *p) {
 }
 
 static void peer_kill(peer *p) {
-    if (p->pid == 0) {
-        return;
-    }
-    kill(p->pid, SIGKILL);
-    (void)peer_wait_exit(p, EXIT_TIMEOUT_MS);
-    if (p->pid != 0) {
-        fprintf(stderr, "test_compat_node: peer %d not reaped\n", (int)p->pid);
-    }
+    rt_proc_kill(p);
 }
 
 /* ---- the C side and Redis ---------------------------------------------- */

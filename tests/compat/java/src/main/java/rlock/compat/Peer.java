@@ -1,0 +1,248 @@
+package rlock.compat;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.redisson.Redisson;
+import org.redisson.api.RLock;
+import org.redisson.api.RedissonClient;
+import org.redisson.config.Config;
+
+/**
+ * A Redisson peer for tests/test_compat_redisson.c, scripted one line at a
+ * time: each command on stdin gets exactly one line on stdout.
+ *
+ * <pre>
+ *   connect &lt;redis://host:port&gt; [watchdogMs]  OK &lt;Redisson id&gt;
+ *   field [owner]                          OK &lt;id&gt;:&lt;thread id&gt;, the owner's hash field
+ *   &lt;lock command&gt;                         run on owner "main", at most 60 s
+ *   on &lt;owner&gt; &lt;lock command&gt;              run on that owner's thread, at most 60 s
+ *   async &lt;owner&gt; &lt;lock command&gt;           OK started; runs on that owner's thread
+ *   await &lt;owner&gt; &lt;timeoutMs&gt;              OK &lt;value&gt; &lt;elapsedMs&gt; &lt;endMs&gt;, or TIMEOUT
+ *   quit                                   OK bye, then exits (as at EOF)
+ *
+ * lock commands, on an RLock (RedissonClient.getLock):
+ *   lock &lt;name&gt; &lt;leaseMs|-1&gt;               OK -        (-1: the watchdog)
+ *   tryLock &lt;name&gt; &lt;waitMs&gt; &lt;leaseMs|-1&gt;   OK true|false
+ *   unlock &lt;name&gt;                          OK -
+ *   forceUnlock &lt;name&gt;                     OK true|false
+ *   isLocked &lt;name&gt;                        OK true|false
+ *   getHoldCount &lt;name&gt;                    OK &lt;n&gt;
+ *   remainTimeToLive &lt;name&gt;                OK &lt;ms&gt; (-2: no lock, -1: no expiry)
+ *   isHeldByCurrentThread &lt;name&gt;           OK true|false
+ * </pre>
+ *
+ * A failure prints "ERROR &lt;exception&gt;: &lt;message&gt;". Redisson's lock owner
+ * is a Java thread, so each named owner has one thread of its own that
+ * runs all of its commands: an unlock runs on the thread that locked.
+ * endMs is System.nanoTime() in ms, which on Linux is CLOCK_MONOTONIC, the
+ * C tests' clock. Redisson's own log goes to stderr (warnings only).
+ */
+public final class Peer {
+    private static final long SYNC_TIMEOUT_MS = 60_000;
+
+    /** A lock owner: one thread, and the async command it runs, if any. */
+    private static final class Owner {
+        final ExecutorService thread;
+        final long threadId;
+        Future<String> pending;
+
+        Owner(String name) throws Exception {
+            thread = Executors.newSingleThreadExecutor(r -> {
+                Thread t = new Thread(r, "owner-" + name);
+                t.setDaemon(true);
+                return t;
+            });
+            threadId = thread.submit(() -> Thread.currentThread().getId()).get();
+        }
+    }
+
+    private static RedissonClient redisson;
+    private static final Map<String, Owner> owners = new HashMap<>();
+    private static final Map<String, RLock> locks = new HashMap<>(); // one RLock per name
+
+    public static void main(String[] args) throws Exception {
+        System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
+        System.setProperty("org.slf4j.simpleLogger.logFile", "System.err");
+        BufferedReader in =
+                new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+        String line;
+        while ((line = in.readLine()) != null) {
+            line = line.trim();
+            if (line.isEmpty()) {
+                continue;
+            }
+            String[] w = line.split("\\s+");
+            String out;
+            try {
+                out = handle(w);
+            } catch (Throwable e) {
+                out = error(e);
+            }
+            System.out.println(out);
+            System.out.flush();
+            if (w[0].equals("quit")) {
+                break;
+            }
+        }
+        if (redisson != null) {
+            redisson.shutdown(0, 2, TimeUnit.SECONDS);
+        }
+        System.exit(0);
+    }
+
+    private static String handle(String[] w) throws Exception {
+        switch (w[0]) {
+            case "connect": {
+                need(w, 2);
+                Config config = new Config();
+                config.useSingleServer()
+                        .setAddress(w[1])
+                        .setConnectionMinimumIdleSize(2)
+                        .setConnectionPoolSize(8)
+                        .setSubscriptionConnectionMinimumIdleSize(1);
+                if (w.length > 2) {
+                    config.setLockWatchdogTimeout(Long.parseLong(w[2]));
+                }
+                redisson = Redisson.create(config);
+                return "OK " + serviceId();
+            }
+            case "field": {
+                Owner o = owner(w.length > 1 ? w[1] : "main");
+                return "OK " + serviceId() + ":" + o.threadId;
+            }
+            case "on": {
+                need(w, 3);
+                return sync(owner(w[1]), Arrays.copyOfRange(w, 2, w.length));
+            }
+            case "async": {
+                need(w, 3);
+                Owner o = owner(w[1]);
+                if (o.pending != null) {
+                    return "ERROR owner " + w[1] + " is busy";
+                }
+                String[] cmd = Arrays.copyOfRange(w, 2, w.length);
+                o.pending = o.thread.submit(timed(cmd));
+                return "OK started";
+            }
+            case "await": {
+                need(w, 3);
+                Owner o = owner(w[1]);
+                if (o.pending == null) {
+                    return "ERROR owner " + w[1] + " runs nothing";
+                }
+                try {
+                    String result = o.pending.get(Long.parseLong(w[2]), TimeUnit.MILLISECONDS);
+                    o.pending = null;
+                    return "OK " + result;
+                } catch (TimeoutException e) {
+                    return "TIMEOUT";
+                } catch (ExecutionException e) {
+                    o.pending = null;
+                    return error(e.getCause());
+                }
+            }
+            case "quit":
+                return "OK bye";
+            default:
+                return sync(owner("main"), w);
+        }
+    }
+
+    /** Runs cmd on o's thread and waits for it. */
+    private static String sync(Owner o, String[] cmd) throws Exception {
+        if (o.pending != null) {
+            return "ERROR owner is busy with an async command";
+        }
+        try {
+            return "OK " + o.thread.submit(() -> lockCommand(cmd)).get(SYNC_TIMEOUT_MS,
+                    TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            return error(e.getCause());
+        }
+    }
+
+    /** cmd, returning "value elapsedMs endMs". */
+    private static Callable<String> timed(String[] cmd) {
+        return () -> {
+            long start = System.nanoTime();
+            String value = lockCommand(cmd);
+            long end = System.nanoTime();
+            return value + " " + (end - start) / 1_000_000 + " " + end / 1_000_000;
+        };
+    }
+
+    /** A command on an RLock, on the calling (owner's) thread. */
+    private static String lockCommand(String[] w) throws Exception {
+        need(w, 2);
+        if (redisson == null) {
+            throw new IllegalStateException("not connected");
+        }
+        RLock lock;
+        synchronized (locks) {
+            lock = locks.computeIfAbsent(w[1], redisson::getLock);
+        }
+        switch (w[0]) {
+            case "lock":
+                need(w, 3);
+                lock.lock(Long.parseLong(w[2]), TimeUnit.MILLISECONDS);
+                return "-";
+            case "tryLock":
+                need(w, 4);
+                return String.valueOf(lock.tryLock(Long.parseLong(w[2]), Long.parseLong(w[3]),
+                        TimeUnit.MILLISECONDS));
+            case "unlock":
+                lock.unlock();
+                return "-";
+            case "forceUnlock":
+                return String.valueOf(lock.forceUnlock());
+            case "isLocked":
+                return String.valueOf(lock.isLocked());
+            case "getHoldCount":
+                return String.valueOf(lock.getHoldCount());
+            case "remainTimeToLive":
+                return String.valueOf(lock.remainTimeToLive());
+            case "isHeldByCurrentThread":
+                return String.valueOf(lock.isHeldByCurrentThread());
+            default:
+                throw new IllegalArgumentException("unknown command " + w[0]);
+        }
+    }
+
+    private static Owner owner(String name) throws Exception {
+        Owner o = owners.get(name);
+        if (o == null) {
+            o = new Owner(name);
+            owners.put(name, o);
+        }
+        return o;
+    }
+
+    private static String serviceId() {
+        if (redisson == null) {
+            throw new IllegalStateException("not connected");
+        }
+        return ((Redisson) redisson).getServiceManager().getId();
+    }
+
+    private static void need(String[] w, int n) {
+        if (w.length < n) {
+            throw new IllegalArgumentException(w[0] + ": " + (n - 1) + " arguments needed");
+        }
+    }
+
+    private static String error(Throwable e) {
+        String msg = e.getClass().getSimpleName() + ": " + e.getMessage();
+        return "ERROR " + msg.replaceAll("\\s+", " ");
+    }
+}
