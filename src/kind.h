@@ -39,8 +39,9 @@ typedef struct rlock__reply {
 /* ---- script arguments ---------------------------------------------------- */
 
 /* KEYS then ARGV, by value or by reference (the referenced bytes must live
- * until rlock__args_script returns, which copies them). */
-#define RLOCK__ARGS_MAX 10
+ * until rlock__args_script returns, which copies them). The longest call,
+ * the fair lock's unlock, passes 11 (5 keys, 6 arguments). */
+#define RLOCK__ARGS_MAX 12
 
 typedef struct rlock__args {
     int argc;
