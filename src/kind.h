@@ -40,7 +40,7 @@ typedef struct rlock__reply {
 
 /* KEYS then ARGV, by value or by reference (the referenced bytes must live
  * until rlock__args_script returns, which copies them). */
-#define RLOCK__ARGS_MAX 10
+#define RLOCK__ARGS_MAX 12
 
 typedef struct rlock__args {
     int argc;
