@@ -11,7 +11,15 @@
  * Both halves wait on redisson_rwlock:{name}. A read unlock publishes 0
  * (wakes one waiter), a write unlock 1 (wakes them all: every waiting
  * reader may go in). Read holds are renewed by ReadLockTask's script, which
- * renews their timeout keys too; write holds by the ordinary one. */
+ * renews their timeout keys too; write holds by the ordinary one.
+ *
+ * One deviation: RedissonReadLock.cancelExpirationRenewal also cancels
+ * the ordinary (LockTask) renewal of the same name and thread, i.e. the
+ * write hold's, so there a writer that reads and releases the read hold
+ * loses one watchdog count of its write hold (and a read force-unlock
+ * stops the write holder's renewal). Here each half cancels only its own
+ * table (the engine passes the kind's renew script), so the write hold
+ * stays renewed. */
 #include <stdlib.h>
 #include <string.h>
 
