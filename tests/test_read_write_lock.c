@@ -653,6 +653,26 @@ static void test_watchdog_both_halves(void **state) {
     assert_true(gone_within(f, "wd-auto", 1500));
 }
 
+/* The write holder reads and releases the read hold: its write hold stays
+ * renewed (Redisson's read unlock would also cancel the write hold's
+ * renewal, see src/kinds/read_write_lock.c; a deliberate deviation). */
+static void test_read_unlock_keeps_write_renewed(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f, 600);
+    rlock *r = rd(c, "wd-keep"), *w = wr(c, "wd-keep");
+    assert_int_equal(rlock_lock(w, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+    assert_int_equal(rlock_lock(r, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+    assert_int_equal(rlock_unlock(r), RLOCK_OK);
+    assert_int_equal(rt_lock_stats(c).renewing, 1);
+    rt_sleep_ms(3 * 600 + 200);
+    assert_true(held(w));
+    long long t = r_int(f, "PTTL wd-keep");
+    assert_true(t > 0 && t <= 600);
+    assert_int_equal(rlock_unlock(w), RLOCK_OK);
+    assert_int_equal(r_int(f, "EXISTS wd-keep"), 0);
+    assert_int_equal(rt_lock_stats(c).lost, 0);
+}
+
 /* testWriteRead at scale: 50 readers wait behind a writer; one write
  * unlock (message 1) lets them all in, with about one acquire each. */
 static void test_write_unlock_lets_all_readers_in(void **state) {
@@ -946,6 +966,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_unlock_by_other_thread, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queries_and_force_unlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_watchdog_both_halves, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_unlock_keeps_write_renewed, setup, teardown),
         cmocka_unit_test_setup_teardown(test_write_unlock_lets_all_readers_in, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wire_format, setup, teardown),
         cmocka_unit_test_setup_teardown(test_processes_readers_and_writers, setup, teardown),
