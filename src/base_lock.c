@@ -109,6 +109,8 @@ static rlock__reply typed(const redisReply *r) {
         break;
     case REDIS_REPLY_STRING: {
         t.type = RLOCK__REPLY_STRING;
+        t.str = r->str;
+        t.str_len = r->len;
         char *end = NULL;
         t.integer = strtoll(r->str, &end, 10);
         t.numeric = end != r->str && *end == '\0';
@@ -164,7 +166,7 @@ static void on_unlock_reply(int err, const char *msg, const redisReply *reply, v
     if (op->future != NULL) {
         /* An unlock ends one watchdog hold whatever Redis answered, as
          * Redisson's cancelExpirationRenewal(threadId) does. */
-        rlock__renewal_cancel(c->renewal, l->name.s, l->name.len, op->thread_id);
+        rlock__renewal_cancel(c->renewal, l->ops->renewal, l->name.s, l->name.len, op->thread_id);
     }
     if (err == RLOCK_OK) {
         if (reply->type == REDIS_REPLY_NIL) {
@@ -395,8 +397,10 @@ static void acquired(acquire_op *op, int64_t token) {
                                  .lock_arg = op->lost_arg,
                                  .client_cb = c->cfg.on_lock_lost,
                                  .client_arg = c->cfg.on_lock_lost_arg};
-        if (rlock__renewal_add(c->renewal, l->name.s, l->name.len, op->thread_id, op->sent_ms,
-                               &sink) != RLOCK_OK) {
+        char field[RLOCK__FIELD_MAX];
+        size_t field_len = rlock__owner_field(l, op->thread_id, field);
+        if (rlock__renewal_add(c->renewal, l->ops->renewal, l->name.s, l->name.len, op->thread_id,
+                               field, field_len, op->sent_ms, &sink) != RLOCK_OK) {
             rlock__log(&c->log, RLOCK_LOG_ERROR,
                        "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
                        (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
@@ -696,7 +700,13 @@ typedef struct query_op {
 static void on_query_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     query_op *op = arg;
     int64_t value = 0;
-    if (err == RLOCK_OK) {
+    const rlock__kind_ops *ops = op->lock->ops;
+    if (err == RLOCK_OK && op->kind == Q_IS_LOCKED && ops->is_locked_reply != NULL) {
+        rlock__reply r = typed(reply);
+        bool locked = false;
+        err = ops->is_locked_reply(&r, &locked, &msg);
+        value = locked;
+    } else if (err == RLOCK_OK) {
         rlock__reply r = typed(reply);
         if (r.type == RLOCK__REPLY_INTEGER || (r.type == RLOCK__REPLY_STRING && r.numeric)) {
             value = r.integer; /* HGET's hold count and GET's token are strings */
@@ -724,7 +734,7 @@ static void start_query(void *arg) {
         /* forceUnlockAsync stops the renewal before it deletes, and
          * (cancelExpirationRenewal) later holds start from the watchdog
          * timeout again. */
-        rlock__renewal_cancel_all(l->client->renewal, l->name.s, l->name.len);
+        rlock__renewal_cancel_all(l->client->renewal, l->ops->renewal, l->name.s, l->name.len);
         atomic_store(&l->lease_ms, l->client->cfg.lock_watchdog_timeout_ms);
     }
     if (rlock__executor_submit(l->client->exec, cmd, on_query_reply, op) != RLOCK_OK) {
@@ -751,6 +761,8 @@ static rlock_future *query(rlock *l, query_kind kind, uint64_t thread_id) {
     rlock__cmd *cmd = NULL;
     if (kind == Q_FORCE_UNLOCK) {
         cmd = l->ops->force_unlock(l);
+    } else if (kind == Q_IS_LOCKED && l->ops->is_locked != NULL) {
+        cmd = l->ops->is_locked(l);
     } else if (kind == Q_TOKEN) {
         const char *argv[2] = {"GET", l->extra[0].s};
         size_t argvlen[2] = {3, l->extra[0].len};

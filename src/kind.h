@@ -30,8 +30,10 @@ typedef enum rlock__reply_type {
 
 typedef struct rlock__reply {
     rlock__reply_type type;
-    int64_t integer;    /* INTEGER; a STRING that is a number */
-    bool numeric;       /* STRING: integer holds its value */
+    int64_t integer; /* INTEGER; a STRING that is a number */
+    bool numeric;    /* STRING: integer holds its value */
+    const char *str; /* STRING: its bytes (valid while the hook runs) */
+    size_t str_len;
     size_t elements;    /* ARRAY: how many (only the first two are kept) */
     int64_t element[2]; /* ARRAY */
 } rlock__reply;
@@ -63,6 +65,18 @@ void rlock__args_int(rlock__args *a, int64_t v);
 void rlock__args_owner(rlock__args *a, const rlock *l, uint64_t thread_id);
 /* The call (EVALSHA, EVAL on NOSCRIPT). NULL when out of memory. */
 rlock__cmd *rlock__args_script(const rlock__args *a, const rlock__script *s);
+/* A plain command instead: the arguments, the first being its name (add
+ * them with rlock__args_str/_lit, no keys). NULL when out of memory. */
+rlock__cmd *rlock__args_command(const rlock__args *a);
+
+/* Which watchdog script renews a kind's holds. Redisson's
+ * LockRenewalScheduler runs one task per script, each with its own table
+ * of names and its own batched calls. */
+typedef enum rlock__renew_script {
+    RLOCK__RENEW_LOCK, /* renewal.LockTask: lua/lock_renew.lua */
+    RLOCK__RENEW_READ, /* renewal.ReadLockTask: lua/read_lock_renew.lua */
+    RLOCK__RENEW_SCRIPTS
+} rlock__renew_script;
 
 /* ---- the hooks --------------------------------------------------------------- */
 
@@ -104,6 +118,22 @@ typedef struct rlock__kind_ops {
      * NUL-terminated); returns its length, or 0 when it does not fit. NULL:
      * the lock's channel, shared by all waiters. */
     size_t (*waiter_channel)(const rlock *l, uint64_t thread_id, char *buf, size_t cap);
+
+    /* isLocked, when it is not EXISTS name (the read/write lock's halves
+     * look at the hash's mode). NULL: EXISTS. */
+    rlock__cmd *(*is_locked)(const rlock *l);
+    /* Reads is_locked's reply into *locked: RLOCK_OK, or an error code
+     * with *msg. NULL: the reply is the number. */
+    int (*is_locked_reply)(const rlock__reply *r, bool *locked, const char **msg);
+
+    /* The channel's prefix (getChannelName): NULL for
+     * "redisson_lock__channel". */
+    const char *channel_prefix;
+    /* Appended to "<clientId>:<threadId>" to make the owner's field
+     * (getLockName); NULL for none. */
+    const char *field_suffix;
+    /* The watchdog script that renews this kind's holds. */
+    rlock__renew_script renewal;
 
     /* true: no pub/sub, retry after a back-off (RedissonSpinLock). */
     bool spins;

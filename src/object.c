@@ -11,7 +11,9 @@
 #include "rlock/errors.h"
 
 size_t rlock__owner_field(const rlock *l, uint64_t thread_id, char out[RLOCK__FIELD_MAX]) {
-    return (size_t)snprintf(out, RLOCK__FIELD_MAX, "%s:%" PRIu64, l->client_id, thread_id);
+    const char *suffix = l->ops->field_suffix != NULL ? l->ops->field_suffix : "";
+    return (size_t)snprintf(out, RLOCK__FIELD_MAX, "%s:%" PRIu64 "%s", l->client_id, thread_id,
+                            suffix);
 }
 
 void rlock__object_ref(rlock *l) {
@@ -80,8 +82,9 @@ rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size
     if (rlock__client_usable(c, fn) != RLOCK_OK) {
         return NULL;
     }
+    const char *chp = ops->channel_prefix != NULL ? ops->channel_prefix : channel_prefix;
     /* One block: the handle, then its names. */
-    size_t size = sizeof(rlock) + len + 1 + prefix_name_len(channel_prefix, name, len, "") + 1 +
+    size_t size = sizeof(rlock) + len + 1 + prefix_name_len(chp, name, len, "") + 1 +
                   prefix_name_len(latch_prefix, name, len, ":") + 1;
     for (size_t i = 0; i < nextra; i++) {
         size += prefix_name_len(extra[i], name, len, "") + 1;
@@ -104,7 +107,7 @@ rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size
     l->name.s[len] = '\0';
     l->name.len = len;
     char *p = l->text + len + 1;
-    p = prefix_name(p, channel_prefix, name, len, "", &l->channel);
+    p = prefix_name(p, chp, name, len, "", &l->channel);
     p = prefix_name(p, latch_prefix, name, len, ":", &l->latch_prefix);
     for (size_t i = 0; i < nextra; i++) {
         p = prefix_name(p, extra[i], name, len, "", &l->extra[i]);

@@ -43,16 +43,18 @@ struct rlock {
     rlock_lock_lost_cb lost_cb;
     void *lost_arg;
     rlock__name name;
-    rlock__name channel;      /* redisson_lock__channel:{name} */
+    rlock__name channel;      /* redisson_lock__channel:{name} (or the kind's prefix) */
     rlock__name latch_prefix; /* redisson_unlock_latch:{name}: */
     rlock__name extra[RLOCK__EXTRA_KEYS];
     char text[]; /* every name above points here */
 };
 
-/* "<clientId>:<threadId>" fits in this many bytes, NUL included. */
-#define RLOCK__FIELD_MAX 64
+/* "<clientId>:<threadId>" and the kind's suffix (":write") fit in this
+ * many bytes, NUL included. */
+#define RLOCK__FIELD_MAX 80
 
-/* Writes the owner's hash field (Redisson's getLockName(threadId)). */
+/* Writes the owner's hash field (Redisson's getLockName(threadId)):
+ * "<clientId>:<threadId>" and the kind's field suffix. */
 size_t rlock__owner_field(const rlock *l, uint64_t thread_id, char out[RLOCK__FIELD_MAX]);
 
 /* Makes a handle of kind ops on name, after checking the client and the

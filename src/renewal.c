@@ -11,18 +11,25 @@
 #include "rlock/errors.h"
 #include "rlock__scripts_all.h"
 
-/* One owner's watchdog holds (Redisson's LockEntry thread-id counter). */
+/* One owner's watchdog holds (Redisson's LockEntry thread-id counter,
+ * and its lock name: the owner's hash field). */
 typedef struct owner {
     uint64_t thread_id;
     uint64_t seq;       /* tells this acquisition from a later one */
     int count;          /* watchdog holds */
     int64_t renewed_ms; /* when the request that last set the lease was sent */
     rlock__lost_sink sink;
+    size_t field_len;
+    char field[RLOCK__FIELD_MAX];
 } owner;
 
+/* A name in one script's table. */
 typedef struct renew_entry {
     UT_hash_handle hh;
-    owner *owners; /* Redisson renews the first; more only in passing */
+    rlock__renew_script script;
+    /* LockTask renews the first; more only in passing. ReadLockTask
+     * renews them all in one go. */
+    owner *owners;
     int n, cap;
     size_t len;
     char name[];
@@ -34,7 +41,7 @@ struct rlock__renewal {
     const rlock_config *cfg;
     const rlock__logger *log;
     const char *client_id;
-    renew_entry *table;
+    renew_entry *table[RLOCK__RENEW_SCRIPTS]; /* one per script, as Redisson's tasks */
     ev_timer timer;
     ev_timer expiry;   /* after a failed call: the first lease that can run out */
     bool round_failed; /* a call of the current round failed */
@@ -47,17 +54,21 @@ struct rlock__renewal {
     rlock__renewal_stats stats;
 };
 
-/* A batched renew call, and what it renews. */
+/* A batched renew call, and what it renews: one item per owner renewed
+ * (LockTask: the first owner of each name; ReadLockTask: every owner). */
 typedef struct chunk_item {
     uint64_t thread_id;
     uint64_t seq;
+    int key;         /* its name's place in the reply */
     size_t off, len; /* of the name, in names */
 } chunk_item;
 
 typedef struct chunk {
     rlock__renewal *r;
+    rlock__renew_script script;
     int64_t sent_ms;
     char *names;
+    int nkeys; /* names in the call: elements in the reply */
     int n;
     chunk_item items[];
 } chunk;
@@ -93,10 +104,26 @@ int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_con
     return RLOCK_OK;
 }
 
-static renew_entry *find(rlock__renewal *r, const char *name, size_t len) {
+static renew_entry *find(rlock__renewal *r, rlock__renew_script script, const char *name,
+                         size_t len) {
     renew_entry *e = NULL;
-    HASH_FIND(hh, r->table, name, len, e);
+    HASH_FIND(hh, r->table[script], name, len, e);
     return e;
+}
+
+static bool table_empty(const rlock__renewal *r) {
+    for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
+        if (r->table[s] != NULL) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* How many of e's owners its script renews: the first (LockTask), or all
+ * (ReadLockTask). */
+static int renewed_owners(const renew_entry *e) {
+    return e->script == RLOCK__RENEW_READ ? e->n : 1;
 }
 
 static owner *find_owner(renew_entry *e, uint64_t thread_id) {
@@ -109,7 +136,7 @@ static owner *find_owner(renew_entry *e, uint64_t thread_id) {
 }
 
 static void stop_if_idle(rlock__renewal *r) {
-    if (r->table == NULL && r->in_flight == 0 && r->running) {
+    if (table_empty(r) && r->in_flight == 0 && r->running) {
         ev_timer_stop(rlock__loop_ev(r->loop), &r->timer);
         ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry);
         r->running = false;
@@ -123,7 +150,7 @@ static void remove_owner(rlock__renewal *r, renew_entry *e, owner *o) {
     e->n--;
     r->stats.renewing--;
     if (e->n == 0) {
-        HASH_DEL(r->table, e);
+        HASH_DEL(r->table[e->script], e);
         free(e->owners);
         free(e);
     }
@@ -168,7 +195,7 @@ static void report_lost(rlock__renewal *r, renew_entry *e, owner *o, int reason,
 }
 
 static void schedule_round(rlock__renewal *r) {
-    if (r->closed || r->table == NULL) {
+    if (r->closed || table_empty(r)) {
         r->running = false;
         return;
     }
@@ -197,9 +224,13 @@ static void report_expired(rlock__renewal *r, renew_entry *e, owner *o) {
 static void arm_expiry(rlock__renewal *r) {
     ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry);
     int64_t first = INT64_MAX;
-    for (renew_entry *e = r->table; e != NULL; e = e->hh.next) {
-        if (e->owners[0].renewed_ms < first) {
-            first = e->owners[0].renewed_ms;
+    for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
+        for (renew_entry *e = r->table[s]; e != NULL; e = e->hh.next) {
+            for (int i = 0; i < renewed_owners(e); i++) {
+                if (e->owners[i].renewed_ms < first) {
+                    first = e->owners[i].renewed_ms;
+                }
+            }
         }
     }
     if (first != INT64_MAX) {
@@ -219,10 +250,16 @@ static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents) {
         snprintf(r->last_msg, sizeof(r->last_msg), "no answer to the renewal yet");
         r->last_err = RLOCK_ERR_TIMEOUT;
     }
-    renew_entry *e, *tmp;
-    HASH_ITER(hh, r->table, e, tmp) {
-        if (now - e->owners[0].renewed_ms >= r->cfg->lock_watchdog_timeout_ms) {
-            report_expired(r, e, &e->owners[0]);
+    for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
+        renew_entry *e, *tmp;
+        HASH_ITER(hh, r->table[s], e, tmp) {
+            /* Backwards: reporting owners[i] moves only those after it, and
+             * frees e only with owners[0], the last one looked at. */
+            for (int i = renewed_owners(e) - 1; i >= 0; i--) {
+                if (now - e->owners[i].renewed_ms >= r->cfg->lock_watchdog_timeout_ms) {
+                    report_expired(r, e, &e->owners[i]);
+                }
+            }
         }
     }
     if (r->in_flight > 0) {
@@ -235,7 +272,7 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
     rlock__renewal *r = ch->r;
     r->in_flight--;
     bool ok =
-        err == RLOCK_OK && reply->type == REDIS_REPLY_ARRAY && reply->elements == (size_t)ch->n;
+        err == RLOCK_OK && reply->type == REDIS_REPLY_ARRAY && reply->elements == (size_t)ch->nkeys;
     if (err == RLOCK_OK && !ok) {
         err = RLOCK_ERR_REDIS;
         msg = "unexpected reply to the renew script";
@@ -248,13 +285,13 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
     }
     for (int i = 0; i < ch->n && !r->closed; i++) {
         chunk_item *it = &ch->items[i];
-        renew_entry *e = find(r, ch->names + it->off, it->len);
+        renew_entry *e = find(r, ch->script, ch->names + it->off, it->len);
         owner *o = e != NULL ? find_owner(e, it->thread_id) : NULL;
         if (o == NULL || o->seq != it->seq) {
             continue; /* unlocked (and maybe taken again) meanwhile */
         }
         if (ok) {
-            const redisReply *v = reply->element[i];
+            const redisReply *v = reply->element[it->key];
             if (v->type == REDIS_REPLY_INTEGER && v->integer == 1) {
                 if (ch->sent_ms > o->renewed_ms) { /* a re-entry may have set a later one */
                     o->renewed_ms = ch->sent_ms;
@@ -281,27 +318,48 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
     }
 }
 
-/* Sends one call for up to batch-size locks, starting at *next; moves
- * *next past them. */
-static void send_chunk(rlock__renewal *r, renew_entry **next, int64_t now) {
-    int max = r->cfg->lock_watchdog_batch_size;
-    chunk *ch = calloc(1, sizeof(*ch) + (size_t)max * sizeof(chunk_item));
-    size_t names_len = 0;
-    int n = 0;
-    for (renew_entry *e = *next; e != NULL && n < max; e = e->hh.next, n++) {
-        names_len += e->len;
+/* ReadLockTask's key prefix of a name: Redisson's suffixName(name, ""),
+ * less its ':': "{name}", or the name itself when it has a '{'. Written
+ * at out; returns its length. */
+static size_t read_key_prefix(const char *name, size_t len, char *out) {
+    if (memchr(name, '{', len) != NULL) {
+        memcpy(out, name, len);
+        return len;
     }
-    const char **argv = calloc((size_t)(2 * n + 1), sizeof(char *));
-    size_t *argvlen = calloc((size_t)(2 * n + 1), sizeof(size_t));
-    char *fields = malloc((size_t)n * 64);
-    char lease[24];
+    out[0] = '{';
+    memcpy(out + 1, name, len);
+    out[len + 1] = '}';
+    return len + 2;
+}
+
+/* Sends one call of script's renewal for up to batch-size locks of its
+ * table, starting at *next; moves *next past them.
+ * LockTask:     KEYS names;           ARGV lease, each name's first owner's field.
+ * ReadLockTask: KEYS name, prefix...; ARGV lease, then per name its owner
+ *               count and their fields. */
+static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entry **next,
+                       int64_t now) {
+    bool read = script == RLOCK__RENEW_READ;
+    int max = r->cfg->lock_watchdog_batch_size;
+    size_t names_len = 0;
+    int nkeys = 0, nitems = 0;
+    for (renew_entry *e = *next; e != NULL && nkeys < max; e = e->hh.next, nkeys++) {
+        names_len += e->len + (read ? e->len + 2 : 0);
+        nitems += renewed_owners(e);
+    }
+    int keyc = read ? 2 * nkeys : nkeys;
+    int argc = keyc + 1 + nitems + (read ? nkeys : 0);
+    chunk *ch = calloc(1, sizeof(*ch) + (size_t)nitems * sizeof(chunk_item));
+    const char **argv = calloc((size_t)argc, sizeof(char *));
+    size_t *argvlen = calloc((size_t)argc, sizeof(size_t));
+    char(*nums)[24] = calloc((size_t)nkeys + 1, sizeof(*nums));
     if (ch != NULL) {
         ch->names = malloc(names_len + 1);
     }
-    if (ch == NULL || ch->names == NULL || argv == NULL || argvlen == NULL || fields == NULL) {
+    if (ch == NULL || ch->names == NULL || argv == NULL || argvlen == NULL || nums == NULL) {
         /* Out of memory: skip them this round; the deadline check in a
          * later round still reports them if it goes on. */
-        for (int i = 0; i < n && *next != NULL; i++) {
+        for (int i = 0; i < nkeys && *next != NULL; i++) {
             *next = (*next)->hh.next;
         }
         if (ch != NULL) {
@@ -310,34 +368,48 @@ static void send_chunk(rlock__renewal *r, renew_entry **next, int64_t now) {
         free(ch);
         free(argv);
         free(argvlen);
-        free(fields);
+        free(nums);
         return;
     }
     ch->r = r;
+    ch->script = script;
     ch->sent_ms = now;
     size_t off = 0;
-    argvlen[n] =
-        (size_t)snprintf(lease, sizeof(lease), "%" PRId64, r->cfg->lock_watchdog_timeout_ms);
-    argv[n] = lease;
-    for (renew_entry *e = *next; e != NULL && ch->n < n; e = e->hh.next) {
-        owner *o = &e->owners[0];
-        chunk_item *it = &ch->items[ch->n];
+    int a = keyc; /* the next argument */
+    argvlen[a] = (size_t)snprintf(nums[nkeys], sizeof(nums[0]), "%" PRId64,
+                                  r->cfg->lock_watchdog_timeout_ms);
+    argv[a++] = nums[nkeys];
+    for (renew_entry *e = *next; e != NULL && ch->nkeys < nkeys; e = e->hh.next) {
+        int k = ch->nkeys++;
+        size_t name_off = off;
         memcpy(ch->names + off, e->name, e->len);
-        *it = (chunk_item){.thread_id = o->thread_id, .seq = o->seq, .off = off, .len = e->len};
-        argv[ch->n] = ch->names + off;
-        argvlen[ch->n] = e->len;
-        char *field = fields + (size_t)ch->n * 64;
-        argvlen[n + 1 + ch->n] =
-            (size_t)snprintf(field, 64, "%s:%" PRIu64, r->client_id, o->thread_id);
-        argv[n + 1 + ch->n] = field;
         off += e->len;
-        ch->n++;
+        if (read) {
+            argv[2 * k] = ch->names + name_off;
+            argvlen[2 * k] = e->len;
+            argv[2 * k + 1] = ch->names + off;
+            argvlen[2 * k + 1] = read_key_prefix(e->name, e->len, ch->names + off);
+            off += argvlen[2 * k + 1];
+            argvlen[a] = (size_t)snprintf(nums[k], sizeof(nums[0]), "%d", e->n);
+            argv[a++] = nums[k];
+        } else {
+            argv[k] = ch->names + name_off;
+            argvlen[k] = e->len;
+        }
+        for (int i = 0; i < renewed_owners(e); i++) {
+            owner *o = &e->owners[i];
+            ch->items[ch->n++] = (chunk_item){
+                .thread_id = o->thread_id, .seq = o->seq, .key = k, .off = name_off, .len = e->len};
+            argv[a] = o->field;
+            argvlen[a++] = o->field_len;
+        }
         *next = e->hh.next;
     }
-    rlock__cmd *cmd = rlock__cmd_script(&rlock__script_lock_renew, n, 2 * n + 1, argv, argvlen);
+    const rlock__script *s = read ? &rlock__script_read_lock_renew : &rlock__script_lock_renew;
+    rlock__cmd *cmd = rlock__cmd_script(s, keyc, argc, argv, argvlen);
     free(argv);
     free(argvlen);
-    free(fields);
+    free(nums);
     if (cmd != NULL) {
         /* The next round is the retry: a call retried for long would hold
          * the rounds back while leases run out. */
@@ -358,10 +430,12 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     (void)revents;
     rlock__renewal *r = w->data;
     int64_t now = rlock__now_ms();
-    renew_entry *next = r->table;
     r->round_failed = false;
-    while (next != NULL && !r->closed) {
-        send_chunk(r, &next, now);
+    for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
+        renew_entry *next = r->table[s];
+        while (next != NULL && !r->closed) {
+            send_chunk(r, (rlock__renew_script)s, &next, now);
+        }
     }
     if (r->in_flight > 0) {
         arm_expiry(r);
@@ -371,18 +445,23 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     }
 }
 
-int rlock__renewal_add(rlock__renewal *r, const char *name, size_t len, uint64_t thread_id,
-                       int64_t taken_ms, const rlock__lost_sink *sink) {
+int rlock__renewal_add(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
+                       uint64_t thread_id, const char *field, size_t field_len, int64_t taken_ms,
+                       const rlock__lost_sink *sink) {
     if (r->closed) {
         return RLOCK_ERR_CLOSED;
     }
-    renew_entry *e = find(r, name, len);
+    if (field_len >= RLOCK__FIELD_MAX) {
+        return RLOCK_ERR_NOMEM; /* cannot happen: fields are made to fit */
+    }
+    renew_entry *e = find(r, script, name, len);
     bool created = e == NULL;
     if (created) {
         e = calloc(1, sizeof(*e) + len + 1);
         if (e == NULL) {
             return RLOCK_ERR_NOMEM;
         }
+        e->script = script;
         e->len = len;
         memcpy(e->name, name, len);
     }
@@ -401,11 +480,15 @@ int rlock__renewal_add(rlock__renewal *r, const char *name, size_t len, uint64_t
             e->cap = cap;
         }
         o = &e->owners[e->n++];
-        *o = (owner){.thread_id = thread_id, .seq = ++r->next_seq, .renewed_ms = taken_ms};
+        *o = (owner){.thread_id = thread_id,
+                     .seq = ++r->next_seq,
+                     .renewed_ms = taken_ms,
+                     .field_len = field_len};
+        memcpy(o->field, field, field_len);
         r->stats.renewing++;
     }
     if (created) {
-        HASH_ADD_KEYPTR(hh, r->table, e->name, e->len, e);
+        HASH_ADD_KEYPTR(hh, r->table[script], e->name, e->len, e);
     }
     o->count++;
     o->sink = *sink; /* the latest acquisition's callbacks */
@@ -418,8 +501,9 @@ int rlock__renewal_add(rlock__renewal *r, const char *name, size_t len, uint64_t
     return RLOCK_OK;
 }
 
-void rlock__renewal_cancel(rlock__renewal *r, const char *name, size_t len, uint64_t thread_id) {
-    renew_entry *e = find(r, name, len);
+void rlock__renewal_cancel(rlock__renewal *r, rlock__renew_script script, const char *name,
+                           size_t len, uint64_t thread_id) {
+    renew_entry *e = find(r, script, name, len);
     owner *o = e != NULL ? find_owner(e, thread_id) : NULL;
     if (o != NULL && --o->count == 0) {
         remove_owner(r, e, o);
@@ -427,8 +511,9 @@ void rlock__renewal_cancel(rlock__renewal *r, const char *name, size_t len, uint
     }
 }
 
-void rlock__renewal_cancel_all(rlock__renewal *r, const char *name, size_t len) {
-    renew_entry *e = find(r, name, len);
+void rlock__renewal_cancel_all(rlock__renewal *r, rlock__renew_script script, const char *name,
+                               size_t len) {
+    renew_entry *e = find(r, script, name, len);
     while (e != NULL && e->n > 0) {
         bool last = e->n == 1;
         remove_owner(r, e, &e->owners[0]);
@@ -447,12 +532,14 @@ void rlock__renewal_close(rlock__renewal *r) {
     ev_timer_stop(rlock__loop_ev(r->loop), &r->timer);
     ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry);
     r->running = false;
-    renew_entry *e, *tmp;
-    HASH_ITER(hh, r->table, e, tmp) {
-        HASH_DEL(r->table, e);
-        r->stats.renewing -= (uint64_t)e->n;
-        free(e->owners);
-        free(e);
+    for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
+        renew_entry *e, *tmp;
+        HASH_ITER(hh, r->table[s], e, tmp) {
+            HASH_DEL(r->table[s], e);
+            r->stats.renewing -= (uint64_t)e->n;
+            free(e->owners);
+            free(e);
+        }
     }
 }
 

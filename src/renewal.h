@@ -1,11 +1,14 @@
-/* The watchdog: Redisson's EXPIRATION_RENEWAL_MAP, LockRenewalScheduler
- * and renewal.LockTask.
+/* The watchdog: Redisson's LockRenewalScheduler with its renewal.LockTask
+ * and renewal.ReadLockTask.
  *
- * A table of the locks this client holds under the watchdog, by name, with
- * a hold count per owner (thread id). While the table is not empty, a
- * timer renews every lock in it each lock_watchdog_timeout_ms / 3, in
- * batched calls of the renew script (lock_watchdog_batch_size locks per
- * call); the next round is scheduled when the current one has finished.
+ * A table per renew script (rlock__renew_script) of the locks this client
+ * holds under the watchdog, by name, with a hold count and the hash field
+ * per owner (thread id). While a table is not empty, a timer renews every
+ * lock in it each lock_watchdog_timeout_ms / 3, in batched calls of its
+ * script (lock_watchdog_batch_size locks per call): LockTask renews each
+ * name's first owner, ReadLockTask all of them and their read holds'
+ * timeout keys. The next round is scheduled when the current one has
+ * finished.
  * A lock the script reports gone leaves the table and is reported lost; a
  * failed call changes nothing and is retried next round (which then comes
  * after retry_interval_ms, if that is shorter than the period), unless the
@@ -19,6 +22,7 @@
 
 #include "common.h"
 #include "executor.h"
+#include "kind.h"
 #include "loop.h"
 #include "rlock/config.h"
 #include "rlock/lock.h"
@@ -44,18 +48,24 @@ typedef struct rlock__renewal_stats {
 int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_config *cfg,
                           const rlock__logger *log, const char *client_id, rlock__renewal **out);
 
-/* One more watchdog hold of name by thread_id (scheduleExpirationRenewal).
- * taken_ms: when the acquire that set the lease was sent (monotonic).
- * 0, or RLOCK_ERR_NOMEM (the lock is then not renewed). */
-int rlock__renewal_add(rlock__renewal *r, const char *name, size_t len, uint64_t thread_id,
-                       int64_t taken_ms, const rlock__lost_sink *sink);
+/* One more watchdog hold of name by thread_id, renewed by script
+ * (scheduleExpirationRenewal). field: the owner's hash field (getLockName;
+ * the first hold's is kept). taken_ms: when the acquire that set the
+ * lease was sent (monotonic). 0, or RLOCK_ERR_NOMEM (the lock is then not
+ * renewed). */
+int rlock__renewal_add(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
+                       uint64_t thread_id, const char *field, size_t field_len, int64_t taken_ms,
+                       const rlock__lost_sink *sink);
 
-/* One hold fewer (cancelExpirationRenewal(threadId)): the owner's last
- * hold stops its renewal. */
-void rlock__renewal_cancel(rlock__renewal *r, const char *name, size_t len, uint64_t thread_id);
+/* One hold fewer in script's table (cancelExpirationRenewal(threadId)):
+ * the owner's last hold stops its renewal. */
+void rlock__renewal_cancel(rlock__renewal *r, rlock__renew_script script, const char *name,
+                           size_t len, uint64_t thread_id);
 
-/* Every owner of name (cancelExpirationRenewal(null), for forceUnlock). */
-void rlock__renewal_cancel_all(rlock__renewal *r, const char *name, size_t len);
+/* Every owner of name in script's table (cancelExpirationRenewal(null),
+ * for forceUnlock). */
+void rlock__renewal_cancel_all(rlock__renewal *r, rlock__renew_script script, const char *name,
+                               size_t len);
 
 /* Stops renewing for good and empties the table (client shutdown). */
 void rlock__renewal_close(rlock__renewal *r);

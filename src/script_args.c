@@ -57,6 +57,13 @@ rlock__cmd *rlock__args_script(const rlock__args *a, const rlock__script *s) {
     return rlock__cmd_script(s, a->numkeys, a->argc, a->argv, a->len);
 }
 
+rlock__cmd *rlock__args_command(const rlock__args *a) {
+    if (a->overflow || a->numkeys != 0 || a->argc == 0) {
+        return NULL;
+    }
+    return rlock__cmd_command(a->argc, a->argv, a->len);
+}
+
 int64_t rlock__wall_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -1,5 +1,6 @@
-/* rlock: Redisson's RLock family: the reentrant lock, and the fair, spin
- * and fenced locks, each an rlock * that every call below works on.
+/* rlock: Redisson's RLock family: the reentrant lock, and the fair, spin,
+ * fenced and read/write locks, each an rlock * that every call below
+ * works on.
  *
  * A lock is a Redis hash named after the lock. Each field is an owner,
  * "<clientId>:<threadId>", and its value is that owner's hold count. The
@@ -100,6 +101,57 @@ RLOCK_API rlock *rlock_get_spin_lock_with_backoff(rlock_client *c, const char *n
  * past its lease is then refused instead of overwriting. */
 RLOCK_API rlock *rlock_get_fenced_lock(rlock_client *c, const char *name);
 RLOCK_API rlock *rlock_get_fenced_lock_n(rlock_client *c, const char *name, size_t len);
+
+/* The read/write lock (Redisson's getReadWriteLock(name).readLock() and
+ * .writeLock()): two handles on one lock, both usable with every call
+ * below except the fenced ones. Any number of owners may hold the read
+ * lock at once, as long as nobody holds the write lock; the write lock is
+ * exclusive. Non-fair: waiting readers and writers get in in no set
+ * order. Both are reentrant, and the write holder may also take the read
+ * lock (then release the write lock and still hold the read one: a
+ * downgrade). A read holder cannot take the write lock: rlock_lock on the
+ * write half then waits for ever (or until the read hold's lease ends),
+ * so use rlock_try_lock there.
+ *
+ * In Redis: one hash, named after the lock, with 'mode' ("read" or
+ * "write") and one field per holder and its hold count:
+ * "<clientId>:<threadId>" for a read holder, "<clientId>:<threadId>:write"
+ * for the write holder. Each read hold has its own key,
+ * "{name}:<clientId>:<threadId>:rwlock_timeout:<n>" ("name:..." when the
+ * name has a '{'), with that hold's lease; the hash's TTL follows the
+ * longest-living hold. Both wait on redisson_rwlock:{name}; a read unlock
+ * that frees the lock publishes 0 (wakes one waiter), a write unlock
+ * publishes 1 (wakes every waiter, so all waiting readers go in at once).
+ * The watchdog renews read holds together with their timeout keys.
+ *
+ * Redisson's behaviour, kept as is:
+ * - A downgrade (the write holder, also holding read holds, releases its
+ *   last write hold) only turns the mode to "read" and publishes nothing:
+ *   readers already waiting are not woken and wait until the TTL they were
+ *   given when they last tried (at most the lease), or until a later
+ *   unlock.
+ * - Re-entering the write lock ADDS the lease to what is left of it
+ *   (pttl + lease_ms), so a write lock re-entered n times can outlive its
+ *   lease by up to n leases.
+ * - A read unlock that leaves other read holds sets the hash's TTL to the
+ *   longest remaining read hold's, even in write mode (the write holder's
+ *   own read holds): the write lease may get shorter.
+ * - Read holds whose timeout keys have expired (their owner died, or the
+ *   lease ran out) no longer count: the next read unlock that finds no
+ *   live read hold deletes the lock. Until then they keep the hash, so
+ *   rlock_is_locked and writers still see it locked until its TTL.
+ * - rlock_is_locked differs per half: on the read half, true in read mode
+ *   or when the write holder also holds read holds; on the write half,
+ *   true in write mode only. rlock_force_unlock on one half deletes the
+ *   lock only in that half's mode (value 0 otherwise, nothing changes).
+ * - An unlock when the lock does not exist at all fails with
+ *   RLOCK_ERR_NOT_HELD but still publishes the half's message.
+ * rlock_remain_time_to_live is the hash's TTL on both halves; the hold
+ * count and rlock_is_held_by_thread look at the half's own field. */
+RLOCK_API rlock *rlock_get_read_lock(rlock_client *c, const char *name);
+RLOCK_API rlock *rlock_get_read_lock_n(rlock_client *c, const char *name, size_t len);
+RLOCK_API rlock *rlock_get_write_lock(rlock_client *c, const char *name);
+RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_t len);
 
 /* Frees the handle. Operations under way keep what they need and finish;
  * locks it holds stay held (and watchdog leases renewed). NULL is ignored,
