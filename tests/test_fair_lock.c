@@ -179,7 +179,8 @@ static void test_fair_order_across_clients_and_threads(void **state) {
     }
     rlock *holder = fair(c[0], name);
     assert_int_equal(rlock_lock(holder, 60000), RLOCK_OK);
-    rt_order order = {0};
+    static rt_order order; /* outlives the threads if the test fails */
+    order = (rt_order){0};
     rt_job jobs[6];
     char field[6][128];
     for (int i = 0; i < 6; i++) {

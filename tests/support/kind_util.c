@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include <cmocka.h>
@@ -78,28 +79,34 @@ static void *job_main(void *arg) {
     return NULL;
 }
 
+/* The thread works on a heap copy: when a test fails while a job runs,
+ * cmocka unwinds the test's stack, and the thread must not write there. */
 void rt_job_start(rt_job *j) {
     j->done = false;
     j->started = false;
     j->rc = 1;
     j->unlock_rc = 1;
     j->acquired = false;
-    assert_int_equal(pthread_create(&j->thread, NULL, job_main, j), 0);
+    j->run = malloc(sizeof(*j->run));
+    assert_non_null(j->run);
+    *j->run = *j;
+    assert_int_equal(pthread_create(&j->thread, NULL, job_main, j->run), 0);
 }
 
 uint64_t rt_job_tid(rt_job *j) {
     int64_t deadline = rt_now_ms() + 5000;
-    while (!__atomic_load_n(&j->started, __ATOMIC_ACQUIRE)) {
+    while (!__atomic_load_n(&j->run->started, __ATOMIC_ACQUIRE)) {
         if (rt_now_ms() >= deadline) {
             fail_msg("a job's thread did not start");
         }
         rt_sleep_ms(1);
     }
+    j->tid = j->run->tid;
     return j->tid;
 }
 
 bool rt_job_done(rt_job *j) {
-    return __atomic_load_n(&j->done, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&j->run->done, __ATOMIC_ACQUIRE);
 }
 
 void rt_job_join(rt_job *j, int64_t timeout_ms) {
@@ -114,4 +121,8 @@ void rt_job_join(rt_job *j, int64_t timeout_ms) {
     if (pthread_timedjoin_np(j->thread, NULL, &ts) != 0) {
         fail_msg("a job's lock call did not return within %lld ms", (long long)timeout_ms);
     }
+    rt_job *run = j->run;
+    *j = *run; /* the results */
+    j->run = NULL;
+    free(run);
 }

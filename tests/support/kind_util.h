@@ -23,6 +23,10 @@ void rt_free_kind_locks(void);
 
 /* ---- one lock call on a thread ----------------------------------------- */
 
+/* The job's results (out) are in it once rt_job_join returns; until then
+ * the thread works on a copy (tid: read it with rt_job_tid). The order,
+ * when given, must outlive the thread (make it static). */
+
 typedef enum rt_job_op { RT_JOB_LOCK, RT_JOB_TRY_LOCK } rt_job_op;
 
 /* When the order is recorded: the shared array and its length (atomic). */
@@ -50,6 +54,7 @@ typedef struct rt_job {
     int64_t took_ms; /* how long the lock call took */
     bool done;       /* atomic */
     pthread_t thread;
+    struct rt_job *run; /* the copy the thread works on, until joined */
 } rt_job;
 
 void rt_job_start(rt_job *j);
