@@ -518,7 +518,7 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
     }
     rlock__entry_wait(op->entry, &op->waiter);
     op->waiting = true;
-    int64_t t = ttl;
+    int64_t t = ttl >= 0 && ttl < l->ops->min_wait_ms ? l->ops->min_wait_ms : ttl;
     if (op->is_try) {
         int64_t left = op->deadline_ms - rlock__now_ms();
         t = t < 0 || left < t ? left : t;

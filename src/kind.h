@@ -137,6 +137,11 @@ typedef struct rlock__kind_ops {
 
     /* true: no pub/sub, retry after a back-off (RedissonSpinLock). */
     bool spins;
+    /* The shortest wait before trying again, for a kind whose acquire can
+     * answer "wait 0 ms" while it still cannot be taken (the fair lock,
+     * behind a waiter that stopped trying): without it the waiter would
+     * retry back to back until that waiter's place lapses. */
+    int64_t min_wait_ms;
     /* true: lock_and_get_token and get_token work (RedissonFencedLock). */
     bool fenced;
 } rlock__kind_ops;
