@@ -154,39 +154,51 @@ typedef struct unlock_op {
     rlock *lock;
     rlock_future *future; /* NULL for an internal undo */
     uint64_t thread_id;
-    rlock__cmd *cmd; /* until submitted */
+    rlock__cmd *cmd;        /* until submitted */
+    bool renewal_cancelled; /* by the direct path, before it fell back */
     size_t latch_len;
     char latch[]; /* redisson_unlock_latch:{name}:<requestId> */
 } unlock_op;
 
-static void on_unlock_reply(int err, const char *msg, const redisReply *reply, void *arg) {
-    unlock_op *op = arg;
-    rlock *l = op->lock;
-    rlock_client *c = l->client;
-    if (op->future != NULL) {
-        /* An unlock ends one watchdog hold whatever Redis answered, as
-         * Redisson's cancelExpirationRenewal(threadId) does. */
-        rlock__renewal_cancel(c->renewal, l->ops->renewal, l->name.s, l->name.len, op->thread_id);
-    }
+/* What an unlock's answer means, and what it does to the handle's lease;
+ * err and msg in, the call's result out. */
+static int unlock_result(rlock *l, int err, const char **msg, const redisReply *reply) {
     if (err == RLOCK_OK) {
         if (reply->type == REDIS_REPLY_NIL) {
             err = RLOCK_ERR_NOT_HELD;
-            msg = "attempt to unlock lock, not locked by this owner";
+            *msg = "attempt to unlock lock, not locked by this owner";
         } else if (reply->type != REDIS_REPLY_INTEGER) {
             err = RLOCK_ERR_REDIS;
-            msg = "unexpected reply to the unlock script";
+            *msg = "unexpected reply to the unlock script";
         }
     }
     if (!(err == RLOCK_OK && reply->integer == 0)) {
         /* No reentrant hold remains (or none can be known): later holds
          * start from the watchdog timeout again, as in Redisson. */
-        atomic_store(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
+        atomic_store(&l->lease_ms, l->cfg->lock_watchdog_timeout_ms);
     }
+    return err;
+}
+
+/* Redisson deletes the latch once answered; it would expire anyway. */
+static rlock__cmd *latch_del(const unlock_op *op) {
+    const char *argv[2] = {"DEL", op->latch};
+    size_t argvlen[2] = {3, op->latch_len};
+    return rlock__cmd_command(2, argv, argvlen);
+}
+
+static void on_unlock_reply(int err, const char *msg, const redisReply *reply, void *arg) {
+    unlock_op *op = arg;
+    rlock *l = op->lock;
+    rlock_client *c = l->client;
+    if (op->future != NULL && !op->renewal_cancelled) {
+        /* An unlock ends one watchdog hold whatever Redis answered, as
+         * Redisson's cancelExpirationRenewal(threadId) does. */
+        rlock__renewal_cancel(c->renewal, l->ops->renewal, l->name.s, l->name.len, op->thread_id);
+    }
+    err = unlock_result(l, err, &msg, reply);
     if (err == RLOCK_OK || err == RLOCK_ERR_NOT_HELD) {
-        /* Redisson deletes the latch once answered; it would expire anyway. */
-        const char *argv[2] = {"DEL", op->latch};
-        size_t argvlen[2] = {3, op->latch_len};
-        fire_and_forget(c, rlock__cmd_command(2, argv, argvlen));
+        fire_and_forget(c, latch_del(op));
     }
     if (op->future != NULL) {
         rlock__future_complete(op->future, err, 0, msg);
@@ -311,6 +323,7 @@ typedef struct acquire_op {
     int64_t wait_ms;     /* try-lock: the wait asked for; lock: -1 */
     int64_t deadline_ms; /* try-lock: when the wait runs out */
     int64_t sent_ms;
+    int64_t first_ttl; /* >= -1: the answer of a try made before the op (direct path) */
     union {
         struct {                      /* pub/sub kinds */
             rlock__lock_entry *entry; /* joined after the first failed try */
@@ -617,26 +630,37 @@ static void start_acquire(void *arg) {
         return;
     }
     rlock__future_on_cancel(op->future, on_cancel, op);
-    send_acquire(op);
+    if (op->first_ttl >= -1) {
+        wait_for_unlock(op, op->first_ttl); /* the direct path's try said busy */
+    } else {
+        send_acquire(op);
+    }
 }
 
-rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                             bool is_try, bool token, const char *fn) {
+/* Bad input and unsupported calls: RLOCK_OK, or the code with its message
+ * set. */
+static int check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try, bool token,
+                         const char *fn) {
     const char *why = is_try ? check_wait(wait_ms) : NULL;
     if (why == NULL) {
         why = check_lease(lease_ms);
     }
     if (l == NULL || why != NULL) {
-        return rlock__invalid("%s: %s", fn, l == NULL ? "lock is NULL" : why);
+        rlock__set_error_message("%s: %s", fn, l == NULL ? "lock is NULL" : why);
+        return RLOCK_ERR_INVALID;
     }
     if (token && !l->ops->fenced) {
         rlock__set_error_message("%s: a %s has no fencing token", fn, l->ops->name);
-        return rlock__future_failed(NULL, RLOCK_ERR_UNSUPPORTED, rlock_last_error());
+        return RLOCK_ERR_UNSUPPORTED;
     }
-    rlock_future *refused = refuse(l, fn);
-    if (refused != NULL) {
-        return refused;
-    }
+    return RLOCK_OK;
+}
+
+/* The acquire operation on the loop. started_ms: when the call was made
+ * (a try-lock's wait counts from it). ttl >= -1: a first try already got
+ * this answer (the direct path), so the operation starts by waiting. */
+static rlock_future *start_op(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
+                              bool is_try, bool token, int64_t started_ms, int64_t ttl) {
     acquire_op *op = calloc(1, sizeof(*op));
     rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
     if (f == NULL) {
@@ -651,7 +675,8 @@ rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64
     op->is_try = is_try;
     op->token = token;
     op->wait_ms = is_try ? wait_ms : -1;
-    op->deadline_ms = rlock__now_ms() + wait_ms; /* the wait counts from the call */
+    op->deadline_ms = started_ms + wait_ms; /* the wait counts from the call */
+    op->first_ttl = ttl;
     if (l->ops->spins) {
         op->next_sleep_ms = l->backoff.initial_delay_ms;
     }
@@ -667,6 +692,19 @@ rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64
     op->timer.data = op;
     rlock__loop_call_task(l->client->loop, &op->task, start_acquire, op);
     return f;
+}
+
+rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
+                             bool is_try, bool token, const char *fn) {
+    int rc = check_acquire(l, wait_ms, lease_ms, is_try, token, fn);
+    if (rc != RLOCK_OK) {
+        return rlock__future_failed(NULL, rc, rlock_last_error());
+    }
+    rlock_future *refused = refuse(l, fn);
+    if (refused != NULL) {
+        return refused;
+    }
+    return start_op(l, wait_ms, lease_ms, thread_id, is_try, token, rlock__now_ms(), -2);
 }
 
 rlock_future *rlock_lock_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
@@ -824,4 +862,190 @@ rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms, int6
                                                  uint64_t thread_id) {
     return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, true,
                           "rlock_try_lock_and_get_token_async");
+}
+
+/* ---- the blocking calls' direct path ----------------------------------------- */
+
+/* The watchdog's side of a hold taken or released on the calling thread:
+ * posted to the loop, in call order with everything else the thread
+ * posts (a later unlock's cancel cannot overtake this add). */
+typedef struct watchdog_note {
+    rlock *lock;
+    uint64_t thread_id;
+    int64_t sent_ms;
+    bool add; /* else cancel */
+    rlock_lock_lost_cb lost_cb;
+    void *lost_arg;
+} watchdog_note;
+
+static void apply_watchdog_note(void *arg) {
+    watchdog_note *n = arg;
+    rlock *l = n->lock;
+    rlock_client *c = l->client;
+    if (!c->closed && c->renewal != NULL) {
+        if (n->add) {
+            rlock__lost_sink sink = {.lock_cb = n->lost_cb,
+                                     .lock_arg = n->lost_arg,
+                                     .client_cb = c->cfg.on_lock_lost,
+                                     .client_arg = c->cfg.on_lock_lost_arg};
+            char field[RLOCK__FIELD_MAX];
+            size_t field_len = rlock__owner_field(l, n->thread_id, field);
+            if (rlock__renewal_add(c->renewal, l->ops->renewal, l->name.s, l->name.len,
+                                   n->thread_id, field, field_len, n->sent_ms, &sink) != RLOCK_OK) {
+                rlock__log(&c->log, RLOCK_LOG_ERROR,
+                           "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
+                           (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
+                           (long long)c->cfg.lock_watchdog_timeout_ms);
+            }
+        } else {
+            rlock__renewal_cancel(c->renewal, l->ops->renewal, l->name.s, l->name.len,
+                                  n->thread_id);
+        }
+    }
+    rlock__object_unref(l);
+    free(n);
+}
+
+static int post_watchdog_note(rlock *l, uint64_t thread_id, int64_t sent_ms, bool add) {
+    watchdog_note *n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    rlock__object_ref(l);
+    n->lock = l;
+    n->thread_id = thread_id;
+    n->sent_ms = sent_ms;
+    n->add = add;
+    if (add) {
+        pthread_mutex_lock(&l->mu);
+        n->lost_cb = l->lost_cb;
+        n->lost_arg = l->lost_arg;
+        pthread_mutex_unlock(&l->mu);
+    }
+    if (rlock__loop_post(l->client->loop, apply_watchdog_note, n) != RLOCK_OK) {
+        rlock__object_unref(l);
+        free(n);
+        return RLOCK_ERR_NOMEM;
+    }
+    return RLOCK_OK;
+}
+
+bool rlock__direct_usable(const rlock *l) {
+    return l->client->direct != NULL;
+}
+
+rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
+                                    bool token, const char *fn, int *rc, int64_t *value) {
+    *rc = check_acquire(l, wait_ms, lease_ms, is_try, token, fn);
+    if (*rc != RLOCK_OK) {
+        return NULL;
+    }
+    uint64_t thread_id = rlock_thread_id();
+    int64_t started_ms = rlock__now_ms();
+    rlock_client *c = l->client;
+    rlock__acquire_req req = {.thread_id = thread_id,
+                              .lease_ms = lease_ms > 0 ? lease_ms : c->cfg.lock_watchdog_timeout_ms,
+                              .wait_ms = is_try ? wait_ms : -1,
+                              .token = token};
+    char msg[256];
+    rlock__cmd *cmd = l->ops->acquire(l, &req);
+    rlock__direct_conn *dc = cmd != NULL ? rlock__direct_take(c->direct, msg, sizeof(msg)) : NULL;
+    if (dc == NULL) {
+        /* No connection of our own now: the loop's path, which retries. */
+        rlock__cmd_free(cmd);
+        return start_op(l, wait_ms, lease_ms, thread_id, is_try, token, started_ms, -2);
+    }
+    redisReply *reply = NULL;
+    bool written = false;
+    int64_t sent_ms = rlock__now_ms();
+    c->acquires++;
+    int err = rlock__direct_run(dc, cmd, &reply, &written, msg, sizeof(msg));
+    rlock__direct_give(c->direct, dc);
+    rlock__cmd_free(cmd);
+    if (err != RLOCK_OK && !written) {
+        return start_op(l, wait_ms, lease_ms, thread_id, is_try, token, started_ms, -2);
+    }
+    /* Written: never sent again, as the loop's path (it re-enters). */
+    rlock__acquire_res res = {0};
+    const char *why = msg;
+    if (err == RLOCK_OK) {
+        rlock__reply r = typed(reply);
+        err = l->ops->acquire_reply(&r, &res, &why);
+        freeReplyObject(reply);
+    }
+    if (err != RLOCK_OK) {
+        rlock__set_error_message("%s", why);
+        *rc = err;
+        return NULL;
+    }
+    if (!res.taken) {
+        return start_op(l, wait_ms, lease_ms, thread_id, is_try, token, started_ms, res.ttl);
+    }
+    if (lease_ms > 0) {
+        atomic_store(&l->lease_ms, lease_ms);
+    } else if (post_watchdog_note(l, thread_id, sent_ms, true) != RLOCK_OK) {
+        rlock__log(&c->log, RLOCK_LOG_ERROR,
+                   "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
+                   (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
+                   (long long)c->cfg.lock_watchdog_timeout_ms);
+    }
+    *value = token ? res.token : is_try ? 1 : 0;
+    return NULL;
+}
+
+rlock_future *rlock__unlock_direct(rlock *l, int *rc) {
+    uint64_t thread_id = rlock_thread_id();
+    rlock_client *c = l->client;
+    unlock_op *op = new_unlock(l, thread_id);
+    if (op == NULL) {
+        rlock__set_error_message("out of memory");
+        *rc = RLOCK_ERR_NOMEM;
+        return NULL;
+    }
+    char msg[256];
+    rlock__direct_conn *dc = rlock__direct_take(c->direct, msg, sizeof(msg));
+    /* The watchdog lets go first, so that no renewal can find the lock
+     * released and report it lost; Redisson cancels whatever the answer. */
+    op->renewal_cancelled = dc != NULL && post_watchdog_note(l, thread_id, 0, false) == RLOCK_OK;
+    redisReply *reply = NULL;
+    bool written = false;
+    int err = dc != NULL && op->renewal_cancelled
+                  ? rlock__direct_run(dc, op->cmd, &reply, &written, msg, sizeof(msg))
+                  : RLOCK_ERR_CONNECTION;
+    if (err != RLOCK_OK && !written) {
+        if (dc != NULL) {
+            rlock__direct_give(c->direct, dc);
+        }
+        rlock_future *f = rlock__future_new(c->loop);
+        if (f == NULL) {
+            rlock__cmd_free(op->cmd);
+            rlock__object_unref(l);
+            free(op);
+            rlock__set_error_message("out of memory");
+            *rc = RLOCK_ERR_NOMEM;
+            return NULL;
+        }
+        op->future = f; /* the loop's path, which retries what never left */
+        rlock__loop_call_task(c->loop, &op->task, start_unlock, op);
+        return f;
+    }
+    const char *why = msg;
+    err = unlock_result(l, err, &why, reply);
+    if (err == RLOCK_OK || err == RLOCK_ERR_NOT_HELD) {
+        rlock__cmd *del = latch_del(op);
+        if (del != NULL) {
+            rlock__direct_send(dc, del); /* its answer is read at the next use */
+            rlock__cmd_free(del);
+        }
+    }
+    rlock__direct_give(c->direct, dc);
+    freeReplyObject(reply);
+    if (err != RLOCK_OK) {
+        rlock__set_error_message("%s", why);
+    }
+    *rc = err;
+    rlock__cmd_free(op->cmd);
+    rlock__object_unref(l);
+    free(op);
+    return NULL;
 }

@@ -23,4 +23,18 @@ int rlock__check_client(const rlock *l, const char *fn);
 rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
                              bool is_try, bool token, const char *fn);
 
+/* The blocking calls' direct path (rlock_config.blocking_pool_size): true
+ * when l's client has one. */
+bool rlock__direct_usable(const rlock *l);
+
+/* A blocking acquire for the calling thread: the first try runs on a
+ * connection of the thread's own. NULL when the call is over (*rc, and
+ * *value on success); else the future of the loop's operation that goes
+ * on with it (waiting, or a first try that could not be sent here). */
+rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
+                                    bool token, const char *fn, int *rc, int64_t *value);
+
+/* The same for an unlock by the calling thread. */
+rlock_future *rlock__unlock_direct(rlock *l, int *rc);
+
 #endif

@@ -105,6 +105,7 @@ void rlock__client_ref(rlock_client *c) {
 
 void rlock__client_unref(rlock_client *c) {
     if (atomic_fetch_sub(&c->refs, 1) == 1) {
+        rlock__direct_destroy(c->direct);
         free(c);
     }
 }
@@ -126,6 +127,7 @@ int rlock__client_usable(const rlock_client *c, const char *fn) {
 /* A client create gave up on: its parts, then the struct. */
 static void free_failed(rlock_client *c) {
     free_parts(c);
+    rlock__direct_destroy(c->direct);
     free(c);
 }
 
@@ -178,6 +180,8 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         (rc = rlock__pubsub_create(c->sub_conn, &c->log, c->id, &c->pubsub)) != RLOCK_OK ||
         (rc = rlock__renewal_create(c->loop, c->exec, &c->cfg, &c->log, c->id, &c->renewal)) !=
             RLOCK_OK ||
+        (cfg->loop == NULL && cfg->blocking_pool_size > 0 &&
+         (rc = rlock__direct_create(&c->cfg, cfg->blocking_pool_size, &c->direct)) != RLOCK_OK) ||
         (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
         rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
         free_failed(c);

@@ -8,6 +8,7 @@
 #include "address.h"
 #include "common.h"
 #include "connection.h"
+#include "direct.h"
 #include "executor.h"
 #include "loop.h"
 #include "pubsub.h"
@@ -34,9 +35,13 @@ struct rlock_client {
     rlock__executor *exec;
     rlock__pubsub *pubsub;   /* lock entries on sub_conn */
     rlock__renewal *renewal; /* the watchdog */
-    rlock__list live;        /* rlock__live operations that wait on the loop */
-    uint64_t acquires;       /* acquire scripts sent */
-    bool closed;             /* set on the loop thread when destroy begins */
+    /* The blocking calls' own connections (NULL: off, or an application
+     * loop). Freed with the struct: a call may still use it after destroy
+     * began. */
+    rlock__direct *direct;
+    rlock__list live;          /* rlock__live operations that wait on the loop */
+    _Atomic uint64_t acquires; /* acquire scripts sent (any thread: the direct path too) */
+    bool closed;               /* set on the loop thread when destroy begins */
 };
 
 void rlock__client_ref(rlock_client *c);

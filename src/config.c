@@ -17,6 +17,7 @@ void rlock_config_init(rlock_config *cfg) {
     cfg->lock_watchdog_timeout_ms = 30000;
     cfg->lock_watchdog_batch_size = 100;
     cfg->fair_lock_wait_timeout_ms = 300000;
+    cfg->blocking_pool_size = 8;
     cfg->timeout_ms = 3000;
     cfg->retry_attempts = 3;
     cfg->retry_interval_ms = 1500;
@@ -94,6 +95,9 @@ int rlock_config_validate(const rlock_config *cfg) {
     }
     if (cfg->retry_attempts < 0 || cfg->retry_attempts > 1000) {
         return bad("retry_attempts", cfg->retry_attempts, "must be from 0 to 1000");
+    }
+    if (cfg->blocking_pool_size < 0 || cfg->blocking_pool_size > 1024) {
+        return bad("blocking_pool_size", cfg->blocking_pool_size, "must be from 0 to 1024");
     }
     if (cfg->subscriptions_per_connection < 1) {
         return bad("subscriptions_per_connection", cfg->subscriptions_per_connection,

@@ -130,6 +130,14 @@ rlock__cmd *rlock__cmd_script(const rlock__script *s, int numkeys, int argc,
     return cmd;
 }
 
+void rlock__cmd_view(const rlock__cmd *cmd, int *argc, const char *const **argv,
+                     const size_t **argvlen, const rlock__script **script) {
+    *argc = cmd->argc;
+    *argv = cmd->argv;
+    *argvlen = cmd->argvlen;
+    *script = cmd->script;
+}
+
 void rlock__cmd_free(rlock__cmd *cmd) {
     free(cmd);
 }

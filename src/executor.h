@@ -55,6 +55,12 @@ rlock__cmd *rlock__cmd_script(const rlock__script *s, int numkeys, int argc,
 rlock__cmd *rlock__cmd_command(int argc, const char *const *argv, const size_t *argvlen);
 void rlock__cmd_free(rlock__cmd *cmd); /* only for a command never submitted */
 
+/* The command's words as it would be sent (a script as EVALSHA sha
+ * numkeys ...; script is then its body, for EVAL), for a caller that
+ * sends it on a connection of its own (direct.c). */
+void rlock__cmd_view(const rlock__cmd *cmd, int *argc, const char *const **argv,
+                     const size_t **argvlen, const rlock__script **script);
+
 /* No retry once an attempt has been written, whatever retry_attempts
  * says: for commands that must not be applied twice when a timed-out
  * attempt did reach Redis (Redisson sends its acquire this way,

@@ -73,22 +73,49 @@ static bool clear_int(int64_t *out) {
     return out != NULL;
 }
 
+/* lock, try-lock and their token forms: the direct path when the client
+ * has one (no hand-off to the I/O thread unless the call must wait). */
+static int acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try, bool token,
+                   const char *fn, int64_t *value) {
+    if (!rlock__direct_usable(l)) {
+        return await(rlock__acquire(l, wait_ms, lease_ms, rlock_thread_id(), is_try, token, fn),
+                     value);
+    }
+    int rc = RLOCK_OK;
+    int64_t v = 0;
+    rlock_future *f = rlock__acquire_direct(l, wait_ms, lease_ms, is_try, token, fn, &rc, &v);
+    if (f != NULL) {
+        return await(f, value);
+    }
+    if (rc == RLOCK_OK && value != NULL) {
+        *value = v;
+    }
+    return rc;
+}
+
 int rlock_lock(rlock *l, int64_t lease_ms) {
     int rc = check_blocking(l, "rlock_lock", true);
-    return rc != RLOCK_OK ? rc : await(rlock_lock_async(l, lease_ms, rlock_thread_id()), NULL);
+    return rc != RLOCK_OK ? rc : acquire(l, 0, lease_ms, false, false, "rlock_lock", NULL);
 }
 
 int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired) {
     int rc = check_blocking(l, "rlock_try_lock", clear_bool(acquired));
-    return rc != RLOCK_OK
-               ? rc
-               : await_bool(rlock_try_lock_async(l, wait_ms, lease_ms, rlock_thread_id()),
-                            acquired);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    int64_t v = 0;
+    rc = acquire(l, wait_ms, lease_ms, true, false, "rlock_try_lock", &v);
+    *acquired = rc == RLOCK_OK && v != 0;
+    return rc;
 }
 
 int rlock_unlock(rlock *l) {
     int rc = check_blocking(l, "rlock_unlock", true);
-    return rc != RLOCK_OK ? rc : await(rlock_unlock_async(l, rlock_thread_id()), NULL);
+    if (rc != RLOCK_OK || !rlock__direct_usable(l)) {
+        return rc != RLOCK_OK ? rc : await(rlock_unlock_async(l, rlock_thread_id()), NULL);
+    }
+    rlock_future *f = rlock__unlock_direct(l, &rc);
+    return f != NULL ? await(f, NULL) : rc;
 }
 
 int rlock_force_unlock(rlock *l, bool *was_locked) {
@@ -122,17 +149,15 @@ int rlock_remain_time_to_live(rlock *l, int64_t *ttl_ms) {
 
 int rlock_lock_and_get_token(rlock *l, int64_t lease_ms, int64_t *token) {
     int rc = check_blocking(l, "rlock_lock_and_get_token", clear_int(token));
-    return rc != RLOCK_OK
-               ? rc
-               : await(rlock_lock_and_get_token_async(l, lease_ms, rlock_thread_id()), token);
+    return rc != RLOCK_OK ? rc
+                          : acquire(l, 0, lease_ms, false, true, "rlock_lock_and_get_token", token);
 }
 
 int rlock_try_lock_and_get_token(rlock *l, int64_t wait_ms, int64_t lease_ms, int64_t *token) {
     int rc = check_blocking(l, "rlock_try_lock_and_get_token", clear_int(token));
     return rc != RLOCK_OK
                ? rc
-               : await(rlock_try_lock_and_get_token_async(l, wait_ms, lease_ms, rlock_thread_id()),
-                       token);
+               : acquire(l, wait_ms, lease_ms, true, true, "rlock_try_lock_and_get_token", token);
 }
 
 int rlock_get_token(rlock *l, int64_t *token) {

@@ -44,6 +44,15 @@ typedef struct rlock_config {
     int64_t connect_timeout_ms;       /* connectTimeout, TCP connect + AUTH/SELECT: 10000 */
     int subscriptions_per_connection; /* subscriptionsPerConnection: 5 */
 
+    /* With the client's own I/O thread (loop NULL), the blocking calls
+     * rlock_lock, rlock_try_lock, rlock_unlock (and the token forms) run
+     * their acquire and unlock scripts on a connection of the calling
+     * thread's own, from a pool of synchronous connections kept up to this
+     * size, instead of handing them to the I/O thread: no thread hand-off
+     * on the uncontended path. Waiting, pub/sub and the watchdog stay on
+     * the I/O thread. 0 turns it off. Default 8; at most 1024. */
+    int blocking_pool_size;
+
     /* pingConnectionInterval: a PING every so often on the command
      * connection; one unanswered within timeout_ms drops the connection,
      * which is then made again. 0 turns it off. Default 30000. */

@@ -1,0 +1,251 @@
+/* The blocking calls' synchronous connections (direct.h). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "address.h"
+#include "direct.h"
+#include "rlock/errors.h"
+
+struct rlock__direct_conn {
+    redisContext *ctx;
+    int unread; /* answers of rlock__direct_send still to drop */
+    bool failed;
+};
+
+struct rlock__direct {
+    pthread_mutex_t mu;
+    rlock__address addr; /* a copy: the client frees its own at destroy */
+    char *address_text;
+    struct timeval connect_timeout, timeout;
+    int size, idle_count;
+    rlock__direct_conn *idle[];
+};
+
+static struct timeval tv_of(int64_t ms) {
+    return (struct timeval){.tv_sec = (time_t)(ms / 1000),
+                            .tv_usec = (suseconds_t)(ms % 1000) * 1000};
+}
+
+int rlock__direct_create(const rlock_config *cfg, int size, rlock__direct **out) {
+    rlock__direct *d = calloc(1, sizeof(*d) + (size_t)size * sizeof(d->idle[0]));
+    char err[256];
+    if (d == NULL || (d->address_text = strdup(cfg->address)) == NULL ||
+        rlock__address_parse(d->address_text, &d->addr, err, sizeof(err)) != RLOCK_OK) {
+        if (d != NULL) {
+            free(d->address_text);
+        }
+        free(d);
+        return RLOCK_ERR_NOMEM; /* the address was validated with the config */
+    }
+    pthread_mutex_init(&d->mu, NULL);
+    d->connect_timeout = tv_of(cfg->connect_timeout_ms);
+    d->timeout = tv_of(cfg->timeout_ms);
+    d->size = size;
+    *out = d;
+    return RLOCK_OK;
+}
+
+static void conn_free(rlock__direct_conn *dc) {
+    if (dc != NULL) {
+        redisFree(dc->ctx);
+        free(dc);
+    }
+}
+
+void rlock__direct_destroy(rlock__direct *d) {
+    if (d == NULL) {
+        return;
+    }
+    for (int i = 0; i < d->idle_count; i++) {
+        conn_free(d->idle[i]);
+    }
+    pthread_mutex_destroy(&d->mu);
+    rlock__address_free(&d->addr);
+    free(d->address_text);
+    free(d);
+}
+
+static int error_of(const redisContext *ctx) {
+    return ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
+               ? RLOCK_ERR_TIMEOUT
+               : RLOCK_ERR_CONNECTION;
+}
+
+/* One handshake command; false (with msg) unless Redis said OK. */
+static bool handshake(redisContext *ctx, char *msg, size_t msglen, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(ctx, fmt, ap);
+    va_end(ap);
+    bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+    if (!ok) {
+        snprintf(msg, msglen, "%.200s", r != NULL ? r->str : ctx->errstr);
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
+static rlock__direct_conn *connect_new(rlock__direct *d, char *msg, size_t msglen) {
+    const rlock__address *a = &d->addr;
+    redisContext *ctx = a->is_unix ? redisConnectUnixWithTimeout(a->path, d->connect_timeout)
+                                   : redisConnectWithTimeout(a->host, a->port, d->connect_timeout);
+    if (ctx == NULL || ctx->err) {
+        snprintf(msg, msglen, "connect failed: %.200s", ctx != NULL ? ctx->errstr : "no memory");
+        redisFree(ctx);
+        return NULL;
+    }
+    bool ok = redisSetTimeout(ctx, d->timeout) == REDIS_OK;
+    if (ok && a->password != NULL) {
+        ok = a->user != NULL ? handshake(ctx, msg, msglen, "AUTH %s %s", a->user, a->password)
+                             : handshake(ctx, msg, msglen, "AUTH %s", a->password);
+    }
+    if (ok && a->db > 0) {
+        ok = handshake(ctx, msg, msglen, "SELECT %d", a->db);
+    }
+    rlock__direct_conn *dc = ok ? calloc(1, sizeof(*dc)) : NULL;
+    if (dc == NULL) {
+        redisFree(ctx);
+        return NULL;
+    }
+    dc->ctx = ctx;
+    return dc;
+}
+
+/* An idle connection is usable when the answers it owes have come and the
+ * server has sent nothing else (not closed it: a restart, CLIENT KILL, an
+ * idle timeout). Checked before anything is written, so a dead one costs
+ * a reconnect instead of an unknown outcome. */
+static bool still_open(rlock__direct_conn *dc) {
+    while (dc->unread > 0) {
+        void *r = NULL;
+        if (redisGetReply(dc->ctx, &r) != REDIS_OK) {
+            return false;
+        }
+        freeReplyObject(r);
+        dc->unread--;
+    }
+    struct pollfd p = {.fd = dc->ctx->fd, .events = POLLIN};
+    return poll(&p, 1, 0) == 0;
+}
+
+rlock__direct_conn *rlock__direct_take(rlock__direct *d, char *msg, size_t msglen) {
+    for (;;) {
+        pthread_mutex_lock(&d->mu);
+        rlock__direct_conn *dc = d->idle_count > 0 ? d->idle[--d->idle_count] : NULL;
+        pthread_mutex_unlock(&d->mu);
+        if (dc == NULL) {
+            return connect_new(d, msg, msglen);
+        }
+        if (still_open(dc)) {
+            return dc;
+        }
+        conn_free(dc);
+    }
+}
+
+void rlock__direct_give(rlock__direct *d, rlock__direct_conn *dc) {
+    if (dc->failed || dc->ctx->err) {
+        conn_free(dc);
+        return;
+    }
+    pthread_mutex_lock(&d->mu);
+    if (d->idle_count < d->size) {
+        d->idle[d->idle_count++] = dc;
+        dc = NULL;
+    }
+    pthread_mutex_unlock(&d->mu);
+    conn_free(dc);
+}
+
+/* Writes one command whole. false: it did not reach the connection whole,
+ * so Redis cannot have run it. */
+static bool write_command(rlock__direct_conn *dc, int argc, const char **argv,
+                          const size_t *argvlen) {
+    if (redisAppendCommandArgv(dc->ctx, argc, argv, argvlen) != REDIS_OK) {
+        dc->failed = true;
+        return false;
+    }
+    int done = 0;
+    while (!done) {
+        if (redisBufferWrite(dc->ctx, &done) != REDIS_OK) {
+            dc->failed = true;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Writes one command and reads its answer. */
+static int exchange(rlock__direct_conn *dc, int argc, const char **argv, const size_t *argvlen,
+                    bool *written, redisReply **reply, char *msg, size_t msglen) {
+    if (!write_command(dc, argc, argv, argvlen)) {
+        snprintf(msg, msglen, "%.200s", dc->ctx->errstr);
+        return RLOCK_ERR_CONNECTION;
+    }
+    *written = true;
+    void *r = NULL;
+    if (redisGetReply(dc->ctx, &r) != REDIS_OK) {
+        dc->failed = true;
+        int err = error_of(dc->ctx);
+        snprintf(msg, msglen, "%s",
+                 err == RLOCK_ERR_TIMEOUT ? "timed out waiting for a response"
+                                          : "the connection was lost before the answer");
+        return err;
+    }
+    *reply = r;
+    return RLOCK_OK;
+}
+
+int rlock__direct_run(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply,
+                      bool *written, char *msg, size_t msglen) {
+    int argc;
+    const char *const *cargv;
+    const size_t *cargvlen;
+    const rlock__script *script;
+    rlock__cmd_view(cmd, &argc, &cargv, &cargvlen, &script);
+    *reply = NULL;
+    *written = false;
+    redisReply *rep = NULL;
+    int rc = exchange(dc, argc, (const char **)cargv, cargvlen, written, &rep, msg, msglen);
+    if (rc == RLOCK_OK && script != NULL && rep->type == REDIS_REPLY_ERROR &&
+        strncmp(rep->str, "NOSCRIPT", 8) == 0) {
+        /* The server lost the script (a restart, SCRIPT FLUSH): nothing
+         * ran, so send the body. */
+        freeReplyObject(rep);
+        rep = NULL;
+        const char *eval[argc];
+        size_t evallen[argc];
+        memcpy(eval, cargv, sizeof(eval));
+        memcpy(evallen, cargvlen, sizeof(evallen));
+        eval[0] = "EVAL";
+        evallen[0] = 4;
+        eval[1] = script->body;
+        evallen[1] = script->len;
+        rc = exchange(dc, argc, eval, evallen, written, &rep, msg, msglen);
+    }
+    if (rc == RLOCK_OK && rep->type == REDIS_REPLY_ERROR) {
+        snprintf(msg, msglen, "%.200s", rep->str);
+        freeReplyObject(rep);
+        return RLOCK_ERR_REDIS;
+    }
+    *reply = rep;
+    return rc;
+}
+
+void rlock__direct_send(rlock__direct_conn *dc, const rlock__cmd *cmd) {
+    int argc;
+    const char *const *argv;
+    const size_t *argvlen;
+    const rlock__script *script;
+    rlock__cmd_view(cmd, &argc, &argv, &argvlen, &script);
+    if (write_command(dc, argc, (const char **)argv, argvlen)) {
+        dc->unread++;
+    }
+}

@@ -1,0 +1,48 @@
+/* The blocking calls' own connections: a small pool of synchronous hiredis
+ * connections that a calling thread uses to run an acquire or unlock
+ * script itself, instead of handing it to the client's I/O thread and
+ * sleeping until that thread wakes it (two thread hand-offs per call).
+ * Waiting, pub/sub and the watchdog stay on the I/O thread.
+ *
+ * Any thread; the pool has its own lock. Connections are made on first
+ * use and kept, up to the pool's size, for the next call. */
+#ifndef RLOCK_DIRECT_H
+#define RLOCK_DIRECT_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+
+#include "executor.h"
+#include "rlock/config.h"
+
+typedef struct rlock__direct rlock__direct;
+typedef struct rlock__direct_conn rlock__direct_conn;
+
+/* size: connections kept between calls (rlock_config.blocking_pool_size,
+ * > 0). Copies what it needs from cfg (the address is parsed again: the
+ * client frees its own copy at destroy, while a call may still be here). */
+int rlock__direct_create(const rlock_config *cfg, int size, rlock__direct **out);
+void rlock__direct_destroy(rlock__direct *d);
+
+/* A connection for this thread's call: an idle one that is still open,
+ * or a new one (connected, AUTH and SELECT done). NULL when none can be
+ * made now (msg says why); nothing was sent then. */
+rlock__direct_conn *rlock__direct_take(rlock__direct *d, char *msg, size_t msglen);
+
+/* Gives the connection back (closed instead when it failed). */
+void rlock__direct_give(rlock__direct *d, rlock__direct_conn *dc);
+
+/* Runs cmd (EVALSHA, then EVAL on NOSCRIPT) and waits for its answer, at
+ * most rlock_config.timeout_ms. RLOCK_OK with *reply (the caller frees it;
+ * never an error reply); RLOCK_ERR_REDIS for an error reply (msg has it);
+ * RLOCK_ERR_TIMEOUT or RLOCK_ERR_CONNECTION when no answer came. *written
+ * says whether the command reached the connection whole: when false,
+ * Redis cannot have run it. cmd stays the caller's. */
+int rlock__direct_run(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply,
+                      bool *written, char *msg, size_t msglen);
+
+/* Sends cmd without waiting for its answer (it is read and dropped before
+ * the connection's next use): for clean-ups nobody waits for. */
+void rlock__direct_send(rlock__direct_conn *dc, const rlock__cmd *cmd);
+
+#endif
