@@ -178,14 +178,20 @@ RLOCK_API rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t 
 
 /* Releases one hold of thread_id. Value 0. Fails with RLOCK_ERR_NOT_HELD,
  * changing nothing, when the owner holds no hold on the lock (Redisson's
- * IllegalMonitorStateException). The last hold's release wakes one waiter. */
+ * IllegalMonitorStateException). When the lock's key is gone altogether,
+ * a fair lock's unlock succeeds and a read/write lock's still publishes
+ * its message (Redisson's scripts). The last hold's release wakes one
+ * waiter (the write lock: every waiter; the spin lock and a downgrade:
+ * none). */
 RLOCK_API rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id);
 
-/* Deletes the lock whoever holds it and wakes a waiter. Value 1 when a
- * lock was deleted, 0 when it was not locked. */
+/* Deletes the lock whoever holds it and wakes a waiter (as an unlock
+ * does, above). Value 1 when a lock was deleted, 0 when it was not locked
+ * (a read/write lock half: not locked in its mode). */
 RLOCK_API rlock_future *rlock_force_unlock_async(rlock *l);
 
-/* Value 1 when anyone holds the lock, else 0. */
+/* Value 1 when anyone holds the lock, else 0 (the read/write lock's
+ * halves: see above). */
 RLOCK_API rlock_future *rlock_is_locked_async(rlock *l);
 
 /* Value 1 when (this client, thread_id) holds the lock, else 0. */
