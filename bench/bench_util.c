@@ -86,8 +86,8 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
         }
     }
     if (strcmp(o->variant, "default") != 0 && strcmp(o->variant, "tuned") != 0 &&
-        strcmp(o->variant, "fair") != 0) {
-        fprintf(stderr, "rlock_bench: --variant is default, tuned or fair\n");
+        strcmp(o->variant, "fair") != 0 && strcmp(o->variant, "handoff") != 0) {
+        fprintf(stderr, "rlock_bench: --variant is default, tuned, fair or handoff\n");
         exit(2);
     }
     if (o->n < 1 || o->k < 1 || o->iters < 0 || o->seconds <= 0 || o->periods < 1 ||
@@ -145,6 +145,9 @@ rlock_client *bench_client(const bench_opts *o, struct ev_loop *loop, int64_t wa
     cfg.loop = loop;
     if (watchdog_ms > 0) {
         cfg.lock_watchdog_timeout_ms = watchdog_ms;
+    }
+    if (strcmp(o->variant, "handoff") == 0) {
+        cfg.blocking_pool_size = 0; /* every call through the I/O thread, as before the pool */
     }
     rlock_client *c = NULL;
     if (rlock_client_create(&cfg, &c) != RLOCK_OK) {

@@ -1,12 +1,12 @@
 /* The blocking calls' synchronous connections (direct.h). */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include "address.h"
@@ -118,21 +118,32 @@ static rlock__direct_conn *connect_new(rlock__direct *d, char *msg, size_t msgle
     return dc;
 }
 
-/* An idle connection is usable when the answers it owes have come and the
- * server has sent nothing else (not closed it: a restart, CLIENT KILL, an
- * idle timeout). Checked before anything is written, so a dead one costs
- * a reconnect instead of an unknown outcome. */
+/* An idle connection is usable when the server has not closed it (a
+ * restart, CLIENT KILL, an idle timeout): checked before anything is
+ * written, so a dead one costs a reconnect instead of an unknown outcome.
+ * Bytes waiting are the answers of rlock__direct_send, read later. */
 static bool still_open(rlock__direct_conn *dc) {
+    char c;
+    ssize_t n = recv(dc->ctx->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) {
+        return dc->unread > 0;
+    }
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+/* Drops the answers of rlock__direct_send, which come before the next
+ * command's own. */
+static bool drop_unread(rlock__direct_conn *dc) {
     while (dc->unread > 0) {
         void *r = NULL;
         if (redisGetReply(dc->ctx, &r) != REDIS_OK) {
+            dc->failed = true;
             return false;
         }
         freeReplyObject(r);
         dc->unread--;
     }
-    struct pollfd p = {.fd = dc->ctx->fd, .events = POLLIN};
-    return poll(&p, 1, 0) == 0;
+    return true;
 }
 
 rlock__direct_conn *rlock__direct_take(rlock__direct *d, char *msg, size_t msglen) {
@@ -191,7 +202,7 @@ static int exchange(rlock__direct_conn *dc, int argc, const char **argv, const s
     }
     *written = true;
     void *r = NULL;
-    if (redisGetReply(dc->ctx, &r) != REDIS_OK) {
+    if (!drop_unread(dc) || redisGetReply(dc->ctx, &r) != REDIS_OK) {
         dc->failed = true;
         int err = error_of(dc->ctx);
         snprintf(msg, msglen, "%s",
