@@ -1,6 +1,9 @@
 /* Wire compatibility with the real Redisson (Java), through the peer of
  * tests/compat/java (rlock.compat.Peer, a jar with Redisson 4.7.0),
- * against a real redis-server.
+ * against a real redis-server: the reentrant lock, then the fair, spin,
+ * fenced and read/write locks ("kind <k>" before a peer command picks
+ * Redisson's getFairLock, getSpinLock, getFencedLock or
+ * getReadWriteLock(name).readLock()/writeLock()).
  *
  * The peer reads one command a line and answers one line each (see
  * Peer.java): the test scripts it step by step. Redisson's lock owner is a
