@@ -801,6 +801,19 @@ static void expect_silence(redisContext *s, int ms) {
     redisFree(s);
 }
 
+/* For the fair lock: asserts that nobody is left in the queue or the
+ * timeouts (waiters that got the lock or gave up left both). */
+static void expect_fair_queue_empty(fx *f, const char *kind, const char *name) {
+    if (strcmp(kind, "fair") != 0) {
+        return;
+    }
+    char q[600], t[600];
+    prefixed("redisson_lock_queue", name, q, sizeof(q));
+    prefixed("redisson_lock_timeout", name, t, sizeof(t));
+    assert_int_equal(rt_int_reply(redisCommand(probe(f), "LLEN %s", q)), 0);
+    assert_int_equal(rt_int_reply(redisCommand(probe(f), "ZCARD %s", t)), 0);
+}
+
 /* C holds name as hkind (lease LEASE_MS); Redisson's wkind tryLock with a
  * short wait fails and adds no field; a Redisson wkind waiter stays out
  * and is woken promptly by C's unlock: by the unlock message on the
@@ -862,6 +875,7 @@ static void kind_c_holds_java_waits(fx *f, rlock_client *c, const char *name, co
     }
     java_ok("on w kind %s unlock %s", wkind, name);
     expect_unlocked(f, name);
+    expect_fair_queue_empty(f, wkind, name);
 }
 
 /* Redisson holds name as hkind (lease LEASE_MS); rlock's wkind try-lock
@@ -925,6 +939,7 @@ static void kind_java_holds_c_waits(fx *f, rlock_client *c, const char *name, co
     }
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     expect_unlocked(f, name);
+    expect_fair_queue_empty(f, wkind, name);
 }
 
 /* -- fair lock -- */
@@ -1036,7 +1051,7 @@ static void test_fair_serves_both_sides_in_arrival_order(void **state) {
         assert_int_equal(order[k], k);
     }
     expect_unlocked(f, name);
-    assert_int_equal(rt_int_reply(redisCommand(probe(f), "LLEN %s", queue)), 0);
+    expect_fair_queue_empty(f, "fair", name);
 }
 
 /* -- spin lock -- */
