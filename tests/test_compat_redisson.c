@@ -1,6 +1,9 @@
 /* Wire compatibility with the real Redisson (Java), through the peer of
  * tests/compat/java (rlock.compat.Peer, a jar with Redisson 4.7.0),
- * against a real redis-server.
+ * against a real redis-server: the reentrant lock, then the fair, spin,
+ * fenced and read/write locks ("kind <k>" before a peer command picks
+ * Redisson's getFairLock, getSpinLock, getFencedLock or
+ * getReadWriteLock(name).readLock()/writeLock()).
  *
  * The peer reads one command a line and answers one line each (see
  * Peer.java): the test scripts it step by step. Redisson's lock owner is a
@@ -35,6 +38,7 @@
 #include "rt_main.h"
 
 #include "fixture.h"
+#include "kind_util.h"
 #include "lock_util.h"
 #include "peer_proc.h"
 
@@ -224,7 +228,8 @@ static void java_expect_waiting(const char *owner, int64_t ms) {
 /* ---- the C side and Redis ---------------------------------------------- */
 
 static rlock_future *g_future;
-static redisContext *g_probe; /* a plain connection for assertions */
+static rlock_future *g_futures[4]; /* more C waiters, cancelled by teardown */
+static redisContext *g_probe;      /* a plain connection for assertions */
 
 static rlock_client *client(int64_t watchdog_ms, fx *f) {
     rlock_config cfg = rt_config(f->redis.address);
@@ -683,6 +688,663 @@ static void test_hold_counts_and_ttl_read_alike(void **state) {
     expect_unlocked(f, jname);
 }
 
+/* ---- the other kinds: fair, spin, fenced, read/write ------------------- */
+
+/* Kinds are named as the peer names them ("kind <k>"): lock, fair, spin,
+ * fenced, read, write. */
+
+static rlock *c_kind(rlock_client *c, const char *kind, const char *name) {
+    if (strcmp(kind, "fair") == 0) {
+        return rt_kind_lock(c, RT_KIND_FAIR, name);
+    }
+    if (strcmp(kind, "spin") == 0) {
+        return rt_kind_lock(c, RT_KIND_SPIN, name);
+    }
+    if (strcmp(kind, "fenced") == 0) {
+        return rt_kind_lock(c, RT_KIND_FENCED, name);
+    }
+    if (strcmp(kind, "read") == 0) {
+        return rt_track_lock(rlock_get_read_lock(c, name));
+    }
+    if (strcmp(kind, "write") == 0) {
+        return rt_track_lock(rlock_get_write_lock(c, name));
+    }
+    return rt_kind_lock(c, RT_KIND_LOCK, name);
+}
+
+static bool is_rw(const char *kind) {
+    return strcmp(kind, "read") == 0 || strcmp(kind, "write") == 0;
+}
+
+/* Redisson's prefixName(prefix, name): "prefix:{name}", or "prefix:name"
+ * when the name has a '{'. */
+static void prefixed(const char *prefix, const char *name, char *out, size_t cap) {
+    snprintf(out, cap, strchr(name, '{') != NULL ? "%s:%s" : "%s:{%s}", prefix, name);
+}
+
+/* The channel a waiter of that kind, whose hash field is field, listens
+ * on, and a release of the holder's kind publishes to; "" for the spin
+ * lock, which has none. The fair lock wakes the first waiter on a channel
+ * of its own. */
+static void wait_channel(const char *kind, const char *name, const char *field, char *out,
+                         size_t cap) {
+    char base[512];
+    if (strcmp(kind, "spin") == 0) {
+        out[0] = '\0';
+    } else if (is_rw(kind)) {
+        prefixed("redisson_rwlock", name, out, cap);
+    } else if (strcmp(kind, "fair") == 0) {
+        prefixed("redisson_lock__channel", name, base, sizeof(base));
+        snprintf(out, cap, "%s:%s", base, field);
+    } else {
+        prefixed("redisson_lock__channel", name, out, cap);
+    }
+}
+
+/* What a release of the holder's kind publishes: a write unlock 1 (every
+ * waiter), the others 0. */
+static const char *unlock_message(const char *kind) {
+    return strcmp(kind, "write") == 0 ? "1" : "0";
+}
+
+static char *hget(fx *f, const char *key, const char *field, char *out, size_t cap) {
+    redisReply *r = redisCommand(probe(f), "HGET %s %s", key, field);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_NIL) {
+        out[0] = '\0';
+    } else {
+        assert_int_equal(r->type, REDIS_REPLY_STRING);
+        snprintf(out, cap, "%s", r->str);
+    }
+    freeReplyObject(r);
+    return out;
+}
+
+/* Asserts that owner field holds name once, as a holder of that kind:
+ * the sole field of a plain hash, or (read/write) the hash's mode and the
+ * owner's field ("<field>:write" for the write half). */
+static void expect_holder(fx *f, const char *kind, const char *name, const char *field) {
+    if (!is_rw(kind)) {
+        expect_owner(f, name, field, 1);
+        return;
+    }
+    char v[64], wfield[300];
+    assert_string_equal(hget(f, name, "mode", v, sizeof(v)), kind);
+    snprintf(wfield, sizeof(wfield), "%s%s", field, strcmp(kind, "write") == 0 ? ":write" : "");
+    if (strcmp(hget(f, name, wfield, v, sizeof(v)), "1") != 0) {
+        expect_not_lost();
+        fail_msg("lock %s: field %s is \"%s\", want 1", name, wfield, v);
+    }
+}
+
+/* Asserts that nobody subscribes to name's lock channel: a spin lock
+ * waiter never does. */
+static void expect_no_subscriber(fx *f, const char *name) {
+    char channel[512];
+    prefixed("redisson_lock__channel", name, channel, sizeof(channel));
+    long long n = numsub(f, channel);
+    if (n != 0) {
+        fail_msg("%lld subscriber(s) to %s while a spin lock waiter waits: it must spin", n,
+                 channel);
+    }
+}
+
+/* Asserts that nothing is published on s within ms. Frees s. */
+static void expect_silence(redisContext *s, int ms) {
+    struct timeval tv = {.tv_sec = ms / 1000, .tv_usec = (ms % 1000) * 1000};
+    assert_int_equal(redisSetTimeout(s, tv), REDIS_OK);
+    redisReply *r = NULL;
+    if (redisGetReply(s, (void **)&r) == REDIS_OK) {
+        fail_msg("a message was published where none should be (a reply of type %d)",
+                 r != NULL ? r->type : -1);
+    }
+    redisFree(s);
+}
+
+/* For the fair lock: asserts that nobody is left in the queue or the
+ * timeouts (waiters that got the lock or gave up left both). */
+static void expect_fair_queue_empty(fx *f, const char *kind, const char *name) {
+    if (strcmp(kind, "fair") != 0) {
+        return;
+    }
+    char q[600], t[600];
+    prefixed("redisson_lock_queue", name, q, sizeof(q));
+    prefixed("redisson_lock_timeout", name, t, sizeof(t));
+    assert_int_equal(rt_int_reply(redisCommand(probe(f), "LLEN %s", q)), 0);
+    assert_int_equal(rt_int_reply(redisCommand(probe(f), "ZCARD %s", t)), 0);
+}
+
+/* C holds name as hkind (lease LEASE_MS); Redisson's wkind tryLock with a
+ * short wait fails and adds no field; a Redisson wkind waiter stays out
+ * and is woken promptly by C's unlock: by the unlock message on the
+ * waiter's channel, or (spin) by its back-off, no message published. */
+static void kind_c_holds_java_waits(fx *f, rlock_client *c, const char *name, const char *hkind,
+                                    const char *wkind) {
+    char channel[600], mine[256], theirs[256], cmd[700];
+    c_field(c, mine, sizeof(mine));
+    java_field("w", theirs, sizeof(theirs));
+    wait_channel(wkind, name, theirs, channel, sizeof(channel));
+    rlock *h = c_kind(c, hkind, name), *cw = c_kind(c, wkind, name);
+    assert_int_equal(rlock_lock(h, LEASE_MS), RLOCK_OK);
+    expect_holder(f, hkind, name, mine);
+
+    assert_false(java_bool("kind %s tryLock %s 200 %d", wkind, name, LEASE_MS));
+    bool b = false;
+    assert_int_equal(rlock_is_locked(cw, &b), RLOCK_OK);
+    assert_int_equal(java_bool("kind %s isLocked %s", wkind, name), b); /* same on both sides */
+    assert_false(java_bool("kind %s isHeldByCurrentThread %s", wkind, name));
+    assert_int_equal(java_int("kind %s getHoldCount %s", wkind, name), 0);
+    expect_holder(f, hkind, name, mine); /* Redisson changed nothing */
+
+    snprintf(cmd, sizeof(cmd), "kind %s tryLock %s %d %d", wkind, name, WAIT_MS, LEASE_MS);
+    if (channel[0] != '\0') {
+        long long before = numsub(f, channel);
+        java_async("w", cmd);
+        wait_subscribed(f, channel, before, "w", NULL);
+    } else {
+        java_async("w", cmd);
+    }
+    java_expect_waiting("w", QUIET_MS);
+    expect_holder(f, hkind, name, mine);
+    if (strcmp(wkind, "fair") == 0) {
+        char q[600];
+        prefixed("redisson_lock_queue", name, q, sizeof(q));
+        assert_int_equal(rt_int_reply(redisCommand(probe(f), "LLEN %s", q)), 1);
+    }
+    if (strcmp(wkind, "spin") == 0) {
+        expect_no_subscriber(f, name);
+    }
+
+    char any[600];
+    prefixed("redisson_lock__channel", name, any, sizeof(any));
+    redisContext *s = listen_on(f, channel[0] != '\0' ? channel : any);
+    int64_t released_at = rt_now_ms();
+    assert_int_equal(rlock_unlock(h), RLOCK_OK);
+    java_expect_woken("w", released_at);
+    if (channel[0] != '\0') {
+        expect_message(s, channel, unlock_message(hkind)); /* what woke it */
+    } else {
+        expect_silence(s, 300); /* a spin unlock publishes nothing */
+    }
+    expect_holder(f, wkind, name, theirs);
+    assert_true(java_bool("on w kind %s isHeldByCurrentThread %s", wkind, name));
+    assert_int_equal(rlock_is_held_by_current_thread(h, &b), RLOCK_OK);
+    assert_false(b);
+    if (strcmp(wkind, "read") != 0 || strcmp(hkind, "read") != 0) {
+        try_lock_expect(h, 0, LEASE_MS, false); /* the other side now holds it */
+    }
+    java_ok("on w kind %s unlock %s", wkind, name);
+    expect_unlocked(f, name);
+    expect_fair_queue_empty(f, wkind, name);
+}
+
+/* Redisson holds name as hkind (lease LEASE_MS); rlock's wkind try-lock
+ * with a short wait fails; C's waiter stays out and is woken promptly by
+ * Redisson's unlock. */
+static void kind_java_holds_c_waits(fx *f, rlock_client *c, const char *name, const char *hkind,
+                                    const char *wkind) {
+    char channel[600], mine[256], theirs[256];
+    c_field(c, mine, sizeof(mine));
+    java_field("main", theirs, sizeof(theirs));
+    wait_channel(wkind, name, mine, channel, sizeof(channel));
+    rlock *l = c_kind(c, wkind, name);
+    java_ok("kind %s lock %s %d", hkind, name, LEASE_MS);
+    expect_holder(f, hkind, name, theirs);
+
+    try_lock_expect(l, 200, LEASE_MS, false);
+    bool b = false;
+    assert_int_equal(rlock_is_locked(l, &b), RLOCK_OK);
+    assert_int_equal(java_bool("kind %s isLocked %s", wkind, name), b);
+    assert_int_equal(rlock_is_held_by_current_thread(l, &b), RLOCK_OK);
+    assert_false(b);
+    int64_t n = -1;
+    assert_int_equal(rlock_get_hold_count(l, &n), RLOCK_OK);
+    assert_int_equal(n, 0);
+    expect_holder(f, hkind, name, theirs); /* C changed nothing */
+
+    if (channel[0] != '\0') {
+        long long before = numsub(f, channel);
+        c_wait_start(l);
+        wait_subscribed(f, channel, before, NULL, g_future);
+    } else {
+        c_wait_start(l);
+    }
+    assert_int_equal(rlock_future_wait(g_future, QUIET_MS), RLOCK_ERR_TIMEOUT);
+    expect_holder(f, hkind, name, theirs);
+    if (strcmp(wkind, "fair") == 0) {
+        char q[600];
+        prefixed("redisson_lock_queue", name, q, sizeof(q));
+        assert_int_equal(rt_int_reply(redisCommand(probe(f), "LLEN %s", q)), 1);
+    }
+    if (strcmp(wkind, "spin") == 0) {
+        expect_no_subscriber(f, name);
+    }
+
+    char any[600];
+    prefixed("redisson_lock__channel", name, any, sizeof(any));
+    redisContext *s = listen_on(f, channel[0] != '\0' ? channel : any);
+    int64_t released_at = rt_now_ms();
+    java_ok("kind %s unlock %s", hkind, name);
+    int64_t woken_at = c_wait_done();
+    assert_true(woken_at - released_at < WAKE_MS);
+    if (channel[0] != '\0') {
+        expect_message(s, channel, unlock_message(hkind)); /* Redisson's unlock message */
+    } else {
+        expect_silence(s, 300);
+    }
+    expect_holder(f, wkind, name, mine);
+    assert_false(java_bool("kind %s isHeldByCurrentThread %s", hkind, name));
+    if (strcmp(wkind, "read") != 0 || strcmp(hkind, "read") != 0) {
+        assert_false(java_bool("kind %s tryLock %s 0 %d", hkind, name, LEASE_MS));
+    }
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    expect_unlocked(f, name);
+    expect_fair_queue_empty(f, wkind, name);
+}
+
+/* -- fair lock -- */
+
+/* A C fair holder keeps a Redisson fair waiter out, and C's unlock wakes
+ * it on its own channel (redisson_lock__channel:{name}:<its field>); then
+ * the other way round. */
+static void test_fair_wakes_the_other_side(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    kind_c_holds_java_waits(f, c, "compat:fair", "fair", "fair");
+    kind_java_holds_c_waits(f, c, "compat:fair", "fair", "fair");
+}
+
+#define FAIR_WAITERS 4
+
+/* Waiters from both sides, queued one after the other (C, Redisson, C,
+ * Redisson; each seen in redisson_lock_queue:{name} before the next
+ * comes), get the lock in that order: each release hands it to the next
+ * in line, promptly, and the order the lock's owners took is recorded
+ * from the hash. */
+static void test_fair_serves_both_sides_in_arrival_order(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    const char *name = "compat:fair-order";
+    char queue[256];
+    prefixed("redisson_lock_queue", name, queue, sizeof(queue));
+    rlock *l = c_kind(c, "fair", name);
+    assert_int_equal(rlock_lock(l, LEASE_MS), RLOCK_OK);
+
+    /* waiter i: C with thread id 1001 + i, or the peer's owner "j<i>" */
+    rlock_future **cw = g_futures;
+    char fields[FAIR_WAITERS][256], owner[FAIR_WAITERS][8];
+    for (int i = 0; i < FAIR_WAITERS; i++) {
+        bool is_c = i % 2 == 0;
+        if (is_c) {
+            rt_lock_field(c, 1001 + (uint64_t)i, fields[i], sizeof(fields[i]));
+            cw[i] = rlock_try_lock_async(l, WAIT_MS, LEASE_MS, 1001 + (uint64_t)i);
+            assert_non_null(cw[i]);
+        } else {
+            snprintf(owner[i], sizeof(owner[i]), "j%d", i);
+            java_field(owner[i], fields[i], sizeof(fields[i]));
+            char cmd[600];
+            snprintf(cmd, sizeof(cmd), "kind fair tryLock %s %d %d", name, WAIT_MS, LEASE_MS);
+            java_async(owner[i], cmd);
+        }
+        int64_t deadline = rt_now_ms() + START_TIMEOUT_MS;
+        while (rt_int_reply(redisCommand(probe(f), "LLEN %s", queue)) < i + 1) {
+            if (rt_now_ms() >= deadline) {
+                fail_msg("waiter %d never queued", i);
+            }
+            rt_sleep_ms(10);
+        }
+    }
+    /* the queue, as Redis has it: the arrival order */
+    redisReply *r = redisCommand(probe(f), "LRANGE %s 0 -1", queue);
+    assert_non_null(r);
+    assert_int_equal(r->elements, FAIR_WAITERS);
+    for (int i = 0; i < FAIR_WAITERS; i++) {
+        assert_string_equal(r->element[i]->str, fields[i]);
+    }
+    freeReplyObject(r);
+
+    /* release, and follow the lock from owner to owner */
+    int order[FAIR_WAITERS];
+    int64_t released_at = rt_now_ms();
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    for (int k = 0; k < FAIR_WAITERS; k++) {
+        int got = -1;
+        while (got < 0) {
+            r = redisCommand(probe(f), "HKEYS %s", name);
+            assert_non_null(r);
+            for (size_t e = 0; e < r->elements && got < 0; e++) {
+                for (int i = 0; i < FAIR_WAITERS; i++) {
+                    if (strcmp(r->element[e]->str, fields[i]) == 0) {
+                        got = i;
+                    }
+                }
+            }
+            freeReplyObject(r);
+            if (got < 0) {
+                if (rt_now_ms() - released_at >= WAKE_MS) {
+                    fail_msg("nobody took the lock within %d ms of release %d", WAKE_MS, k);
+                }
+                rt_sleep_ms(5);
+            }
+        }
+        order[k] = got;
+        fprintf(stderr, "fair order: %d took the lock (%s)\n", got, fields[got]);
+        if (got % 2 == 0) {
+            assert_int_equal(rlock_future_wait(cw[got], WAKE_MS), RLOCK_OK);
+            assert_int_equal(rlock_future_error(cw[got]), RLOCK_OK);
+            assert_int_equal(rlock_future_value(cw[got]), 1);
+            rlock_future *u = rlock_unlock_async(l, 1001 + (uint64_t)got);
+            assert_non_null(u);
+            released_at = rt_now_ms();
+            assert_int_equal(rlock_future_wait(u, WAKE_MS), RLOCK_OK);
+            assert_int_equal(rlock_future_error(u), RLOCK_OK);
+            rlock_future_release(u);
+        } else {
+            java_expect_woken(owner[got], released_at);
+            released_at = rt_now_ms();
+            java_ok("on %s kind fair unlock %s", owner[got], name);
+        }
+    }
+    for (int k = 0; k < FAIR_WAITERS; k++) {
+        assert_int_equal(order[k], k);
+    }
+    expect_unlocked(f, name);
+    expect_fair_queue_empty(f, "fair", name);
+}
+
+/* -- spin lock -- */
+
+/* Spin locks exclude each other both ways; nobody subscribes, no unlock
+ * publishes anything, and the waiter gets the lock by its back-off well
+ * under the holder's lease. */
+static void test_spin_excludes_both_ways(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    kind_c_holds_java_waits(f, c, "compat:spin", "spin", "spin");
+    kind_java_holds_c_waits(f, c, "compat:spin", "spin", "spin");
+}
+
+/* -- fenced lock -- */
+
+/* Tokens strictly increase across both sides: C and Redisson take the
+ * fenced lock in turn (lockAndGetToken, tryLockAndGetToken, a re-entry),
+ * each token above the last; getToken reads the last from both sides; a
+ * failed try draws none. */
+static void test_fenced_tokens_increase_across_sides(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    const char *name = "compat:fenced";
+    rlock *l = c_kind(c, "fenced", name);
+    int64_t t = -1;
+    assert_int_equal(rlock_get_token(l, &t), RLOCK_OK);
+    assert_int_equal(t, 0); /* none yet: 0 on both sides */
+    assert_int_equal(java_int("kind fenced getToken %s", name), 0);
+
+    long long last = 0;
+    for (int i = 0; i < 6; i++) {
+        bool c_side = i % 2 == 0;
+        bool try_form = i % 4 >= 2;
+        long long tok;
+        if (c_side) {
+            int64_t v = 0;
+            if (try_form) {
+                assert_int_equal(rlock_try_lock_and_get_token(l, 0, LEASE_MS, &v), RLOCK_OK);
+            } else {
+                assert_int_equal(rlock_lock_and_get_token(l, LEASE_MS, &v), RLOCK_OK);
+            }
+            tok = v;
+        } else {
+            tok = try_form ? java_int("kind fenced tryLockAndGetToken %s 0 %d", name, LEASE_MS)
+                           : java_int("kind fenced lockAndGetToken %s %d", name, LEASE_MS);
+        }
+        fprintf(stderr, "fenced: %s token %lld\n", c_side ? "C" : "Redisson", tok);
+        if (tok <= last) {
+            fail_msg("acquisition %d (%s) got token %lld, not above %lld", i,
+                     c_side ? "C" : "Redisson", tok, last);
+        }
+        last = tok;
+        assert_int_equal(java_int("kind fenced getToken %s", name), last);
+        assert_int_equal(rlock_get_token(l, &t), RLOCK_OK);
+        assert_int_equal(t, last);
+
+        /* the other side cannot take it, and draws no token trying */
+        if (c_side) {
+            assert_string_equal(java_ok("kind fenced tryLockAndGetToken %s 0 %d", name, LEASE_MS),
+                                "null");
+        } else {
+            int64_t v = -1;
+            assert_int_equal(rlock_try_lock_and_get_token(l, 0, LEASE_MS, &v), RLOCK_OK);
+            assert_int_equal(v, 0);
+        }
+        assert_int_equal(java_int("kind fenced getToken %s", name), last);
+
+        /* a re-entry draws a new token too, on either side */
+        if (i == 4) {
+            int64_t v = 0;
+            assert_int_equal(rlock_lock_and_get_token(l, LEASE_MS, &v), RLOCK_OK);
+            assert_true(v > last);
+            last = v;
+            assert_int_equal(java_int("kind fenced getToken %s", name), last);
+            assert_int_equal(rlock_unlock(l), RLOCK_OK);
+        } else if (i == 5) {
+            long long v = java_int("kind fenced lockAndGetToken %s %d", name, LEASE_MS);
+            assert_true(v > last);
+            last = v;
+            assert_int_equal(rlock_get_token(l, &t), RLOCK_OK);
+            assert_int_equal(t, last);
+            java_ok("kind fenced unlock %s", name);
+        }
+
+        if (c_side) {
+            assert_int_equal(rlock_unlock(l), RLOCK_OK);
+        } else {
+            java_ok("kind fenced unlock %s", name);
+        }
+        expect_unlocked(f, name);
+    }
+    char key[256];
+    prefixed("redisson_lock_token", name, key, sizeof(key));
+    assert_int_equal(atoll(java_ok("kind fenced getToken %s", name)), last);
+    redisReply *r = redisCommand(probe(f), "GET %s", key);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_int_equal(atoll(r->str), last);
+    freeReplyObject(r);
+}
+
+/* A deliberate difference (lock.h): Redisson 4.7.0's
+ * lockAndGetToken(leaseTime) ignores its lease and takes the lock under
+ * the watchdog (lockWatchdogTimeout, here 30 s, renewed while held);
+ * rlock_lock_and_get_token honours lease_ms. tryLockAndGetToken and lock
+ * honour it on both sides. */
+static void test_fenced_lock_and_get_token_lease(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    const char *cname = "compat:fenced-c", *jname = "compat:fenced-java";
+    rlock *l = c_kind(c, "fenced", cname);
+    int64_t t = 0;
+    assert_int_equal(rlock_lock_and_get_token(l, LEASE_MS, &t), RLOCK_OK);
+    assert_true(t > 0);
+    long long ttl = pttl(f, cname);
+    assert_true(ttl > 0 && ttl <= LEASE_MS);
+    assert_true(java_int("kind fenced lockAndGetToken %s %d", jname, LEASE_MS) > 0);
+    ttl = pttl(f, jname);
+    if (!(ttl > LEASE_MS && ttl <= 30000)) {
+        fail_msg("Redisson's lockAndGetToken(%d ms): PTTL %lld; expected the 30 s watchdog "
+                 "(Redisson 4.7.0 ignores the lease; if a newer one honours it, update lock.h "
+                 "and README.md)",
+                 LEASE_MS, ttl);
+    }
+    java_ok("kind fenced unlock %s", jname);
+    assert_true(java_int("kind fenced tryLockAndGetToken %s 0 %d", jname, LEASE_MS) > 0);
+    ttl = pttl(f, jname);
+    assert_true(ttl > 0 && ttl <= LEASE_MS);
+    java_ok("kind fenced unlock %s", jname);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    expect_unlocked(f, cname);
+    expect_unlocked(f, jname);
+}
+
+/* The fenced lock excludes and wakes across sides as the reentrant lock
+ * does (same channel, same unlock). */
+static void test_fenced_wakes_the_other_side(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    kind_c_holds_java_waits(f, c, "compat:fenced", "fenced", "fenced");
+    kind_java_holds_c_waits(f, c, "compat:fenced", "fenced", "fenced");
+}
+
+/* -- read/write lock -- */
+
+/* Readers of both sides share: a C reader and a Redisson reader hold the
+ * read lock at once (each its own field in the hash, mode read), in both
+ * orders; each side counts only its own hold. */
+static void test_rw_readers_share_across_sides(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    const char *name = "compat:rw-share";
+    char mine[256], theirs[256];
+    c_field(c, mine, sizeof(mine));
+    java_field("main", theirs, sizeof(theirs));
+    rlock *rd = c_kind(c, "read", name);
+    for (int k = 0; k < 2; k++) {
+        if (k == 0) {
+            assert_int_equal(rlock_lock(rd, LEASE_MS), RLOCK_OK);
+            assert_true(java_bool("kind read tryLock %s 0 %d", name, LEASE_MS));
+        } else {
+            java_ok("kind read lock %s %d", name, LEASE_MS);
+            try_lock_expect(rd, 0, LEASE_MS, true);
+        }
+        expect_holder(f, "read", name, mine);
+        expect_holder(f, "read", name, theirs);
+        int64_t n = -1;
+        assert_int_equal(rlock_get_hold_count(rd, &n), RLOCK_OK);
+        assert_int_equal(n, 1);
+        assert_int_equal(java_int("kind read getHoldCount %s", name), 1);
+        assert_true(java_bool("kind read isLocked %s", name));
+        assert_false(java_bool("kind write isLocked %s", name));
+        /* neither side's writer gets in while both read */
+        assert_false(java_bool("on w kind write tryLock %s 0 %d", name, LEASE_MS));
+        rlock *wr = c_kind(c, "write", name);
+        rlock_future *fw = rlock_try_lock_async(wr, 0, LEASE_MS, 4242);
+        assert_non_null(fw);
+        assert_int_equal(rlock_future_wait(fw, ANSWER_TIMEOUT_MS), RLOCK_OK);
+        assert_int_equal(rlock_future_value(fw), 0);
+        rlock_future_release(fw);
+        bool b = false;
+        /* one leaves, the other still reads */
+        if (k == 0) {
+            assert_int_equal(rlock_unlock(rd), RLOCK_OK);
+            assert_true(java_bool("kind read isHeldByCurrentThread %s", name));
+            java_ok("kind read unlock %s", name);
+        } else {
+            java_ok("kind read unlock %s", name);
+            assert_int_equal(rlock_is_held_by_current_thread(rd, &b), RLOCK_OK);
+            assert_true(b);
+            assert_int_equal(rlock_unlock(rd), RLOCK_OK);
+        }
+        expect_unlocked(f, name);
+    }
+}
+
+/* A C writer excludes a Redisson reader (a short tryLock fails), and its
+ * write unlock (message 1) lets the waiting reader in promptly; a
+ * Redisson writer does the same to a C reader. */
+static void test_rw_writer_excludes_reader_of_other_side(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    kind_c_holds_java_waits(f, c, "compat:rw", "write", "read");
+    kind_java_holds_c_waits(f, c, "compat:rw", "write", "read");
+}
+
+/* A write unlock lets every waiting reader in, on both sides at once:
+ * with two Redisson readers and a C reader waiting, C's write unlock and
+ * then Redisson's lets all three in. */
+static void test_rw_write_unlock_lets_all_readers_in(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    const char *name = "compat:rw-all";
+    char channel[512], r1[256], r2[256], cmd[600];
+    prefixed("redisson_rwlock", name, channel, sizeof(channel));
+    java_field("r1", r1, sizeof(r1));
+    java_field("r2", r2, sizeof(r2));
+    rlock *wr = c_kind(c, "write", name), *rd = c_kind(c, "read", name);
+    snprintf(cmd, sizeof(cmd), "kind read tryLock %s %d %d", name, WAIT_MS, LEASE_MS);
+    for (int k = 0; k < 2; k++) {
+        bool c_writes = k == 0;
+        rlock_future *cr;
+        long long before = numsub(f, channel);
+        if (c_writes) {
+            assert_int_equal(rlock_lock(wr, LEASE_MS), RLOCK_OK);
+            cr = rlock_try_lock_async(rd, WAIT_MS, LEASE_MS, 4243); /* another C thread */
+        } else {
+            java_ok("on wr kind write lock %s %d", name, LEASE_MS);
+            cr = rlock_try_lock_async(rd, WAIT_MS, LEASE_MS, rlock_thread_id());
+        }
+        assert_non_null(cr);
+        g_futures[0] = cr;
+        wait_subscribed(f, channel, before, NULL, cr);
+        before = numsub(f, channel);
+        java_async("r1", cmd);
+        wait_subscribed(f, channel, before, "r1", NULL);
+        java_async("r2", cmd); /* Redisson shares r1's subscription */
+        java_expect_waiting("r2", QUIET_MS);
+        java_expect_waiting("r1", 10);
+        assert_int_equal(rlock_future_wait(cr, 10), RLOCK_ERR_TIMEOUT);
+
+        int64_t released_at = rt_now_ms();
+        if (c_writes) {
+            assert_int_equal(rlock_unlock(wr), RLOCK_OK);
+        } else {
+            java_ok("on wr kind write unlock %s", name);
+        }
+        java_expect_woken("r1", released_at);
+        java_expect_woken("r2", released_at);
+        if (rlock_future_wait(cr, WAKE_MS) != RLOCK_OK) {
+            fail_msg("the C reader was not let in within %d ms of the write unlock", WAKE_MS);
+        }
+        assert_int_equal(rlock_future_value(cr), 1);
+        rlock_future_release(cr);
+        g_futures[0] = NULL;
+        expect_holder(f, "read", name, r1);
+        expect_holder(f, "read", name, r2);
+        java_ok("on r1 kind read unlock %s", name);
+        java_ok("on r2 kind read unlock %s", name);
+        rlock_future *u = rlock_unlock_async(rd, c_writes ? 4243 : rlock_thread_id());
+        assert_non_null(u);
+        assert_int_equal(rlock_future_wait(u, ANSWER_TIMEOUT_MS), RLOCK_OK);
+        assert_int_equal(rlock_future_error(u), RLOCK_OK);
+        rlock_future_release(u);
+        expect_unlocked(f, name);
+    }
+}
+
+/* -- a name with braces in the middle, every kind -- */
+
+/* "a{b}c": both sides name every key and channel "prefix:a{b}c" (no
+ * braces added), so each kind excludes and wakes across sides. */
+static void test_kinds_brace_inside_name(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    static const char *const kinds[][2] = {
+        {"fair", "fair"}, {"spin", "spin"}, {"fenced", "fenced"}, {"write", "read"}};
+    for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+        fprintf(stderr, "a{b}c: %s holds, %s waits\n", kinds[i][0], kinds[i][1]);
+        kind_c_holds_java_waits(f, c, "a{b}c", kinds[i][0], kinds[i][1]);
+        kind_java_holds_c_waits(f, c, "a{b}c", kinds[i][0], kinds[i][1]);
+    }
+}
+
 static int setup(void **state) {
     g_lost = 0;
     signal(SIGPIPE, SIG_IGN); /* a write to a peer that died fails instead */
@@ -701,6 +1363,14 @@ static int teardown(void **state) {
         rlock_future_release(g_future);
         g_future = NULL;
     }
+    for (size_t i = 0; i < sizeof(g_futures) / sizeof(g_futures[0]); i++) {
+        if (g_futures[i] != NULL) {
+            rlock_future_cancel(g_futures[i]);
+            rlock_future_release(g_futures[i]);
+            g_futures[i] = NULL;
+        }
+    }
+    rt_free_kind_locks();
     rt_free_clients();
     if (g_probe != NULL) {
         redisFree(g_probe);
@@ -720,6 +1390,18 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_redisson_watchdog_keeps_c_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_force_unlock_wakes_the_other_side, setup, teardown),
         cmocka_unit_test_setup_teardown(test_hold_counts_and_ttl_read_alike, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fair_wakes_the_other_side, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fair_serves_both_sides_in_arrival_order, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_spin_excludes_both_ways, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_tokens_increase_across_sides, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_lock_and_get_token_lease, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_wakes_the_other_side, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_readers_share_across_sides, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rw_writer_excludes_reader_of_other_side, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_rw_write_unlock_lets_all_readers_in, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_kinds_brace_inside_name, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -14,7 +14,9 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.redisson.Redisson;
+import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 
@@ -31,7 +33,14 @@ import org.redisson.config.Config;
  *   await &lt;owner&gt; &lt;timeoutMs&gt;              OK &lt;value&gt; &lt;elapsedMs&gt; &lt;endMs&gt;, or TIMEOUT
  *   quit                                   OK bye, then exits (as at EOF)
  *
- * lock commands, on an RLock (RedissonClient.getLock):
+ * lock commands, each optionally prefixed by "kind &lt;kind&gt;" (default lock):
+ *   kind lock    RedissonClient.getLock(name)
+ *   kind fair    getFairLock(name)
+ *   kind spin    getSpinLock(name)
+ *   kind fenced  getFencedLock(name)
+ *   kind read    getReadWriteLock(name).readLock()
+ *   kind write   getReadWriteLock(name).writeLock()
+ * e.g. "kind fair tryLock a 0 10000", "on w kind read unlock a".
  *   lock &lt;name&gt; &lt;leaseMs|-1&gt;               OK -        (-1: the watchdog)
  *   tryLock &lt;name&gt; &lt;waitMs&gt; &lt;leaseMs|-1&gt;   OK true|false
  *   unlock &lt;name&gt;                          OK -
@@ -40,6 +49,10 @@ import org.redisson.config.Config;
  *   getHoldCount &lt;name&gt;                    OK &lt;n&gt;
  *   remainTimeToLive &lt;name&gt;                OK &lt;ms&gt; (-2: no lock, -1: no expiry)
  *   isHeldByCurrentThread &lt;name&gt;           OK true|false
+ * fenced lock only (kind fenced):
+ *   lockAndGetToken &lt;name&gt; &lt;leaseMs|-1&gt;    OK &lt;token&gt;
+ *   tryLockAndGetToken &lt;name&gt; &lt;waitMs&gt; &lt;leaseMs|-1&gt;  OK &lt;token&gt;|null (null: not taken)
+ *   getToken &lt;name&gt;                        OK &lt;token&gt;|null (null: none given yet)
  * </pre>
  *
  * A failure prints "ERROR &lt;exception&gt;: &lt;message&gt;". Redisson's lock owner
@@ -69,7 +82,9 @@ public final class Peer {
 
     private static RedissonClient redisson;
     private static final Map<String, Owner> owners = new HashMap<>();
-    private static final Map<String, RLock> locks = new HashMap<>(); // one RLock per name
+    // one RLock per kind and name, one RReadWriteLock per name
+    private static final Map<String, RLock> locks = new HashMap<>();
+    private static final Map<String, RReadWriteLock> rwLocks = new HashMap<>();
 
     public static void main(String[] args) throws Exception {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
@@ -182,16 +197,54 @@ public final class Peer {
         };
     }
 
-    /** A command on an RLock, on the calling (owner's) thread. */
+    /** The lock of that kind called name (one object per kind and name). */
+    private static RLock lockOf(String kind, String name) {
+        synchronized (locks) {
+            RLock lock = locks.get(kind + " " + name);
+            if (lock != null) {
+                return lock;
+            }
+            switch (kind) {
+                case "lock":
+                    lock = redisson.getLock(name);
+                    break;
+                case "fair":
+                    lock = redisson.getFairLock(name);
+                    break;
+                case "spin":
+                    lock = redisson.getSpinLock(name);
+                    break;
+                case "fenced":
+                    lock = redisson.getFencedLock(name);
+                    break;
+                case "read":
+                case "write": {
+                    RReadWriteLock rw = rwLocks.computeIfAbsent(name, redisson::getReadWriteLock);
+                    lock = kind.equals("read") ? rw.readLock() : rw.writeLock();
+                    break;
+                }
+                default:
+                    throw new IllegalArgumentException("unknown kind " + kind
+                            + " (lock, fair, spin, fenced, read, write)");
+            }
+            locks.put(kind + " " + name, lock);
+            return lock;
+        }
+    }
+
+    /** A command on a lock ("kind k" first, or the RLock), on the calling (owner's) thread. */
     private static String lockCommand(String[] w) throws Exception {
+        String kind = "lock";
+        if (w.length > 0 && w[0].equals("kind")) {
+            need(w, 3);
+            kind = w[1];
+            w = Arrays.copyOfRange(w, 2, w.length);
+        }
         need(w, 2);
         if (redisson == null) {
             throw new IllegalStateException("not connected");
         }
-        RLock lock;
-        synchronized (locks) {
-            lock = locks.computeIfAbsent(w[1], redisson::getLock);
-        }
+        RLock lock = lockOf(kind, w[1]);
         switch (w[0]) {
             case "lock":
                 need(w, 3);
@@ -214,9 +267,28 @@ public final class Peer {
                 return String.valueOf(lock.remainTimeToLive());
             case "isHeldByCurrentThread":
                 return String.valueOf(lock.isHeldByCurrentThread());
+            case "lockAndGetToken": {
+                need(w, 3);
+                long lease = Long.parseLong(w[2]);
+                return String.valueOf(lease == -1 ? fenced(lock).lockAndGetToken()
+                        : fenced(lock).lockAndGetToken(lease, TimeUnit.MILLISECONDS));
+            }
+            case "tryLockAndGetToken":
+                need(w, 4);
+                return String.valueOf(fenced(lock).tryLockAndGetToken(Long.parseLong(w[2]),
+                        Long.parseLong(w[3]), TimeUnit.MILLISECONDS));
+            case "getToken":
+                return String.valueOf(fenced(lock).getToken());
             default:
                 throw new IllegalArgumentException("unknown command " + w[0]);
         }
+    }
+
+    private static RFencedLock fenced(RLock lock) {
+        if (!(lock instanceof RFencedLock)) {
+            throw new IllegalArgumentException("not a fenced lock (use kind fenced)");
+        }
+        return (RFencedLock) lock;
     }
 
     private static Owner owner(String name) throws Exception {
