@@ -15,7 +15,8 @@ over the span from the start to the last unlock), the wait for the lock
 at once (the most by the Redis gauge; the mean, total read-hold time over
 the span; and the share of the time with k readers inside), the share of
 the time with k processes waiting for the write lock (rw) or the lock
-(lock), the workers' CPU (all of them, % of one CPU), how often an
+(lock), the workers' CPU (all of them, % of one CPU), Redis's EVAL and
+SUBSCRIBE calls per operation (INFO commandstats), how often an
 exclusive hold followed one by the same process, and the checks: no
 violation seen, and the counter equal to the writes. Python standard
 library only.
@@ -25,12 +26,32 @@ import json
 import os
 import resource
 import shlex
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 
 from s3_driver import percentile, redis_get
+
+
+def command_calls(addr):
+    """{command: calls} from INFO commandstats, over a bare socket."""
+    host, port = addr.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(b"*2\r\n$4\r\nINFO\r\n$12\r\ncommandstats\r\n")
+        buf = b""
+        while b"\r\n" not in buf:
+            buf += s.recv(65536)
+        head, rest = buf.split(b"\r\n", 1)
+        while len(rest) < int(head[1:]):
+            rest += s.recv(65536)
+    calls = {}
+    for line in rest.decode().splitlines():
+        if line.startswith("cmdstat_"):
+            name, _, stats = line[8:].partition(":")
+            calls[name] = int(stats.split(",")[0].split("=")[1])
+    return calls
 
 
 def sweep(intervals):
@@ -66,6 +87,7 @@ def main():
     lock = "bench:s6:" + tag
     counter = lock + ":counter"
     workdir = tempfile.mkdtemp(prefix="rlock-s6-")
+    before = command_calls(a.addr)
     start_at = time.monotonic_ns() + a.lead_ms * 1_000_000
     workers = []
     for i in range(a.procs):
@@ -98,6 +120,11 @@ def main():
             except ValueError:
                 pass
         reports.append((p.returncode, report))
+
+    after = command_calls(a.addr)
+
+    def calls(*names):
+        return sum(after.get(n, 0) - before.get(n, 0) for n in names)
 
     ops = []  # (got, released, called, kind, worker)
     for w, (_, out, _) in enumerate(workers):
@@ -150,6 +177,9 @@ def main():
         "readers_inside_share": inside, "waiting_share": waiting,
         "mean_waiting": mean(waiting),
         "client_cpu_pct": round(100.0 * (cpu.ru_utime + cpu.ru_stime) / span, 1) if span else None,
+        # rlock's scripts (acquire and unlock) and its waits, per operation.
+        "evals_per_op": round(calls("evalsha", "eval") / max(len(ops), 1), 2),
+        "subscribes_per_op": round(calls("subscribe") / max(len(ops), 1), 2),
         "exclusive_same_process_pct": round(100.0 * same / max(len(excl) - 1, 1), 1),
         "read_violations": total("read_violations"),
         "write_violations": total("write_violations"),
