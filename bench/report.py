@@ -667,7 +667,7 @@ def s6_section(res, w):
     w("## S6 — read-heavy: the read/write lock against the reentrant lock\n")
     s6 = res.ok("S6", impl="rlock")
     secs = fmt(s6[0]["seconds"], 0) if s6 else "5"
-    w("P processes on one lock name, each a loop for %s s: an operation is a read (90 %) or a "
+    w("P processes on one lock name, each a loop for @S s: an operation is a read (90 %) or a "
       "write (10 %), drawn by a seeded RNG (the same draws for both variants), and holds the "
       "lock for 1 ms of work, a sleep standing for I/O (a busy wait would make the readers "
       "compete for the client CPU instead of the lock), between two pipelined round trips "
@@ -680,7 +680,8 @@ def s6_section(res, w):
       "span); *waiting*: the mean number of processes waiting for the write lock (`rw`) or "
       "the lock (`lock`); *EVALs/op*: rlock's scripts (acquires and unlocks) Redis ran per "
       "operation; *client CPU*: all workers together, % of one CPU. The check: no read saw "
-      "the flag set, no write saw a reader inside, and the counter equals the writes.\n" % secs)
+      "the flag set, no write saw a reader inside, and the counter equals the writes.\n"
+      .replace("@S", secs))
     rows = []
     for r in sorted(s6, key=lambda r: (r["procs"], r.get("read_pct", 90), r["variant"] != "rw")):
         other = next((x for x in s6 if x["procs"] == r["procs"] and x["variant"] == "lock"
