@@ -43,9 +43,12 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
     o->iters = 100;
     o->watchdog_ms = 3000;
     o->periods = 3;
+    o->seed = 1;
+    o->hold_us = 1000;
+    o->read_pct = 90;
     if (argc < 2) {
         fprintf(stderr,
-                "usage: rlock_bench s1|s2|s3|s4|s5 [--flag value]... (see bench/README.md)\n");
+                "usage: rlock_bench s1|s2|s3|s4|s5|s6 [--flag value]... (see bench/README.md)\n");
         exit(2);
     }
     o->scenario = argv[1];
@@ -78,6 +81,12 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
             o->out = v;
         } else if (strcmp(f, "--watchdog-ms") == 0) {
             o->watchdog_ms = parse_long(f, v);
+        } else if (strcmp(f, "--seed") == 0) {
+            o->seed = (int64_t)strtoll(v, NULL, 10);
+        } else if (strcmp(f, "--hold-us") == 0) {
+            o->hold_us = parse_long(f, v);
+        } else if (strcmp(f, "--read-pct") == 0) {
+            o->read_pct = parse_long(f, v);
         } else if (strcmp(f, "--periods") == 0) {
             o->periods = (int)parse_long(f, v);
         } else {
@@ -86,12 +95,14 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
         }
     }
     if (strcmp(o->variant, "default") != 0 && strcmp(o->variant, "tuned") != 0 &&
-        strcmp(o->variant, "fair") != 0 && strcmp(o->variant, "handoff") != 0) {
-        fprintf(stderr, "rlock_bench: --variant is default, tuned, fair or handoff\n");
+        strcmp(o->variant, "fair") != 0 && strcmp(o->variant, "handoff") != 0 &&
+        strcmp(o->variant, "rw") != 0 && strcmp(o->variant, "lock") != 0) {
+        fprintf(stderr, "rlock_bench: --variant is default, tuned, fair, handoff (s1-s5), rw or "
+                        "lock (s6)\n");
         exit(2);
     }
     if (o->n < 1 || o->k < 1 || o->iters < 0 || o->seconds <= 0 || o->periods < 1 ||
-        o->watchdog_ms < 3) {
+        o->watchdog_ms < 3 || o->hold_us < 0 || o->read_pct < 0 || o->read_pct > 100) {
         fprintf(stderr, "rlock_bench: a count or time is out of range\n");
         exit(2);
     }
