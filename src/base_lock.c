@@ -218,11 +218,10 @@ static void start_unlock(void *arg) {
     }
 }
 
-/* A request id for the unlock latch: 128 random bits, as Redisson's UUID.
- * A per-thread xorshift128+ seeded from the OS (again after a fork, so a
- * child does not repeat its parent's ids) keeps a system call and a
- * printf off every unlock. */
-static void request_id(char out[32]) {
+/* 64 random bits from a per-thread xorshift128+ seeded from the OS (again
+ * after a fork, so a child does not repeat its parent's numbers): keeps a
+ * system call off every unlock and back-off. */
+static uint64_t next_random(void) {
     static _Thread_local uint64_t st[2];
     static _Thread_local uint64_t seeded_gen = UINT64_MAX;
     uint64_t gen = rlock__fork_generation();
@@ -233,13 +232,19 @@ static void request_id(char out[32]) {
         st[1] |= 1; /* xorshift's state must not be all zero */
         seeded_gen = gen;
     }
+    uint64_t x = st[0], y = st[1];
+    st[0] = y;
+    x ^= x << 23;
+    st[1] = x ^ y ^ (x >> 17) ^ (y >> 26);
+    return st[1] + y;
+}
+
+/* A request id for the unlock latch: 128 random bits, as Redisson's UUID,
+ * in hex (no printf on every unlock). */
+static void request_id(char out[32]) {
     static const char hex[] = "0123456789abcdef";
     for (int half = 0; half < 2; half++) {
-        uint64_t x = st[0], y = st[1];
-        st[0] = y;
-        x ^= x << 23;
-        st[1] = x ^ y ^ (x >> 17) ^ (y >> 26);
-        uint64_t v = st[1] + y;
+        uint64_t v = next_random();
         for (int i = 0; i < 16; i++) {
             out[half * 16 + i] = hex[(v >> (60 - 4 * i)) & 0xf];
         }
@@ -397,28 +402,33 @@ static void give_up(acquire_op *op) {
     acquire_finish(op, RLOCK_OK, 0, NULL);
 }
 
+/* scheduleExpirationRenewal: the watchdog renews the hold from now on
+ * (loop thread). */
+static void watch(rlock *l, uint64_t thread_id, int64_t sent_ms, rlock_lock_lost_cb lost_cb,
+                  void *lost_arg) {
+    rlock_client *c = l->client;
+    rlock__lost_sink sink = {.lock_cb = lost_cb,
+                             .lock_arg = lost_arg,
+                             .client_cb = c->cfg.on_lock_lost,
+                             .client_arg = c->cfg.on_lock_lost_arg};
+    if (rlock__renewal_add(c->renewal, l->ops->renewal, l->name.s, l->name.len, thread_id,
+                           l->ops->field_suffix, sent_ms, &sink) != RLOCK_OK) {
+        rlock__log(&c->log, RLOCK_LOG_ERROR,
+                   "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
+                   (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
+                   (long long)c->cfg.lock_watchdog_timeout_ms);
+    }
+}
+
 static void acquired(acquire_op *op, int64_t token) {
     rlock *l = op->lock;
-    rlock_client *c = l->client;
     int64_t value = op->token ? token : op->is_try ? 1 : 0;
     if (!rlock__future_complete(op->future, RLOCK_OK, value, NULL)) {
         undo_acquire(l, op->thread_id); /* cancelled meanwhile */
     } else if (op->lease_ms > 0) {
         atomic_store(&l->lease_ms, op->lease_ms);
     } else {
-        rlock__lost_sink sink = {.lock_cb = op->lost_cb,
-                                 .lock_arg = op->lost_arg,
-                                 .client_cb = c->cfg.on_lock_lost,
-                                 .client_arg = c->cfg.on_lock_lost_arg};
-        char field[RLOCK__FIELD_MAX];
-        size_t field_len = rlock__owner_field(l, op->thread_id, field);
-        if (rlock__renewal_add(c->renewal, l->ops->renewal, l->name.s, l->name.len, op->thread_id,
-                               field, field_len, op->sent_ms, &sink) != RLOCK_OK) {
-            rlock__log(&c->log, RLOCK_LOG_ERROR,
-                       "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
-                       (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
-                       (long long)c->cfg.lock_watchdog_timeout_ms);
-        }
+        watch(l, op->thread_id, op->sent_ms, op->lost_cb, op->lost_arg);
     }
     acquire_free(op);
 }
@@ -470,13 +480,14 @@ static void spin(acquire_op *op) {
         give_up(op);
         return;
     }
-    const rlock_backoff *b = &op->lock->backoff;
-    int64_t sleep = op->next_sleep_ms;
-    if (sleep < b->max_delay_ms) { /* ExponentialBackOffPolicy.getNextSleepPeriod */
+    const rlock *l = op->lock;
+    int64_t sleep = op->next_sleep_ms, max = l->backoff.max_delay_ms;
+    if (sleep < max) { /* ExponentialBackOffPolicy.getNextSleepPeriod */
         op->fails++;
-        int64_t jitter = (int64_t)((uint64_t)random() % (uint64_t)op->fails);
-        int64_t next = sleep * b->multiplier + jitter;
-        op->next_sleep_ms = next < b->max_delay_ms ? next : b->max_delay_ms;
+        /* ThreadLocalRandom.nextInt(fails): random per process and thread */
+        int64_t jitter = (int64_t)(next_random() % (uint64_t)op->fails);
+        int64_t next = sleep * l->backoff.multiplier + jitter;
+        op->next_sleep_ms = next < max ? next : max;
     }
     arm_timer(op, sleep);
 }
@@ -682,10 +693,7 @@ static rlock_future *start_op(rlock *l, int64_t wait_ms, int64_t lease_ms, uint6
     }
     /* A lock call made after rlock_set_lock_lost_callback gets its callback;
      * a later change does not reach this acquisition. */
-    pthread_mutex_lock(&l->mu);
-    op->lost_cb = l->lost_cb;
-    op->lost_arg = l->lost_arg;
-    pthread_mutex_unlock(&l->mu);
+    rlock__object_lost_cb(l, &op->lost_cb, &op->lost_arg);
     rlock__list_init(&op->live.node);
     op->live.close = close_acquire;
     ev_init(&op->timer, on_wait_timer);
@@ -884,19 +892,7 @@ static void apply_watchdog_note(void *arg) {
     rlock_client *c = l->client;
     if (!c->closed && c->renewal != NULL) {
         if (n->add) {
-            rlock__lost_sink sink = {.lock_cb = n->lost_cb,
-                                     .lock_arg = n->lost_arg,
-                                     .client_cb = c->cfg.on_lock_lost,
-                                     .client_arg = c->cfg.on_lock_lost_arg};
-            char field[RLOCK__FIELD_MAX];
-            size_t field_len = rlock__owner_field(l, n->thread_id, field);
-            if (rlock__renewal_add(c->renewal, l->ops->renewal, l->name.s, l->name.len,
-                                   n->thread_id, field, field_len, n->sent_ms, &sink) != RLOCK_OK) {
-                rlock__log(&c->log, RLOCK_LOG_ERROR,
-                           "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
-                           (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
-                           (long long)c->cfg.lock_watchdog_timeout_ms);
-            }
+            watch(l, n->thread_id, n->sent_ms, n->lost_cb, n->lost_arg);
         } else {
             rlock__renewal_cancel(c->renewal, l->ops->renewal, l->name.s, l->name.len,
                                   n->thread_id);
@@ -917,10 +913,7 @@ static int post_watchdog_note(rlock *l, uint64_t thread_id, int64_t sent_ms, boo
     n->sent_ms = sent_ms;
     n->add = add;
     if (add) {
-        pthread_mutex_lock(&l->mu);
-        n->lost_cb = l->lost_cb;
-        n->lost_arg = l->lost_arg;
-        pthread_mutex_unlock(&l->mu);
+        rlock__object_lost_cb(l, &n->lost_cb, &n->lost_arg);
     }
     if (rlock__loop_post(l->client->loop, apply_watchdog_note, n) != RLOCK_OK) {
         rlock__object_unref(l);

@@ -24,7 +24,6 @@ void rlock__object_unref(rlock *l) {
     if (atomic_fetch_sub(&l->refs, 1) != 1) {
         return;
     }
-    pthread_mutex_destroy(&l->mu);
     rlock__client_unref(l->client);
     free(l);
 }
@@ -101,7 +100,7 @@ rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size
     l->cfg = &c->cfg;
     l->ops = ops;
     atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
-    pthread_mutex_init(&l->mu, NULL);
+    atomic_flag_clear(&l->lost_guard);
     l->name.s = l->text;
     memcpy(l->name.s, name, len);
     l->name.s[len] = '\0';
@@ -144,9 +143,18 @@ int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg) {
     if (rc != RLOCK_OK) {
         return rc;
     }
-    pthread_mutex_lock(&l->mu);
+    while (atomic_flag_test_and_set_explicit(&l->lost_guard, memory_order_acquire)) {
+    }
     l->lost_cb = cb;
     l->lost_arg = cb != NULL ? arg : NULL;
-    pthread_mutex_unlock(&l->mu);
+    atomic_flag_clear_explicit(&l->lost_guard, memory_order_release);
     return RLOCK_OK;
+}
+
+void rlock__object_lost_cb(rlock *l, rlock_lock_lost_cb *cb, void **arg) {
+    while (atomic_flag_test_and_set_explicit(&l->lost_guard, memory_order_acquire)) {
+    }
+    *cb = l->lost_cb;
+    *arg = l->lost_arg;
+    atomic_flag_clear_explicit(&l->lost_guard, memory_order_release);
 }

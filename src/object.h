@@ -8,7 +8,6 @@
 #ifndef RLOCK_OBJECT_H
 #define RLOCK_OBJECT_H
 
-#include <pthread.h>
 #include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -38,8 +37,10 @@ struct rlock {
     /* internalLockLeaseTime: the lease a remaining reentrant hold gets on
      * unlock; the last lease given, or the watchdog timeout. */
     _Atomic int64_t lease_ms;
-    rlock_backoff backoff; /* the spin lock's */
-    pthread_mutex_t mu;    /* guards the lost-lock callback */
+    struct {
+        int32_t initial_delay_ms, max_delay_ms, multiplier;
+    } backoff;              /* the spin lock's (each at most an hour: fits) */
+    atomic_flag lost_guard; /* a spin lock over the lost-lock callback: set rarely */
     rlock_lock_lost_cb lost_cb;
     void *lost_arg;
     rlock__name name;
@@ -63,6 +64,9 @@ size_t rlock__owner_field(const rlock *l, uint64_t thread_id, char out[RLOCK__FI
  * (Redisson's prefixName). NULL with rlock_last_error() set on failure. */
 rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size_t len,
                          const rlock__kind_ops *ops, const char *const *extra, size_t nextra);
+
+/* The lost-lock callback as of now (any thread). */
+void rlock__object_lost_cb(rlock *l, rlock_lock_lost_cb *cb, void **arg);
 
 void rlock__object_ref(rlock *l);
 void rlock__object_unref(rlock *l);

@@ -11,16 +11,16 @@
 #include "rlock/errors.h"
 #include "rlock__scripts_all.h"
 
-/* One owner's watchdog holds (Redisson's LockEntry thread-id counter,
- * and its lock name: the owner's hash field). */
+/* One owner's watchdog holds (Redisson's LockEntry thread-id counter).
+ * Its hash field is made when a round is sent, not kept: a held lock
+ * costs its bytes here. */
 typedef struct owner {
     uint64_t thread_id;
     uint64_t seq;       /* tells this acquisition from a later one */
     int count;          /* watchdog holds */
     int64_t renewed_ms; /* when the request that last set the lease was sent */
     rlock__lost_sink sink;
-    size_t field_len;
-    char field[RLOCK__FIELD_MAX];
+    const char *suffix; /* after "<clientId>:<threadId>" in its field */
 } owner;
 
 /* A name in one script's table. */
@@ -353,10 +353,12 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entr
     const char **argv = calloc((size_t)argc, sizeof(char *));
     size_t *argvlen = calloc((size_t)argc, sizeof(size_t));
     char(*nums)[24] = calloc((size_t)nkeys + 1, sizeof(*nums));
+    char(*fields)[RLOCK__FIELD_MAX] = calloc((size_t)nitems + 1, sizeof(*fields));
     if (ch != NULL) {
         ch->names = malloc(names_len + 1);
     }
-    if (ch == NULL || ch->names == NULL || argv == NULL || argvlen == NULL || nums == NULL) {
+    if (ch == NULL || ch->names == NULL || argv == NULL || argvlen == NULL || nums == NULL ||
+        fields == NULL) {
         /* Out of memory: skip them this round; the deadline check in a
          * later round still reports them if it goes on. */
         for (int i = 0; i < nkeys && *next != NULL; i++) {
@@ -369,6 +371,7 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entr
         free(argv);
         free(argvlen);
         free(nums);
+        free(fields);
         return;
     }
     ch->r = r;
@@ -400,8 +403,10 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entr
             owner *o = &e->owners[i];
             ch->items[ch->n++] = (chunk_item){
                 .thread_id = o->thread_id, .seq = o->seq, .key = k, .off = name_off, .len = e->len};
-            argv[a] = o->field;
-            argvlen[a++] = o->field_len;
+            char *f = fields[ch->n - 1];
+            argvlen[a] = (size_t)snprintf(f, RLOCK__FIELD_MAX, "%s:%" PRIu64 "%s", r->client_id,
+                                          o->thread_id, o->suffix);
+            argv[a++] = f;
         }
         *next = e->hh.next;
     }
@@ -410,6 +415,7 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entr
     free(argv);
     free(argvlen);
     free(nums);
+    free(fields);
     if (cmd != NULL) {
         /* The next round is the retry: a call retried for long would hold
          * the rounds back while leases run out. */
@@ -446,13 +452,10 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
 }
 
 int rlock__renewal_add(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
-                       uint64_t thread_id, const char *field, size_t field_len, int64_t taken_ms,
+                       uint64_t thread_id, const char *suffix, int64_t taken_ms,
                        const rlock__lost_sink *sink) {
     if (r->closed) {
         return RLOCK_ERR_CLOSED;
-    }
-    if (field_len >= RLOCK__FIELD_MAX) {
-        return RLOCK_ERR_NOMEM; /* cannot happen: fields are made to fit */
     }
     renew_entry *e = find(r, script, name, len);
     bool created = e == NULL;
@@ -483,8 +486,7 @@ int rlock__renewal_add(rlock__renewal *r, rlock__renew_script script, const char
         *o = (owner){.thread_id = thread_id,
                      .seq = ++r->next_seq,
                      .renewed_ms = taken_ms,
-                     .field_len = field_len};
-        memcpy(o->field, field, field_len);
+                     .suffix = suffix != NULL ? suffix : ""};
         r->stats.renewing++;
     }
     if (created) {

@@ -49,12 +49,13 @@ int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_con
                           const rlock__logger *log, const char *client_id, rlock__renewal **out);
 
 /* One more watchdog hold of name by thread_id, renewed by script
- * (scheduleExpirationRenewal). field: the owner's hash field (getLockName;
- * the first hold's is kept). taken_ms: when the acquire that set the
+ * (scheduleExpirationRenewal). suffix: what the kind appends to the
+ * owner's hash field "<clientId>:<threadId>" (the write lock's ":write";
+ * NULL: nothing), a string that outlives the table. taken_ms: when the acquire that set the
  * lease was sent (monotonic). 0, or RLOCK_ERR_NOMEM (the lock is then not
  * renewed). */
 int rlock__renewal_add(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
-                       uint64_t thread_id, const char *field, size_t field_len, int64_t taken_ms,
+                       uint64_t thread_id, const char *suffix, int64_t taken_ms,
                        const rlock__lost_sink *sink);
 
 /* One hold fewer in script's table (cancelExpirationRenewal(threadId)):

@@ -56,7 +56,10 @@ rlock *rlock_get_spin_lock_with_backoff(rlock_client *c, const char *name, size_
     }
     rlock *l = rlock__object_new(c, "rlock_get_spin_lock", name, len, &spin_lock_ops, NULL, 0);
     if (l != NULL) {
-        l->backoff = *b;
+        /* Checked above: each fits 32 bits. */
+        l->backoff.initial_delay_ms = (int32_t)b->initial_delay_ms;
+        l->backoff.max_delay_ms = (int32_t)b->max_delay_ms;
+        l->backoff.multiplier = (int32_t)b->multiplier;
     }
     return l;
 }
