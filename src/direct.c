@@ -1,12 +1,12 @@
 /* The blocking calls' synchronous connections (direct.h). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/time.h>
 
 #include "address.h"
@@ -121,14 +121,16 @@ static rlock__direct_conn *connect_new(rlock__direct *d, char *msg, size_t msgle
 /* An idle connection is usable when the server has not closed it (a
  * restart, CLIENT KILL, an idle timeout): checked before anything is
  * written, so a dead one costs a reconnect instead of an unknown outcome.
- * Bytes waiting are the answers of rlock__direct_send, read later. */
+ * Bytes waiting are the answers of rlock__direct_send, read later; a
+ * close behind them is seen with POLLRDHUP (the peer's FIN), which a peek
+ * at the first byte cannot see. */
 static bool still_open(rlock__direct_conn *dc) {
-    char c;
-    ssize_t n = recv(dc->ctx->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n > 0) {
-        return dc->unread > 0;
+    struct pollfd p = {.fd = dc->ctx->fd, .events = POLLIN | POLLRDHUP};
+    int n = poll(&p, 1, 0);
+    if (n < 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) {
+        return false;
     }
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+    return (p.revents & POLLIN) == 0 || dc->unread > 0;
 }
 
 /* Drops the answers of rlock__direct_send, which come before the next
