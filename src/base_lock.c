@@ -423,12 +423,23 @@ static void watch(rlock *l, uint64_t thread_id, int64_t sent_ms, rlock_lock_lost
 static void acquired(acquire_op *op, int64_t token) {
     rlock *l = op->lock;
     int64_t value = op->token ? token : op->is_try ? 1 : 0;
-    if (!rlock__future_complete(op->future, RLOCK_OK, value, NULL)) {
-        undo_acquire(l, op->thread_id); /* cancelled meanwhile */
-    } else if (op->lease_ms > 0) {
-        atomic_store(&l->lease_ms, op->lease_ms);
-    } else {
+    /* Lease and watchdog first, as Redisson's tryAcquireAsync does before
+     * its future completes: the caller it wakes may unlock at once, from
+     * any thread. */
+    bool watched = op->lease_ms <= 0;
+    if (watched) {
         watch(l, op->thread_id, op->sent_ms, op->lost_cb, op->lost_arg);
+    } else {
+        atomic_store(&l->lease_ms, op->lease_ms);
+    }
+    if (!rlock__future_complete(op->future, RLOCK_OK, value, NULL)) {
+        /* Cancelled meanwhile: release it (the undo has no caller, so the
+         * watchdog is told here). */
+        if (watched) {
+            rlock__renewal_cancel(l->client->renewal, l->ops->renewal, l->name.s, l->name.len,
+                                  op->thread_id);
+        }
+        undo_acquire(l, op->thread_id);
     }
     acquire_free(op);
 }
@@ -874,53 +885,18 @@ rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms, int6
 
 /* ---- the blocking calls' direct path ----------------------------------------- */
 
-/* The watchdog's side of a hold taken or released on the calling thread:
- * posted to the loop, in call order with everything else the thread
- * posts (a later unlock's cancel cannot overtake this add). */
-typedef struct watchdog_note {
-    rlock *lock;
-    uint64_t thread_id;
-    int64_t sent_ms;
-    bool add; /* else cancel */
-    rlock_lock_lost_cb lost_cb;
-    void *lost_arg;
-} watchdog_note;
-
-static void apply_watchdog_note(void *arg) {
-    watchdog_note *n = arg;
-    rlock *l = n->lock;
+/* The watchdog's side of a hold taken (add) or given up on the calling
+ * thread: a note the loop applies in call order, before it next reads the
+ * watchdog's table (renewal.h), without waking the loop each time. */
+static int note_watchdog(rlock *l, uint64_t thread_id, int64_t sent_ms, bool add) {
     rlock_client *c = l->client;
-    if (!c->closed && c->renewal != NULL) {
-        if (n->add) {
-            watch(l, n->thread_id, n->sent_ms, n->lost_cb, n->lost_arg);
-        } else {
-            rlock__renewal_cancel(c->renewal, l->ops->renewal, l->name.s, l->name.len,
-                                  n->thread_id);
-        }
-    }
-    rlock__object_unref(l);
-    free(n);
-}
-
-static int post_watchdog_note(rlock *l, uint64_t thread_id, int64_t sent_ms, bool add) {
-    watchdog_note *n = calloc(1, sizeof(*n));
-    if (n == NULL) {
-        return RLOCK_ERR_NOMEM;
-    }
-    rlock__object_ref(l);
-    n->lock = l;
-    n->thread_id = thread_id;
-    n->sent_ms = sent_ms;
-    n->add = add;
+    rlock__lost_sink sink = {.client_cb = c->cfg.on_lock_lost,
+                             .client_arg = c->cfg.on_lock_lost_arg};
     if (add) {
-        rlock__object_lost_cb(l, &n->lost_cb, &n->lost_arg);
+        rlock__object_lost_cb(l, &sink.lock_cb, &sink.lock_arg);
     }
-    if (rlock__loop_post(l->client->loop, apply_watchdog_note, n) != RLOCK_OK) {
-        rlock__object_unref(l);
-        free(n);
-        return RLOCK_ERR_NOMEM;
-    }
-    return RLOCK_OK;
+    return rlock__renewal_note(c->renewal, add, l->ops->renewal, l->name.s, l->name.len, thread_id,
+                               l->ops->field_suffix, sent_ms, &sink);
 }
 
 bool rlock__direct_usable(const rlock *l) {
@@ -976,7 +952,7 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
     }
     if (lease_ms > 0) {
         atomic_store(&l->lease_ms, lease_ms);
-    } else if (post_watchdog_note(l, thread_id, sent_ms, true) != RLOCK_OK) {
+    } else if (note_watchdog(l, thread_id, sent_ms, true) != RLOCK_OK) {
         rlock__log(&c->log, RLOCK_LOG_ERROR,
                    "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
                    (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
@@ -997,9 +973,10 @@ rlock_future *rlock__unlock_direct(rlock *l, int *rc) {
     }
     char msg[256];
     rlock__direct_conn *dc = rlock__direct_take(c->direct, msg, sizeof(msg));
-    /* The watchdog lets go first, so that no renewal can find the lock
-     * released and report it lost; Redisson cancels whatever the answer. */
-    op->renewal_cancelled = dc != NULL && post_watchdog_note(l, thread_id, 0, false) == RLOCK_OK;
+    /* The watchdog lets go first, so that no renewal answered after the
+     * unlock can report the lock lost (the loop applies the note before it
+     * reads that answer); Redisson cancels whatever the answer. */
+    op->renewal_cancelled = dc != NULL && note_watchdog(l, thread_id, 0, false) == RLOCK_OK;
     redisReply *reply = NULL;
     bool written = false;
     int err = dc != NULL && op->renewal_cancelled

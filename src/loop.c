@@ -124,11 +124,6 @@ int rlock__loop_create(struct ev_loop *app_loop, rlock__loop **out) {
     l->thread = pthread_self();
     pthread_mutex_init(&l->mu, NULL);
     ev_async_init(&l->wake, on_wake);
-    /* Posted work runs before the replies that arrive in the same loop
-     * iteration: a blocking unlock posts its watchdog cancel before it
-     * sends the unlock, so no renewal answered after the unlock can be
-     * read before the cancel (and reported as a lost lock). */
-    ev_set_priority(&l->wake, EV_MAXPRI);
     l->wake.data = l;
     ev_check_init(&l->check, on_check);
     l->check.data = l;

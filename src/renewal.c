@@ -3,6 +3,7 @@
 
 #include <ev.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,7 +53,33 @@ struct rlock__renewal {
     int in_flight; /* calls of the current round still out */
     uint64_t next_seq;
     rlock__renewal_stats stats;
+    /* Holds taken and given up on other threads (the blocking calls'
+     * direct path), applied in order on the loop before the table is
+     * read. Without a wake-up while the timer runs, so that a thread
+     * that locks and unlocks does not wake the loop each time. */
+    pthread_mutex_t notes_mu;
+    struct note *notes_head, *notes_tail;
+    int notes_count;
+    bool notes_live;   /* the loop looks at the queue by itself (timer armed) */
+    bool drain_posted; /* a drain task is queued on the loop */
+    bool notes_closed;
 };
+
+typedef struct note {
+    struct note *next;
+    rlock__renew_script script;
+    bool add; /* else a cancel */
+    uint64_t thread_id;
+    const char *suffix;
+    int64_t taken_ms;
+    rlock__lost_sink sink;
+    size_t len;
+    char name[];
+} note;
+
+/* Queued notes wake the loop when there are this many, so a busy thread
+ * cannot pile them up between two rounds. */
+#define NOTES_WAKE 256
 
 /* A batched renew call, and what it renews: one item per owner renewed
  * (LockTask: the first owner of each name; ReadLockTask: every owner). */
@@ -101,6 +128,7 @@ int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_con
     r->timer.data = r;
     ev_init(&r->expiry, on_expiry);
     r->expiry.data = r;
+    pthread_mutex_init(&r->notes_mu, NULL);
     return RLOCK_OK;
 }
 
@@ -135,11 +163,14 @@ static owner *find_owner(renew_entry *e, uint64_t thread_id) {
     return NULL;
 }
 
+static void notes_wake_from_now(rlock__renewal *r);
+
 static void stop_if_idle(rlock__renewal *r) {
     if (table_empty(r) && r->in_flight == 0 && r->running) {
         ev_timer_stop(rlock__loop_ev(r->loop), &r->timer);
         ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry);
         r->running = false;
+        notes_wake_from_now(r);
     }
 }
 
@@ -194,10 +225,38 @@ static void report_lost(rlock__renewal *r, renew_entry *e, owner *o, int reason,
     remove_owner(r, e, o);
 }
 
+static void drain(rlock__renewal *r);
+static void drain_task(void *arg);
+
+/* The timer is about to stop: from now on a note must wake the loop. If
+ * notes came meanwhile, a drain is posted for them. */
+static void notes_wake_from_now(rlock__renewal *r) {
+    pthread_mutex_lock(&r->notes_mu);
+    r->notes_live = false;
+    bool post = r->notes_head != NULL && !r->drain_posted && !r->notes_closed;
+    if (post) {
+        r->drain_posted = true;
+        r->notes_live = true;
+    }
+    pthread_mutex_unlock(&r->notes_mu);
+    if (post && rlock__loop_post(r->loop, drain_task, r) != RLOCK_OK) {
+        pthread_mutex_lock(&r->notes_mu);
+        r->drain_posted = false;
+        r->notes_live = false;
+        pthread_mutex_unlock(&r->notes_mu);
+    }
+}
+
 static void schedule_round(rlock__renewal *r) {
     if (r->closed || table_empty(r)) {
         r->running = false;
+        notes_wake_from_now(r);
         return;
+    }
+    if (!r->running) {
+        pthread_mutex_lock(&r->notes_mu);
+        r->notes_live = true; /* the timer will drain them */
+        pthread_mutex_unlock(&r->notes_mu);
     }
     r->running = true;
     /* After a failed call, try again after retry_interval_ms rather than a
@@ -245,6 +304,7 @@ static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents) {
     (void)ev;
     (void)revents;
     rlock__renewal *r = w->data;
+    drain(r);
     int64_t now = rlock__now_ms();
     if (r->last_msg[0] == '\0') {
         snprintf(r->last_msg, sizeof(r->last_msg), "no answer to the renewal yet");
@@ -270,6 +330,9 @@ static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents) {
 static void on_chunk_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     chunk *ch = arg;
     rlock__renewal *r = ch->r;
+    /* A hold given up before its unlock was sent is out of the table
+     * before this answer is read, so it is not reported lost. */
+    drain(r);
     r->in_flight--;
     bool ok =
         err == RLOCK_OK && reply->type == REDIS_REPLY_ARRAY && reply->elements == (size_t)ch->nkeys;
@@ -435,6 +498,7 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     (void)ev;
     (void)revents;
     rlock__renewal *r = w->data;
+    drain(r);
     int64_t now = rlock__now_ms();
     r->round_failed = false;
     for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
@@ -451,9 +515,9 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     }
 }
 
-int rlock__renewal_add(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
-                       uint64_t thread_id, const char *suffix, int64_t taken_ms,
-                       const rlock__lost_sink *sink) {
+static int add_now(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
+                   uint64_t thread_id, const char *suffix, int64_t taken_ms,
+                   const rlock__lost_sink *sink) {
     if (r->closed) {
         return RLOCK_ERR_CLOSED;
     }
@@ -503,8 +567,8 @@ int rlock__renewal_add(rlock__renewal *r, rlock__renew_script script, const char
     return RLOCK_OK;
 }
 
-void rlock__renewal_cancel(rlock__renewal *r, rlock__renew_script script, const char *name,
-                           size_t len, uint64_t thread_id) {
+static void cancel_now(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
+                       uint64_t thread_id) {
     renew_entry *e = find(r, script, name, len);
     owner *o = e != NULL ? find_owner(e, thread_id) : NULL;
     if (o != NULL && --o->count == 0) {
@@ -513,8 +577,106 @@ void rlock__renewal_cancel(rlock__renewal *r, rlock__renew_script script, const 
     }
 }
 
+int rlock__renewal_add(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
+                       uint64_t thread_id, const char *suffix, int64_t taken_ms,
+                       const rlock__lost_sink *sink) {
+    drain(r); /* holds noted by other threads come first */
+    return add_now(r, script, name, len, thread_id, suffix, taken_ms, sink);
+}
+
+void rlock__renewal_cancel(rlock__renewal *r, rlock__renew_script script, const char *name,
+                           size_t len, uint64_t thread_id) {
+    drain(r);
+    cancel_now(r, script, name, len, thread_id);
+}
+
+/* Applies the queued notes in order (loop thread). */
+static void drain(rlock__renewal *r) {
+    pthread_mutex_lock(&r->notes_mu);
+    note *n = r->notes_head;
+    r->notes_head = r->notes_tail = NULL;
+    r->notes_count = 0;
+    pthread_mutex_unlock(&r->notes_mu);
+    while (n != NULL) {
+        note *next = n->next;
+        if (n->add) {
+            if (add_now(r, n->script, n->name, n->len, n->thread_id, n->suffix, n->taken_ms,
+                        &n->sink) == RLOCK_ERR_NOMEM) {
+                rlock__log(r->log, RLOCK_LOG_ERROR,
+                           "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
+                           (int)(n->len > 200 ? 200 : n->len), n->name,
+                           (long long)r->cfg->lock_watchdog_timeout_ms);
+            }
+        } else {
+            cancel_now(r, n->script, n->name, n->len, n->thread_id);
+        }
+        free(n);
+        n = next;
+    }
+}
+
+static void drain_task(void *arg) {
+    rlock__renewal *r = arg;
+    pthread_mutex_lock(&r->notes_mu);
+    r->drain_posted = false;
+    pthread_mutex_unlock(&r->notes_mu);
+    drain(r);
+    if (!r->running) {
+        schedule_round(r);
+    }
+    stop_if_idle(r);
+}
+
+int rlock__renewal_note(rlock__renewal *r, bool add, rlock__renew_script script, const char *name,
+                        size_t len, uint64_t thread_id, const char *suffix, int64_t taken_ms,
+                        const rlock__lost_sink *sink) {
+    note *n = calloc(1, sizeof(*n) + len);
+    if (n == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    n->script = script;
+    n->add = add;
+    n->thread_id = thread_id;
+    n->suffix = suffix;
+    n->taken_ms = taken_ms;
+    if (sink != NULL) {
+        n->sink = *sink;
+    }
+    n->len = len;
+    memcpy(n->name, name, len);
+    pthread_mutex_lock(&r->notes_mu);
+    if (r->notes_closed) {
+        pthread_mutex_unlock(&r->notes_mu);
+        free(n);
+        return RLOCK_ERR_CLOSED;
+    }
+    if (r->notes_tail != NULL) {
+        r->notes_tail->next = n;
+    } else {
+        r->notes_head = n;
+    }
+    r->notes_tail = n;
+    r->notes_count++;
+    /* Wake the loop when nothing would make it look (the timer is off),
+     * or when the queue grows long. */
+    bool wake = !r->drain_posted && (!r->notes_live || r->notes_count >= NOTES_WAKE);
+    if (wake) {
+        r->drain_posted = true;
+        r->notes_live = true;
+    }
+    pthread_mutex_unlock(&r->notes_mu);
+    if (wake && rlock__loop_post(r->loop, drain_task, r) != RLOCK_OK) {
+        pthread_mutex_lock(&r->notes_mu);
+        r->drain_posted = false;
+        r->notes_live = false; /* the next note tries again */
+        pthread_mutex_unlock(&r->notes_mu);
+    }
+    return RLOCK_OK;
+}
+
 void rlock__renewal_cancel_all(rlock__renewal *r, rlock__renew_script script, const char *name,
                                size_t len) {
+    drain(r);
     renew_entry *e = find(r, script, name, len);
     while (e != NULL && e->n > 0) {
         bool last = e->n == 1;
@@ -531,6 +693,10 @@ void rlock__renewal_close(rlock__renewal *r) {
         return;
     }
     r->closed = true;
+    pthread_mutex_lock(&r->notes_mu);
+    r->notes_closed = true;
+    pthread_mutex_unlock(&r->notes_mu);
+    drain(r); /* frees them: adds are refused once closed */
     ev_timer_stop(rlock__loop_ev(r->loop), &r->timer);
     ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry);
     r->running = false;
@@ -548,10 +714,12 @@ void rlock__renewal_close(rlock__renewal *r) {
 void rlock__renewal_destroy(rlock__renewal *r) {
     if (r != NULL) {
         rlock__renewal_close(r);
+        pthread_mutex_destroy(&r->notes_mu);
         free(r);
     }
 }
 
-rlock__renewal_stats rlock__renewal_get_stats(const rlock__renewal *r) {
+rlock__renewal_stats rlock__renewal_get_stats(rlock__renewal *r) {
+    drain(r);
     return r->stats;
 }

@@ -72,6 +72,16 @@ void rlock__renewal_cancel_all(rlock__renewal *r, rlock__renew_script script, co
 void rlock__renewal_close(rlock__renewal *r);
 void rlock__renewal_destroy(rlock__renewal *r);
 
-rlock__renewal_stats rlock__renewal_get_stats(const rlock__renewal *r);
+/* The same as rlock__renewal_add (add) or rlock__renewal_cancel, from
+ * any thread: queued, and applied on the loop in order, before anything
+ * there reads the table (a round, an answer, a stats read, a loop-side
+ * add or cancel). The loop is woken only when its timer is not running or
+ * many notes are queued. sink may be NULL for a cancel. 0, or
+ * RLOCK_ERR_NOMEM, or RLOCK_ERR_CLOSED after rlock__renewal_close. */
+int rlock__renewal_note(rlock__renewal *r, bool add, rlock__renew_script script, const char *name,
+                        size_t len, uint64_t thread_id, const char *suffix, int64_t taken_ms,
+                        const rlock__lost_sink *sink);
+
+rlock__renewal_stats rlock__renewal_get_stats(rlock__renewal *r);
 
 #endif
