@@ -659,6 +659,18 @@ static void test_last_error_is_per_thread(void **state) {
     assert_string_equal(rlock_last_error(), before);
 }
 
+/* ---- version ---------------------------------------------------------- */
+
+static void test_version_matches_header(void **state) {
+    (void)state;
+    char expected[64];
+    snprintf(expected, sizeof(expected), "%d.%d.%d", RLOCK_VERSION_MAJOR, RLOCK_VERSION_MINOR,
+             RLOCK_VERSION_PATCH);
+    assert_string_equal(rlock_version(), expected);
+    assert_string_equal(rlock_version(), RLOCK_VERSION_STRING);
+    assert_true(RLOCK_VERSION_NUMBER >= RLOCK_MAKE_VERSION(0, 1, 0));
+}
+
 /* ---- error codes ------------------------------------------------------ */
 
 static void test_error_names_and_texts(void **state) {
@@ -750,6 +762,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_config_bad_address_message),
         cmocka_unit_test(test_client_create_rejects_bad_config),
         cmocka_unit_test(test_last_error_is_per_thread),
+        cmocka_unit_test(test_version_matches_header),
         cmocka_unit_test(test_error_names_and_texts),
         cmocka_unit_test(test_error_unknown_codes),
     };

@@ -7,5 +7,6 @@
 #include "rlock/errors.h"
 #include "rlock/future.h"
 #include "rlock/lock.h"
+#include "rlock/version.h"
 
 #endif

@@ -1,0 +1,172 @@
+#!/usr/bin/env bash
+# Drives the rlock command from a shell, as a user would.
+#
+#   cli_test.sh RLOCK_BINARY CASE ADDRESS
+#
+# ctest runs one CASE per test through with_redis, which starts a private
+# redis-server and appends its ADDRESS. Exits 0 when the case passes.
+set -euo pipefail
+
+RLOCK="$1"
+CASE="$2"
+export RLOCK_ADDRESS="$3"
+WORK="$(mktemp -d)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+fail() {
+    echo "FAIL ($CASE): $*" >&2
+    exit 1
+}
+
+# Waits until the lock $1 is held (rlock status exits 0), up to 10 s.
+wait_locked() {
+    for _ in $(seq 100); do
+        if "$RLOCK" status "$1" >/dev/null; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    fail "lock $1 was never taken"
+}
+
+# Runs "$@" and sets rc to its exit status (set -e would stop at a failure).
+run() {
+    rc=0
+    "$@" || rc=$?
+}
+
+case "$CASE" in
+serialise)
+    # Three runs on one name: each one's start/end lines must be adjacent.
+    log="$WORK/log"
+    pids=()
+    for who in a b c; do
+        "$RLOCK" exec cli:serialise -- sh -c \
+            "echo start $who >>'$log'; sleep 0.3; echo end $who >>'$log'" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid" || fail "an exec failed"
+    done
+    cat "$log"
+    [ "$(wc -l <"$log")" -eq 6 ] || fail "expected 6 lines"
+    while read -r s1 w1 && read -r s2 w2; do
+        [ "$s1 $s2" = "start end" ] && [ "$w1" = "$w2" ] || fail "holds interleave"
+    done <"$log"
+    ;;
+exit_status)
+    run "$RLOCK" exec cli:status -- sh -c 'exit 3'
+    [ "$rc" -eq 3 ] || fail "exit 3 came back as $rc"
+    run "$RLOCK" exec cli:status -- true
+    [ "$rc" -eq 0 ] || fail "true came back as $rc"
+    run "$RLOCK" exec cli:status -- sh -c 'kill -KILL $$'
+    [ "$rc" -eq 137 ] || fail "death by SIGKILL came back as $rc, not 137"
+    run "$RLOCK" exec cli:status -- /nonexistent/command
+    [ "$rc" -eq 127 ] || fail "a missing command gave $rc, not 127"
+    # Each run released the lock.
+    run "$RLOCK" status cli:status
+    [ "$rc" -eq 1 ] || fail "the lock is still held after the runs"
+    ;;
+sigterm)
+    # SIGTERM to rlock reaches the command, whose status then comes back.
+    "$RLOCK" exec cli:sigterm -- sh -c \
+        "trap 'echo got TERM >\"$WORK/trap\"; exit 7' TERM; echo ready >\"$WORK/ready\"; \
+         while :; do sleep 0.1; done" &
+    pid=$!
+    for _ in $(seq 100); do
+        [ -s "$WORK/ready" ] && break
+        sleep 0.1
+    done
+    [ -s "$WORK/ready" ] || fail "the command never started"
+    kill -TERM "$pid"
+    run wait "$pid"
+    [ "$rc" -eq 7 ] || fail "rlock exited $rc, not the command's 7"
+    grep -q "got TERM" "$WORK/trap" || fail "the command did not get SIGTERM"
+    run "$RLOCK" status cli:sigterm
+    [ "$rc" -eq 1 ] || fail "the lock is still held"
+    ;;
+wait_timeout)
+    "$RLOCK" exec cli:wait -- sleep 5 &
+    holder=$!
+    wait_locked cli:wait
+    start=$(date +%s%N)
+    run "$RLOCK" exec --wait 500 cli:wait -- sh -c 'echo ran >"$0"' "$WORK/ran"
+    took=$((($(date +%s%N) - start) / 1000000))
+    [ "$rc" -eq 75 ] || fail "--wait ran out with status $rc, not 75"
+    [ ! -e "$WORK/ran" ] || fail "the command ran without the lock"
+    [ "$took" -ge 450 ] && [ "$took" -lt 4000 ] || fail "gave up after $took ms, not ~500"
+    run "$RLOCK" exec --wait 0 cli:wait -- true
+    [ "$rc" -eq 75 ] || fail "--wait 0 gave status $rc, not 75"
+    kill -TERM "$holder"
+    wait "$holder" || true
+    run "$RLOCK" exec --wait 2000 cli:wait -- true
+    [ "$rc" -eq 0 ] || fail "the freed lock was not taken: $rc"
+    ;;
+status)
+    run "$RLOCK" status cli:held
+    [ "$rc" -eq 1 ] || fail "a free lock's status is $rc, not 1"
+    "$RLOCK" exec cli:held -- sleep 5 &
+    holder=$!
+    wait_locked cli:held
+    "$RLOCK" status cli:held | tee "$WORK/text"
+    grep -q '^cli:held: locked$' "$WORK/text" || fail "text status does not say locked"
+    grep -Eq '^  holder [0-9a-f-]{36}:[0-9]+: 1 hold$' "$WORK/text" || fail "no holder line"
+    grep -Eq '^  ttl: [0-9]+ ms$' "$WORK/text" || fail "no ttl line"
+    "$RLOCK" status --json cli:held | tee "$WORK/json"
+    grep -q '"locked":true' "$WORK/json" || fail "json: not locked"
+    grep -Eq '"holders":\[\{"owner":"[0-9a-f-]{36}:[0-9]+","holds":1\}\]' "$WORK/json" ||
+        fail "json: no holder"
+    kill -TERM "$holder"
+    wait "$holder" || true
+    run "$RLOCK" status --json cli:held
+    [ "$rc" -eq 1 ] || fail "status after the holder ended: $rc, not 1"
+    ;;
+unlock_force)
+    # A short watchdog timeout, so the renewal finds the lock gone quickly.
+    "$RLOCK" exec --watchdog-timeout 900 --kill-on-lost cli:force -- sleep 30 \
+        2>"$WORK/stderr" &
+    holder=$!
+    wait_locked cli:force
+    run "$RLOCK" unlock --force cli:force
+    [ "$rc" -eq 0 ] || fail "unlock --force gave $rc, not 0"
+    run "$RLOCK" status cli:force
+    [ "$rc" -eq 1 ] || fail "still locked after unlock --force"
+    # The holder learns it lost the lock and stops its command.
+    run wait "$holder"
+    cat "$WORK/stderr"
+    [ "$rc" -eq 143 ] || fail "the holder's command ended with $rc, not 143 (SIGTERM)"
+    grep -q 'lost the lock "cli:force"' "$WORK/stderr" || fail "no lost-lock message"
+    run "$RLOCK" unlock --force cli:force
+    [ "$rc" -eq 1 ] || fail "unlock --force of a free lock gave $rc, not 1"
+    ;;
+fenced_token)
+    "$RLOCK" exec --kind fenced cli:fenced -- sh -c 'echo "$RLOCK_TOKEN"' >"$WORK/t1"
+    RLOCK_TOKEN=stale "$RLOCK" exec --kind fenced cli:fenced -- sh -c 'echo "$RLOCK_TOKEN"' \
+        >"$WORK/t2"
+    t1=$(cat "$WORK/t1")
+    t2=$(cat "$WORK/t2")
+    echo "tokens: $t1 $t2"
+    [[ "$t1" =~ ^[0-9]+$ ]] && [[ "$t2" =~ ^[0-9]+$ ]] || fail "no numeric RLOCK_TOKEN"
+    [ "$t2" -gt "$t1" ] || fail "tokens do not increase"
+    run "$RLOCK" status cli:fenced >"$WORK/status"
+    grep -q "last fencing token: $t2" "$WORK/status" || fail "status: no token"
+    # Other kinds export no token.
+    out=$(RLOCK_TOKEN= "$RLOCK" exec cli:fenced -- sh -c 'echo "${RLOCK_TOKEN-unset}"')
+    [ "$out" = unset ] || fail "a plain lock exported RLOCK_TOKEN=$out"
+    ;;
+usage)
+    "$RLOCK" --help | grep -q '^Exit status:' || fail "--help has no exit statuses"
+    run "$RLOCK" exec --bogus x -- true
+    [ "$rc" -eq 64 ] || fail "a bad option gave $rc, not 64"
+    run "$RLOCK" exec x
+    [ "$rc" -eq 64 ] || fail "a missing command gave $rc, not 64"
+    run "$RLOCK" unlock x
+    [ "$rc" -eq 64 ] || fail "unlock without --force gave $rc, not 64"
+    run "$RLOCK" --address redis://127.0.0.1:1 status x
+    [ "$rc" -eq 69 ] || fail "an unreachable server gave $rc, not 69"
+    ;;
+*)
+    fail "no such case"
+    ;;
+esac
+echo "PASS ($CASE)"

@@ -1,0 +1,17 @@
+/* A plain hiredis connection for what the public API does not read: the
+ * lock hash's holders, the read/write lock's mode, the fair lock's queue.
+ * Parses the same addresses as rlock_config.address:
+ *   redis://[[user]:password@]host[:port][/db]   (host may be [IPv6])
+ *   unix:///path/to/socket */
+#ifndef RLOCK_TOOL_REDIS_DIRECT_H
+#define RLOCK_TOOL_REDIS_DIRECT_H
+
+#include <stddef.h>
+
+#include <hiredis/hiredis.h>
+
+/* A connected, authenticated, SELECTed context, or NULL with a reason in
+ * err. The caller redisFree()s it. */
+redisContext *cli_direct_connect(const char *address, int timeout_ms, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,869 @@
+/* rlock: the command-line tool. Runs a command under a distributed lock,
+ * shows a lock's state, and force-unlocks. Built on the public API only
+ * (rlock/rlock.h), plus a plain hiredis connection for what that API does
+ * not read (the lock hash's holders). See docs/cli.md and `rlock --help`. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rlock/rlock.h>
+#include <rlock/version.h>
+
+#include "redis_direct.h"
+
+extern char **environ;
+
+/* Exit statuses of rlock's own (exec otherwise passes the command's on). */
+enum {
+    EXIT_NOT_HELD = 1,      /* status: not locked; unlock --force: was not locked */
+    EXIT_USAGE = 64,        /* EX_USAGE: bad arguments */
+    EXIT_UNAVAILABLE = 69,  /* EX_UNAVAILABLE: Redis unreachable or failing */
+    EXIT_SOFTWARE = 70,     /* EX_SOFTWARE: out of memory, an unexpected failure */
+    EXIT_TEMPFAIL = 75,     /* EX_TEMPFAIL: the lock was not had within --wait */
+    EXIT_CANNOT_EXEC = 126, /* the command was found but could not be run */
+    EXIT_NOT_FOUND = 127,   /* the command was not found */
+};
+
+#define DEFAULT_ADDRESS "redis://127.0.0.1:6379"
+
+static const char usage_text[] =
+    "usage: rlock exec [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
+    "       rlock status [--json] [OPTIONS] NAME\n"
+    "       rlock unlock --force [--kind KIND] [OPTIONS] NAME\n"
+    "       rlock --help | --version\n"
+    "\n"
+    "Redisson-compatible distributed locks on Redis, from the shell.\n"
+    "\n"
+    "exec     takes the lock NAME, runs COMMAND while holding it, releases it\n"
+    "         when COMMAND exits, and exits with COMMAND's status (128+N when a\n"
+    "         signal N killed it). SIGINT, SIGTERM and SIGHUP sent to rlock are\n"
+    "         passed on to COMMAND. A fenced lock's token is in COMMAND's\n"
+    "         environment as RLOCK_TOKEN; the lock's name as RLOCK_NAME.\n"
+    "  --wait MS             give up after MS ms (0: one try) with status 75;\n"
+    "                        default: wait as long as it takes\n"
+    "  --lease MS            the lock expires MS ms after it is taken; default:\n"
+    "                        no lease, the watchdog keeps the lock while rlock runs\n"
+    "  --watchdog-timeout MS the watchdog's lease, renewed every third (30000)\n"
+    "  --kind KIND           lock (default), fair, spin, fenced, read or write\n"
+    "  --kill-on-lost        send COMMAND SIGTERM when the lock is lost while it\n"
+    "                        runs (it is always reported on stderr)\n"
+    "status   prints whether NAME is locked, its holders and their hold counts,\n"
+    "         its remaining lease (TTL), a read/write lock's mode, a fair lock's\n"
+    "         waiters and a fenced lock's last token.\n"
+    "  --json                one JSON object instead of text\n"
+    "unlock   --force deletes the lock NAME whoever holds it and wakes a waiter.\n"
+    "  --kind KIND           the kind its users take it as; default: lock, or read\n"
+    "                        or write for a read/write lock, fair when it has a\n"
+    "                        fair lock queue\n"
+    "\n"
+    "Every command:\n"
+    "  --address ADDR        redis://[[user]:password@]host[:port][/db] or\n"
+    "                        unix:///path; default $RLOCK_ADDRESS, else\n"
+    "                        " DEFAULT_ADDRESS "\n"
+    "\n"
+    "Exit status:\n"
+    "  exec     COMMAND's status, 128+N when signal N killed it;\n"
+    "           75 when the lock was not had within --wait;\n"
+    "           126 when COMMAND could not be run, 127 when it was not found\n"
+    "  status   0 when NAME is locked, 1 when it is not\n"
+    "  unlock   0 when a lock was deleted, 1 when NAME was not locked\n"
+    "  all      64 bad usage, 69 Redis unreachable or failing, 70 internal error;\n"
+    "           exec passes on SIGINT, SIGTERM or SIGHUP that comes while it\n"
+    "           waits for the lock as 128+N\n";
+
+static void usage_error(const char *fmt, const char *arg) {
+    fprintf(stderr, "rlock: ");
+    fprintf(stderr, fmt, arg);
+    fprintf(stderr, "\nTry 'rlock --help'.\n");
+}
+
+/* ---- options ----------------------------------------------------------- */
+
+enum kind { KIND_LOCK, KIND_FAIR, KIND_SPIN, KIND_FENCED, KIND_READ, KIND_WRITE };
+static const char *const kind_names[] = {"lock", "fair", "spin", "fenced", "read", "write"};
+
+typedef struct options {
+    const char *address;
+    bool has_wait;
+    int64_t wait_ms;
+    int64_t lease_ms; /* RLOCK_LEASE_WATCHDOG by default */
+    int64_t watchdog_ms;
+    bool has_kind;
+    enum kind kind;
+    bool kill_on_lost;
+    bool json;
+    bool force;
+    const char *name;
+    char **command; /* NULL-terminated, exec only */
+} options;
+
+static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v < 0 || (positive && v == 0) ||
+        v > 365LL * 24 * 3600 * 1000) {
+        fprintf(stderr, "rlock: %s wants a number of milliseconds%s, not \"%s\"\n", opt,
+                positive ? " above 0" : "", s);
+        fprintf(stderr, "Try 'rlock --help'.\n");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* Parses argv[first..] for command cmd ("exec", "status", "unlock");
+ * address: one given before the command, or NULL. Returns 0, -1 after
+ * --help, or an exit status. */
+static int parse_options(const char *cmd, int argc, char **argv, int first, const char *address,
+                         options *o) {
+    bool is_exec = strcmp(cmd, "exec") == 0;
+    memset(o, 0, sizeof *o);
+    o->address = address != NULL ? address : getenv("RLOCK_ADDRESS");
+    if (o->address == NULL || *o->address == '\0') {
+        o->address = DEFAULT_ADDRESS;
+    }
+    o->lease_ms = RLOCK_LEASE_WATCHDOG;
+    for (int i = first; i < argc; i++) {
+        const char *arg = argv[i];
+        if (is_exec && o->name != NULL && (strcmp(arg, "--") == 0 || arg[0] != '-')) {
+            o->command = argv + i + (strcmp(arg, "--") == 0);
+            break;
+        }
+        if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
+            if (arg[0] == '-' && arg[1] != '\0') {
+                usage_error("unknown option \"%s\"", arg);
+                return EXIT_USAGE;
+            }
+            if (o->name != NULL) {
+                usage_error("one lock name only: \"%s\" is one too many", arg);
+                return EXIT_USAGE;
+            }
+            o->name = arg;
+            continue;
+        }
+        /* --opt, --opt=value or --opt value */
+        char opt[64];
+        const char *eq = strchr(arg, '=');
+        size_t len = eq != NULL ? (size_t)(eq - arg) : strlen(arg);
+        if (len >= sizeof opt) {
+            usage_error("unknown option \"%s\"", arg);
+            return EXIT_USAGE;
+        }
+        memcpy(opt, arg, len);
+        opt[len] = '\0';
+        bool flag = strcmp(opt, "--help") == 0 || strcmp(opt, "--kill-on-lost") == 0 ||
+                    strcmp(opt, "--json") == 0 || strcmp(opt, "--force") == 0;
+        const char *value = NULL;
+        if (!flag) {
+            if (eq != NULL) {
+                value = eq + 1;
+            } else if (i + 1 < argc) {
+                value = argv[++i];
+            } else {
+                usage_error("%s needs a value", opt);
+                return EXIT_USAGE;
+            }
+        } else if (eq != NULL) {
+            usage_error("%s takes no value", opt);
+            return EXIT_USAGE;
+        }
+        /* Which commands the option applies to. */
+        bool applies = true;
+        if (strcmp(opt, "--help") == 0) {
+            fputs(usage_text, stdout);
+            return -1;
+        } else if (strcmp(opt, "--address") == 0) {
+            o->address = value;
+        } else if (strcmp(opt, "--wait") == 0) {
+            applies = is_exec;
+            o->has_wait = true;
+            if (!parse_ms(opt, value, false, &o->wait_ms)) {
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(opt, "--lease") == 0) {
+            applies = is_exec;
+            if (!parse_ms(opt, value, true, &o->lease_ms)) {
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(opt, "--watchdog-timeout") == 0) {
+            applies = is_exec;
+            if (!parse_ms(opt, value, true, &o->watchdog_ms)) {
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(opt, "--kind") == 0) {
+            applies = strcmp(cmd, "status") != 0;
+            bool found = false;
+            for (size_t k = 0; k < sizeof kind_names / sizeof kind_names[0]; k++) {
+                if (strcmp(value, kind_names[k]) == 0) {
+                    o->kind = (enum kind)k;
+                    found = true;
+                }
+            }
+            if (!found) {
+                usage_error("--kind is lock, fair, spin, fenced, read or write, not \"%s\"", value);
+                return EXIT_USAGE;
+            }
+            o->has_kind = true;
+        } else if (strcmp(opt, "--kill-on-lost") == 0) {
+            applies = is_exec;
+            o->kill_on_lost = true;
+        } else if (strcmp(opt, "--json") == 0) {
+            applies = strcmp(cmd, "status") == 0;
+            o->json = true;
+        } else if (strcmp(opt, "--force") == 0) {
+            applies = strcmp(cmd, "unlock") == 0;
+            o->force = true;
+        } else {
+            usage_error("unknown option \"%s\"", opt);
+            return EXIT_USAGE;
+        }
+        if (!applies) {
+            fprintf(stderr, "rlock: %s does not apply to rlock %s\nTry 'rlock --help'.\n", opt,
+                    cmd);
+            return EXIT_USAGE;
+        }
+    }
+    if (o->name == NULL) {
+        usage_error("rlock %s needs a lock name", cmd);
+        return EXIT_USAGE;
+    }
+    if (is_exec && (o->command == NULL || o->command[0] == NULL)) {
+        usage_error("rlock exec needs a command to run: rlock exec NAME -- COMMAND [ARGS...]%s",
+                    "");
+        return EXIT_USAGE;
+    }
+    if (strcmp(cmd, "unlock") == 0 && !o->force) {
+        usage_error("rlock unlock deletes the lock whoever holds it: say so with --force%s", "");
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* ---- the client ---------------------------------------------------------- */
+
+static int make_client(const options *o, rlock_client **out) {
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    cfg.address = o->address;
+    if (o->watchdog_ms > 0) {
+        cfg.lock_watchdog_timeout_ms = o->watchdog_ms;
+    }
+    int rc = rlock_client_create(&cfg, out);
+    if (rc != RLOCK_OK) {
+        fprintf(stderr, "rlock: %s\n", rlock_last_error());
+        return rc == RLOCK_ERR_INVALID ? EXIT_USAGE : EXIT_SOFTWARE;
+    }
+    return 0;
+}
+
+static rlock *get_handle(rlock_client *c, enum kind kind, const char *name) {
+    switch (kind) {
+    case KIND_FAIR:
+        return rlock_get_fair_lock(c, name);
+    case KIND_SPIN:
+        return rlock_get_spin_lock(c, name);
+    case KIND_FENCED:
+        return rlock_get_fenced_lock(c, name);
+    case KIND_READ:
+        return rlock_get_read_lock(c, name);
+    case KIND_WRITE:
+        return rlock_get_write_lock(c, name);
+    case KIND_LOCK:
+        break;
+    }
+    return rlock_get_lock(c, name);
+}
+
+/* The exit status for a failed library call. */
+static int call_failed(const char *what, const char *name, int rc, const char *detail) {
+    fprintf(stderr, "rlock: %s \"%s\": %s%s%s\n", what, name, rlock_strerror(rc),
+            detail != NULL && *detail != '\0' ? ": " : "", detail != NULL ? detail : "");
+    switch (rc) {
+    case RLOCK_ERR_TIMEOUT:
+    case RLOCK_ERR_CONNECTION:
+    case RLOCK_ERR_REDIS:
+        return EXIT_UNAVAILABLE;
+    case RLOCK_ERR_INVALID:
+        return EXIT_USAGE;
+    default:
+        return EXIT_SOFTWARE;
+    }
+}
+
+/* ---- exec -------------------------------------------------------------- */
+
+/* Signals the main thread takes with sigwait: every other thread (the
+ * client's I/O thread) is created with them blocked, so none is run by a
+ * handler and none interrupts the library. SIGUSR1: the acquire future
+ * completed; SIGUSR2: the lock was lost. */
+static sigset_t waited_signals;
+
+static atomic_bool lock_lost;
+static char lost_message[512];
+
+static void on_acquired(rlock_future *f, void *arg) {
+    (void)f;
+    (void)arg;
+    kill(getpid(), SIGUSR1);
+}
+
+static void on_lock_lost(const rlock_lock_lost_info *info, void *arg) {
+    (void)arg;
+    if (atomic_load(&lock_lost)) {
+        return;
+    }
+    snprintf(lost_message, sizeof lost_message, "%s (%s)",
+             info->reason == RLOCK_ERR_NOT_HELD ? "it is gone from Redis" : info->message,
+             rlock_err_name(info->reason));
+    atomic_store(&lock_lost, true);
+    kill(getpid(), SIGUSR2);
+}
+
+/* Waits up to timeout_ms for one of waited_signals; 0 when none came. */
+static int next_signal(int timeout_ms, siginfo_t *si) {
+    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+    int sig = sigtimedwait(&waited_signals, si, &ts);
+    return sig < 0 ? 0 : sig;
+}
+
+/* Is sig one rlock passes on to the command? */
+static bool forwarded(int sig) {
+    return sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
+}
+
+/* environ plus RLOCK_NAME (and RLOCK_TOKEN for a fenced lock), replacing
+ * any inherited ones. */
+static char **child_environment(const char *name, bool fenced, int64_t token, char **owned) {
+    size_t n = 0;
+    while (environ[n] != NULL) {
+        n++;
+    }
+    char **env = calloc(n + 3, sizeof *env);
+    if (env == NULL) {
+        return NULL;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(environ[i], "RLOCK_TOKEN=", 12) != 0 &&
+            strncmp(environ[i], "RLOCK_NAME=", 11) != 0) {
+            env[j++] = environ[i];
+        }
+    }
+    size_t name_size = strlen(name) + sizeof "RLOCK_NAME=";
+    owned[0] = malloc(name_size);
+    owned[1] = malloc(48);
+    if (owned[0] == NULL || owned[1] == NULL) {
+        free(env);
+        return NULL;
+    }
+    snprintf(owned[0], name_size, "RLOCK_NAME=%s", name);
+    env[j++] = owned[0];
+    if (fenced) {
+        snprintf(owned[1], 48, "RLOCK_TOKEN=%" PRId64, token);
+        env[j++] = owned[1];
+    }
+    env[j] = NULL;
+    return env;
+}
+
+/* Runs the command with the signal mask rlock started with; returns the
+ * wait status, or sets *exit_code when it could not be run. */
+static int run_command(const options *o, const sigset_t *old_mask, int64_t token, int *exit_code) {
+    char *owned[2] = {NULL, NULL};
+    char **env = child_environment(o->name, o->kind == KIND_FENCED, token, owned);
+    if (env == NULL) {
+        fprintf(stderr, "rlock: out of memory\n");
+        *exit_code = EXIT_SOFTWARE;
+        return 0;
+    }
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, old_mask);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = 0;
+    int err = posix_spawnp(&pid, o->command[0], NULL, &attr, o->command, env);
+    posix_spawnattr_destroy(&attr);
+    free(env);
+    free(owned[0]);
+    free(owned[1]);
+    if (err != 0) {
+        fprintf(stderr, "rlock: cannot run %s: %s\n", o->command[0], strerror(err));
+        *exit_code = err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+        return 0;
+    }
+
+    bool lost_reported = false;
+    int status = 0;
+    for (;;) {
+        siginfo_t si;
+        int sig = next_signal(1000, &si);
+        /* A signal the terminal sent to the whole foreground process group
+         * (SI_KERNEL) reached the command already: pass on only the ones
+         * sent to rlock alone (kill, timeout, a supervisor). */
+        if (forwarded(sig) && si.si_code != SI_KERNEL) {
+            kill(pid, sig);
+        }
+        if (atomic_load(&lock_lost) && !lost_reported) {
+            lost_reported = true;
+            fprintf(stderr, "rlock: lost the lock \"%s\" while %s ran: %s%s\n", o->name,
+                    o->command[0], lost_message, o->kill_on_lost ? "; sending it SIGTERM" : "");
+            if (o->kill_on_lost) {
+                kill(pid, SIGTERM);
+            }
+        }
+        pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) {
+            break;
+        }
+        if (done < 0 && errno != EINTR) {
+            fprintf(stderr, "rlock: waitpid: %s\n", strerror(errno));
+            *exit_code = EXIT_SOFTWARE;
+            return 0;
+        }
+    }
+    *exit_code = -1;
+    return status;
+}
+
+static int cmd_exec(const options *o) {
+    sigset_t old_mask;
+    pthread_sigmask(SIG_BLOCK, &waited_signals, &old_mask);
+    rlock_client *client = NULL;
+    int code = make_client(o, &client);
+    if (code != 0) {
+        return code;
+    }
+    rlock *l = get_handle(client, o->kind, o->name);
+    if (l == NULL) {
+        fprintf(stderr, "rlock: lock \"%s\": %s\n", o->name, rlock_last_error());
+        rlock_client_destroy(client);
+        return EXIT_USAGE;
+    }
+    rlock_set_lock_lost_callback(l, on_lock_lost, NULL);
+
+    /* Take the lock asynchronously, so that a signal can stop the wait. */
+    uint64_t tid = rlock_thread_id();
+    bool fenced = o->kind == KIND_FENCED;
+    rlock_future *f;
+    if (o->has_wait) {
+        f = fenced ? rlock_try_lock_and_get_token_async(l, o->wait_ms, o->lease_ms, tid)
+                   : rlock_try_lock_async(l, o->wait_ms, o->lease_ms, tid);
+    } else {
+        f = fenced ? rlock_lock_and_get_token_async(l, o->lease_ms, tid)
+                   : rlock_lock_async(l, o->lease_ms, tid);
+    }
+    if (f == NULL || rlock_future_on_complete(f, on_acquired, NULL) != RLOCK_OK) {
+        fprintf(stderr, "rlock: out of memory\n");
+        code = EXIT_SOFTWARE;
+        goto out;
+    }
+    int stopped_by = 0;
+    while (!rlock_future_is_done(f)) {
+        siginfo_t si;
+        int sig = next_signal(1000, &si);
+        if (forwarded(sig)) {
+            stopped_by = sig;
+            break;
+        }
+    }
+    if (stopped_by != 0 && rlock_future_cancel(f)) {
+        /* Cancelled: a lock taken meanwhile is released by the library. */
+        rlock_future_wait(f, 5000);
+        code = 128 + stopped_by;
+        goto out;
+    }
+    int rc = rlock_future_error(f);
+    int64_t value = rlock_future_value(f);
+    bool acquired = rc == RLOCK_OK && (fenced || o->has_wait ? value != 0 : true);
+    if (rc != RLOCK_OK) {
+        code = call_failed("cannot take the lock", o->name, rc, rlock_future_error_message(f));
+        goto out;
+    }
+    if (!acquired) {
+        fprintf(stderr, "rlock: lock \"%s\" not acquired within %" PRId64 " ms\n", o->name,
+                o->wait_ms);
+        code = EXIT_TEMPFAIL;
+        goto out;
+    }
+    if (stopped_by != 0) { /* acquired as the signal came: do not run */
+        rlock_unlock(l);
+        code = 128 + stopped_by;
+        goto out;
+    }
+
+    int status = run_command(o, &old_mask, value, &code);
+    if (code < 0) {
+        code = WIFEXITED(status)     ? WEXITSTATUS(status)
+               : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                     : EXIT_SOFTWARE;
+    }
+    rc = rlock_unlock(l);
+    if (rc == RLOCK_ERR_NOT_HELD && !atomic_load(&lock_lost)) {
+        fprintf(stderr,
+                "rlock: the lock \"%s\" was no longer held when %s ended (its lease ran out, or "
+                "it was force-unlocked)\n",
+                o->name, o->command[0]);
+    } else if (rc != RLOCK_OK && rc != RLOCK_ERR_NOT_HELD) {
+        fprintf(stderr, "rlock: unlock \"%s\": %s: %s\n", o->name, rlock_strerror(rc),
+                rlock_last_error());
+    }
+out:
+    rlock_future_release(f);
+    rlock_free(l);
+    rlock_client_destroy(client);
+    return code;
+}
+
+/* ---- status and unlock ---------------------------------------------------- */
+
+static redisContext *direct(const options *o) {
+    char err[300];
+    redisContext *c = cli_direct_connect(o->address, 5000, err, sizeof err);
+    if (c == NULL) {
+        fprintf(stderr, "rlock: %s: %s\n", o->address, err);
+    }
+    return c;
+}
+
+/* "prefix:{name}", or "prefix:name" when name has a hash tag (Redisson's
+ * prefixName). */
+static char *prefixed(const char *prefix, const char *name) {
+    size_t size = strlen(prefix) + strlen(name) + 4;
+    char *s = malloc(size);
+    if (s != NULL) {
+        snprintf(s, size, strchr(name, '{') != NULL ? "%s:%s" : "%s:{%s}", prefix, name);
+    }
+    return s;
+}
+
+static redisReply *query(redisContext *c, const char *cmd, const char *key) {
+    const char *argv[] = {cmd, key};
+    redisReply *r = redisCommandArgv(c, 2, argv, NULL);
+    if (r == NULL) {
+        fprintf(stderr, "rlock: %s %s: %s\n", cmd, key, c->errstr);
+    } else if (r->type == REDIS_REPLY_ERROR) {
+        fprintf(stderr, "rlock: %s %s: %s\n", cmd, key, r->str);
+        freeReplyObject(r);
+        r = NULL;
+    }
+    return r;
+}
+
+static void json_string(const char *s, size_t len) {
+    putchar('"');
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '"' || ch == '\\') {
+            printf("\\%c", ch);
+        } else if (ch < 0x20) {
+            printf("\\u%04x", ch);
+        } else {
+            putchar(ch);
+        }
+    }
+    putchar('"');
+}
+
+typedef struct lock_state {
+    bool locked;
+    int64_t ttl_ms;
+    int64_t token;       /* 0: none */
+    redisReply *type;    /* TYPE name */
+    redisReply *hash;    /* HGETALL name, or NULL */
+    redisReply *waiters; /* LRANGE of the fair lock queue */
+} lock_state;
+
+static void state_free(lock_state *s) {
+    if (s->type != NULL) {
+        freeReplyObject(s->type);
+    }
+    if (s->hash != NULL) {
+        freeReplyObject(s->hash);
+    }
+    if (s->waiters != NULL) {
+        freeReplyObject(s->waiters);
+    }
+}
+
+/* Reads the lock NAME: whether it is locked, its TTL and token through the
+ * public API, its holders and queue straight from Redis. */
+static int read_state(const options *o, rlock_client *client, redisContext *c, lock_state *s) {
+    memset(s, 0, sizeof *s);
+    rlock *l = rlock_get_lock(client, o->name);
+    rlock *fenced = rlock_get_fenced_lock(client, o->name);
+    int rc = l == NULL || fenced == NULL ? RLOCK_ERR_INVALID : RLOCK_OK;
+    if (rc == RLOCK_OK) {
+        rc = rlock_is_locked(l, &s->locked);
+    }
+    if (rc == RLOCK_OK) {
+        rc = rlock_remain_time_to_live(l, &s->ttl_ms);
+    }
+    if (rc == RLOCK_OK) {
+        rc = rlock_get_token(fenced, &s->token);
+    }
+    rlock_free(l);
+    rlock_free(fenced);
+    if (rc != RLOCK_OK) {
+        return call_failed("cannot read the lock", o->name, rc, rlock_last_error());
+    }
+    char *queue = prefixed("redisson_lock_queue", o->name);
+    if (queue == NULL) {
+        return EXIT_SOFTWARE;
+    }
+    const char *lrange[] = {"LRANGE", queue, "0", "-1"};
+    s->type = query(c, "TYPE", o->name);
+    if (s->type != NULL && s->type->type == REDIS_REPLY_STATUS &&
+        strcmp(s->type->str, "hash") == 0) {
+        s->hash = query(c, "HGETALL", o->name);
+    }
+    s->waiters = redisCommandArgv(c, 4, lrange, NULL);
+    free(queue);
+    if (s->type == NULL || (s->hash == NULL && s->type->type == REDIS_REPLY_STATUS &&
+                            strcmp(s->type->str, "hash") == 0)) {
+        return EXIT_UNAVAILABLE;
+    }
+    if (s->waiters == NULL || s->waiters->type != REDIS_REPLY_ARRAY) {
+        if (s->waiters != NULL) {
+            freeReplyObject(s->waiters);
+        }
+        s->waiters = NULL; /* not a list: no queue to show */
+    }
+    return 0;
+}
+
+static bool is_hash_type(const lock_state *s) {
+    return s->type != NULL && s->type->type == REDIS_REPLY_STATUS &&
+           strcmp(s->type->str, "hash") == 0;
+}
+
+/* The hash's 'mode' field (read/write lock), or NULL. */
+static const redisReply *mode_of(const lock_state *s) {
+    if (s->hash == NULL || s->hash->type != REDIS_REPLY_ARRAY) {
+        return NULL;
+    }
+    for (size_t i = 0; i + 1 < s->hash->elements; i += 2) {
+        if (strcmp(s->hash->element[i]->str, "mode") == 0) {
+            return s->hash->element[i + 1];
+        }
+    }
+    return NULL;
+}
+
+static void print_text(const options *o, const lock_state *s) {
+    const redisReply *mode = mode_of(s);
+    printf("%s: %s\n", o->name, s->locked ? "locked" : "not locked");
+    if (s->locked && !is_hash_type(s)) {
+        printf("  (the key is a %s, not a lock's hash)\n", s->type->str);
+    }
+    if (s->locked) {
+        if (s->ttl_ms >= 0) {
+            printf("  ttl: %" PRId64 " ms\n", s->ttl_ms);
+        } else {
+            printf("  ttl: none (the key does not expire)\n");
+        }
+    }
+    if (mode != NULL) {
+        printf("  mode: %s (read/write lock)\n", mode->str);
+    }
+    if (s->hash != NULL) {
+        for (size_t i = 0; i + 1 < s->hash->elements; i += 2) {
+            if (strcmp(s->hash->element[i]->str, "mode") == 0) {
+                continue;
+            }
+            printf("  holder %s: %s hold%s\n", s->hash->element[i]->str,
+                   s->hash->element[i + 1]->str,
+                   strcmp(s->hash->element[i + 1]->str, "1") == 0 ? "" : "s");
+        }
+    }
+    if (s->waiters != NULL && s->waiters->elements > 0) {
+        printf("  fair lock waiters, first to be served first:\n");
+        for (size_t i = 0; i < s->waiters->elements; i++) {
+            printf("    %s\n", s->waiters->element[i]->str);
+        }
+    }
+    if (s->token > 0) {
+        printf("  last fencing token: %" PRId64 "\n", s->token);
+    }
+}
+
+static void print_json(const options *o, const lock_state *s) {
+    const redisReply *mode = mode_of(s);
+    printf("{\"name\":");
+    json_string(o->name, strlen(o->name));
+    printf(",\"locked\":%s,\"type\":", s->locked ? "true" : "false");
+    const char *type = s->type != NULL && s->type->type == REDIS_REPLY_STATUS ? s->type->str : "";
+    json_string(type, strlen(type));
+    if (s->locked) {
+        printf(",\"ttl_ms\":%" PRId64, s->ttl_ms);
+    } else {
+        printf(",\"ttl_ms\":null");
+    }
+    printf(",\"mode\":");
+    if (mode != NULL) {
+        json_string(mode->str, mode->len);
+    } else {
+        printf("null");
+    }
+    printf(",\"holders\":[");
+    bool first = true;
+    for (size_t i = 0; s->hash != NULL && i + 1 < s->hash->elements; i += 2) {
+        if (strcmp(s->hash->element[i]->str, "mode") == 0) {
+            continue;
+        }
+        printf("%s{\"owner\":", first ? "" : ",");
+        json_string(s->hash->element[i]->str, s->hash->element[i]->len);
+        printf(",\"holds\":%lld}", strtoll(s->hash->element[i + 1]->str, NULL, 10));
+        first = false;
+    }
+    printf("],\"waiters\":[");
+    for (size_t i = 0; s->waiters != NULL && i < s->waiters->elements; i++) {
+        printf("%s", i == 0 ? "" : ",");
+        json_string(s->waiters->element[i]->str, s->waiters->element[i]->len);
+    }
+    printf("],\"token\":");
+    if (s->token > 0) {
+        printf("%" PRId64, s->token);
+    } else {
+        printf("null");
+    }
+    printf("}\n");
+}
+
+static int cmd_status(const options *o) {
+    rlock_client *client = NULL;
+    int code = make_client(o, &client);
+    if (code != 0) {
+        return code;
+    }
+    redisContext *c = direct(o);
+    if (c == NULL) {
+        rlock_client_destroy(client);
+        return EXIT_UNAVAILABLE;
+    }
+    lock_state s;
+    code = read_state(o, client, c, &s);
+    if (code == 0) {
+        if (o->json) {
+            print_json(o, &s);
+        } else {
+            print_text(o, &s);
+        }
+        code = s.locked ? 0 : EXIT_NOT_HELD;
+    }
+    state_free(&s);
+    redisFree(c);
+    rlock_client_destroy(client);
+    return code;
+}
+
+static int cmd_unlock(const options *o) {
+    rlock_client *client = NULL;
+    int code = make_client(o, &client);
+    if (code != 0) {
+        return code;
+    }
+    enum kind kind = o->kind;
+    if (!o->has_kind) {
+        /* Unlock as the lock's users take it, so the right waiters wake. */
+        redisContext *c = direct(o);
+        if (c == NULL) {
+            rlock_client_destroy(client);
+            return EXIT_UNAVAILABLE;
+        }
+        lock_state s;
+        code = read_state(o, client, c, &s);
+        const redisReply *mode = mode_of(&s);
+        if (mode != NULL) {
+            kind = strcmp(mode->str, "write") == 0 ? KIND_WRITE : KIND_READ;
+        } else if (s.waiters != NULL && s.waiters->elements > 0) {
+            kind = KIND_FAIR;
+        }
+        state_free(&s);
+        redisFree(c);
+        if (code != 0) {
+            rlock_client_destroy(client);
+            return code;
+        }
+    }
+    rlock *l = get_handle(client, kind, o->name);
+    bool was_locked = false;
+    int rc = l == NULL ? RLOCK_ERR_INVALID : rlock_force_unlock(l, &was_locked);
+    if (rc != RLOCK_OK) {
+        code = call_failed("cannot unlock", o->name, rc, rlock_last_error());
+    } else if (was_locked) {
+        printf("%s: unlocked (%s)\n", o->name, kind_names[kind]);
+        code = 0;
+    } else {
+        printf("%s: was not locked\n", o->name);
+        code = EXIT_NOT_HELD;
+    }
+    rlock_free(l);
+    rlock_client_destroy(client);
+    return code;
+}
+
+int main(int argc, char **argv) {
+    sigemptyset(&waited_signals);
+    sigaddset(&waited_signals, SIGINT);
+    sigaddset(&waited_signals, SIGTERM);
+    sigaddset(&waited_signals, SIGHUP);
+    sigaddset(&waited_signals, SIGCHLD);
+    sigaddset(&waited_signals, SIGUSR1);
+    sigaddset(&waited_signals, SIGUSR2);
+
+    /* Options before the command: --address, --help, --version. */
+    const char *address = NULL;
+    int i = 1;
+    for (; i < argc && strncmp(argv[i], "--", 2) == 0; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            fputs(usage_text, stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("rlock %s\n", rlock_version());
+            return 0;
+        } else if (strcmp(argv[i], "--address") == 0 && i + 1 < argc) {
+            address = argv[++i];
+        } else if (strncmp(argv[i], "--address=", 10) == 0) {
+            address = argv[i] + 10;
+        } else {
+            usage_error("unknown option \"%s\" (before the command)", argv[i]);
+            return EXIT_USAGE;
+        }
+    }
+    if (i >= argc) {
+        fputs(usage_text, stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[i];
+    if (strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        fputs(usage_text, stdout);
+        return 0;
+    }
+    int (*run)(const options *) = strcmp(cmd, "exec") == 0     ? cmd_exec
+                                  : strcmp(cmd, "status") == 0 ? cmd_status
+                                  : strcmp(cmd, "unlock") == 0 ? cmd_unlock
+                                                               : NULL;
+    if (run == NULL) {
+        usage_error("unknown command \"%s\": exec, status or unlock", cmd);
+        return EXIT_USAGE;
+    }
+    options o;
+    int code = parse_options(cmd, argc, argv, i + 1, address, &o);
+    if (code != 0) {
+        return code < 0 ? 0 : code;
+    }
+    return run(&o);
+}
