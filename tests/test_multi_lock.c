@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -309,6 +311,75 @@ static void test_multi_threads_counter(void **state) {
     rlock_free(ctx.multi);
 }
 
+#define PROCS 3
+#define PROC_ROUNDS 20
+
+/* A child: its own clients, PROC_ROUNDS increments of a counter on
+ * server 0 (GET then SET: only the lock keeps them apart). Exit status:
+ * how many calls failed. */
+static int count_child(mfx *m) {
+    rlock_client *c[MAX_SERVERS];
+    rlock *subs[MAX_SERVERS];
+    for (size_t i = 0; i < m->n; i++) {
+        rlock_config cfg = rt_config(m->redis[i].address);
+        cfg.timeout_ms = 3000;
+        if (rlock_client_create(&cfg, &c[i]) != RLOCK_OK) {
+            return 100;
+        }
+        subs[i] = rlock_get_lock(c[i], "procs");
+    }
+    rlock *multi = rlock_get_multi_lock(subs, m->n);
+    redisContext *rc = rt_redis_connect(&m->redis[0], 3000, true);
+    int errors = multi == NULL || rc == NULL ? 100 : 0;
+    for (int r = 0; errors == 0 && r < PROC_ROUNDS; r++) {
+        if (rlock_lock(multi, -1) != RLOCK_OK) {
+            errors++;
+            continue;
+        }
+        redisReply *g = redisCommand(rc, "GET counter");
+        long long v = g != NULL && g->type == REDIS_REPLY_STRING ? atoll(g->str) : 0;
+        freeReplyObject(g);
+        sched_yield();
+        freeReplyObject(redisCommand(rc, "SET counter %lld", v + 1));
+        errors += rlock_unlock(multi) != RLOCK_OK;
+    }
+    if (rc != NULL) {
+        redisFree(rc);
+    }
+    rlock_free(multi);
+    for (size_t i = 0; i < m->n; i++) {
+        rlock_free(subs[i]);
+        rlock_client_destroy(c[i]);
+    }
+    return errors;
+}
+
+/* Processes, each with its own clients, on one multi lock: the counter
+ * it guards is exact. */
+static void test_multi_processes_counter(void **state) {
+    mfx *m = *state;
+    pid_t pids[PROCS];
+    for (int p = 0; p < PROCS; p++) {
+        pids[p] = fork();
+        assert_true(pids[p] >= 0);
+        if (pids[p] == 0) {
+            _exit(count_child(m));
+        }
+    }
+    for (int p = 0; p < PROCS; p++) {
+        int status = -1;
+        assert_int_equal(waitpid(pids[p], &status, 0), pids[p]);
+        assert_true(WIFEXITED(status));
+        assert_int_equal(WEXITSTATUS(status), 0);
+    }
+    redisReply *r = rt_redis_command(&m->redis[0], "GET counter");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    assert_int_equal(atoll(r->str), PROCS * PROC_ROUNDS);
+    freeReplyObject(r);
+    expect_none(m, "procs");
+}
+
 /* ---- the red lock -------------------------------------------------------- */
 
 /* Takes the red lock with a 3 s wait, asserting how it went and how long
@@ -415,6 +486,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_multi_watchdog_renews_all, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_cancel_undoes, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_threads_counter, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_processes_counter, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_red_lock_quorum, setup5, teardown),
         cmocka_unit_test_setup_teardown(test_red_lock_held_by_others, setup5, teardown),
     };
