@@ -51,7 +51,7 @@ rlock_future *rlock__invalid(const char *fmt, ...) {
     return rlock__future_failed(NULL, RLOCK_ERR_INVALID, msg);
 }
 
-int rlock__check_client(const rlock *l, const char *fn) {
+static int check_one_client(const rlock *l, const char *fn) {
     int rc = rlock__client_usable(l->client, fn);
     if (rc != RLOCK_OK) {
         return rc;
@@ -64,6 +64,30 @@ int rlock__check_client(const rlock *l, const char *fn) {
         return RLOCK_ERR_WRONG_THREAD;
     }
     return RLOCK_OK;
+}
+
+int rlock__check_client(const rlock *l, const char *fn) {
+    if (l->nsubs == 0) {
+        return check_one_client(l, fn);
+    }
+    for (size_t i = 0; i < l->nsubs; i++) { /* a multi lock: every sub-lock's */
+        int rc = check_one_client(l->subs[i], fn);
+        if (rc != RLOCK_OK) {
+            return rc;
+        }
+    }
+    return RLOCK_OK;
+}
+
+bool rlock__on_own_io_thread(const rlock *l) {
+    size_t n = l->nsubs > 0 ? l->nsubs : 1;
+    for (size_t i = 0; i < n; i++) {
+        const rlock__loop *loop = (l->nsubs > 0 ? l->subs[i] : l)->client->loop;
+        if (rlock__loop_owns_thread(loop) && rlock__loop_on_thread(loop)) {
+            return true;
+        }
+    }
+    return false;
 }
 
 /* NULL when l's client can take the call; else the failed future (the
@@ -300,6 +324,9 @@ rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id) {
     rlock_future *refused = refuse(l, "rlock_unlock_async");
     if (refused != NULL) {
         return refused;
+    }
+    if (l->ops->whole != NULL) {
+        return l->ops->whole->unlock(l, thread_id);
     }
     unlock_op *op = new_unlock(l, thread_id);
     rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
@@ -723,6 +750,9 @@ rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64
     if (refused != NULL) {
         return refused;
     }
+    if (l->ops->whole != NULL) {
+        return l->ops->whole->acquire(l, wait_ms, lease_ms, thread_id, is_try);
+    }
     return start_op(l, wait_ms, lease_ms, thread_id, is_try, token, rlock__now_ms(), -2);
 }
 
@@ -737,28 +767,19 @@ rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
 
 /* ---- queries and force-unlock -------------------------------------------- */
 
-typedef enum query_kind {
-    Q_IS_LOCKED,
-    Q_HELD,
-    Q_HOLD_COUNT,
-    Q_TTL,
-    Q_FORCE_UNLOCK,
-    Q_TOKEN
-} query_kind;
-
 typedef struct query_op {
     rlock__task task;
     rlock *lock;
     rlock_future *future;
     rlock__cmd *cmd;
-    query_kind kind;
+    rlock__query kind;
 } query_op;
 
 static void on_query_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     query_op *op = arg;
     int64_t value = 0;
     const rlock__kind_ops *ops = op->lock->ops;
-    if (err == RLOCK_OK && op->kind == Q_IS_LOCKED && ops->is_locked_reply != NULL) {
+    if (err == RLOCK_OK && op->kind == RLOCK__Q_IS_LOCKED && ops->is_locked_reply != NULL) {
         rlock__reply r = typed(reply);
         bool locked = false;
         err = ops->is_locked_reply(&r, &locked, &msg);
@@ -787,7 +808,7 @@ static void start_query(void *arg) {
     rlock *l = op->lock;
     rlock__cmd *cmd = op->cmd;
     op->cmd = NULL;
-    if (op->kind == Q_FORCE_UNLOCK) {
+    if (op->kind == RLOCK__Q_FORCE_UNLOCK) {
         /* forceUnlockAsync stops the renewal before it deletes, and
          * (cancelExpirationRenewal) later holds start from the watchdog
          * timeout again. */
@@ -799,7 +820,7 @@ static void start_query(void *arg) {
     }
 }
 
-static rlock_future *query(rlock *l, query_kind kind, uint64_t thread_id) {
+static rlock_future *query(rlock *l, rlock__query kind, uint64_t thread_id) {
     static const char *const fns[] = {
         "rlock_is_locked_async",      "rlock_is_held_by_thread_async",
         "rlock_get_hold_count_async", "rlock_remain_time_to_live_async",
@@ -807,7 +828,7 @@ static rlock_future *query(rlock *l, query_kind kind, uint64_t thread_id) {
     if (l == NULL) {
         return rlock__invalid("%s: lock is NULL", fns[kind]);
     }
-    if (kind == Q_TOKEN && !l->ops->fenced) {
+    if (kind == RLOCK__Q_TOKEN && !l->ops->fenced) {
         rlock__set_error_message("%s: a %s has no fencing token", fns[kind], l->ops->name);
         return rlock__future_failed(NULL, RLOCK_ERR_UNSUPPORTED, rlock_last_error());
     }
@@ -815,12 +836,15 @@ static rlock_future *query(rlock *l, query_kind kind, uint64_t thread_id) {
     if (refused != NULL) {
         return refused;
     }
+    if (l->ops->whole != NULL) {
+        return l->ops->whole->query(l, kind, thread_id);
+    }
     rlock__cmd *cmd = NULL;
-    if (kind == Q_FORCE_UNLOCK) {
+    if (kind == RLOCK__Q_FORCE_UNLOCK) {
         cmd = l->ops->force_unlock(l);
-    } else if (kind == Q_IS_LOCKED && l->ops->is_locked != NULL) {
+    } else if (kind == RLOCK__Q_IS_LOCKED && l->ops->is_locked != NULL) {
         cmd = l->ops->is_locked(l);
-    } else if (kind == Q_TOKEN) {
+    } else if (kind == RLOCK__Q_TOKEN) {
         const char *argv[2] = {"GET", l->extra[0].s};
         size_t argvlen[2] = {3, l->extra[0].len};
         cmd = rlock__cmd_command(2, argv, argvlen);
@@ -831,7 +855,8 @@ static rlock_future *query(rlock *l, query_kind kind, uint64_t thread_id) {
         const char *argv[3] = {commands[kind], l->name.s, field};
         size_t argvlen[3] = {strlen(commands[kind]), l->name.len,
                              rlock__owner_field(l, thread_id, field)};
-        cmd = rlock__cmd_command(kind == Q_HELD || kind == Q_HOLD_COUNT ? 3 : 2, argv, argvlen);
+        cmd = rlock__cmd_command(kind == RLOCK__Q_HELD || kind == RLOCK__Q_HOLD_COUNT ? 3 : 2, argv,
+                                 argvlen);
     }
     query_op *op = cmd != NULL ? calloc(1, sizeof(*op)) : NULL;
     rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
@@ -850,27 +875,27 @@ static rlock_future *query(rlock *l, query_kind kind, uint64_t thread_id) {
 }
 
 rlock_future *rlock_force_unlock_async(rlock *l) {
-    return query(l, Q_FORCE_UNLOCK, 0);
+    return query(l, RLOCK__Q_FORCE_UNLOCK, 0);
 }
 
 rlock_future *rlock_is_locked_async(rlock *l) {
-    return query(l, Q_IS_LOCKED, 0);
+    return query(l, RLOCK__Q_IS_LOCKED, 0);
 }
 
 rlock_future *rlock_is_held_by_thread_async(rlock *l, uint64_t thread_id) {
-    return query(l, Q_HELD, thread_id);
+    return query(l, RLOCK__Q_HELD, thread_id);
 }
 
 rlock_future *rlock_get_hold_count_async(rlock *l, uint64_t thread_id) {
-    return query(l, Q_HOLD_COUNT, thread_id);
+    return query(l, RLOCK__Q_HOLD_COUNT, thread_id);
 }
 
 rlock_future *rlock_remain_time_to_live_async(rlock *l) {
-    return query(l, Q_TTL, 0);
+    return query(l, RLOCK__Q_TTL, 0);
 }
 
 rlock_future *rlock_get_token_async(rlock *l) {
-    return query(l, Q_TOKEN, 0);
+    return query(l, RLOCK__Q_TOKEN, 0);
 }
 
 rlock_future *rlock_lock_and_get_token_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
@@ -900,7 +925,7 @@ static int note_watchdog(rlock *l, uint64_t thread_id, int64_t sent_ms, bool add
 }
 
 bool rlock__direct_usable(const rlock *l) {
-    return l->client->direct != NULL;
+    return l->ops->whole == NULL && l->client->direct != NULL;
 }
 
 rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,

@@ -19,12 +19,16 @@ rlock_future *rlock__invalid(const char *fmt, ...) RLOCK__PRINTF(1, 2);
  * touched without a lock. Else an error with its message set. */
 int rlock__check_client(const rlock *l, const char *fn);
 
+/* True on the own I/O thread of l's client (a multi lock: of any of its
+ * sub-locks' clients), where a blocking call could never finish. */
+bool rlock__on_own_io_thread(const rlock *l);
+
 /* Every lock and try-lock call (token: the value is the fencing token). */
 rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
                              bool is_try, bool token, const char *fn);
 
 /* The blocking calls' direct path (rlock_config.blocking_pool_size): true
- * when l's client has one. */
+ * when l's client has one (never for a kind of whole operations). */
 bool rlock__direct_usable(const rlock *l);
 
 /* A blocking acquire for the calling thread: the first try runs on a

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "future.h"
 #include "object.h"
 #include "script.h"
 
@@ -77,6 +78,34 @@ typedef enum rlock__renew_script {
     RLOCK__RENEW_READ, /* renewal.ReadLockTask: lua/read_lock_renew.lua */
     RLOCK__RENEW_SCRIPTS
 } rlock__renew_script;
+
+/* ---- whole operations ------------------------------------------------------- */
+
+/* The queries and force-unlock (base_lock.c's query()). */
+typedef enum rlock__query {
+    RLOCK__Q_IS_LOCKED,
+    RLOCK__Q_HELD,
+    RLOCK__Q_HOLD_COUNT,
+    RLOCK__Q_TTL,
+    RLOCK__Q_FORCE_UNLOCK,
+    RLOCK__Q_TOKEN
+} rlock__query;
+
+/* The second level: a kind that is not one Redis lock but implements
+ * RLock itself (Redisson's RedissonMultiLock over other locks) gives whole
+ * operations, and the public async entry points hand the call to them
+ * after their argument and thread checks (the blocking forms go through
+ * the async ones; the direct path is never used). Unlike the hooks below,
+ * these see futures and may run on any thread. A handle of such a kind
+ * has sub-locks (rlock.subs) and no Redis names of its own. */
+typedef struct rlock__whole_ops {
+    /* lock (is_try false: wait_ms unused) and try-lock; checked input. */
+    rlock_future *(*acquire)(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
+                             bool is_try);
+    rlock_future *(*unlock)(rlock *l, uint64_t thread_id);
+    /* Every query but the token (a whole kind is never fenced). */
+    rlock_future *(*query)(rlock *l, rlock__query q, uint64_t thread_id);
+} rlock__whole_ops;
 
 /* ---- the hooks --------------------------------------------------------------- */
 
@@ -144,6 +173,9 @@ typedef struct rlock__kind_ops {
     int64_t min_wait_ms;
     /* true: lock_and_get_token and get_token work (RedissonFencedLock). */
     bool fenced;
+
+    /* Not NULL: a kind of whole operations (above); no hook above is used. */
+    const rlock__whole_ops *whole;
 } rlock__kind_ops;
 
 /* Redisson's System.currentTimeMillis(), for scripts that keep wall-clock

@@ -24,6 +24,10 @@ void rlock__object_unref(rlock *l) {
     if (atomic_fetch_sub(&l->refs, 1) != 1) {
         return;
     }
+    for (size_t i = 0; i < l->nsubs; i++) {
+        rlock__object_unref(l->subs[i]);
+    }
+    free(l->subs);
     rlock__client_unref(l->client);
     free(l);
 }
@@ -115,6 +119,74 @@ rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size
     return l;
 }
 
+/* At most this many sub-locks in a multi lock. */
+#define MULTI_MAX 1024
+
+rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
+                               const rlock__kind_ops *ops) {
+    if (locks == NULL || n == 0 || n > MULTI_MAX) {
+        rlock__set_error_message("%s: give 1 to %d locks, not %s%zu", fn, MULTI_MAX,
+                                 locks == NULL ? "NULL, " : "", n);
+        return NULL;
+    }
+    const rlock__loop *app_loop = NULL; /* an application loop among the sub-locks' */
+    for (size_t i = 0; i < n; i++) {
+        const rlock *s = locks[i];
+        if (s == NULL || !rlock__registry_has(s, RLOCK__KIND_LOCK)) {
+            rlock__set_error_message("%s: locks[%zu] is %s", fn, i,
+                                     s == NULL ? "NULL" : "not a live lock handle (freed?)");
+            return NULL;
+        }
+        if (s->ops->whole != NULL) {
+            rlock__set_error_message("%s: locks[%zu] is a %s itself", fn, i, s->ops->name);
+            return NULL;
+        }
+        if (rlock__client_usable(s->client, fn) != RLOCK_OK) {
+            return NULL;
+        }
+        if (!rlock__loop_owns_thread(s->client->loop)) {
+            app_loop = app_loop == NULL ? s->client->loop : app_loop;
+        }
+    }
+    /* One future per call, waited for on one loop: with an application loop
+     * (run by the waiting thread itself), every sub-lock must be on it. */
+    for (size_t i = 0; app_loop != NULL && i < n; i++) {
+        if (locks[i]->client->loop != app_loop) {
+            rlock__set_error_message("%s: a sub-lock's client runs on an application loop; then "
+                                     "every sub-lock's client must run on that same loop",
+                                     fn);
+            return NULL;
+        }
+    }
+    rlock *l = calloc(1, sizeof(rlock) + 1);
+    rlock **subs = calloc(n, sizeof(*subs));
+    if (l == NULL || subs == NULL) {
+        free(l);
+        free(subs);
+        rlock__set_error_message("out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        rlock__object_ref(locks[i]);
+        subs[i] = locks[i];
+    }
+    rlock_client *c = subs[0]->client;
+    atomic_init(&l->refs, 1);
+    rlock__client_ref(c);
+    l->client = c;
+    l->client_id = c->id;
+    l->cfg = &c->cfg;
+    l->ops = ops;
+    l->subs = subs;
+    l->nsubs = n;
+    atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
+    atomic_flag_clear(&l->lost_guard);
+    l->name.s = l->text; /* "": no name of its own (Redisson's getName throws) */
+    l->channel = l->latch_prefix = l->name;
+    rlock__registry_add(&l->reg, l, RLOCK__KIND_LOCK);
+    return l;
+}
+
 void rlock_free(rlock *l) {
     if (l == NULL) {
         return;
@@ -138,6 +210,12 @@ int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg) {
     if (l == NULL) {
         rlock__set_error_message("rlock_set_lock_lost_callback: lock is NULL");
         return RLOCK_ERR_INVALID;
+    }
+    if (l->ops->whole != NULL) {
+        rlock__set_error_message("rlock_set_lock_lost_callback: a %s has no callback of its own; "
+                                 "set it on its sub-locks",
+                                 l->ops->name);
+        return RLOCK_ERR_UNSUPPORTED;
     }
     int rc = rlock__client_usable(l->client, "rlock_set_lock_lost_callback");
     if (rc != RLOCK_OK) {

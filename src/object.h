@@ -31,6 +31,11 @@ struct rlock {
     rlock__reg_node reg; /* live until rlock_free */
     atomic_int refs;
     const rlock__kind_ops *ops;
+    /* A kind of whole operations (kind.h: the multi lock): its sub-locks,
+     * each referenced, in the caller's order; NULL and 0 otherwise. Then
+     * client is subs[0]'s, and the names are empty. */
+    rlock **subs;
+    size_t nsubs;
     rlock_client *client;    /* referenced: outlives a destroy while the handle lives */
     const char *client_id;   /* the client's UUID */
     const rlock_config *cfg; /* the client's settings */
@@ -64,6 +69,14 @@ size_t rlock__owner_field(const rlock *l, uint64_t thread_id, char out[RLOCK__FI
  * (Redisson's prefixName). NULL with rlock_last_error() set on failure. */
 rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size_t len,
                          const rlock__kind_ops *ops, const char *const *extra, size_t nextra);
+
+/* A handle of a whole-operation kind over n sub-locks (referenced; the
+ * caller may free its own handles at once). Checks the sub-locks: live
+ * handles of one-lock kinds, whose clients are usable; with an
+ * application loop, every one on the same loop. NULL with
+ * rlock_last_error() set on failure. */
+rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
+                               const rlock__kind_ops *ops);
 
 /* The lost-lock callback as of now (any thread). */
 void rlock__object_lost_cb(rlock *l, rlock_lock_lost_cb *cb, void **arg);

@@ -19,8 +19,7 @@ static int check_blocking(const rlock *l, const char *fn, bool out_ok) {
     if (rc != RLOCK_OK) {
         return rc;
     }
-    rlock__loop *loop = l->client->loop;
-    if (rlock__loop_owns_thread(loop) && rlock__loop_on_thread(loop)) {
+    if (rlock__on_own_io_thread(l)) {
         rlock__set_error_message("%s: called on the client's I/O thread, where it could never "
                                  "finish; use the async form",
                                  fn);

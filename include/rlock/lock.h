@@ -153,6 +153,69 @@ RLOCK_API rlock *rlock_get_read_lock_n(rlock_client *c, const char *name, size_t
 RLOCK_API rlock *rlock_get_write_lock(rlock_client *c, const char *name);
 RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_t len);
 
+/* The multi lock (Redisson's RedissonMultiLock): the n locks as one,
+ * taken all or none. The locks may be of any kind but these two and
+ * belong to different clients (servers, loops, threads); the handle keeps
+ * its own references, so the caller may free its handles at once. Every
+ * call goes to the locks' own async calls, with one owner for all: the
+ * calling thread (blocking calls) or the thread_id given. NULL (see
+ * rlock_last_error()) when n is 0 or above 1024, a lock is NULL, freed or
+ * itself a multi or red lock, a client is unusable, or, when a client
+ * runs on an application loop, not every client runs on that same loop
+ * (the caller's thread runs it while it waits).
+ *
+ * As Redisson's (current source), with times in ms:
+ * - try_lock(wait, lease) tries the locks in order. Each try-lock waits
+ *   for at most what is left of the total wait (the red lock: at most
+ *   wait / n, at least 1 ms), and takes its lock for 2 x wait when a lease
+ *   is given (for the lease with no wait; with the watchdog without one).
+ *   When one cannot be had, those taken are released and, while the wait
+ *   lasts, it starts over from the first; once the wait runs out, it
+ *   releases what it holds and returns 0. Once all are taken, a lease
+ *   given is set on every lock (PEXPIRE), and it returns 1. A wait of 0
+ *   tries each lock once.
+ * - lock(lease) repeats such a try-lock until one succeeds, each with a
+ *   wait of n x 1500 ms (with a lease: 2000 ms when the lease is at most
+ *   that, else a random wait below the lease).
+ * - A try-lock that fails with an error (a timeout, a lost connection)
+ *   counts as a lock not had, and an unlock is sent after it in case it
+ *   still takes the lock. A failure to release what was taken, or to set
+ *   the lease, fails the call with that error (the latter leaves the
+ *   locks with the lease they were taken for). Not as Redisson: once more
+ *   locks have failed for good (their client destroyed) than may fail,
+ *   the call fails with that error instead of retrying.
+ * - unlock releases every lock, all at once: an error on some stops none
+ *   of the others, and the call fails with the first one (in the locks'
+ *   order) after all are back. is_held_by_thread is 1 when every lock is
+ *   held by the owner. is_locked, get_hold_count, remain_time_to_live,
+ *   force_unlock, the token calls and rlock_set_lock_lost_callback give
+ *   RLOCK_ERR_UNSUPPORTED (set the callback on the locks themselves:
+ *   their acquisitions through the multi lock use it).
+ * - Cancelling a pending lock or try-lock releases every lock it took
+ *   (and cancels the try-lock under way, which releases its lock if it
+ *   got it).
+ *
+ * Threads: each lock's call completes on its own client's loop thread,
+ * and its completion callback carries the operation on from there: the
+ * next lock's call, or the end. The operation's state is behind a mutex
+ * of its own and its steps run on one thread at a time (whichever brought
+ * the latest result), so it may end on any of the locks' loop threads.
+ * The returned future belongs to the first lock's client: its callbacks
+ * run on that client's loop thread, wherever it was completed. A
+ * blocking call is refused (RLOCK_ERR_WRONG_THREAD) on the own I/O
+ * thread of any of the locks' clients. */
+RLOCK_API rlock *rlock_get_multi_lock(rlock *const *locks, size_t n);
+
+/* The red lock (Redisson's RedissonRedLock, deprecated there): the multi
+ * lock with a quorum. A try-lock succeeds once n/2 + 1 locks are held
+ * (n - (n/2 + 1) may fail: a failure beyond those releases what was taken
+ * and starts over), each lock's try-lock waits at most wait / n, and a
+ * lock whose server does not answer in time counts as failed. Unlock
+ * releases every lock (also those never taken: their unlocks fail, and
+ * the call with them, after all are back). See docs/locks.md for what
+ * it does and does not promise. */
+RLOCK_API rlock *rlock_get_red_lock(rlock *const *locks, size_t n);
+
 /* Frees the handle. Operations under way keep what they need and finish;
  * locks it holds stay held (and watchdog leases renewed). NULL is ignored,
  * and so is a second free of the same handle (rlock_last_error() says
