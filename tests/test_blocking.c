@@ -161,7 +161,7 @@ typedef struct call {
     _Atomic uint64_t tid; /* the calling thread's id, once it runs */
     int rc;
     bool acquired;
-    int64_t began_at;
+    _Atomic int64_t began_at; /* read by the test while the call runs */
     _Atomic int64_t done_at; /* 0 while pending */
 } call;
 
