@@ -5,7 +5,12 @@
  * constructor. It builds script calls from the handle's names and reads
  * typed replies; it never sees libev, hiredis, futures or the loop, which
  * stay with the engine (base_lock.c). A hook runs on the loop thread,
- * except the command builders, which may run on any thread. */
+ * except the command builders, which may run on any thread.
+ *
+ * The exception is a kind of whole operations (rlock__whole_ops, the
+ * MultiLock and RedLock of kinds/multi_lock.c): like Redisson's
+ * RedissonMultiLock, which implements RLock itself, it composes the
+ * sub-locks' futures and so works at the runtime's level. */
 #ifndef RLOCK_KIND_H
 #define RLOCK_KIND_H
 
