@@ -1,9 +1,16 @@
 /* The lock contract, once per kind: every call of include/rlock/lock.h
- * must behave the same on the reentrant, fair, spin and fenced locks (and
- * leave in Redis what Redisson's class of that kind would). Each contract
- * test is a function of the kind; lock__<test>, fair__<test>,
- * spin__<test> and fenced__<test> run it on one kind each, so ctest lists
+ * must behave the same on the reentrant, fair, spin and fenced locks and
+ * on both halves of the read/write lock (and leave in Redis what
+ * Redisson's class of that kind would). Each contract test is a function
+ * of the kind; lock__<test>, fair__<test>, spin__<test>, fenced__<test>,
+ * read__<test> and write__<test> run it on one kind each, so ctest lists
  * (and runs) every test per kind.
+ *
+ * Where a test needs a second holder that excludes the first (the holder
+ * a waiter waits behind), the read half's is a writer on the same name
+ * (readers share the lock): for read, handoff is "waiting readers get in
+ * after the writer's unlock" (both of two readers on one client: the
+ * write unlock wakes every waiter). The write half's is another writer.
  *
  * The contract:
  *  reentry           two holds, hold count 2, two unlocks; re-entry sets the lease again
@@ -24,9 +31,13 @@
  *
  * Known differences between kinds, pinned here: the fair lock's unlock of
  * a lock whose key does not exist succeeds (Redisson's fair unlock script
- * answers 1 then), where the other kinds say NOT_HELD; and a fair waiter
+ * answers 1 then), where the other kinds say NOT_HELD; a fair waiter
  * whose client is destroyed keeps its place in the queue until its
- * timeout lapses.
+ * timeout lapses; a write lock's re-entry adds its lease to the TTL left
+ * instead of setting it; and the read half's processes test keeps the
+ * counter under the write half (readers share the lock), checks that the
+ * counter stays still under a read hold, and that all the children hold
+ * the read lock at once.
  *
  * Every wait is bounded; "soon" bounds are wide (the machine is shared),
  * "not before" bounds have a few ms of slack. */
@@ -57,16 +68,29 @@
 
 typedef rt_fx fx;
 
-typedef enum kind { K_LOCK, K_FAIR, K_SPIN, K_FENCED } kind;
+typedef enum kind { K_LOCK, K_FAIR, K_SPIN, K_FENCED, K_READ, K_WRITE } kind;
 
 #define NAME "ct"
 #define CHANNEL "redisson_lock__channel:{ct}"
 #define QUEUE_KEY "redisson_lock_queue:{ct}"
 #define TIMEOUT_KEY "redisson_lock_timeout:{ct}"
 #define TOKEN_KEY "redisson_lock_token:{ct}"
+#define RW_CHANNEL "redisson_rwlock:{ct}"
 
 static bool spins(kind k) {
     return k == K_SPIN;
+}
+
+/* The read/write lock's halves. */
+static bool rw(kind k) {
+    return k == K_READ || k == K_WRITE;
+}
+
+/* The kind whose holder makes a holder of kind k wait: readers share the
+ * read lock, so the read half's excluding counterpart is the write half
+ * (on the same name); every other kind excludes itself. */
+static kind excluder(kind k) {
+    return k == K_READ ? K_WRITE : k;
 }
 
 /* Redisson's fair unlock script answers 1 (released) when the lock's key
@@ -140,6 +164,10 @@ static rlock *get_lock(kind k, rlock_client *c, const char *name) {
         return rlock_get_spin_lock(c, name);
     case K_FENCED:
         return rlock_get_fenced_lock(c, name);
+    case K_READ:
+        return rlock_get_read_lock(c, name);
+    case K_WRITE:
+        return rlock_get_write_lock(c, name);
     }
     return NULL;
 }
@@ -260,8 +288,36 @@ static long long rint_(fx *f, const char *fmt, ...) {
     return rt_int_reply(r);
 }
 
-static long long hold(fx *f, rlock_client *c, uint64_t tid) {
-    return rt_redis_hold(&f->redis, &g_probe, NAME, strlen(NAME), c, tid);
+/* The hash field an owner of kind k holds the lock under: the write
+ * half's has a ":write" suffix. */
+static void field_of(kind k, rlock_client *c, uint64_t tid, char *buf, size_t size) {
+    rt_lock_field(c, tid, buf, size);
+    if (k == K_WRITE) {
+        strncat(buf, ":write", size - strlen(buf) - 1);
+    }
+}
+
+/* The hold count Redis keeps for (c, tid) as an owner of kind k; -1 when
+ * the field (or the key) is absent. */
+static long long hold(fx *f, kind k, rlock_client *c, uint64_t tid) {
+    char field[160];
+    field_of(k, c, tid, field, sizeof(field));
+    redisReply *r = probe(f, "HGET %s %s", NAME, field);
+    long long v = -1;
+    if (r->type == REDIS_REPLY_STRING) {
+        v = strtoll(r->str, NULL, 10);
+    } else {
+        assert_int_equal(r->type, REDIS_REPLY_NIL);
+    }
+    freeReplyObject(r);
+    return v;
+}
+
+/* The read half's timeout key of (c, tid)'s n-th read hold. */
+static void timeout_key(rlock_client *c, uint64_t tid, int n, char *buf, size_t size) {
+    char field[128];
+    rt_lock_field(c, tid, field, sizeof(field));
+    snprintf(buf, size, "{%s}:%s:rwlock_timeout:%d", NAME, field, n);
 }
 
 static bool exists(fx *f, const char *key) {
@@ -389,6 +445,12 @@ static void run(void **state, kind k, void (*body)(fx *f, kind k)) {
     }                                                                                              \
     static void fenced__##t(void **s) {                                                            \
         run(s, K_FENCED, c_##t);                                                                   \
+    }                                                                                              \
+    static void read__##t(void **s) {                                                              \
+        run(s, K_READ, c_##t);                                                                     \
+    }                                                                                              \
+    static void write__##t(void **s) {                                                             \
+        run(s, K_WRITE, c_##t);                                                                    \
     }
 
 /* ==== 1. reentry ============================================================ */
@@ -397,25 +459,43 @@ static void c_reentry(fx *f, kind k) {
     rlock_client *c = client(f);
     rlock *l = handle(k, c, NAME);
     lock_ok(l, 5000, 1);
-    assert_int_equal(hold(f, c, 1), 1);
+    assert_int_equal(hold(f, k, c, 1), 1);
     long long pttl = rint_(f, "PTTL %s", NAME);
     assert_true(pttl > 0 && pttl <= 5000);
     /* Re-entry with a longer lease sets the TTL to it (no sleep needed:
      * only a refresh can take the TTL above the first lease). */
     lock_ok(l, 20000, 1);
-    assert_int_equal(hold(f, c, 1), 2);
+    assert_int_equal(hold(f, k, c, 1), 2);
     assert_int_equal(hold_count(l, 1), 2);
     assert_int_equal(hold_count(l, 2), 0);
     pttl = rint_(f, "PTTL %s", NAME);
-    assert_true(pttl > 15000 && pttl <= 20000);
+    if (k == K_WRITE) {
+        /* Redisson's write re-entry ADDS the lease to what is left. */
+        assert_true(pttl > 20000 && pttl <= 25000);
+    } else {
+        assert_true(pttl > 15000 && pttl <= 20000);
+    }
+    char tk1[256], tk2[256];
+    timeout_key(c, 1, 1, tk1, sizeof(tk1));
+    timeout_key(c, 1, 2, tk2, sizeof(tk2));
+    if (k == K_READ) { /* each read hold has its own lease */
+        pttl = rint_(f, "PTTL %s", tk1);
+        assert_true(pttl > 0 && pttl <= 5000);
+        pttl = rint_(f, "PTTL %s", tk2);
+        assert_true(pttl > 15000 && pttl <= 20000);
+    }
     int64_t v = -1;
     assert_int_equal(rt_finish(rlock_is_held_by_thread_async(l, 1), &v), RLOCK_OK);
     assert_int_equal(v, 1);
     assert_true(is_locked(l));
 
     assert_int_equal(unlock(l, 1), RLOCK_OK);
-    assert_int_equal(hold(f, c, 1), 1);
+    assert_int_equal(hold(f, k, c, 1), 1);
     assert_true(exists(f, NAME));
+    if (k == K_READ) { /* the released hold's key goes with it */
+        assert_true(exists(f, tk1));
+        assert_false(exists(f, tk2));
+    }
     assert_int_equal(unlock(l, 1), RLOCK_OK);
     assert_false(exists(f, NAME));
     assert_int_equal(hold_count(l, 1), 0);
@@ -469,6 +549,9 @@ static void c_unlock_not_held(fx *f, kind k) {
     rlock *lb = handle(k, b, NAME);
     lock_ok(la, 30000, HOLDER);
     lock_ok(la, 30000, HOLDER);
+    char tk1[256], tk2[256];
+    timeout_key(a, HOLDER, 1, tk1, sizeof(tk1));
+    timeout_key(a, HOLDER, 2, tk2, sizeof(tk2));
     char *before = dump_hash(f);
     long long ttl_before = rint_(f, "PTTL %s", NAME);
     uint64_t acquires = rt_lock_stats(a).acquires;
@@ -479,6 +562,10 @@ static void c_unlock_not_held(fx *f, kind k) {
     assert_int_equal(unlock(la, 2), RLOCK_ERR_NOT_HELD);
     assert_int_equal(rlock_unlock(lb), RLOCK_ERR_NOT_HELD);
     assert_int_equal(rlock_unlock(la), RLOCK_ERR_NOT_HELD);
+    if (rw(k)) { /* the holder's other half holds nothing */
+        rlock *other = handle(k == K_READ ? K_WRITE : K_READ, a, NAME);
+        assert_int_equal(unlock(other, HOLDER), RLOCK_ERR_NOT_HELD);
+    }
     drain(a);
     drain(b);
 
@@ -489,7 +576,12 @@ static void c_unlock_not_held(fx *f, kind k) {
     long long ttl_after = rint_(f, "PTTL %s", NAME);
     assert_true(ttl_after <= ttl_before && ttl_after > ttl_before - 3000);
     static const char *const lock_only[] = {NAME, TOKEN_KEY};
-    expect_keys(f, lock_only, k == K_FENCED ? 2 : 1); /* no latch left, no queue */
+    const char *const read_held[] = {NAME, tk1, tk2};
+    if (k == K_READ) {
+        expect_keys(f, read_held, 3); /* the holds' own keys, no latch */
+    } else {
+        expect_keys(f, lock_only, k == K_FENCED ? 2 : 1); /* no latch left, no queue */
+    }
     if (k == K_FENCED) {
         expect_str(f, TOKEN_KEY, "2");
     }
@@ -511,7 +603,7 @@ PER_KIND(unlock_not_held)
 static void c_cancel_waiting(fx *f, kind k) {
     rlock_client *a = client(f);
     rlock_client *b = client(f);
-    rlock *la = handle(k, a, NAME);
+    rlock *la = handle(excluder(k), a, NAME);
     rlock *lb = handle(k, b, NAME);
     for (int round = 0; round < 2; round++) {
         lock_ok(la, 30000, 1);
@@ -543,8 +635,8 @@ static void c_cancel_waiting(fx *f, kind k) {
         }
         drain(b);
         uint64_t stopped = rt_lock_stats(b).acquires;
-        assert_int_equal(hold(f, a, 1), 1); /* the holder's lock is untouched */
-        assert_int_equal(hold(f, b, 7), -1);
+        assert_int_equal(hold(f, excluder(k), a, 1), 1); /* the holder's lock is untouched */
+        assert_int_equal(hold(f, k, b, 7), -1);
         assert_int_equal(unlock(la, 1), RLOCK_OK);
         drain(a);
         /* A waiter that had not stopped would take the lock now (the spin
@@ -602,14 +694,17 @@ PER_KIND(cancel_race)
 
 /* ==== 4. handoff ============================================================ */
 
+/* The read half: a writer holds, and two readers on one client wait; the
+ * write unlock (message 1) lets both in at once, not one. */
 static void c_handoff(fx *f, kind k) {
     rlock_client *a = client(f);
     rlock_client *b = client(f);
-    rlock *la = handle(k, a, NAME);
+    rlock *la = handle(excluder(k), a, NAME);
     rlock *lb = handle(k, b, NAME);
     lock_ok(la, 10000, 1);
     rlock_future *fut = keep(rlock_lock_async(lb, 10000, 2));
-    wait_waiting(k, b, 1);
+    rlock_future *fut2 = k == K_READ ? keep(rlock_lock_async(lb, 10000, 3)) : NULL;
+    wait_waiting(k, b, fut2 != NULL ? 2 : 1);
     assert_false(rlock_future_is_done(fut));
     int64_t t0 = rt_now_ms();
     assert_int_equal(unlock(la, 1), RLOCK_OK);
@@ -618,8 +713,19 @@ static void c_handoff(fx *f, kind k) {
     print_message("the waiter got the lock %lld ms after the unlock\n", (long long)took);
     assert_int_equal(rc, RLOCK_OK); /* the lease had about 10 s left */
     assert_int_equal(finish(fut, NULL), RLOCK_OK);
-    assert_int_equal(hold(f, b, 2), 1);
-    assert_int_equal(hold(f, a, 1), -1);
+    if (fut2 != NULL) {
+        rc = rlock_future_wait(fut2, 3000);
+        print_message("the second reader got in %lld ms after the unlock\n",
+                      (long long)(rt_now_ms() - t0));
+        assert_int_equal(rc, RLOCK_OK);
+        assert_int_equal(finish(fut2, NULL), RLOCK_OK);
+        assert_int_equal(hold(f, k, b, 3), 1);
+    }
+    assert_int_equal(hold(f, k, b, 2), 1);
+    assert_int_equal(hold(f, excluder(k), a, 1), -1);
+    if (fut2 != NULL) {
+        assert_int_equal(unlock(lb, 3), RLOCK_OK);
+    }
     assert_int_equal(unlock(lb, 2), RLOCK_OK);
     if (!spins(k)) {
         assert_true(RT_STAT_BECOMES(b, entries, 0, 3000));
@@ -639,9 +745,15 @@ static void c_watchdog_renews(fx *f, kind k) {
     assert_true(pttl > 0 && pttl <= 600);
     assert_true(RT_STAT_BECOMES(c, renewing, 1, 2000));
     rt_sleep_ms(1800); /* three times the lease: only renewals keep it */
-    assert_int_equal(hold(f, c, 1), 1);
+    assert_int_equal(hold(f, k, c, 1), 1);
     pttl = rint_(f, "PTTL %s", NAME);
     assert_true(pttl > 0 && pttl <= 600);
+    if (k == K_READ) { /* the hold's own key is renewed with the hash */
+        char tk[256];
+        timeout_key(c, 1, 1, tk, sizeof(tk));
+        pttl = rint_(f, "PTTL %s", tk);
+        assert_true(pttl > 0 && pttl <= 600);
+    }
     assert_true(rt_lock_stats(c).renew_evals >= 3);
     assert_int_equal(rt_lock_stats(c).lost, 0);
     assert_int_equal(unlock(l, 1), RLOCK_OK);
@@ -705,7 +817,7 @@ PER_KIND(lost_lock)
 static void c_lease_expiry(fx *f, kind k) {
     rlock_client *a = client(f);
     rlock_client *b = client(f);
-    rlock *la = handle(k, a, NAME);
+    rlock *la = handle(excluder(k), a, NAME);
     rlock *lb = handle(k, b, NAME);
     assert_true(is_locked(lb) == false); /* b connected, so its wait starts now */
     int64_t t0 = rt_now_ms();
@@ -719,15 +831,22 @@ static void c_lease_expiry(fx *f, kind k) {
                   (long long)took);
     assert_int_equal(finish(fut, NULL), RLOCK_OK);
     assert_true(took >= 290); /* not before the lease ended */
-    assert_int_equal(hold(f, a, 1), -1);
-    assert_int_equal(hold(f, b, 2), 1);
+    assert_int_equal(hold(f, excluder(k), a, 1), -1);
+    assert_int_equal(hold(f, k, b, 2), 1);
     assert_int_equal(unlock(la, 1), RLOCK_ERR_NOT_HELD); /* b holds it */
     assert_int_equal(unlock(lb, 2), RLOCK_OK);
 
-    /* With no waiter the key itself expires. */
-    lock_ok(la, 300, 1);
+    /* With no waiter the key itself expires (the read half: its hold's
+     * key too). */
+    rlock *own = excluder(k) == k ? la : handle(k, a, NAME);
+    lock_ok(own, 300, 1);
     assert_true(rt_redis_gone_within(&f->redis, &g_probe, NAME, 2000));
-    assert_int_equal(unlock(la, 1), unlock_of_absent(k));
+    if (k == K_READ) {
+        char tk[256];
+        timeout_key(a, 1, 1, tk, sizeof(tk));
+        assert_true(int_becomes(f, 0, 2000, "EXISTS %s", tk));
+    }
+    assert_int_equal(unlock(own, 1), unlock_of_absent(k));
 }
 PER_KIND(lease_expiry)
 
@@ -810,7 +929,7 @@ static void c_destroy_pending(fx *f, kind k) {
     rlock_config cfg = config(f);
     cfg.timeout_ms = 10000; /* the in-flight acquire does not time out first */
     rlock_client *b = rt_client(&cfg);
-    rlock *la = handle(k, a, NAME);
+    rlock *la = handle(excluder(k), a, NAME);
     rlock *lb = handle(k, b, NAME);
     lock_ok(la, 30000, 1);
     rlock_future *waiting1 = keep(rlock_lock_async(lb, RLOCK_LEASE_WATCHDOG, 2));
@@ -850,7 +969,7 @@ static void c_destroy_pending(fx *f, kind k) {
     assert_int_equal(rlock_lock(lb, 1000), RLOCK_ERR_CLOSED);
 
     /* The holder is untouched and its lock works on. */
-    assert_int_equal(hold(f, a, 1), 1);
+    assert_int_equal(hold(f, excluder(k), a, 1), 1);
     assert_int_equal(unlock(la, 1), RLOCK_OK);
     assert_false(exists(f, NAME));
     int64_t v = -1;
@@ -869,7 +988,150 @@ PER_KIND(destroy_pending)
 
 /* ==== 9. what Redis holds =================================================== */
 
+/* Asserts that the lock's hash is exactly 'mode' = mode plus the n
+ * field/value pairs of kv (in any order). */
+static void expect_rw_hash(fx *f, const char *mode, const char *const *kv, size_t n) {
+    redisReply *r = probe(f, "HGETALL %s", NAME);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 2 * (n + 1));
+    for (size_t i = 0; i < r->elements; i += 2) {
+        const char *field = r->element[i]->str;
+        const char *value = r->element[i + 1]->str;
+        bool known = strcmp(field, "mode") == 0 && strcmp(value, mode) == 0;
+        for (size_t j = 0; j < n && !known; j++) {
+            known = strcmp(field, kv[2 * j]) == 0 && strcmp(value, kv[2 * j + 1]) == 0;
+        }
+        if (!known) {
+            fail_msg("unexpected field in the lock's hash: \"%s\" = \"%s\"", field, value);
+        }
+    }
+    freeReplyObject(r);
+}
+
+static void expect_pttl(fx *f, const char *key, long long above, long long at_most) {
+    long long pttl = rint_(f, "PTTL %s", key);
+    if (!(pttl > above && pttl <= at_most)) {
+        fail_msg("PTTL %s = %lld, not in (%lld, %lld]", key, pttl, above, at_most);
+    }
+}
+
+static void expect_rw_channel(fx *f) {
+    redisReply *r = probe(f, "PUBSUB CHANNELS *");
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 1);
+    assert_string_equal(r->element[0]->str, RW_CHANNEL);
+    freeReplyObject(r);
+}
+
+/* The read/write lock: one hash ('mode' and one field per holder), the
+ * read holds' own timeout keys, and one channel for both halves.
+ * The read half: a holds two read holds (10 s, then 30 s), b one (20 s);
+ * the hash lives as long as the longest-living hold, and each read unlock
+ * sets it to the longest remaining one; a writer waits, and gets in when
+ * the last read hold goes.
+ * The write half: a holds the write lock twice (each re-entry adds its
+ * lease: about 60 s), b's writer waits and gets in after a's last unlock. */
+static void c_redis_state_rw(fx *f, kind k) {
+    rlock_client *a = client(f);
+    rlock_client *b = client(f);
+    rlock_client *w = client(f);
+    rlock *la = handle(k, a, NAME);
+    rlock *lb = handle(k, b, NAME);
+    rlock *lw = handle(K_WRITE, w, NAME);
+    char fa[160], fb[160], fw[160];
+    field_of(k, a, 1, fa, sizeof(fa));
+    field_of(k, b, 5, fb, sizeof(fb));
+    field_of(K_WRITE, w, 9, fw, sizeof(fw));
+    static const char *const keys_lock[] = {NAME};
+
+    if (k == K_WRITE) {
+        lock_ok(la, 30000, 1);
+        lock_ok(la, 30000, 1);
+        rlock_future *waiter = keep(rlock_lock_async(lb, 30000, 5));
+        wait_waiting(k, b, 1);
+        expect_type(f, NAME, "hash");
+        const char *const held[] = {fa, "2"};
+        expect_rw_hash(f, "write", held, 1);
+        expect_pttl(f, NAME, 55000, 60000);
+        expect_keys(f, keys_lock, 1);
+        expect_rw_channel(f);
+        /* A release that leaves a hold sets the lease again. */
+        assert_int_equal(unlock(la, 1), RLOCK_OK);
+        const char *const once[] = {fa, "1"};
+        expect_rw_hash(f, "write", once, 1);
+        expect_pttl(f, NAME, 25000, 30000);
+        assert_int_equal(unlock(la, 1), RLOCK_OK);
+        assert_int_equal(finish(waiter, NULL), RLOCK_OK);
+        const char *const taken[] = {fb, "1"};
+        expect_rw_hash(f, "write", taken, 1);
+        expect_pttl(f, NAME, 25000, 30000);
+        drain(a);
+        expect_keys(f, keys_lock, 1);
+        assert_int_equal(unlock(lb, 5), RLOCK_OK);
+    } else {
+        char a1[256], a2[256], b1[256];
+        timeout_key(a, 1, 1, a1, sizeof(a1));
+        timeout_key(a, 1, 2, a2, sizeof(a2));
+        timeout_key(b, 5, 1, b1, sizeof(b1));
+        lock_ok(la, 10000, 1);
+        lock_ok(la, 30000, 1);
+        lock_ok(lb, 20000, 5);
+        rlock_future *waiter = keep(rlock_lock_async(lw, 30000, 9));
+        wait_waiting(K_WRITE, w, 1);
+        expect_type(f, NAME, "hash");
+        const char *const held[] = {fa, "2", fb, "1"};
+        expect_rw_hash(f, "read", held, 2);
+        expect_pttl(f, NAME, 25000, 30000);
+        const char *const keys_held[] = {NAME, a1, a2, b1};
+        expect_keys(f, keys_held, 4);
+        for (size_t i = 1; i < 4; i++) {
+            expect_type(f, keys_held[i], "string");
+            expect_str(f, keys_held[i], "1");
+        }
+        expect_pttl(f, a1, 5000, 10000);
+        expect_pttl(f, a2, 25000, 30000);
+        expect_pttl(f, b1, 15000, 20000);
+        expect_rw_channel(f);
+
+        /* a's second hold (the 30 s one) goes: the hash now lives as long
+         * as b's 20 s hold. */
+        assert_int_equal(unlock(la, 1), RLOCK_OK);
+        const char *const after_a[] = {fa, "1", fb, "1"};
+        expect_rw_hash(f, "read", after_a, 2);
+        const char *const keys_after_a[] = {NAME, a1, b1};
+        expect_keys(f, keys_after_a, 3);
+        expect_pttl(f, NAME, 15000, 20000);
+        /* b's goes: a's 10 s hold is the longest left. */
+        assert_int_equal(unlock(lb, 5), RLOCK_OK);
+        const char *const after_b[] = {fa, "1"};
+        expect_rw_hash(f, "read", after_b, 1);
+        const char *const keys_after_b[] = {NAME, a1};
+        expect_keys(f, keys_after_b, 2);
+        expect_pttl(f, NAME, 5000, 10000);
+        assert_false(rlock_future_is_done(waiter));
+        /* The last read hold goes: the writer gets in. */
+        assert_int_equal(unlock(la, 1), RLOCK_OK);
+        assert_int_equal(finish(waiter, NULL), RLOCK_OK);
+        const char *const taken[] = {fw, "1"};
+        expect_rw_hash(f, "write", taken, 1);
+        expect_pttl(f, NAME, 25000, 30000);
+        drain(a);
+        drain(b);
+        expect_keys(f, keys_lock, 1);
+        assert_int_equal(unlock(lw, 9), RLOCK_OK);
+    }
+    drain(a);
+    drain(b);
+    drain(w);
+    expect_free_keys(f, k); /* no latch, no timeout key left either */
+    assert_true(RT_STAT_BECOMES(k == K_WRITE ? b : w, entries, 0, 3000));
+}
+
 static void c_redis_state(fx *f, kind k) {
+    if (rw(k)) {
+        c_redis_state_rw(f, k);
+        return;
+    }
     rlock_client *a = client(f);
     rlock_client *b = client(f);
     rlock *la = handle(k, a, NAME);
@@ -924,6 +1186,9 @@ static void c_redis_state(fx *f, kind k) {
         assert_int_equal(rint_(f, "PTTL %s", TIMEOUT_KEY), -1);
         break;
     }
+    case K_READ:
+    case K_WRITE: /* c_redis_state_rw */
+        fail();
     }
     /* The channels: the lock's for the reentrant and fenced locks, the
      * waiter's own for the fair lock, none for the spin lock. */
@@ -942,7 +1207,7 @@ static void c_redis_state(fx *f, kind k) {
 
     /* Released: the waiter takes over with a hold of 1. */
     assert_int_equal(unlock(la, 1), RLOCK_OK);
-    assert_int_equal(hold(f, a, 1), 1);
+    assert_int_equal(hold(f, k, a, 1), 1);
     assert_int_equal(unlock(la, 1), RLOCK_OK);
     assert_int_equal(finish(waiter, NULL), RLOCK_OK);
     expect_one_field(f, fb, "1");
@@ -982,7 +1247,7 @@ static void c_lost_wakeup(fx *f, kind k) {
     rlock_client *b = rt_client(&cfg);
     assert_int_equal(rt_finish(rt_command(b, "PING", NULL), NULL), RLOCK_OK);
     assert_true(rt_proxy_wait_conns(g_proxy, RT_PROXY_ALL, 2, 5000));
-    rlock *la = handle(k, a, NAME);
+    rlock *la = handle(excluder(k), a, NAME);
     rlock *lb = handle(k, b, NAME);
     lock_ok(la, 30000, 1);
 
@@ -1008,7 +1273,7 @@ static void c_lost_wakeup(fx *f, kind k) {
     assert_int_equal(finish(fut, &v), RLOCK_OK);
     assert_int_equal(v, 1);
     assert_int_equal(rt_lock_stats(b).messages, 0);
-    assert_int_equal(hold(f, b, 2), 1);
+    assert_int_equal(hold(f, k, b, 2), 1);
     assert_int_equal(rt_proxy_set_delay(g_proxy, RT_PROXY_ALL, RT_PROXY_UP, 0), 2);
     assert_int_equal(unlock(lb, 2), RLOCK_OK);
 }
@@ -1020,8 +1285,89 @@ PER_KIND(lost_wakeup)
 #define ITERS 40
 #define CHILD_WAIT_MS 90000
 
+/* The read half's child, under a read hold: the counter does not change
+ * while it reads (no writer is in). 0 when it held. */
+static int child_read(rlock *rl, redisContext *rc) {
+    if (rlock_lock(rl, 10000) != RLOCK_OK) {
+        return 30;
+    }
+    int code = 0;
+    char first[32] = "";
+    for (int i = 0; i < 2 && code == 0; i++) {
+        redisReply *r = redisCommand(rc, "GET counter");
+        if (r == NULL || (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL)) {
+            code = 31;
+        } else if (i == 0) {
+            snprintf(first, sizeof(first), "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+            usleep(300); /* a writer let in now would change it */
+        } else if (strcmp(first, r->type == REDIS_REPLY_STRING ? r->str : "") != 0) {
+            code = 32;
+        }
+        freeReplyObject(r);
+    }
+    if (rlock_unlock(rl) != RLOCK_OK && code == 0) {
+        code = 33;
+    }
+    return code;
+}
+
+/* Polls (every 2 ms, at most 30 s) until the integer at key reaches
+ * CHILDREN. 0 when it did. */
+static int child_await_all(redisContext *rc, const char *key) {
+    int64_t deadline = rt_now_ms() + 30000;
+    for (;;) {
+        redisReply *r = redisCommand(rc, "GET %s", key);
+        if (r == NULL || r->type != REDIS_REPLY_STRING) {
+            freeReplyObject(r);
+            return 1;
+        }
+        bool all = strtoll(r->str, NULL, 10) >= CHILDREN;
+        freeReplyObject(r);
+        if (all) {
+            return 0;
+        }
+        if (rt_now_ms() >= deadline) {
+            return 2;
+        }
+        usleep(2000);
+    }
+}
+
+/* The read half's child, at the end: once every child is done writing
+ * (a read hold taken earlier would keep a writer out), every child holds
+ * a read hold at the same time: each waits, holding, until all CHILDREN
+ * have counted themselves in "readers". So readers do not exclude each
+ * other. */
+static int child_readers_meet(rlock *rl, redisContext *rc) {
+    redisReply *r = redisCommand(rc, "INCR written");
+    int code = r != NULL && r->type == REDIS_REPLY_INTEGER ? 0 : 40;
+    freeReplyObject(r);
+    if (code == 0 && child_await_all(rc, "written") != 0) {
+        code = 41;
+    }
+    if (code == 0 && rlock_lock(rl, RLOCK_LEASE_WATCHDOG) != RLOCK_OK) {
+        return 42;
+    }
+    if (code == 0) {
+        r = redisCommand(rc, "INCR readers");
+        code = r != NULL && r->type == REDIS_REPLY_INTEGER ? 0 : 43;
+        freeReplyObject(r);
+        if (code == 0 && child_await_all(rc, "readers") != 0) {
+            code = 44;
+        }
+        if (rlock_unlock(rl) != RLOCK_OK && code == 0) {
+            code = 45;
+        }
+    }
+    return code;
+}
+
 /* A child: its own client (made after the fork), ITERS increments of a
- * plain GET then SET under the lock. Exit code 0 on success. */
+ * plain GET then SET under the lock. Exit code 0 on success. The read
+ * half cannot keep a counter (readers share it): its children increment
+ * under the write half and, between increments, read the counter under
+ * the read half (it must not change); then they all hold the read lock
+ * at once. */
 static int child_main(rt_redis *redis, kind k) {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     rlock_config cfg = rt_config(redis->address);
@@ -1031,9 +1377,10 @@ static int child_main(rt_redis *redis, kind k) {
     if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
         return 10;
     }
-    rlock *l = get_lock(k, c, NAME);
+    rlock *l = get_lock(excluder(k), c, NAME);
+    rlock *rl = k == K_READ ? get_lock(K_READ, c, NAME) : NULL;
     redisContext *rc = rt_redis_connect(redis, 10000, true);
-    int code = l == NULL ? 11 : rc == NULL || rc->err != 0 ? 12 : 0;
+    int code = l == NULL || (k == K_READ && rl == NULL) ? 11 : rc == NULL || rc->err != 0 ? 12 : 0;
     if (code == 0) {
         redisReply *r = redisCommand(rc, "BLPOP go 30");
         code = r != NULL && r->type == REDIS_REPLY_ARRAY ? 0 : 13;
@@ -1059,10 +1406,17 @@ static int child_main(rt_redis *redis, kind k) {
         if (rlock_unlock(l) != RLOCK_OK && code == 0) {
             code = 22;
         }
+        if (code == 0 && rl != NULL) {
+            code = child_read(rl, rc);
+        }
+    }
+    if (code == 0 && rl != NULL) {
+        code = child_readers_meet(rl, rc);
     }
     if (rc != NULL) {
         redisFree(rc);
     }
+    rlock_free(rl);
     rlock_free(l);
     rlock_client_destroy(c);
     return code;
@@ -1111,6 +1465,13 @@ static void c_processes(fx *f, kind k) {
     assert_int_equal(strtoll(r->str, NULL, 10), CHILDREN * ITERS);
     freeReplyObject(r);
     assert_false(exists(f, NAME));
+    if (k == K_READ) {
+        char all[16];
+        snprintf(all, sizeof(all), "%d", CHILDREN);
+        expect_str(f, "readers", all);
+        expect_str(f, "written", all);
+        assert_int_equal(rint_(f, "DEL readers written"), 2);
+    }
     assert_int_equal(rint_(f, "DEL counter go"), 1);
     static const char *const token[] = {TOKEN_KEY};
     expect_keys_ex(f, token, k == K_FENCED ? 1 : 0, true);
@@ -1174,6 +1535,32 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(fenced__redis_state, setup, teardown),
         cmocka_unit_test_setup_teardown(fenced__lost_wakeup, setup, teardown),
         cmocka_unit_test_setup_teardown(fenced__processes, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__reentry, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__unlock_not_held, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__cancel_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__cancel_race, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__handoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__watchdog_renews, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__lost_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__lease_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__destroy_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__redis_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__lost_wakeup, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__processes, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__reentry, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__unlock_not_held, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__cancel_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__cancel_race, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__handoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__watchdog_renews, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__lost_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__lease_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__destroy_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__redis_state, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__lost_wakeup, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__processes, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
