@@ -199,7 +199,7 @@ static int unlock_result(rlock *l, int err, const char **msg, const redisReply *
     if (!(err == RLOCK_OK && reply->integer == 0)) {
         /* No reentrant hold remains (or none can be known): later holds
          * start from the watchdog timeout again, as in Redisson. */
-        atomic_store(&l->lease_ms, l->cfg->lock_watchdog_timeout_ms);
+        atomic_store(&l->lease_ms, l->client->cfg.lock_watchdog_timeout_ms);
     }
     return err;
 }

@@ -12,8 +12,12 @@
 
 size_t rlock__owner_field(const rlock *l, uint64_t thread_id, char out[RLOCK__FIELD_MAX]) {
     const char *suffix = l->ops->field_suffix != NULL ? l->ops->field_suffix : "";
-    return (size_t)snprintf(out, RLOCK__FIELD_MAX, "%s:%" PRIu64 "%s", l->client_id, thread_id,
+    return (size_t)snprintf(out, RLOCK__FIELD_MAX, "%s:%" PRIu64 "%s", l->client->id, thread_id,
                             suffix);
+}
+
+const rlock_config *rlock__object_cfg(const rlock *l) {
+    return &l->client->cfg;
 }
 
 void rlock__object_ref(rlock *l) {
@@ -27,7 +31,9 @@ void rlock__object_unref(rlock *l) {
     for (size_t i = 0; i < l->nsubs; i++) {
         rlock__object_unref(l->subs[i]);
     }
-    free(l->subs);
+    if (l->nsubs > 0) {
+        free(l->subs);
+    }
     rlock__client_unref(l->client);
     free(l);
 }
@@ -86,8 +92,13 @@ rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size
         return NULL;
     }
     const char *chp = ops->channel_prefix != NULL ? ops->channel_prefix : channel_prefix;
-    /* One block: the handle, then its names. */
-    size_t size = sizeof(rlock) + len + 1 + prefix_name_len(chp, name, len, "") + 1 +
+    if (nextra > RLOCK__EXTRA_KEYS) {
+        rlock__set_error_message("%s: too many keys for a kind", fn); /* a bug in a kind */
+        return NULL;
+    }
+    /* One block: the handle, its extra keys' table, then its names. */
+    size_t size = sizeof(rlock) + nextra * sizeof(rlock__name) + len + 1 +
+                  prefix_name_len(chp, name, len, "") + 1 +
                   prefix_name_len(latch_prefix, name, len, ":") + 1;
     for (size_t i = 0; i < nextra; i++) {
         size += prefix_name_len(extra[i], name, len, "") + 1;
@@ -100,16 +111,15 @@ rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size
     atomic_init(&l->refs, 1);
     rlock__client_ref(c);
     l->client = c;
-    l->client_id = c->id;
-    l->cfg = &c->cfg;
     l->ops = ops;
     atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
     atomic_flag_clear(&l->lost_guard);
-    l->name.s = l->text;
+    l->extra = nextra > 0 ? (rlock__name *)(void *)l->text : NULL;
+    l->name.s = l->text + nextra * sizeof(rlock__name);
     memcpy(l->name.s, name, len);
     l->name.s[len] = '\0';
     l->name.len = len;
-    char *p = l->text + len + 1;
+    char *p = l->name.s + len + 1;
     p = prefix_name(p, chp, name, len, "", &l->channel);
     p = prefix_name(p, latch_prefix, name, len, ":", &l->latch_prefix);
     for (size_t i = 0; i < nextra; i++) {
@@ -174,8 +184,6 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
     atomic_init(&l->refs, 1);
     rlock__client_ref(c);
     l->client = c;
-    l->client_id = c->id;
-    l->cfg = &c->cfg;
     l->ops = ops;
     l->subs = subs;
     l->nsubs = n;

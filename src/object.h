@@ -31,14 +31,17 @@ struct rlock {
     rlock__reg_node reg; /* live until rlock_free */
     atomic_int refs;
     const rlock__kind_ops *ops;
-    /* A kind of whole operations (kind.h: the multi lock): its sub-locks,
-     * each referenced, in the caller's order; NULL and 0 otherwise. Then
-     * client is subs[0]'s, and the names are empty. */
-    rlock **subs;
+    /* nsubs > 0: a kind of whole operations (kind.h: the multi lock),
+     * whose sub-locks are subs, each referenced, in the caller's order;
+     * then client is subs[0]'s, and the names are empty. Otherwise extra
+     * holds the kind's extra keys (RLOCK__EXTRA_KEYS at most), in the
+     * block after the handle; NULL when it has none. */
     size_t nsubs;
-    rlock_client *client;    /* referenced: outlives a destroy while the handle lives */
-    const char *client_id;   /* the client's UUID */
-    const rlock_config *cfg; /* the client's settings */
+    union {
+        rlock **subs;
+        rlock__name *extra;
+    };
+    rlock_client *client; /* referenced: outlives a destroy while the handle lives */
     /* internalLockLeaseTime: the lease a remaining reentrant hold gets on
      * unlock; the last lease given, or the watchdog timeout. */
     _Atomic int64_t lease_ms;
@@ -49,15 +52,17 @@ struct rlock {
     rlock_lock_lost_cb lost_cb;
     void *lost_arg;
     rlock__name name;
-    rlock__name channel;      /* redisson_lock__channel:{name} (or the kind's prefix) */
-    rlock__name latch_prefix; /* redisson_unlock_latch:{name}: */
-    rlock__name extra[RLOCK__EXTRA_KEYS];
-    char text[]; /* every name above points here */
+    rlock__name channel;               /* redisson_lock__channel:{name} (or the kind's prefix) */
+    rlock__name latch_prefix;          /* redisson_unlock_latch:{name}: */
+    _Alignas(rlock__name) char text[]; /* the extra keys' table, then every name above */
 };
 
 /* "<clientId>:<threadId>" and the kind's suffix (":write") fit in this
  * many bytes, NUL included. */
 #define RLOCK__FIELD_MAX 80
+
+/* The client's settings (kinds do not see the client). */
+const rlock_config *rlock__object_cfg(const rlock *l);
 
 /* Writes the owner's hash field (Redisson's getLockName(threadId)):
  * "<clientId>:<threadId>" and the kind's field suffix. */

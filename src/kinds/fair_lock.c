@@ -14,7 +14,7 @@
 
 /* threadWaitTime: a try-lock's wait when it has one, else the setting. */
 static int64_t thread_wait(const rlock *l, int64_t wait_ms) {
-    return wait_ms > 0 ? wait_ms : l->cfg->fair_lock_wait_timeout_ms;
+    return wait_ms > 0 ? wait_ms : rlock__object_cfg(l)->fair_lock_wait_timeout_ms;
 }
 
 static void fair_keys(rlock__args *a, const rlock *l, bool lock_key) {
