@@ -162,7 +162,7 @@ typedef struct call {
     int rc;
     bool acquired;
     _Atomic int64_t began_at; /* read by the test while the call runs */
-    _Atomic int64_t done_at; /* 0 while pending */
+    _Atomic int64_t done_at;  /* 0 while pending */
 } call;
 
 static void *call_main(void *arg) {
@@ -521,6 +521,11 @@ static void check_script_flush(fx *f, int pool) {
     rlock *l = rt_lock(c, "blocking:flush");
     assert_int_equal(rlock_lock(l, 30000), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    /* A query goes through the client's command connection, so once it is
+     * back that connection is up and has loaded the scripts it preloads:
+     * that cannot undo the SCRIPT FLUSH below any more. */
+    bool locked = true;
+    assert_int_equal(rlock_is_locked(l, &locked), RLOCK_OK);
     for (int round = 0; round < 2; round++) {
         redisReply *r = rt_probe(&f->redis, &g_probe, "SCRIPT FLUSH");
         assert_non_null(r);
