@@ -915,6 +915,9 @@ rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms, int6
  * watchdog's table (renewal.h), without waking the loop each time. */
 static int note_watchdog(rlock *l, uint64_t thread_id, int64_t sent_ms, bool add) {
     rlock_client *c = l->client;
+    if (c->renewal == NULL) {
+        return RLOCK_ERR_CLOSED; /* the client is being destroyed */
+    }
     rlock__lost_sink sink = {.client_cb = c->cfg.on_lock_lost,
                              .client_arg = c->cfg.on_lock_lost_arg};
     if (add) {

@@ -3,7 +3,7 @@
  * States: BACKOFF -> CONNECTING (TCP + handshake, under connect_timeout)
  * -> READY -> (lost) BACKOFF -> ... and CLOSED at the end. hiredis frees a
  * context itself when its connection fails, so c->ac is cleared in the
- * connect/disconnect callbacks and never touched after (STYLE lesson 2). */
+ * connect/disconnect callbacks and never touched after. */
 #define _GNU_SOURCE
 #include "connection.h"
 
