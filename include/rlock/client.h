@@ -1,4 +1,5 @@
-/* The client: Redisson's RedissonClient + ServiceManager.
+/** @file rlock/client.h
+ * @brief The client: Redisson's RedissonClient + ServiceManager.
  *
  * A client owns one pipelined command connection and one pub/sub
  * connection to a single Redis server, the event loop they run on, and a
@@ -15,16 +16,21 @@
 extern "C" {
 #endif
 
+/** A client: its connections, its event loop and its id. Opaque; made by
+ * rlock_client_create(), freed by rlock_client_destroy(). */
 typedef struct rlock_client rlock_client;
 
-/* Creates a client and starts connecting in the background; it does not
+/** Creates a client and starts connecting in the background; it does not
  * wait for the server (commands sent before it is reachable wait for the
  * connection, bounded by timeout_ms and the retry settings).
- * Returns 0 and sets *out, or RLOCK_ERR_INVALID (bad cfg, see
- * rlock_last_error()) / RLOCK_ERR_NOMEM, leaving *out NULL. */
+ * @param cfg the settings (see rlock_config_init()); copied, so it may go
+ *        once this returns.
+ * @param out set to the new client, or to NULL on error.
+ * @return 0 and sets *out, or RLOCK_ERR_INVALID (bad cfg, see
+ *         rlock_last_error()) / RLOCK_ERR_NOMEM, leaving *out NULL. */
 RLOCK_API int rlock_client_create(const rlock_config *cfg, rlock_client **out);
 
-/* Completes every pending future of this client with RLOCK_ERR_CLOSED
+/** Completes every pending future of this client with RLOCK_ERR_CLOSED
  * (their callbacks run before this returns), closes the connections and
  * frees the client. Futures the caller still holds stay valid until
  * released; lock handles stay valid until freed, and calls on them fail
@@ -38,15 +44,18 @@ RLOCK_API int rlock_client_create(const rlock_config *cfg, rlock_client **out);
  * call on it, its handles and its futures fails with RLOCK_ERR_FORKED
  * (rlock_get_lock returns NULL), and its destroy only closes the child's
  * copies of the sockets, leaving the parent's connections alone. The
- * child creates a client of its own. */
+ * child creates a client of its own.
+ * @param c the client, or NULL. */
 RLOCK_API void rlock_client_destroy(rlock_client *c);
 
-/* The client's id: a UUID v4 string, stable for the client's life; ""
- * for NULL or a destroyed client. */
+/** The client's id: a UUID v4 string, stable for the client's life.
+ * @param c the client.
+ * @return the id; "" for NULL or a destroyed client. */
 RLOCK_API const char *rlock_client_id(const rlock_client *c);
 
-/* The calling thread's id: unique within the process for its lifetime and
- * never reused (Java's Thread.getId()). Blocking calls use it as owner. */
+/** The calling thread's id: unique within the process for its lifetime and
+ * never reused (Java's Thread.getId()). Blocking calls use it as owner.
+ * @return the id, never 0. */
 RLOCK_API uint64_t rlock_thread_id(void);
 
 #ifdef __cplusplus

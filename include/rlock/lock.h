@@ -1,11 +1,18 @@
-/* rlock: Redisson's RLock family: the reentrant lock, and the fair, spin,
- * fenced and read/write locks, each an rlock * that every call below
+/** @file rlock/lock.h
+ * @brief rlock: Redisson's RLock family: the reentrant lock, and the fair,
+ * spin, fenced and read/write locks, each an rlock * that every call below
  * works on.
  *
  * A lock is a Redis hash named after the lock. Each field is an owner,
- * "<clientId>:<threadId>", and its value is that owner's hold count. The
- * key's TTL is the lease. Processes that use Redisson (Java), node-redisson
- * or rlock on the same name exclude each other and wake each other.
+ * `"<clientId>:<threadId>"`, and its value is that owner's hold count. The
+ * key's TTL is the lease. Processes that use Redisson (Java) or rlock on
+ * the same name exclude each other and wake each other, with every kind
+ * (checked against Redisson 4.7.0). node-redisson (1.0.4, its reentrant
+ * lock) excludes and wakes them too, except on a name with a '{' that is
+ * not its first character: there it waits and publishes on another
+ * channel, so exclusion holds but a waiter on one side is not woken by
+ * the other side's unlock and gets in only when it tries again, at the
+ * end of the lease it was told (docs/locks.md, section 2).
  *
  * Owners. An owner is a (client, thread id) pair. The blocking calls use
  * the calling thread's rlock_thread_id(). The async calls take the thread
@@ -43,66 +50,105 @@
 extern "C" {
 #endif
 
+/** A handle on a lock: its name and kind, bound to one client. Opaque; made
+ * by the rlock_get_*() calls, freed by rlock_free(). */
 typedef struct rlock rlock;
 
-/* A lease_ms that asks for the watchdog (Redisson's leaseTime -1). */
+/** A lease_ms that asks for the watchdog (Redisson's leaseTime -1). */
 #define RLOCK_LEASE_WATCHDOG (-1)
 
-/* Longest lock name accepted, in bytes. */
+/** Longest lock name accepted, in bytes. */
 #define RLOCK_NAME_MAX (64 * 1024)
 
-/* A handle on the lock called name (Redisson's getLock). Handles are
+/** A handle on the lock called name (Redisson's getLock). Handles are
  * cheap and need no Redis call; several handles on one name act as one
- * lock. Returns NULL for a NULL client, an empty name or one longer than
- * RLOCK_NAME_MAX, a destroyed client or one made before fork() (see
- * rlock_last_error()), or when out of memory. A handle may outlive its
- * client: calls on it then fail with RLOCK_ERR_CLOSED; free it still. */
+ * lock. A handle may outlive its client: calls on it then fail with
+ * RLOCK_ERR_CLOSED; free it still, before or after destroying the client.
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL for a NULL client, an empty name or one
+ *         longer than RLOCK_NAME_MAX, a destroyed client or one made
+ *         before fork() (see rlock_last_error()), or when out of memory. */
 RLOCK_API rlock *rlock_get_lock(rlock_client *c, const char *name);
 
-/* The same for a name of len bytes that may hold any byte, NUL included. */
+/** The same for a name of len bytes that may hold any byte, NUL included.
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len);
 
-/* The fair lock (Redisson's getFairLock): waiters get the lock in the
+/** The fair lock (Redisson's getFairLock): waiters get the lock in the
  * order they first asked, across clients. It keeps a queue
  * (redisson_lock_queue:{name}) and each waiter's place-keeping timeout
  * (redisson_lock_timeout:{name}); a waiter that stops trying loses its
  * place after rlock_config.fair_lock_wait_timeout_ms, or at once when its
  * try-lock gives up or its call is cancelled. An unlock wakes only the
- * first waiter, on its own channel. */
+ * first waiter, on its own channel.
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_fair_lock(rlock_client *c, const char *name);
+/** The fair lock on a name of len bytes (see rlock_get_lock_n()).
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_fair_lock_n(rlock_client *c, const char *name, size_t len);
 
-/* A spin lock's back-off between tries (Redisson's
+/** A spin lock's back-off between tries (Redisson's
  * LockOptions.ExponentialBackOff): the first pause is initial_delay_ms,
  * each next one multiplier times the last plus a random 0..(tries - 1) ms,
  * at most max_delay_ms. */
 typedef struct rlock_backoff {
-    int64_t initial_delay_ms; /* 1 */
-    int64_t max_delay_ms;     /* 128 */
-    int64_t multiplier;       /* 2 */
+    int64_t initial_delay_ms; /**< the first pause: 1 */
+    int64_t max_delay_ms;     /**< the longest pause: 128 */
+    int64_t multiplier;       /**< each pause over the last: 2 */
 } rlock_backoff;
 
-/* The spin lock (getSpinLock): no pub/sub; a waiter tries again after each
+/** The spin lock (getSpinLock): no pub/sub; a waiter tries again after each
  * back-off pause, so no SUBSCRIBE is ever sent, and an unlock publishes
  * nothing. Same keys as rlock_get_lock. A try-lock gives up at the first
- * failed try after its wait, so it may return up to one pause late. */
+ * failed try after its wait, so it may return up to one pause late.
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_spin_lock(rlock_client *c, const char *name);
+/** The spin lock on a name of len bytes (see rlock_get_lock_n()).
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_spin_lock_n(rlock_client *c, const char *name, size_t len);
-/* The same with a chosen back-off (NULL: the default). Each value must be
- * positive, and initial_delay_ms <= max_delay_ms <= one hour. */
+/** The same with a chosen back-off (NULL: the default). Each value must be
+ * positive, and initial_delay_ms <= max_delay_ms <= one hour.
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @param backoff the back-off (copied), or NULL.
+ * @return the handle, or NULL as rlock_get_lock(), and for a bad
+ *         back-off. */
 RLOCK_API rlock *rlock_get_spin_lock_with_backoff(rlock_client *c, const char *name, size_t len,
                                                   const rlock_backoff *backoff);
 
-/* The fenced lock (getFencedLock): the reentrant lock plus a token that
+/** The fenced lock (getFencedLock): the reentrant lock plus a token that
  * every acquisition (re-entry included) increments, kept in
  * redisson_lock_token:{name}; tokens strictly increase per name across
  * clients. Hand it to the storage you protect and have the storage refuse
  * a write carrying a token older than one it has seen: a holder paused
- * past its lease is then refused instead of overwriting. */
+ * past its lease is then refused instead of overwriting.
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_fenced_lock(rlock_client *c, const char *name);
+/** The fenced lock on a name of len bytes (see rlock_get_lock_n()).
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_fenced_lock_n(rlock_client *c, const char *name, size_t len);
 
-/* The read/write lock (Redisson's getReadWriteLock(name).readLock() and
+/** The read/write lock (Redisson's getReadWriteLock(name).readLock() and
  * .writeLock()): two handles on one lock, both usable with every call
  * below except the fenced ones. Any number of owners may hold the read
  * lock at once, as long as nobody holds the write lock; the write lock is
@@ -115,9 +161,10 @@ RLOCK_API rlock *rlock_get_fenced_lock_n(rlock_client *c, const char *name, size
  *
  * In Redis: one hash, named after the lock, with 'mode' ("read" or
  * "write") and one field per holder and its hold count:
- * "<clientId>:<threadId>" for a read holder, "<clientId>:<threadId>:write"
- * for the write holder. Each read hold has its own key,
- * "{name}:<clientId>:<threadId>:rwlock_timeout:<n>" ("name:..." when the
+ * `"<clientId>:<threadId>"` for a read holder,
+ * `"<clientId>:<threadId>:write"` for the write holder. Each read hold has
+ * its own key, `"{name}:<clientId>:<threadId>:rwlock_timeout:<n>"`
+ * ("name:..." when the
  * name has a '{'), with that hold's lease; the hash's TTL follows the
  * longest-living hold. Both wait on redisson_rwlock:{name}; a read unlock
  * that frees the lock publishes 0 (wakes one waiter), a write unlock
@@ -147,13 +194,32 @@ RLOCK_API rlock *rlock_get_fenced_lock_n(rlock_client *c, const char *name, size
  * - An unlock when the lock does not exist at all fails with
  *   RLOCK_ERR_NOT_HELD but still publishes the half's message.
  * rlock_remain_time_to_live is the hash's TTL on both halves; the hold
- * count and rlock_is_held_by_thread look at the half's own field. */
+ * count and rlock_is_held_by_thread look at the half's own field.
+ *
+ * This call gives the read half.
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_read_lock(rlock_client *c, const char *name);
+/** The read half on a name of len bytes (see rlock_get_read_lock()).
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_read_lock_n(rlock_client *c, const char *name, size_t len);
+/** The write half of the read/write lock (see rlock_get_read_lock()).
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_write_lock(rlock_client *c, const char *name);
+/** The write half on a name of len bytes (see rlock_get_read_lock()).
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_t len);
 
-/* The multi lock (Redisson's RedissonMultiLock): the n locks as one,
+/** The multi lock (Redisson's RedissonMultiLock): the n locks as one,
  * taken all or none. The locks may be of any kind but these two and
  * belong to different clients (servers, loops, threads); the handle keeps
  * its own references, so the caller may free its handles at once. Every
@@ -203,81 +269,144 @@ RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_
  * The returned future belongs to the first lock's client: its callbacks
  * run on that client's loop thread, wherever it was completed. A
  * blocking call is refused (RLOCK_ERR_WRONG_THREAD) on the own I/O
- * thread of any of the locks' clients. */
+ * thread of any of the locks' clients.
+ * @param locks the locks, in the order they are taken.
+ * @param n how many, 1 to 1024.
+ * @return the handle, or NULL (see above). */
 RLOCK_API rlock *rlock_get_multi_lock(rlock *const *locks, size_t n);
 
-/* The red lock (Redisson's RedissonRedLock, deprecated there): the multi
+/** The red lock (Redisson's RedissonRedLock, deprecated there): the multi
  * lock with a quorum. A try-lock succeeds once n/2 + 1 locks are held
  * (n - (n/2 + 1) may fail: a failure beyond those releases what was taken
  * and starts over), each lock's try-lock waits at most wait / n, and a
  * lock whose server does not answer in time counts as failed. Unlock
  * releases every lock (also those never taken: their unlocks fail, and
  * the call with them, after all are back). See docs/locks.md for what
- * it does and does not promise. */
+ * it does and does not promise.
+ * @param locks the locks, in the order they are taken.
+ * @param n how many, 1 to 1024.
+ * @return the handle, or NULL as rlock_get_multi_lock(). */
 RLOCK_API rlock *rlock_get_red_lock(rlock *const *locks, size_t n);
 
-/* Frees the handle. Operations under way keep what they need and finish;
- * locks it holds stay held (and watchdog leases renewed). NULL is ignored,
- * and so is a second free of the same handle (rlock_last_error() says
- * so), unless a new handle has been given the same address meanwhile. */
+/** Frees the handle. Operations under way keep what they need and finish;
+ * locks it holds stay held (and watchdog leases renewed while the client
+ * lives). Free every handle, before or after rlock_client_destroy(). NULL
+ * is ignored, and so is a second free of the same handle
+ * (rlock_last_error() says so), unless a new handle has been given the
+ * same address meanwhile.
+ * @param l the handle, or NULL. */
 RLOCK_API void rlock_free(rlock *l);
 
-/* The lock's name, and its length in bytes. */
+/** The lock's name (NUL-terminated; a binary name may hold NULs too).
+ * @param l the handle.
+ * @return the name, valid while the handle is; "" for NULL. */
 RLOCK_API const char *rlock_name(const rlock *l);
+/** The length in bytes of the lock's name.
+ * @param l the handle.
+ * @return the length; 0 for NULL. */
 RLOCK_API size_t rlock_name_len(const rlock *l);
 
 /* ---- async: each returns a future (see rlock/future.h) --------------- */
 
-/* Takes the lock, waiting as long as it takes (lock / lockAsync). Value 0.
+/** Takes the lock, waiting as long as it takes (lock / lockAsync). Value 0.
  * Fails with RLOCK_ERR_TIMEOUT or RLOCK_ERR_CONNECTION when an acquire
  * attempt gets no answer. Cancel the future to stop waiting
- * (lockInterruptibly); if the lock was taken meanwhile, it is released. */
+ * (lockInterruptibly); if the lock was taken meanwhile, it is released.
+ * @param l the lock.
+ * @param lease_ms the lease: > 0 ms, or RLOCK_LEASE_WATCHDOG.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_lock_async(rlock *l, int64_t lease_ms, uint64_t thread_id);
 
-/* Tries to take the lock for up to wait_ms (0: one attempt, no wait).
- * Value 1 when taken, 0 when the wait ran out (tryLock). */
+/** Tries to take the lock for up to wait_ms (0: one attempt, no wait).
+ * Value 1 when taken, 0 when the wait ran out (tryLock).
+ * @param l the lock.
+ * @param wait_ms the longest wait in ms; 0: one attempt.
+ * @param lease_ms the lease: > 0 ms, or RLOCK_LEASE_WATCHDOG.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
                                              uint64_t thread_id);
 
-/* Releases one hold of thread_id. Value 0. Fails with RLOCK_ERR_NOT_HELD,
+/** Releases one hold of thread_id. Value 0. Fails with RLOCK_ERR_NOT_HELD,
  * changing nothing, when the owner holds no hold on the lock (Redisson's
  * IllegalMonitorStateException). When the lock's key is gone altogether,
  * a fair lock's unlock succeeds and a read/write lock's still publishes
  * its message (Redisson's scripts). The last hold's release wakes one
  * waiter (the write lock: every waiter; the spin lock and a downgrade:
- * none). */
+ * none).
+ * @param l the lock.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id);
 
-/* Deletes the lock whoever holds it and wakes a waiter (as an unlock
+/** Deletes the lock whoever holds it and wakes a waiter (as an unlock
  * does, above). Value 1 when a lock was deleted, 0 when it was not locked
- * (a read/write lock half: not locked in its mode). */
+ * (a read/write lock half: not locked in its mode).
+ * @param l the lock.
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_force_unlock_async(rlock *l);
 
-/* Value 1 when anyone holds the lock, else 0 (the read/write lock's
- * halves: see above). */
+/** Whether anyone holds the lock. Value 1 when anyone holds it, else 0
+ * (the read/write lock's halves: see above).
+ * @param l the lock.
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_is_locked_async(rlock *l);
 
-/* Value 1 when (this client, thread_id) holds the lock, else 0. */
+/** Whether an owner holds the lock. Value 1 when (this client, thread_id)
+ * holds the lock, else 0.
+ * @param l the lock.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_is_held_by_thread_async(rlock *l, uint64_t thread_id);
 
-/* Value: how many holds (this client, thread_id) has; 0 when none. */
+/** An owner's hold count. Value: how many holds (this client, thread_id)
+ * has; 0 when none.
+ * @param l the lock.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_get_hold_count_async(rlock *l, uint64_t thread_id);
 
-/* Value: the lock's remaining lease in ms; -2 when not locked, -1 when the
- * key has no expiry. */
+/** The lock's remaining lease. Value: the lock's remaining lease in ms; -2
+ * when not locked, -1 when the key has no expiry.
+ * @param l the lock.
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_remain_time_to_live_async(rlock *l);
 
-/* Fenced lock only (others: RLOCK_ERR_UNSUPPORTED). Value: the token of
+/** Takes the lock as rlock_lock_async() does, and its fencing token.
+ * Fenced lock only (others: RLOCK_ERR_UNSUPPORTED). Value: the token of
  * this acquisition (lockAndGetToken; unlike Redisson's, lease_ms is
- * honoured). */
+ * honoured).
+ * @param l the lock.
+ * @param lease_ms the lease: > 0 ms, or RLOCK_LEASE_WATCHDOG.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_lock_and_get_token_async(rlock *l, int64_t lease_ms,
                                                        uint64_t thread_id);
 
-/* Value: the token, or 0 when the wait ran out (tryLockAndGetToken). */
+/** Tries to take the lock as rlock_try_lock_async() does, and its fencing
+ * token. Fenced lock only (others: RLOCK_ERR_UNSUPPORTED). Value: the
+ * token, or 0 when the wait ran out (tryLockAndGetToken).
+ * @param l the lock.
+ * @param wait_ms the longest wait in ms; 0: one attempt.
+ * @param lease_ms the lease: > 0 ms, or RLOCK_LEASE_WATCHDOG.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms,
                                                            int64_t lease_ms, uint64_t thread_id);
 
-/* Value: the last token given on this name, 0 when none (getToken). */
+/** The name's last fencing token. Fenced lock only (others:
+ * RLOCK_ERR_UNSUPPORTED). Value: the last token given on this name, 0 when
+ * none (getToken).
+ * @param l the lock.
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_get_token_async(rlock *l);
 
 /* ---- blocking: the owner is the calling thread ------------------------ */
@@ -285,46 +414,118 @@ RLOCK_API rlock_future *rlock_get_token_async(rlock *l);
 /* Each returns 0 or a negative rlock_errno (details in rlock_last_error()).
  * A result pointer must not be NULL; its target is set to false or 0
  * before anything else, so it is false or 0 after every error.
- * lease_ms < 0: watchdog. */
+ * lease_ms < 0: watchdog. Each is its async form, waited for. */
+
+/** Takes the lock, waiting as long as it takes (rlock_lock_async()).
+ * @param l the lock.
+ * @param lease_ms the lease: > 0 ms, or < 0 (RLOCK_LEASE_WATCHDOG).
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_lock(rlock *l, int64_t lease_ms);
+/** Tries to take the lock for up to wait_ms (rlock_try_lock_async()).
+ * @param l the lock.
+ * @param wait_ms the longest wait in ms; 0: one attempt.
+ * @param lease_ms the lease: > 0 ms, or < 0 (RLOCK_LEASE_WATCHDOG).
+ * @param acquired set to true when the lock was taken, false when the wait
+ *        ran out (and after an error).
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired);
+/** Releases one hold of the calling thread (rlock_unlock_async()).
+ * @param l the lock.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). RLOCK_ERR_NOT_HELD when
+ *         the thread holds no hold. */
 RLOCK_API int rlock_unlock(rlock *l);
+/** Deletes the lock whoever holds it (rlock_force_unlock_async()).
+ * @param l the lock.
+ * @param was_locked set to whether a lock was deleted.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_force_unlock(rlock *l, bool *was_locked);
+/** Whether anyone holds the lock (rlock_is_locked_async()).
+ * @param l the lock.
+ * @param locked set to the answer.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_is_locked(rlock *l, bool *locked);
+/** Whether (this client, thread_id) holds the lock
+ * (rlock_is_held_by_thread_async()).
+ * @param l the lock.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @param held set to the answer.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_is_held_by_thread(rlock *l, uint64_t thread_id, bool *held);
+/** Whether the calling thread holds the lock (isHeldByCurrentThread).
+ * @param l the lock.
+ * @param held set to the answer.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_is_held_by_current_thread(rlock *l, bool *held);
+/** The calling thread's hold count (rlock_get_hold_count_async()).
+ * @param l the lock.
+ * @param count set to the count; 0 when none.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_get_hold_count(rlock *l, int64_t *count);
+/** The lock's remaining lease (rlock_remain_time_to_live_async()).
+ * @param l the lock.
+ * @param ttl_ms set to the lease left in ms; -2 when not locked, -1 when
+ *        the key has no expiry.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_remain_time_to_live(rlock *l, int64_t *ttl_ms);
+/** Takes a fenced lock and its token (rlock_lock_and_get_token_async()).
+ * @param l the lock.
+ * @param lease_ms the lease: > 0 ms, or < 0 (RLOCK_LEASE_WATCHDOG).
+ * @param token set to this acquisition's token.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). RLOCK_ERR_UNSUPPORTED
+ *         for a lock that is not fenced. */
 RLOCK_API int rlock_lock_and_get_token(rlock *l, int64_t lease_ms, int64_t *token);
+/** Tries to take a fenced lock and its token
+ * (rlock_try_lock_and_get_token_async()).
+ * @param l the lock.
+ * @param wait_ms the longest wait in ms; 0: one attempt.
+ * @param lease_ms the lease: > 0 ms, or < 0 (RLOCK_LEASE_WATCHDOG).
+ * @param token set to this acquisition's token, or 0 when the wait ran out.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). RLOCK_ERR_UNSUPPORTED
+ *         for a lock that is not fenced. */
 RLOCK_API int rlock_try_lock_and_get_token(rlock *l, int64_t wait_ms, int64_t lease_ms,
                                            int64_t *token);
+/** The name's last fencing token (rlock_get_token_async()).
+ * @param l the lock.
+ * @param token set to the last token given on this name, 0 when none.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). RLOCK_ERR_UNSUPPORTED
+ *         for a lock that is not fenced. */
 RLOCK_API int rlock_get_token(rlock *l, int64_t *token);
 
 /* ---- lost locks -------------------------------------------------------- */
 
-/* Why a watchdog-held lock was lost. */
+/** Why a watchdog-held lock was lost: what a lost-lock callback gets. Valid
+ * during the callback only. */
 typedef struct rlock_lock_lost_info {
-    const char *name; /* the lock's name (not NUL-terminated if binary) */
-    size_t name_len;
-    uint64_t thread_id; /* the owner that lost it */
-    /* RLOCK_ERR_NOT_HELD: a renewal found the lock gone (expired, deleted
+    const char *name;   /**< the lock's name (not NUL-terminated if binary) */
+    size_t name_len;    /**< the name's length in bytes */
+    uint64_t thread_id; /**< the owner that lost it */
+    /** RLOCK_ERR_NOT_HELD: a renewal found the lock gone (expired, deleted
      * by force_unlock, or Redis lost its data). Otherwise the lease ran out
      * before a renewal was confirmed, and reason is the last failed
      * renewal's error: RLOCK_ERR_TIMEOUT (also when no call has answered
      * yet), RLOCK_ERR_CONNECTION, or rarely RLOCK_ERR_REDIS/NOMEM. */
     int reason;
-    const char *message; /* details, never NULL */
+    const char *message; /**< details, never NULL */
 } rlock_lock_lost_info;
 
+/** A lost-lock callback: what was lost, and the arg it was registered
+ * with. */
 typedef void (*rlock_lock_lost_cb)(const rlock_lock_lost_info *info, void *arg);
 
-/* Registers cb to run when a lock this handle took under the watchdog is
+/** Registers cb to run when a lock this handle took under the watchdog is
  * lost (once per owner and acquisition; the watchdog then stops renewing
  * it). It runs on the loop thread, outside library code, and may call
  * anything. It applies to lock and try-lock calls made after it returns
  * (each acquisition keeps the callback it was called with); NULL cb
  * removes it for later calls. The client-wide rlock_config.on_lock_lost
- * runs as well. */
+ * runs as well.
+ * @param l the lock.
+ * @param cb the callback, or NULL.
+ * @param arg passed to cb.
+ * @return 0, RLOCK_ERR_INVALID for a NULL lock, RLOCK_ERR_UNSUPPORTED for
+ *         a multi or red lock, RLOCK_ERR_CLOSED or RLOCK_ERR_FORKED for a
+ *         destroyed client or one made before fork(). */
 RLOCK_API int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg);
 
 #ifdef __cplusplus
