@@ -1,7 +1,8 @@
 /* rlock: the command-line tool. Runs a command under a distributed lock,
- * shows a lock's state, watches it change, and force-unlocks. Built on the public API only
- * (rlock/rlock.h), plus a plain hiredis connection for what that API does
- * not read (the lock hash's holders). See docs/cli.md and `rlock --help`, `man rlock`. */
+ * shows a lock's state, watches it change, and force-unlocks. Built on the
+ * public API only (rlock/rlock.h), plus plain hiredis connections for what
+ * that API does not read (the lock hash's holders) or report (its
+ * changes). See docs/cli.md, `rlock --help` and `man rlock` (tools/rlock.1). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
