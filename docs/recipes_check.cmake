@@ -1,0 +1,37 @@
+# The "docs.recipes" test: cmake -DSOURCE_DIR=<rlock sources> -P recipes_check.cmake
+#
+# docs/recipes.md quotes the part of each examples/recipe_*.c between the
+# lines "/* [recipe] */" and "/* [recipe end] */". The programs are built and
+# run as tests (example.recipe_*); this checks that every quote in the page is
+# still, byte for byte, what the program runs.
+cmake_policy(VERSION 3.18)
+file(READ ${SOURCE_DIR}/docs/recipes.md page)
+file(GLOB recipes ${SOURCE_DIR}/examples/recipe_*.c)
+if(NOT recipes)
+    message(FATAL_ERROR "no examples/recipe_*.c")
+endif()
+set(stale "")
+foreach(f IN LISTS recipes)
+    file(READ ${f} text)
+    set(begin_mark "/* [recipe] */\n")
+    string(FIND "${text}" "${begin_mark}" begin)
+    string(FIND "${text}" "/* [recipe end] */" end)
+    if(begin EQUAL -1 OR end EQUAL -1)
+        message(FATAL_ERROR "${f}: no [recipe] ... [recipe end] region")
+    endif()
+    string(LENGTH "${begin_mark}" n)
+    math(EXPR begin "${begin} + ${n}")
+    math(EXPR len "${end} - ${begin}")
+    string(SUBSTRING "${text}" ${begin} ${len} quote)
+    string(STRIP "${quote}" quote)
+    string(FIND "${page}" "```c\n${quote}\n```" at)
+    if(at EQUAL -1)
+        get_filename_component(name ${f} NAME)
+        list(APPEND stale ${name})
+    endif()
+endforeach()
+if(stale)
+    message(FATAL_ERROR "docs/recipes.md does not quote the current code of: ${stale}")
+endif()
+list(LENGTH recipes count)
+message(STATUS "docs/recipes.md quotes all ${count} recipes as they are")
