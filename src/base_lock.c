@@ -354,8 +354,12 @@ typedef struct acquire_op {
     int64_t lease_ms;    /* < 0: the watchdog */
     int64_t wait_ms;     /* try-lock: the wait asked for; lock: -1 */
     int64_t deadline_ms; /* try-lock: when the wait runs out */
-    int64_t sent_ms;
-    int64_t first_ttl; /* >= -1: the answer of a try made before the op (direct path) */
+    union {
+        /* >= -1: the answer of a try made before the op (direct path),
+         * read once as the op starts, before anything is sent */
+        int64_t first_ttl;
+        int64_t sent_ms; /* when the acquire in flight was sent */
+    };
     union {
         struct {                      /* pub/sub kinds */
             rlock__lock_entry *entry; /* joined after the first failed try */
@@ -679,8 +683,9 @@ static void start_acquire(void *arg) {
         return;
     }
     rlock__future_on_cancel(op->future, on_cancel, op);
-    if (op->first_ttl >= -1) {
-        wait_for_unlock(op, op->first_ttl); /* the direct path's try said busy */
+    int64_t first_ttl = op->first_ttl;
+    if (first_ttl >= -1) {
+        wait_for_unlock(op, first_ttl); /* the direct path's try said busy */
     } else {
         send_acquire(op);
     }
