@@ -26,6 +26,7 @@ struct rlock_client {
     uint64_t fork_gen; /* rlock__fork_generation() at creation */
     rlock_config cfg;  /* a copy; cfg.address points at address_text */
     char *address_text;
+    char *client_name_text; /* cfg.client_name points at it; NULL: none */
     rlock__address addr;
     rlock__logger log;
     char id[37]; /* UUID v4 */
@@ -41,6 +42,8 @@ struct rlock_client {
     rlock__direct *direct;
     rlock__list live;          /* rlock__live operations that wait on the loop */
     _Atomic uint64_t acquires; /* acquire scripts sent (any thread: the direct path too) */
+    _Atomic uint64_t acquired; /* lock calls that took their lock (rlock_stats) */
+    _Atomic uint64_t waited;   /* lock calls that had to wait (rlock_stats) */
     bool closed;               /* set on the loop thread when destroy begins */
 };
 

@@ -103,6 +103,23 @@ int rlock_config_validate(const rlock_config *cfg) {
         return bad("subscriptions_per_connection", cfg->subscriptions_per_connection,
                    "must be at least 1");
     }
+    if (cfg->client_name != NULL) {
+        size_t n = strnlen(cfg->client_name, RLOCK__CLIENT_NAME_MAX + 1);
+        if (n > RLOCK__CLIENT_NAME_MAX) {
+            rlock__set_error_message("rlock_config.client_name: longer than %d bytes",
+                                     RLOCK__CLIENT_NAME_MAX);
+            return RLOCK_ERR_INVALID;
+        }
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = (unsigned char)cfg->client_name[i];
+            if (ch < '!' || ch > '~') {
+                rlock__set_error_message("rlock_config.client_name: byte %zu (0x%02x) is not "
+                                         "printable ASCII without spaces, as Redis requires",
+                                         i, ch);
+                return RLOCK_ERR_INVALID;
+            }
+        }
+    }
     if (cfg->log_level < RLOCK_LOG_ERROR || cfg->log_level > RLOCK_LOG_DEBUG) {
         return bad("log_level", cfg->log_level, "must be one of RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG");
     }

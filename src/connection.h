@@ -42,6 +42,9 @@ void rlock__conn_start(rlock__conn *c);
 
 bool rlock__conn_is_ready(const rlock__conn *c);
 
+/* How many times c became ready after a loss or a failed attempt. */
+uint64_t rlock__conn_reconnects(const rlock__conn *c);
+
 /* Why the last connect failed or the connection was lost ("" if never). */
 const char *rlock__conn_last_error(const rlock__conn *c);
 

@@ -24,6 +24,8 @@ struct rlock__direct {
     rlock__address addr; /* a copy: the client frees its own at destroy */
     char *address_text;
     struct timeval connect_timeout, timeout;
+    int64_t connect_timeout_ms;
+    char *client_name; /* CLIENT SETNAME in the handshake; NULL: none */
     int size, idle_count;
     rlock__direct_conn *idle[];
 };
@@ -44,8 +46,15 @@ int rlock__direct_create(const rlock_config *cfg, int size, rlock__direct **out)
         free(d);
         return RLOCK_ERR_NOMEM; /* the address was validated with the config */
     }
+    if (cfg->client_name != NULL && (d->client_name = strdup(cfg->client_name)) == NULL) {
+        rlock__address_free(&d->addr);
+        free(d->address_text);
+        free(d);
+        return RLOCK_ERR_NOMEM;
+    }
     pthread_mutex_init(&d->mu, NULL);
     d->connect_timeout = tv_of(cfg->connect_timeout_ms);
+    d->connect_timeout_ms = cfg->connect_timeout_ms;
     d->timeout = tv_of(cfg->timeout_ms);
     d->size = size;
     *out = d;
@@ -69,6 +78,7 @@ void rlock__direct_destroy(rlock__direct *d) {
     pthread_mutex_destroy(&d->mu);
     rlock__address_free(&d->addr);
     free(d->address_text);
+    free(d->client_name);
     free(d);
 }
 
@@ -92,10 +102,15 @@ static bool handshake(redisContext *ctx, char *msg, size_t msglen, const char *f
     return ok;
 }
 
-static rlock__direct_conn *connect_new(rlock__direct *d, char *msg, size_t msglen) {
+static rlock__direct_conn *connect_new(rlock__direct *d, int64_t max_connect_ms, char *msg,
+                                       size_t msglen) {
     const rlock__address *a = &d->addr;
-    redisContext *ctx = a->is_unix ? redisConnectUnixWithTimeout(a->path, d->connect_timeout)
-                                   : redisConnectWithTimeout(a->host, a->port, d->connect_timeout);
+    struct timeval tv = d->connect_timeout;
+    if (max_connect_ms > 0 && max_connect_ms < d->connect_timeout_ms) {
+        tv = tv_of(max_connect_ms);
+    }
+    redisContext *ctx = a->is_unix ? redisConnectUnixWithTimeout(a->path, tv)
+                                   : redisConnectWithTimeout(a->host, a->port, tv);
     if (ctx == NULL || ctx->err) {
         snprintf(msg, msglen, "connect failed: %.200s", ctx != NULL ? ctx->errstr : "no memory");
         redisFree(ctx);
@@ -108,6 +123,9 @@ static rlock__direct_conn *connect_new(rlock__direct *d, char *msg, size_t msgle
     }
     if (ok && a->db > 0) {
         ok = handshake(ctx, msg, msglen, "SELECT %d", a->db);
+    }
+    if (ok && d->client_name != NULL) {
+        ok = handshake(ctx, msg, msglen, "CLIENT SETNAME %s", d->client_name);
     }
     rlock__direct_conn *dc = ok ? calloc(1, sizeof(*dc)) : NULL;
     if (dc == NULL) {
@@ -148,13 +166,14 @@ static bool drop_unread(rlock__direct_conn *dc) {
     return true;
 }
 
-rlock__direct_conn *rlock__direct_take(rlock__direct *d, char *msg, size_t msglen) {
+rlock__direct_conn *rlock__direct_take(rlock__direct *d, int64_t max_connect_ms, char *msg,
+                                       size_t msglen) {
     for (;;) {
         pthread_mutex_lock(&d->mu);
         rlock__direct_conn *dc = d->idle_count > 0 ? d->idle[--d->idle_count] : NULL;
         pthread_mutex_unlock(&d->mu);
         if (dc == NULL) {
-            return connect_new(d, msg, msglen);
+            return connect_new(d, max_connect_ms, msg, msglen);
         }
         if (still_open(dc)) {
             return dc;

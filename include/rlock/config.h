@@ -75,6 +75,12 @@ typedef struct rlock_config {
      * (see rlock_set_lock_lost_callback in rlock/lock.h). NULL: none. */
     void (*on_lock_lost)(const struct rlock_lock_lost_info *info, void *arg);
     void *on_lock_lost_arg;
+
+    /* clientName: sent with CLIENT SETNAME on every connection the client
+     * makes, so CLIENT LIST shows whose connections they are. Printable
+     * ASCII without spaces (Redis's rule), at most 256 bytes; copied at
+     * rlock_client_create. NULL or "" (default): none. */
+    const char *client_name;
 } rlock_config;
 
 /* Redisson's defaults. */
