@@ -1,6 +1,7 @@
 /* Client settings, named after Redisson's Config / SingleServerConfig.
  *
- * Fill one with rlock_config_init() (Redisson's defaults), change what you
+ * Fill one with rlock_config_init() (Redisson 4.7.0 defaults,
+ * but for the retries: see retry_attempts), change what you
  * need, and pass it to rlock_client_create(), which copies what it keeps. */
 #ifndef RLOCK_CONFIG_H
 #define RLOCK_CONFIG_H
@@ -38,7 +39,10 @@ typedef struct rlock_config {
      * the queue without trying again (a dead waiter is dropped after it):
      * 300000 (current Redisson's default, 5 minutes). */
     int64_t fair_lock_wait_timeout_ms;
-    int64_t timeout_ms;               /* timeout, wait for a reply once sent: 3000 */
+    int64_t timeout_ms; /* timeout, wait for a reply once sent: 3000 */
+    /* retryAttempts and retryInterval as Redisson before 3.48.0 had them
+     * (since then: 4 attempts, EqualJitterDelay(1 s, 2 s)). A try-lock
+     * starts no retry after its wait has run out. */
     int retry_attempts;               /* retryAttempts, tries after the first: 3 */
     int64_t retry_interval_ms;        /* retryInterval, pause before a retry: 1500 */
     int64_t connect_timeout_ms;       /* connectTimeout, TCP connect + AUTH/SELECT: 10000 */
@@ -83,7 +87,8 @@ typedef struct rlock_config {
     const char *client_name;
 } rlock_config;
 
-/* Redisson's defaults. */
+/* Redisson's defaults (4.7.0; retry_attempts and retry_interval_ms: see
+ * above). */
 RLOCK_API void rlock_config_init(rlock_config *cfg);
 
 /* 0 when cfg is usable, else RLOCK_ERR_INVALID with a message (which
