@@ -4,8 +4,13 @@
  *
  * A lock is a Redis hash named after the lock. Each field is an owner,
  * "<clientId>:<threadId>", and its value is that owner's hold count. The
- * key's TTL is the lease. Processes that use Redisson (Java), node-redisson
- * or rlock on the same name exclude each other and wake each other.
+ * key's TTL is the lease. Processes that use Redisson (Java) or rlock on
+ * the same name exclude each other and wake each other, for every kind
+ * (tests/test_compat_redisson.c). node-redisson 1.0.4 has the reentrant
+ * lock only; with it exclusion holds for every name, and wake-ups for
+ * every name without a '{' that is not its first byte (node-redisson
+ * braces "a{b}" itself, so the two sides use different channels there
+ * and a waiter wakes at the lease's end instead).
  *
  * Owners. An owner is a (client, thread id) pair. The blocking calls use
  * the calling thread's rlock_thread_id(). The async calls take the thread
