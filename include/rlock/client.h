@@ -1,4 +1,5 @@
-/* The client: Redisson's RedissonClient + ServiceManager.
+/** @file
+ * The client: Redisson's RedissonClient + ServiceManager.
  *
  * A client owns one pipelined command connection and one pub/sub
  * connection to a single Redis server, the event loop they run on, and a
@@ -15,16 +16,17 @@
 extern "C" {
 #endif
 
+/** A client (opaque): see rlock_client_create. */
 typedef struct rlock_client rlock_client;
 
-/* Creates a client and starts connecting in the background; it does not
+/** Creates a client and starts connecting in the background; it does not
  * wait for the server (commands sent before it is reachable wait for the
  * connection, bounded by timeout_ms and the retry settings).
  * Returns 0 and sets *out, or RLOCK_ERR_INVALID (bad cfg, see
  * rlock_last_error()) / RLOCK_ERR_NOMEM, leaving *out NULL. */
 RLOCK_API int rlock_client_create(const rlock_config *cfg, rlock_client **out);
 
-/* Completes every pending future of this client with RLOCK_ERR_CLOSED
+/** Completes every pending future of this client with RLOCK_ERR_CLOSED
  * (their callbacks run before this returns), closes the connections and
  * frees the client. Futures the caller still holds stay valid until
  * released; lock handles stay valid until freed, and calls on them fail
@@ -41,11 +43,11 @@ RLOCK_API int rlock_client_create(const rlock_config *cfg, rlock_client **out);
  * child creates a client of its own. */
 RLOCK_API void rlock_client_destroy(rlock_client *c);
 
-/* The client's id: a UUID v4 string, stable for the client's life; ""
+/** The client's id: a UUID v4 string, stable for the client's life; ""
  * for NULL or a destroyed client. */
 RLOCK_API const char *rlock_client_id(const rlock_client *c);
 
-/* Checks that c reaches its server: sends PING and waits for the answer,
+/** Checks that c reaches its server: sends PING and waits for the answer,
  * at most timeout_ms (at most a year). rlock_client_create connects in
  * the background and does not fail for an unreachable server (Redisson's
  * client does, at start); a program that wants that check calls this
@@ -58,39 +60,39 @@ RLOCK_API const char *rlock_client_id(const rlock_client *c);
  * of an application loop), RLOCK_ERR_FORKED, RLOCK_ERR_CLOSED. */
 RLOCK_API int rlock_client_ping(rlock_client *c, int64_t timeout_ms);
 
-/* A fresh owner id for the async calls' thread_id argument: unique in the
+/** A fresh owner id for the async calls' thread_id argument: unique in the
  * process, never equal to any thread's rlock_thread_id(), never reused.
  * An async caller whose holds are not tied to a thread (a request, a
  * task moving between threads) mints one per logical owner and passes it
  * to every call for that owner: lock, unlock and the queries. */
 RLOCK_API uint64_t rlock_new_owner_id(void);
 
-/* The client's counters since it was created, all monotonic. */
+/** The client's counters since it was created, all monotonic. */
 typedef struct rlock_stats {
-    /* Lock calls that took their lock (each sub-lock of a multi lock
+    /** Lock calls that took their lock (each sub-lock of a multi lock
      * counts as one). */
     uint64_t acquisitions;
-    /* Lock calls whose first try found the lock held, so they waited
+    /** Lock calls whose first try found the lock held, so they waited
      * (whatever came of the wait). */
     uint64_t waits;
-    /* Renewal scripts the watchdog sent (each renews up to
+    /** Renewal scripts the watchdog sent (each renews up to
      * lock_watchdog_batch_size locks). */
     uint64_t renewal_calls;
-    /* Locks reported lost (the on_lock_lost callbacks' events). */
+    /** Locks reported lost (the on_lock_lost callbacks' events). */
     uint64_t lost_locks;
-    /* Connections made again after a loss or a failed attempt (the
+    /** Connections made again after a loss or a failed attempt (the
      * command and pub/sub connections; not the blocking calls' pool). */
     uint64_t reconnects;
 } rlock_stats;
 
-/* Fills *out with c's counters. Any thread when the client runs its own
+/** Fills *out with c's counters. Any thread when the client runs its own
  * I/O thread, else the application loop's thread. RLOCK_OK;
  * RLOCK_ERR_INVALID for NULL arguments or a client that is not live;
  * RLOCK_ERR_FORKED in a forked child; RLOCK_ERR_WRONG_THREAD from another
  * thread than an application loop's. */
 RLOCK_API int rlock_client_stats(rlock_client *c, rlock_stats *out);
 
-/* The calling thread's id: unique within the process for its lifetime and
+/** The calling thread's id: unique within the process for its lifetime and
  * never reused (Java's Thread.getId()). Blocking calls use it as owner. */
 RLOCK_API uint64_t rlock_thread_id(void);
 

@@ -1,4 +1,5 @@
-/* Error codes: 0 is success, every failure is a negative code.
+/** @file
+ * Error codes: 0 is success, every failure is a negative code.
  *
  * One X-macro list generates the enum, rlock_strerror() and
  * rlock_err_name(), so a new code cannot be added to one and forgotten in
@@ -12,6 +13,7 @@
 extern "C" {
 #endif
 
+/** Every error code, once: X(name, code, sentence). */
 #define RLOCK_ERRNO_MAP(X)                                                                         \
     X(INVALID, -1, "invalid argument")                                                             \
     X(NOMEM, -2, "out of memory")                                                                  \
@@ -26,6 +28,8 @@ extern "C" {
     X(PENDING, -11, "operation has not completed yet")                                             \
     X(UNSUPPORTED, -12, "this kind of lock does not support the operation")
 
+/** The error codes: RLOCK_OK, then RLOCK_ERR_<name> for each entry of
+ * RLOCK_ERRNO_MAP (RLOCK_ERR_INVALID = -1 ... RLOCK_ERR_UNSUPPORTED = -12). */
 typedef enum rlock_errno {
     RLOCK_OK = 0,
 #define RLOCK__ERR_ENUM(name, code, text) RLOCK_ERR_##name = (code),
@@ -33,13 +37,13 @@ typedef enum rlock_errno {
 #undef RLOCK__ERR_ENUM
 } rlock_errno;
 
-/* A short sentence for an error code ("timed out waiting for a response"). */
+/** A short sentence for an error code ("timed out waiting for a response"). */
 RLOCK_API const char *rlock_strerror(int err);
 
-/* The code's name ("RLOCK_ERR_TIMEOUT"). Unknown codes give "RLOCK_ERR_UNKNOWN". */
+/** The code's name ("RLOCK_ERR_TIMEOUT"). Unknown codes give "RLOCK_ERR_UNKNOWN". */
 RLOCK_API const char *rlock_err_name(int err);
 
-/* Details of the last error that a call returning an error code (not a
+/** Details of the last error that a call returning an error code (not a
  * future) gave on the calling thread: which setting was wrong, what Redis
  * said. Never NULL; valid until the next rlock call on this thread. */
 RLOCK_API const char *rlock_last_error(void);

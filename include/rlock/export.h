@@ -1,4 +1,5 @@
-/* Symbol visibility: the shared library exports only what is marked RLOCK_API. */
+/** @file
+ * Symbol visibility: the shared library exports only what is marked RLOCK_API. */
 #ifndef RLOCK_EXPORT_H
 #define RLOCK_EXPORT_H
 

@@ -1,4 +1,5 @@
-/* rlock: Redisson's RLock family: the reentrant lock, and the fair, spin,
+/** @file
+ * rlock: Redisson's RLock family: the reentrant lock, and the fair, spin,
  * fenced and read/write locks, each an rlock * that every call below
  * works on.
  *
@@ -48,15 +49,17 @@
 extern "C" {
 #endif
 
+/** A lock handle (opaque): one lock of one kind, on one name (see the
+ * rlock_get_* constructors). */
 typedef struct rlock rlock;
 
-/* A lease_ms that asks for the watchdog (Redisson's leaseTime -1). */
+/** A lease_ms that asks for the watchdog (Redisson's leaseTime -1). */
 #define RLOCK_LEASE_WATCHDOG (-1)
 
-/* Longest lock name accepted, in bytes. */
+/** Longest lock name accepted, in bytes. */
 #define RLOCK_NAME_MAX (64 * 1024)
 
-/* A handle on the lock called name (Redisson's getLock). Handles are
+/** A handle on the lock called name (Redisson's getLock). Handles are
  * cheap and need no Redis call; several handles on one name act as one
  * lock. Returns NULL for a NULL client, an empty name or one longer than
  * RLOCK_NAME_MAX, a destroyed client or one made before fork() (see
@@ -64,10 +67,10 @@ typedef struct rlock rlock;
  * client: calls on it then fail with RLOCK_ERR_CLOSED; free it still. */
 RLOCK_API rlock *rlock_get_lock(rlock_client *c, const char *name);
 
-/* The same for a name of len bytes that may hold any byte, NUL included. */
+/** The same for a name of len bytes that may hold any byte, NUL included. */
 RLOCK_API rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len);
 
-/* The fair lock (Redisson's getFairLock): waiters get the lock in the
+/** The fair lock (Redisson's getFairLock): waiters get the lock in the
  * order they first asked, across clients. It keeps a queue
  * (redisson_lock_queue:{name}) and each waiter's place-keeping timeout
  * (redisson_lock_timeout:{name}); a waiter that stops trying loses its
@@ -75,39 +78,42 @@ RLOCK_API rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len)
  * try-lock gives up or its call is cancelled. An unlock wakes only the
  * first waiter, on its own channel. */
 RLOCK_API rlock *rlock_get_fair_lock(rlock_client *c, const char *name);
+/** rlock_get_fair_lock for a name of len bytes (any bytes). */
 RLOCK_API rlock *rlock_get_fair_lock_n(rlock_client *c, const char *name, size_t len);
 
-/* A spin lock's back-off between tries (Redisson's
+/** A spin lock's back-off between tries (Redisson's
  * LockOptions.ExponentialBackOff): the first pause is initial_delay_ms,
  * each next one multiplier times the last plus a random 0..(tries - 1) ms,
  * at most max_delay_ms. */
 typedef struct rlock_backoff {
-    int64_t initial_delay_ms; /* 1 */
-    int64_t max_delay_ms;     /* 128 */
-    int64_t multiplier;       /* 2 */
+    int64_t initial_delay_ms; /**< 1 */
+    int64_t max_delay_ms;     /**< 128 */
+    int64_t multiplier;       /**< 2 */
 } rlock_backoff;
 
-/* The spin lock (getSpinLock): no pub/sub; a waiter tries again after each
+/** The spin lock (getSpinLock): no pub/sub; a waiter tries again after each
  * back-off pause, so no SUBSCRIBE is ever sent, and an unlock publishes
  * nothing. Same keys as rlock_get_lock. A try-lock gives up at the first
  * failed try after its wait, so it may return up to one pause late. */
 RLOCK_API rlock *rlock_get_spin_lock(rlock_client *c, const char *name);
+/** rlock_get_spin_lock for a name of len bytes (any bytes). */
 RLOCK_API rlock *rlock_get_spin_lock_n(rlock_client *c, const char *name, size_t len);
-/* The same with a chosen back-off (NULL: the default). Each value must be
+/** The same with a chosen back-off (NULL: the default). Each value must be
  * positive, and initial_delay_ms <= max_delay_ms <= one hour. */
 RLOCK_API rlock *rlock_get_spin_lock_with_backoff(rlock_client *c, const char *name, size_t len,
                                                   const rlock_backoff *backoff);
 
-/* The fenced lock (getFencedLock): the reentrant lock plus a token that
+/** The fenced lock (getFencedLock): the reentrant lock plus a token that
  * every acquisition (re-entry included) increments, kept in
  * redisson_lock_token:{name}; tokens strictly increase per name across
  * clients. Hand it to the storage you protect and have the storage refuse
  * a write carrying a token older than one it has seen: a holder paused
  * past its lease is then refused instead of overwriting. */
 RLOCK_API rlock *rlock_get_fenced_lock(rlock_client *c, const char *name);
+/** rlock_get_fenced_lock for a name of len bytes (any bytes). */
 RLOCK_API rlock *rlock_get_fenced_lock_n(rlock_client *c, const char *name, size_t len);
 
-/* The read/write lock (Redisson's getReadWriteLock(name).readLock() and
+/** The read/write lock (Redisson's getReadWriteLock(name).readLock() and
  * .writeLock()): two handles on one lock, both usable with every call
  * below except the fenced ones. Any number of owners may hold the read
  * lock at once, as long as nobody holds the write lock; the write lock is
@@ -154,11 +160,14 @@ RLOCK_API rlock *rlock_get_fenced_lock_n(rlock_client *c, const char *name, size
  * rlock_remain_time_to_live is the hash's TTL on both halves; the hold
  * count and rlock_is_held_by_thread look at the half's own field. */
 RLOCK_API rlock *rlock_get_read_lock(rlock_client *c, const char *name);
+/** rlock_get_read_lock for a name of len bytes (any bytes). */
 RLOCK_API rlock *rlock_get_read_lock_n(rlock_client *c, const char *name, size_t len);
+/** The write half of the read/write lock called name (see rlock_get_read_lock). */
 RLOCK_API rlock *rlock_get_write_lock(rlock_client *c, const char *name);
+/** rlock_get_write_lock for a name of len bytes (any bytes). */
 RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_t len);
 
-/* The multi lock (Redisson's RedissonMultiLock): the n locks as one,
+/** The multi lock (Redisson's RedissonMultiLock): the n locks as one,
  * taken all or none. The locks may be of any kind but these two and
  * belong to different clients (servers, loops, threads); the handle keeps
  * its own references, so the caller may free its handles at once. Every
@@ -211,7 +220,7 @@ RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_
  * thread of any of the locks' clients. */
 RLOCK_API rlock *rlock_get_multi_lock(rlock *const *locks, size_t n);
 
-/* The red lock (Redisson's RedissonRedLock, deprecated there): the multi
+/** The red lock (Redisson's RedissonRedLock, deprecated there): the multi
  * lock with a quorum. A try-lock succeeds once n/2 + 1 locks are held
  * (n - (n/2 + 1) may fail: a failure beyond those releases what was taken
  * and starts over), each lock's try-lock waits at most wait / n, and a
@@ -221,30 +230,31 @@ RLOCK_API rlock *rlock_get_multi_lock(rlock *const *locks, size_t n);
  * it does and does not promise. */
 RLOCK_API rlock *rlock_get_red_lock(rlock *const *locks, size_t n);
 
-/* Frees the handle. Operations under way keep what they need and finish;
+/** Frees the handle. Operations under way keep what they need and finish;
  * locks it holds stay held (and watchdog leases renewed). NULL is ignored,
  * and so is a second free of the same handle (rlock_last_error() says
  * so), unless a new handle has been given the same address meanwhile. */
 RLOCK_API void rlock_free(rlock *l);
 
-/* The lock's name, and its length in bytes. */
+/** The lock's name, and its length in bytes. */
 RLOCK_API const char *rlock_name(const rlock *l);
+/** The length of rlock_name(l) in bytes (a name may hold NUL bytes). */
 RLOCK_API size_t rlock_name_len(const rlock *l);
 
 /* ---- async: each returns a future (see rlock/future.h) --------------- */
 
-/* Takes the lock, waiting as long as it takes (lock / lockAsync). Value 0.
+/** Takes the lock, waiting as long as it takes (lock / lockAsync). Value 0.
  * Fails with RLOCK_ERR_TIMEOUT or RLOCK_ERR_CONNECTION when an acquire
  * attempt gets no answer. Cancel the future to stop waiting
  * (lockInterruptibly); if the lock was taken meanwhile, it is released. */
 RLOCK_API rlock_future *rlock_lock_async(rlock *l, int64_t lease_ms, uint64_t thread_id);
 
-/* Tries to take the lock for up to wait_ms (0: one attempt, no wait).
+/** Tries to take the lock for up to wait_ms (0: one attempt, no wait).
  * Value 1 when taken, 0 when the wait ran out (tryLock). */
 RLOCK_API rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
                                              uint64_t thread_id);
 
-/* Releases one hold of thread_id. Value 0. Fails with RLOCK_ERR_NOT_HELD,
+/** Releases one hold of thread_id. Value 0. Fails with RLOCK_ERR_NOT_HELD,
  * changing nothing, when the owner holds no hold on the lock (Redisson's
  * IllegalMonitorStateException). When the lock's key is gone altogether,
  * a fair lock's unlock succeeds and a read/write lock's still publishes
@@ -253,65 +263,82 @@ RLOCK_API rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t 
  * none). */
 RLOCK_API rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id);
 
-/* Deletes the lock whoever holds it and wakes a waiter (as an unlock
+/** Deletes the lock whoever holds it and wakes a waiter (as an unlock
  * does, above). Value 1 when a lock was deleted, 0 when it was not locked
  * (a read/write lock half: not locked in its mode). */
 RLOCK_API rlock_future *rlock_force_unlock_async(rlock *l);
 
-/* Value 1 when anyone holds the lock, else 0 (the read/write lock's
+/** Value 1 when anyone holds the lock, else 0 (the read/write lock's
  * halves: see above). */
 RLOCK_API rlock_future *rlock_is_locked_async(rlock *l);
 
-/* Value 1 when (this client, thread_id) holds the lock, else 0. */
+/** Value 1 when (this client, thread_id) holds the lock, else 0. */
 RLOCK_API rlock_future *rlock_is_held_by_thread_async(rlock *l, uint64_t thread_id);
 
-/* Value: how many holds (this client, thread_id) has; 0 when none. */
+/** Value: how many holds (this client, thread_id) has; 0 when none. */
 RLOCK_API rlock_future *rlock_get_hold_count_async(rlock *l, uint64_t thread_id);
 
-/* Value: the lock's remaining lease in ms; -2 when not locked, -1 when the
+/** Value: the lock's remaining lease in ms; -2 when not locked, -1 when the
  * key has no expiry. */
 RLOCK_API rlock_future *rlock_remain_time_to_live_async(rlock *l);
 
-/* Fenced lock only (others: RLOCK_ERR_UNSUPPORTED). Value: the token of
+/** Fenced lock only (others: RLOCK_ERR_UNSUPPORTED). Value: the token of
  * this acquisition (lockAndGetToken; unlike Redisson's, lease_ms is
  * honoured). */
 RLOCK_API rlock_future *rlock_lock_and_get_token_async(rlock *l, int64_t lease_ms,
                                                        uint64_t thread_id);
 
-/* Value: the token, or 0 when the wait ran out (tryLockAndGetToken). */
+/** Value: the token, or 0 when the wait ran out (tryLockAndGetToken). */
 RLOCK_API rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms,
                                                            int64_t lease_ms, uint64_t thread_id);
 
-/* Value: the last token given on this name, 0 when none (getToken). */
+/** Value: the last token given on this name, 0 when none (getToken). */
 RLOCK_API rlock_future *rlock_get_token_async(rlock *l);
 
 /* ---- blocking: the owner is the calling thread ------------------------ */
 
-/* Each returns 0 or a negative rlock_errno (details in rlock_last_error()).
+/** Each returns 0 or a negative rlock_errno (details in rlock_last_error()).
  * A result pointer must not be NULL; its target is set to false or 0
  * before anything else, so it is false or 0 after every error.
  * lease_ms < 0: watchdog. */
 RLOCK_API int rlock_lock(rlock *l, int64_t lease_ms);
+/** Takes l if it can be had within wait_ms (tryLock); *acquired says
+ * whether it was. Not getting it in time is not an error. */
 RLOCK_API int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired);
+/** Releases one hold of the calling thread (unlock); RLOCK_ERR_NOT_HELD
+ * when it holds none, with nothing changed. */
 RLOCK_API int rlock_unlock(rlock *l);
+/** Deletes the lock whoever holds it (forceUnlock); *was_locked says
+ * whether there was one. */
 RLOCK_API int rlock_force_unlock(rlock *l, bool *was_locked);
+/** *locked: whether anyone holds l (isLocked). */
 RLOCK_API int rlock_is_locked(rlock *l, bool *locked);
+/** *held: whether (this client, thread_id) holds l (isHeldByThread). */
 RLOCK_API int rlock_is_held_by_thread(rlock *l, uint64_t thread_id, bool *held);
+/** *held: whether the calling thread holds l (isHeldByCurrentThread). */
 RLOCK_API int rlock_is_held_by_current_thread(rlock *l, bool *held);
+/** *count: the calling thread's holds of l, 0 when none (getHoldCount). */
 RLOCK_API int rlock_get_hold_count(rlock *l, int64_t *count);
+/** *ttl_ms: the lock's remaining time to live, -2 when it does not exist,
+ * -1 when it has no expiry (remainTimeToLive). */
 RLOCK_API int rlock_remain_time_to_live(rlock *l, int64_t *ttl_ms);
+/** rlock_lock for a fenced lock; *token: the acquisition's fencing token
+ * (lockAndGetToken). RLOCK_ERR_UNSUPPORTED for other kinds. */
 RLOCK_API int rlock_lock_and_get_token(rlock *l, int64_t lease_ms, int64_t *token);
+/** rlock_try_lock for a fenced lock; *token: the fencing token, 0 when
+ * the lock was not had in time (tryLockAndGetToken). */
 RLOCK_API int rlock_try_lock_and_get_token(rlock *l, int64_t wait_ms, int64_t lease_ms,
                                            int64_t *token);
+/** *token: the last token given on this name, 0 when none (getToken). */
 RLOCK_API int rlock_get_token(rlock *l, int64_t *token);
 
-/* A wait_ms for rlock_with_lock: wait as long as it takes (rlock_lock). */
+/** A wait_ms for rlock_with_lock: wait as long as it takes (rlock_lock). */
 #define RLOCK_WAIT_FOREVER (-1)
 
-/* The work rlock_with_lock runs while it holds the lock. */
+/** The work rlock_with_lock runs while it holds the lock. */
 typedef void (*rlock_locked_fn)(void *arg);
 
-/* The common case in one call, with the unlock that cannot be forgotten:
+/** The common case in one call, with the unlock that cannot be forgotten:
  * takes l for the calling thread (rlock_try_lock with wait_ms and
  * lease_ms; RLOCK_WAIT_FOREVER: rlock_lock), runs fn(arg) if it got the
  * lock, then unlocks, whatever fn did. *ran says whether fn ran (false
@@ -325,23 +352,25 @@ RLOCK_API int rlock_with_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, rlock
 
 /* ---- lost locks -------------------------------------------------------- */
 
-/* Why a watchdog-held lock was lost. */
+/** Why a watchdog-held lock was lost. */
 typedef struct rlock_lock_lost_info {
-    const char *name; /* the lock's name (not NUL-terminated if binary) */
-    size_t name_len;
-    uint64_t thread_id; /* the owner that lost it */
-    /* RLOCK_ERR_NOT_HELD: a renewal found the lock gone (expired, deleted
+    const char *name;   /**< the lock's name (not NUL-terminated if binary) */
+    size_t name_len;    /**< the name's length in bytes */
+    uint64_t thread_id; /**< the owner that lost it */
+    /** RLOCK_ERR_NOT_HELD: a renewal found the lock gone (expired, deleted
      * by force_unlock, or Redis lost its data). Otherwise the lease ran out
      * before a renewal was confirmed, and reason is the last failed
      * renewal's error: RLOCK_ERR_TIMEOUT (also when no call has answered
      * yet), RLOCK_ERR_CONNECTION, or rarely RLOCK_ERR_REDIS/NOMEM. */
     int reason;
-    const char *message; /* details, never NULL */
+    const char *message; /**< details, never NULL */
 } rlock_lock_lost_info;
 
+/** A lost-lock callback: info is valid during the call only; arg is the
+ * one given with the callback. */
 typedef void (*rlock_lock_lost_cb)(const rlock_lock_lost_info *info, void *arg);
 
-/* Registers cb to run when a lock this handle took under the watchdog is
+/** Registers cb to run when a lock this handle took under the watchdog is
  * lost (once per owner and acquisition; the watchdog then stops renewing
  * it). It runs on the loop thread, outside library code, and may call
  * anything. It applies to lock and try-lock calls made after it returns

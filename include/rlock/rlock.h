@@ -1,4 +1,5 @@
-/* rlock: Redisson's distributed lock family in C, on hiredis and libev. */
+/** @file
+ * rlock: Redisson's distributed lock family in C, on hiredis and libev. */
 #ifndef RLOCK_RLOCK_H
 #define RLOCK_RLOCK_H
 
