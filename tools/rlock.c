@@ -1,10 +1,12 @@
 /* rlock: the command-line tool. Runs a command under a distributed lock,
- * shows a lock's state, and force-unlocks. Built on the public API only
- * (rlock/rlock.h), plus a plain hiredis connection for what that API does
- * not read (the lock hash's holders). See docs/cli.md and `rlock --help`. */
+ * shows a lock's state, watches it change, and force-unlocks. Built on the
+ * public API only (rlock/rlock.h), plus plain hiredis connections for what
+ * that API does not read (the lock hash's holders) or report (its
+ * changes). See docs/cli.md, `rlock --help` and `man rlock` (tools/rlock.1). */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdatomic.h>
@@ -42,6 +44,7 @@ static const char usage_text[] =
     "usage: rlock exec [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
     "       rlock status [--json] [OPTIONS] NAME\n"
     "       rlock unlock --force [--kind KIND] [OPTIONS] NAME\n"
+    "       rlock watch [--timeout MS] [--interval MS] [OPTIONS] NAME\n"
     "       rlock --help | --version\n"
     "\n"
     "Redisson-compatible distributed locks on Redis, from the shell.\n"
@@ -67,6 +70,15 @@ static const char usage_text[] =
     "  --kind KIND           the kind its users take it as; default: lock, or read\n"
     "                        or write for a read/write lock, fair when it has a\n"
     "                        fair lock queue\n"
+    "watch    prints, one line each, the lock's changes as it sees them: locked\n"
+    "         by OWNER, hold counts, released by OWNER, unlocked (from reading\n"
+    "         the lock's hash every --interval ms and at each message), and\n"
+    "         every unlock message published on the lock's channels, as it\n"
+    "         comes. A hold shorter than the interval may show only as its\n"
+    "         unlock message (a spin lock publishes none). Runs until --timeout\n"
+    "         or SIGINT, SIGTERM or SIGHUP.\n"
+    "  --timeout MS          stop after MS ms; default: run until stopped\n"
+    "  --interval MS         how often to read the lock's hash (100)\n"
     "\n"
     "Every command:\n"
     "  --address ADDR        redis://[[user]:password@]host[:port][/db] or\n"
@@ -79,6 +91,7 @@ static const char usage_text[] =
     "           126 when COMMAND could not be run, 127 when it was not found\n"
     "  status   0 when NAME is locked, 1 when it is not\n"
     "  unlock   0 when a lock was deleted, 1 when NAME was not locked\n"
+    "  watch    0 when --timeout ran out or a signal stopped it\n"
     "  all      64 bad usage, 69 Redis unreachable or failing, 70 internal error;\n"
     "           exec passes on SIGINT, SIGTERM or SIGHUP that comes while it\n"
     "           waits for the lock as 128+N\n";
@@ -105,6 +118,8 @@ typedef struct options {
     bool kill_on_lost;
     bool json;
     bool force;
+    int64_t timeout_ms;  /* watch: -1 for none */
+    int64_t interval_ms; /* watch: how often to read the hash */
     const char *name;
     char **command; /* NULL-terminated, exec only */
 } options;
@@ -124,7 +139,7 @@ static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out
     return true;
 }
 
-/* Parses argv[first..] for command cmd ("exec", "status", "unlock");
+/* Parses argv[first..] for command cmd ("exec", "status", "unlock", "watch");
  * address: one given before the command, or NULL. Returns 0, -1 after
  * --help, or an exit status. */
 static int parse_options(const char *cmd, int argc, char **argv, int first, const char *address,
@@ -136,6 +151,8 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
         o->address = DEFAULT_ADDRESS;
     }
     o->lease_ms = RLOCK_LEASE_WATCHDOG;
+    o->timeout_ms = -1;
+    o->interval_ms = 100;
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
         if (is_exec && o->name != NULL && (strcmp(arg, "--") == 0 || arg[0] != '-')) {
@@ -203,8 +220,18 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
             if (!parse_ms(opt, value, true, &o->watchdog_ms)) {
                 return EXIT_USAGE;
             }
+        } else if (strcmp(opt, "--timeout") == 0) {
+            applies = strcmp(cmd, "watch") == 0;
+            if (!parse_ms(opt, value, false, &o->timeout_ms)) {
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(opt, "--interval") == 0) {
+            applies = strcmp(cmd, "watch") == 0;
+            if (!parse_ms(opt, value, true, &o->interval_ms)) {
+                return EXIT_USAGE;
+            }
         } else if (strcmp(opt, "--kind") == 0) {
-            applies = strcmp(cmd, "status") != 0;
+            applies = strcmp(cmd, "exec") == 0 || strcmp(cmd, "unlock") == 0;
             bool found = false;
             for (size_t k = 0; k < sizeof kind_names / sizeof kind_names[0]; k++) {
                 if (strcmp(value, kind_names[k]) == 0) {
@@ -815,6 +842,280 @@ static int cmd_unlock(const options *o) {
     return code;
 }
 
+/* ---- watch --------------------------------------------------------------- */
+
+/* rlock watch sees a lock two ways, both with plain connections (the public
+ * API has no call that reports changes):
+ * - it subscribes to every channel an unlock of NAME publishes on (the
+ *   reentrant and fenced locks' redisson_lock__channel:{NAME}, the
+ *   read/write lock's redisson_rwlock:{NAME}, and the fair lock's
+ *   per-waiter redisson_lock__channel:{NAME}:<owner> through a pattern) and
+ *   prints each message as it comes;
+ * - it reads the lock's hash every interval, and at once after each
+ *   message, and prints what changed since the last read.
+ * Taking a lock publishes nothing, so an acquisition shows only at the next
+ * read: a hold shorter than the interval may show only as its unlock
+ * message, and a spin lock's (which publishes nothing) not at all. Keyspace
+ * notifications would see every change, but they are off by default and
+ * turning them on is the server owner's call, not a watcher's. */
+
+static volatile sig_atomic_t watch_stopped_by;
+
+static void on_watch_signal(int sig) {
+    watch_stopped_by = sig;
+}
+
+static int64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Starts an event line: "HH:MM:SS.mmm NAME: ". */
+static void event_prefix(const char *name) {
+    struct timespec ts;
+    struct tm tm;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    localtime_r(&ts.tv_sec, &tm);
+    printf("%02d:%02d:%02d.%03ld %s: ", tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L,
+           name);
+}
+
+/* The value of field in an HGETALL reply, or NULL. */
+static const redisReply *hash_field(const redisReply *h, const char *field) {
+    for (size_t i = 0; h != NULL && i + 1 < h->elements; i += 2) {
+        if (strcmp(h->element[i]->str, field) == 0) {
+            return h->element[i + 1];
+        }
+    }
+    return NULL;
+}
+
+static size_t holder_count(const redisReply *h) {
+    return h == NULL ? 0 : h->elements / 2 - (hash_field(h, "mode") != NULL);
+}
+
+/* Prints what changed between two reads of the hash (NULL: no lock). */
+static void print_changes(const char *name, const redisReply *was, const redisReply *now,
+                          bool first) {
+    size_t holders = holder_count(now);
+    if (first && holders == 0) {
+        event_prefix(name);
+        printf("not locked\n");
+    }
+    const redisReply *mode = hash_field(now, "mode");
+    const redisReply *old_mode = hash_field(was, "mode");
+    if (mode != NULL && (old_mode == NULL || strcmp(mode->str, old_mode->str) != 0)) {
+        event_prefix(name);
+        printf("mode %s (read/write lock)\n", mode->str);
+    }
+    for (size_t i = 0; now != NULL && i + 1 < now->elements; i += 2) {
+        const char *field = now->element[i]->str;
+        const char *holds = now->element[i + 1]->str;
+        const char *s = strcmp(holds, "1") == 0 ? "" : "s";
+        const redisReply *before = hash_field(was, field);
+        if (strcmp(field, "mode") == 0) {
+            continue;
+        } else if (before == NULL) {
+            event_prefix(name);
+            printf("locked by %s (%s hold%s)\n", field, holds, s);
+        } else if (strcmp(before->str, holds) != 0) {
+            event_prefix(name);
+            printf("%s now has %s hold%s\n", field, holds, s);
+        }
+    }
+    if (holders == 0 && holder_count(was) > 0) {
+        event_prefix(name);
+        printf("unlocked\n");
+        return;
+    }
+    for (size_t i = 0; was != NULL && i + 1 < was->elements; i += 2) {
+        const char *field = was->element[i]->str;
+        if (strcmp(field, "mode") != 0 && hash_field(now, field) == NULL) {
+            event_prefix(name);
+            printf("released by %s\n", field);
+        }
+    }
+}
+
+/* Reads the hash; false when Redis did not answer. A key that is not a
+ * hash counts as no lock (said once). */
+static bool read_hash(redisContext *c, const char *name, redisReply **out, bool *said_type) {
+    const char *argv[] = {"HGETALL", name};
+    redisReply *r = redisCommandArgv(c, 2, argv, NULL);
+    *out = NULL;
+    if (r == NULL) {
+        fprintf(stderr, "rlock: HGETALL %s: %s\n", name, c->errstr);
+        return false;
+    }
+    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
+        if (r->type == REDIS_REPLY_ERROR && !*said_type) {
+            fprintf(stderr, "rlock: %s is not a lock's hash: %s\n", name, r->str);
+            *said_type = true;
+        }
+        freeReplyObject(r);
+        return true;
+    }
+    *out = r;
+    return true;
+}
+
+/* "prefix:{name}:*" with the glob's special characters in name escaped. */
+static char *fair_pattern(const char *name) {
+    char *channel = prefixed("redisson_lock__channel", name);
+    char *p = channel != NULL ? malloc(2 * strlen(channel) + 3) : NULL;
+    if (p != NULL) {
+        size_t j = 0;
+        for (const char *c = channel; *c != '\0'; c++) {
+            if (strchr("*?[]\\", *c) != NULL) {
+                p[j++] = '\\';
+            }
+            p[j++] = *c;
+        }
+        memcpy(p + j, ":*", 3);
+    }
+    free(channel);
+    return p;
+}
+
+/* Sends SUBSCRIBE and PSUBSCRIBE and waits for their three confirmations,
+ * so no unlock published after this returns is missed. */
+static bool subscribe_all(redisContext *c, const char *name) {
+    char *lock_channel = prefixed("redisson_lock__channel", name);
+    char *rw_channel = prefixed("redisson_rwlock", name);
+    char *pattern = fair_pattern(name);
+    bool ok = false;
+    if (lock_channel != NULL && rw_channel != NULL && pattern != NULL) {
+        const char *sub[] = {"SUBSCRIBE", lock_channel, rw_channel};
+        const char *psub[] = {"PSUBSCRIBE", pattern};
+        ok = redisAppendCommandArgv(c, 3, sub, NULL) == REDIS_OK &&
+             redisAppendCommandArgv(c, 2, psub, NULL) == REDIS_OK;
+        for (int i = 0; ok && i < 3; i++) {
+            void *reply = NULL;
+            ok = redisGetReply(c, &reply) == REDIS_OK && reply != NULL &&
+                 ((redisReply *)reply)->type == REDIS_REPLY_ARRAY;
+            if (reply != NULL) {
+                freeReplyObject(reply);
+            }
+        }
+        if (!ok) {
+            fprintf(stderr, "rlock: cannot subscribe to %s's channels: %s\n", name,
+                    c->err ? c->errstr : "unexpected reply");
+        }
+    }
+    free(lock_channel);
+    free(rw_channel);
+    free(pattern);
+    return ok;
+}
+
+/* Prints the pub/sub messages hiredis has read; true when there was one. */
+static bool print_messages(redisContext *c, const char *name) {
+    bool any = false;
+    void *reply = NULL;
+    while (redisGetReplyFromReader(c, &reply) == REDIS_OK && reply != NULL) {
+        const redisReply *r = reply;
+        /* ["message", channel, payload] or ["pmessage", pattern, channel, payload] */
+        if (r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
+            r->element[0]->type == REDIS_REPLY_STRING) {
+            bool pmessage = strcmp(r->element[0]->str, "pmessage") == 0;
+            if (pmessage || strcmp(r->element[0]->str, "message") == 0) {
+                size_t at = pmessage ? 2 : 1;
+                if (at + 1 < r->elements) {
+                    event_prefix(name);
+                    printf("unlock message %s on %s\n", r->element[at + 1]->str,
+                           r->element[at]->str);
+                    any = true;
+                }
+            }
+        }
+        freeReplyObject(reply);
+        reply = NULL;
+    }
+    return any;
+}
+
+static int cmd_watch(const options *o) {
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    cfg.address = o->address;
+    if (rlock_config_validate(&cfg) != RLOCK_OK) {
+        fprintf(stderr, "rlock: %s\n", rlock_last_error());
+        return EXIT_USAGE;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_watch_signal; /* no SA_RESTART: poll() returns early */
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    setvbuf(stdout, NULL, _IOLBF, 0); /* each event as it happens, also into a pipe */
+
+    redisContext *sub = direct(o);
+    redisContext *reads = sub != NULL ? direct(o) : NULL;
+    if (reads == NULL || !subscribe_all(sub, o->name)) {
+        if (sub != NULL) {
+            redisFree(sub);
+        }
+        if (reads != NULL) {
+            redisFree(reads);
+        }
+        return EXIT_UNAVAILABLE;
+    }
+    int code = 0;
+    bool said_type = false;
+    redisReply *last = NULL;
+    if (!read_hash(reads, o->name, &last, &said_type)) {
+        code = EXIT_UNAVAILABLE;
+        goto out;
+    }
+    print_changes(o->name, NULL, last, true);
+    int64_t now = monotonic_ms();
+    int64_t deadline = o->timeout_ms >= 0 ? now + o->timeout_ms : INT64_MAX;
+    int64_t next_read = now + o->interval_ms;
+    while (watch_stopped_by == 0) {
+        bool messages = print_messages(sub, o->name);
+        now = monotonic_ms();
+        if (messages || now >= next_read) {
+            redisReply *cur = NULL;
+            if (!read_hash(reads, o->name, &cur, &said_type)) {
+                code = EXIT_UNAVAILABLE;
+                break;
+            }
+            print_changes(o->name, last, cur, false);
+            if (last != NULL) {
+                freeReplyObject(last);
+            }
+            last = cur;
+            next_read = now + o->interval_ms;
+        }
+        if (now >= deadline) {
+            break;
+        }
+        int64_t wait = (next_read < deadline ? next_read : deadline) - now;
+        struct pollfd p = {.fd = sub->fd, .events = POLLIN};
+        int n = poll(&p, 1, (int)(wait > 60000 ? 60000 : wait));
+        if (n < 0 && errno != EINTR) {
+            fprintf(stderr, "rlock: poll: %s\n", strerror(errno));
+            code = EXIT_SOFTWARE;
+            break;
+        }
+        if (n > 0 && redisBufferRead(sub) != REDIS_OK) {
+            fprintf(stderr, "rlock: lost the connection to %s: %s\n", o->address, sub->errstr);
+            code = EXIT_UNAVAILABLE;
+            break;
+        }
+    }
+out:
+    if (last != NULL) {
+        freeReplyObject(last);
+    }
+    redisFree(sub);
+    redisFree(reads);
+    return code;
+}
+
 int main(int argc, char **argv) {
     sigemptyset(&waited_signals);
     sigaddset(&waited_signals, SIGINT);
@@ -855,9 +1156,10 @@ int main(int argc, char **argv) {
     int (*run)(const options *) = strcmp(cmd, "exec") == 0     ? cmd_exec
                                   : strcmp(cmd, "status") == 0 ? cmd_status
                                   : strcmp(cmd, "unlock") == 0 ? cmd_unlock
+                                  : strcmp(cmd, "watch") == 0  ? cmd_watch
                                                                : NULL;
     if (run == NULL) {
-        usage_error("unknown command \"%s\": exec, status or unlock", cmd);
+        usage_error("unknown command \"%s\": exec, status, unlock or watch", cmd);
         return EXIT_USAGE;
     }
     options o;

@@ -1,5 +1,5 @@
-/** @file
- * The client: Redisson's RedissonClient + ServiceManager.
+/** @file rlock/client.h
+ * @brief The client: Redisson's RedissonClient + ServiceManager.
  *
  * A client owns one pipelined command connection and one pub/sub
  * connection to a single Redis server, the event loop they run on, and a
@@ -16,14 +16,18 @@
 extern "C" {
 #endif
 
-/** A client (opaque): see rlock_client_create. */
+/** A client: its connections, its event loop and its id. Opaque; made by
+ * rlock_client_create(), freed by rlock_client_destroy(). */
 typedef struct rlock_client rlock_client;
 
 /** Creates a client and starts connecting in the background; it does not
  * wait for the server (commands sent before it is reachable wait for the
  * connection, bounded by timeout_ms and the retry settings).
- * Returns 0 and sets *out, or RLOCK_ERR_INVALID (bad cfg, see
- * rlock_last_error()) / RLOCK_ERR_NOMEM, leaving *out NULL. */
+ * @param cfg the settings (see rlock_config_init()); copied, so it may go
+ *        once this returns.
+ * @param out set to the new client, or to NULL on error.
+ * @return 0 and sets *out, or RLOCK_ERR_INVALID (bad cfg, see
+ *         rlock_last_error()) / RLOCK_ERR_NOMEM, leaving *out NULL. */
 RLOCK_API int rlock_client_create(const rlock_config *cfg, rlock_client **out);
 
 /** Completes every pending future of this client with RLOCK_ERR_CLOSED
@@ -40,34 +44,43 @@ RLOCK_API int rlock_client_create(const rlock_config *cfg, rlock_client **out);
  * call on it, its handles and its futures fails with RLOCK_ERR_FORKED
  * (rlock_get_lock returns NULL), and its destroy only closes the child's
  * copies of the sockets, leaving the parent's connections alone. The
- * child creates a client of its own. */
+ * child creates a client of its own.
+ * @param c the client, or NULL. */
 RLOCK_API void rlock_client_destroy(rlock_client *c);
 
-/** The client's id: a UUID v4 string, stable for the client's life; ""
- * for NULL or a destroyed client. */
+/** The client's id: a UUID v4 string, stable for the client's life.
+ * @param c the client.
+ * @return the id; "" for NULL or a destroyed client. */
 RLOCK_API const char *rlock_client_id(const rlock_client *c);
 
-/** Checks that c reaches its server: sends PING and waits for the answer,
- * at most timeout_ms (at most a year). rlock_client_create connects in
- * the background and does not fail for an unreachable server (Redisson's
- * client does, at start); a program that wants that check calls this
- * after creating the client. RLOCK_OK when Redis answered; else
- * RLOCK_ERR_CONNECTION (no connection: rlock_last_error() says why, e.g.
- * "connection refused"), RLOCK_ERR_TIMEOUT (no answer in time),
- * RLOCK_ERR_REDIS (Redis answered with an error, e.g. a missing AUTH),
- * RLOCK_ERR_INVALID (NULL, not a live client, or a bad timeout),
- * RLOCK_ERR_WRONG_THREAD (the client's own I/O thread, or not the thread
- * of an application loop), RLOCK_ERR_FORKED, RLOCK_ERR_CLOSED. */
-RLOCK_API int rlock_client_ping(rlock_client *c, int64_t timeout_ms);
+/** The calling thread's id: unique within the process for its lifetime and
+ * never reused (Java's Thread.getId()). Blocking calls use it as owner.
+ * @return the id, never 0. */
+RLOCK_API uint64_t rlock_thread_id(void);
 
 /** A fresh owner id for the async calls' thread_id argument: unique in the
  * process, never equal to any thread's rlock_thread_id(), never reused.
- * An async caller whose holds are not tied to a thread (a request, a
- * task moving between threads) mints one per logical owner and passes it
- * to every call for that owner: lock, unlock and the queries. */
+ * An async caller whose holds are not tied to a thread (a request, a task
+ * moving between threads) mints one per logical owner and passes it to
+ * every call for that owner: lock, unlock and the queries.
+ * @return the new owner id (never 0) */
 RLOCK_API uint64_t rlock_new_owner_id(void);
 
-/** The client's counters since it was created, all monotonic. */
+/** Checks that c reaches its server: sends PING and waits for the answer.
+ * rlock_client_create connects in the background and does not fail for an
+ * unreachable server (Redisson's client does, at start); a program that
+ * wants that check calls this after creating the client.
+ * @param c a live client
+ * @param timeout_ms how long to wait for the answer (0 to one year)
+ * @return RLOCK_OK when Redis answered; RLOCK_ERR_CONNECTION (no
+ * connection: rlock_last_error() says why), RLOCK_ERR_TIMEOUT (no answer
+ * in time), RLOCK_ERR_REDIS (an error answer, e.g. a missing AUTH),
+ * RLOCK_ERR_INVALID (NULL, not a live client, a bad timeout),
+ * RLOCK_ERR_WRONG_THREAD (the client's own I/O thread, or not the thread
+ * of an application loop), RLOCK_ERR_FORKED, RLOCK_ERR_CLOSED */
+RLOCK_API int rlock_client_ping(rlock_client *c, int64_t timeout_ms);
+
+/** A client's counters since it was created, all monotonic. */
 typedef struct rlock_stats {
     /** Lock calls that took their lock (each sub-lock of a multi lock
      * counts as one). */
@@ -85,16 +98,14 @@ typedef struct rlock_stats {
     uint64_t reconnects;
 } rlock_stats;
 
-/** Fills *out with c's counters. Any thread when the client runs its own
- * I/O thread, else the application loop's thread. RLOCK_OK;
- * RLOCK_ERR_INVALID for NULL arguments or a client that is not live;
- * RLOCK_ERR_FORKED in a forked child; RLOCK_ERR_WRONG_THREAD from another
- * thread than an application loop's. */
+/** Reads c's counters. Any thread when the client runs its own I/O
+ * thread, else the application loop's thread.
+ * @param c a live client
+ * @param out filled with the counters (zeroed on error)
+ * @return RLOCK_OK; RLOCK_ERR_INVALID for NULL arguments or a client that
+ * is not live; RLOCK_ERR_FORKED in a forked child; RLOCK_ERR_WRONG_THREAD
+ * from another thread than an application loop's */
 RLOCK_API int rlock_client_stats(rlock_client *c, rlock_stats *out);
-
-/** The calling thread's id: unique within the process for its lifetime and
- * never reused (Java's Thread.getId()). Blocking calls use it as owner. */
-RLOCK_API uint64_t rlock_thread_id(void);
 
 #ifdef __cplusplus
 }

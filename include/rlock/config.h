@@ -1,9 +1,18 @@
-/** @file
- * Client settings, named after Redisson's Config / SingleServerConfig.
+/** @file rlock/config.h
+ * @brief Client settings, named after Redisson's Config / SingleServerConfig.
  *
- * Fill one with rlock_config_init() (Redisson 4.7.0 defaults,
- * but for the retries: see retry_attempts), change what you
- * need, and pass it to rlock_client_create(), which copies what it keeps. */
+ * Fill one with rlock_config_init() (Redisson's defaults, each below with
+ * the Redisson version it follows), change what you need, and pass it to
+ * rlock_client_create(), which copies what it keeps.
+ *
+ * The defaults follow Redisson 4.7.0 (the version rlock is checked
+ * against), except the retries: retry_attempts (3) and a constant
+ * retry_interval_ms (1500) are Redisson 3.47's defaults. Redisson 3.48.0
+ * and later (4.7.0 too) retry 4 times, with a jittered pause
+ * (retryDelay: EqualJitterDelay(1000 ms, 2 s), a random 500..1000 ms before
+ * the first retry and 1000..2000 ms before the others); rlock has no
+ * jitter on retries. Set retry_attempts to 4 for as many tries as current
+ * Redisson. */
 #ifndef RLOCK_CONFIG_H
 #define RLOCK_CONFIG_H
 
@@ -19,11 +28,17 @@ extern "C" {
 struct ev_loop;
 struct rlock_lock_lost_info; /* rlock/lock.h */
 
-/** Log levels for rlock_config.log. */
-enum { RLOCK_LOG_ERROR = 0, RLOCK_LOG_WARN = 1, RLOCK_LOG_INFO = 2, RLOCK_LOG_DEBUG = 3 };
+/** Log levels for rlock_config::log, most severe first. */
+enum {
+    RLOCK_LOG_ERROR = 0, /**< a failure that costs a lock (out of memory renewing it) */
+    RLOCK_LOG_WARN = 1,  /**< a lost connection, a lost lock, a failed renewal */
+    RLOCK_LOG_INFO = 2,  /**< routine events: a connection made */
+    RLOCK_LOG_DEBUG = 3  /**< each failed attempt of a command that is retried */
+};
 
-/** A client's settings: fill one with rlock_config_init, change what you
- * need, pass it to rlock_client_create (which copies it). */
+/** The client's settings: fill with rlock_config_init(), then change
+ * fields. Every field has a default; those named after a Redisson setting
+ * say which. */
 typedef struct rlock_config {
     /** "redis://[user:pass@]host[:port][/db]" (user and pass may be
      * %-encoded; host may be "[::1]") or "unix:///path/to/socket".
@@ -36,20 +51,31 @@ typedef struct rlock_config {
      * inside its ev_run. */
     struct ev_loop *loop;
 
-    int64_t lock_watchdog_timeout_ms; /**< lockWatchdogTimeout: 30000 */
-    int lock_watchdog_batch_size;     /**< lockWatchdogBatchSize: 100 */
+    /** lockWatchdogTimeout: the lease of a lock taken with
+     * RLOCK_LEASE_WATCHDOG, renewed every third of it: 30000 (Redisson
+     * 4.7.0). */
+    int64_t lock_watchdog_timeout_ms;
+    /** lockWatchdogBatchSize: how many leases one renewal call extends at
+     * most: 100 (Redisson 4.7.0). */
+    int lock_watchdog_batch_size;
     /** fairLockWaitTimeout: how long a fair lock's waiter keeps its place in
      * the queue without trying again (a dead waiter is dropped after it):
-     * 300000 (current Redisson's default, 5 minutes). */
+     * 300000 (5 minutes, Redisson 4.7.0). */
     int64_t fair_lock_wait_timeout_ms;
-    int64_t timeout_ms; /**< timeout, wait for a reply once sent: 3000 */
-    /** retryAttempts and retryInterval as Redisson before 3.48.0 had them
-     * (since then: 4 attempts, EqualJitterDelay(1 s, 2 s)). A try-lock
-     * starts no retry after its wait has run out. */
-    int retry_attempts;               /**< retryAttempts, tries after the first: 3 */
-    int64_t retry_interval_ms;        /**< retryInterval, pause before a retry: 1500 */
-    int64_t connect_timeout_ms;       /**< connectTimeout, TCP connect + AUTH/SELECT: 10000 */
-    int subscriptions_per_connection; /**< subscriptionsPerConnection: 5 */
+    /** timeout, wait for a reply once sent: 3000 (Redisson 4.7.0). */
+    int64_t timeout_ms;
+    /** retryAttempts, tries after the first: 3 (Redisson 3.47 and earlier;
+     * 4 since Redisson 3.48.0). */
+    int retry_attempts;
+    /** retryInterval, pause before a retry, the same each time: 1500
+     * (Redisson 3.47 and earlier; since 3.48.0 Redisson pauses by its
+     * jittered retryDelay unless retryInterval is set). */
+    int64_t retry_interval_ms;
+    /** connectTimeout, TCP connect + AUTH/SELECT: 10000 (Redisson 4.7.0). */
+    int64_t connect_timeout_ms;
+    /** subscriptionsPerConnection: 5 (Redisson 4.7.0); kept, though one
+     * pub/sub connection carries every channel. */
+    int subscriptions_per_connection;
 
     /** With the client's own I/O thread (loop NULL), the blocking calls
      * rlock_lock, rlock_try_lock, rlock_unlock (and the token forms) run
@@ -62,26 +88,34 @@ typedef struct rlock_config {
 
     /** pingConnectionInterval: a PING every so often on the command
      * connection; one unanswered within timeout_ms drops the connection,
-     * which is then made again. 0 turns it off. Default 30000. */
+     * which is then made again. 0 turns it off. Default 30000 (Redisson
+     * 4.7.0). */
     int64_t ping_connection_interval_ms;
 
-    /** Reconnect back-off after a lost or failed connection: the delay
+    /* Reconnect back-off after a lost or failed connection: the delay
      * doubles from min to max, with jitter (Redisson's reconnectionDelay,
-     * EqualJitterDelay(100 ms, 10 s)). */
-    int64_t reconnect_delay_min_ms; /**< 100 */
-    int64_t reconnect_delay_max_ms; /**< 10000 */
+     * EqualJitterDelay(100 ms, 10 s), Redisson 3.48.0 and later). */
+    /** The reconnect back-off's first delay: 100 ms. */
+    int64_t reconnect_delay_min_ms;
+    /** The reconnect back-off's longest delay: 10000 ms. */
+    int64_t reconnect_delay_max_ms;
 
     /** Optional diagnostics: connection losses, reconnects, retries. Runs on
      * the loop thread, inside the library: it must not call rlock functions.
-     * NULL (default) logs nothing. */
+     * NULL (default) logs nothing. Its arguments: the level (RLOCK_LOG_*),
+     * the message (valid during the call only), and log_arg. */
     void (*log)(int level, const char *message, void *arg);
-    void *log_arg; /**< passed to log as its arg */
-    int log_level; /**< most verbose level passed to log: RLOCK_LOG_INFO */
+    /** The last argument passed to log. */
+    void *log_arg;
+    /** The most verbose level passed to log: RLOCK_LOG_INFO. */
+    int log_level;
 
     /** Runs when any lock this client holds under the watchdog is lost
-     * (see rlock_set_lock_lost_callback in rlock/lock.h). NULL: none. */
+     * (see rlock_set_lock_lost_callback() in rlock/lock.h), with what was
+     * lost and on_lock_lost_arg. NULL (default): none. */
     void (*on_lock_lost)(const struct rlock_lock_lost_info *info, void *arg);
-    void *on_lock_lost_arg; /**< passed to on_lock_lost as its arg */
+    /** The last argument passed to on_lock_lost. */
+    void *on_lock_lost_arg;
 
     /** clientName: sent with CLIENT SETNAME on every connection the client
      * makes, so CLIENT LIST shows whose connections they are. Printable
@@ -90,12 +124,15 @@ typedef struct rlock_config {
     const char *client_name;
 } rlock_config;
 
-/** Redisson's defaults (4.7.0; retry_attempts and retry_interval_ms: see
- * above). */
+/** Fills cfg with the defaults: Redisson's (see each field for the
+ * version it follows).
+ * @param cfg the settings to fill. */
 RLOCK_API void rlock_config_init(rlock_config *cfg);
 
-/** 0 when cfg is usable, else RLOCK_ERR_INVALID with a message (which
- * setting, and why) in rlock_last_error(). rlock_client_create() runs it. */
+/** Checks the settings. rlock_client_create() runs it.
+ * @param cfg the settings.
+ * @return 0 when cfg is usable, else RLOCK_ERR_INVALID with a message
+ *         (which setting, and why) in rlock_last_error(). */
 RLOCK_API int rlock_config_validate(const rlock_config *cfg);
 
 #ifdef __cplusplus

@@ -1,5 +1,5 @@
-/** @file
- * Error codes: 0 is success, every failure is a negative code.
+/** @file rlock/errors.h
+ * @brief Error codes: 0 is success, every failure is a negative code.
  *
  * One X-macro list generates the enum, rlock_strerror() and
  * rlock_err_name(), so a new code cannot be added to one and forgotten in
@@ -13,7 +13,9 @@
 extern "C" {
 #endif
 
-/** Every error code, once: X(name, code, sentence). */
+/** The error list, one X(NAME, code, sentence) per code: the X-macro that
+ * generates ::rlock_errno, rlock_strerror() and rlock_err_name().
+ * @param X a macro taking (name, code, text), applied to each code. */
 #define RLOCK_ERRNO_MAP(X)                                                                         \
     X(INVALID, -1, "invalid argument")                                                             \
     X(NOMEM, -2, "out of memory")                                                                  \
@@ -28,24 +30,75 @@ extern "C" {
     X(PENDING, -11, "operation has not completed yet")                                             \
     X(UNSUPPORTED, -12, "this kind of lock does not support the operation")
 
-/** The error codes: RLOCK_OK, then RLOCK_ERR_<name> for each entry of
- * RLOCK_ERRNO_MAP (RLOCK_ERR_INVALID = -1 ... RLOCK_ERR_UNSUPPORTED = -12). */
+/** The result of every call that returns an int code, and of every
+ * future (rlock_future_error()): RLOCK_OK or one of the negative
+ * RLOCK_ERR_* codes, generated from ::RLOCK_ERRNO_MAP. */
 typedef enum rlock_errno {
+    /** Success. */
     RLOCK_OK = 0,
 #define RLOCK__ERR_ENUM(name, code, text) RLOCK_ERR_##name = (code),
     RLOCK_ERRNO_MAP(RLOCK__ERR_ENUM)
 #undef RLOCK__ERR_ENUM
 } rlock_errno;
 
-/** A short sentence for an error code ("timed out waiting for a response"). */
+/** @var RLOCK_ERR_INVALID
+ * -1: an invalid argument: a bad setting, a NULL pointer, a wait or lease
+ * out of range; nothing is sent to Redis. */
+/** @var RLOCK_ERR_NOMEM
+ * -2: an allocation failed; a call that returns a future completes it with
+ * this code. */
+/** @var RLOCK_ERR_NOT_HELD
+ * -3: an unlock by an owner that holds no hold on the lock (Redisson's
+ * IllegalMonitorStateException); also the reason of a lost-lock report when
+ * the watchdog found the lock gone. */
+/** @var RLOCK_ERR_TIMEOUT
+ * -4: a command's last attempt got no reply within
+ * rlock_config::timeout_ms; as the return of rlock_future_wait(), the wait
+ * ran out (the future is still pending). */
+/** @var RLOCK_ERR_CONNECTION
+ * -5: a command's last attempt had no usable connection (refused, connect
+ * timeout, handshake rejected, connection lost with the command in
+ * flight). */
+/** @var RLOCK_ERR_REDIS
+ * -6: Redis answered with an error (a script error, a wrong type); never
+ * retried. */
+/** @var RLOCK_ERR_CANCELLED
+ * -7: rlock_future_cancel() completed the future first. */
+/** @var RLOCK_ERR_CLOSED
+ * -8: the client was destroyed while the operation was pending, or before
+ * the call. */
+/** @var RLOCK_ERR_WRONG_THREAD
+ * -9: a call on a thread where it would deadlock (a blocking call on the
+ * client's own I/O thread) or is not allowed (a lock call from a thread
+ * other than an application loop's). */
+/** @var RLOCK_ERR_FORKED
+ * -10: a client, handle or future of the parent's used in a child made by
+ * fork(); create a new client in the child. */
+/** @var RLOCK_ERR_PENDING
+ * -11: what rlock_future_error() returns while the future is pending; no
+ * completed future has it. */
+/** @var RLOCK_ERR_UNSUPPORTED
+ * -12: a call the lock's kind does not have (the fencing-token calls on a
+ * lock that is not fenced; is_locked, hold counts, TTL, force-unlock, the
+ * token calls and the lost-lock callback on a multi or red lock); nothing
+ * is sent. */
+
+/** A short sentence for an error code ("timed out waiting for a response").
+ * @param err an ::rlock_errno value (0 included).
+ * @return a static string, never NULL: "success" for 0, "unknown error"
+ *         for an unknown code. */
 RLOCK_API const char *rlock_strerror(int err);
 
-/** The code's name ("RLOCK_ERR_TIMEOUT"). Unknown codes give "RLOCK_ERR_UNKNOWN". */
+/** The code's name ("RLOCK_ERR_TIMEOUT").
+ * @param err an ::rlock_errno value.
+ * @return a static string; "RLOCK_ERR_UNKNOWN" for an unknown code. */
 RLOCK_API const char *rlock_err_name(int err);
 
 /** Details of the last error that a call returning an error code (not a
  * future) gave on the calling thread: which setting was wrong, what Redis
- * said. Never NULL; valid until the next rlock call on this thread. */
+ * said.
+ * @return a string, never NULL; valid until the next rlock call on this
+ *         thread. */
 RLOCK_API const char *rlock_last_error(void);
 
 #ifdef __cplusplus

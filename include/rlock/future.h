@@ -1,5 +1,6 @@
-/** @file
- * rlock_future: the result of an asynchronous call (Redisson's RFuture).
+/** @file rlock/future.h
+ * @brief rlock_future: the result of an asynchronous call (Redisson's
+ * RFuture).
  *
  * Contract:
  * - A function that returns a future returns NULL only when it could not
@@ -28,50 +29,70 @@
 extern "C" {
 #endif
 
-/** The result of an async call, to come (opaque): wait for it, or add a
- * callback, then release it. */
+/** The result of an asynchronous call: pending, then completed once with a
+ * result or an error. Opaque and refcounted; see the file's contract. */
 typedef struct rlock_future rlock_future;
-/** A completion callback: f is complete (its result readable) and stays
- * valid during the call; arg is the one given to rlock_future_on_complete. */
+/** A completion callback: the completed future and the arg given to
+ * rlock_future_on_complete(). The future is valid during the call; to keep
+ * it, the caller's own reference must not have been released. */
 typedef void (*rlock_future_cb)(rlock_future *f, void *arg);
 
-/** Adds a completion callback. Returns 0, RLOCK_ERR_INVALID (NULL f or cb)
- * or RLOCK_ERR_NOMEM; on error the callback never runs. */
+/** Adds a completion callback.
+ * @param f the future.
+ * @param cb runs once f has completed (see the file's contract for where).
+ * @param arg passed to cb.
+ * @return 0, RLOCK_ERR_INVALID (NULL f or cb) or RLOCK_ERR_NOMEM; on error
+ *         the callback never runs. */
 RLOCK_API int rlock_future_on_complete(rlock_future *f, rlock_future_cb cb, void *arg);
 
-/** Waits until f completes or timeout_ms passes (timeout_ms < 0: no limit).
- * Returns 0 when complete, RLOCK_ERR_TIMEOUT when the wait ran out (f is
- * still pending), RLOCK_ERR_INVALID for NULL, RLOCK_ERR_WRONG_THREAD when
- * called on the client's own I/O thread (it could never complete). On the
- * thread of an application-owned loop it runs that loop until done. The
- * wait's result says nothing about the operation's: see
- * rlock_future_error(). */
+/** Waits until f completes or timeout_ms passes. On the thread of an
+ * application-owned loop it runs that loop until done. The wait's result
+ * says nothing about the operation's: see rlock_future_error().
+ * @param f the future.
+ * @param timeout_ms the longest wait; < 0: no limit.
+ * @return 0 when complete, RLOCK_ERR_TIMEOUT when the wait ran out (f is
+ *         still pending), RLOCK_ERR_INVALID for NULL,
+ *         RLOCK_ERR_WRONG_THREAD when called on the client's own I/O
+ *         thread (it could never complete). */
 RLOCK_API int rlock_future_wait(rlock_future *f, int64_t timeout_ms);
 
-/** Whether f has completed (false for NULL). Never blocks. */
+/** Whether f has completed, without waiting.
+ * @param f the future.
+ * @return true once f has completed (its callbacks may not have run
+ *         yet); false while pending, and for NULL. */
 RLOCK_API bool rlock_future_is_done(const rlock_future *f);
 
-/** The operation's result: 0 or a negative rlock_errno. While the future
- * is pending: RLOCK_ERR_PENDING, which no completed future has, so it is
- * never mistaken for the operation's failure. RLOCK_ERR_INVALID for NULL. */
+/** The operation's result.
+ * @param f the future.
+ * @return 0 or a negative ::rlock_errno. While the future is pending:
+ *         RLOCK_ERR_PENDING, which no completed future has, so it is never
+ *         mistaken for the operation's failure. RLOCK_ERR_INVALID for
+ *         NULL. */
 RLOCK_API int rlock_future_error(const rlock_future *f);
 
-/** Details of a failure (Redis's error text, the last connection error),
- * or "" when there are none or f is pending. Valid while f is held. */
+/** Details of a failure (Redis's error text, the last connection error).
+ * @param f the future.
+ * @return the details, or "" when there are none or f is pending; valid
+ *         while f is held. */
 RLOCK_API const char *rlock_future_error_message(const rlock_future *f);
 
-/** The operation's value (see each call); 0 while pending or failed. */
+/** The operation's value (see each call that returns a future).
+ * @param f the future.
+ * @return the value; 0 while pending or failed. */
 RLOCK_API int64_t rlock_future_value(const rlock_future *f);
 
 /** Completes a pending future with RLOCK_ERR_CANCELLED and tells the
  * operation to stop (a lock that was acquired meanwhile is released).
- * Returns true if this call cancelled it, false if it had completed
- * already. Callbacks run on the loop thread. */
+ * Callbacks run on the loop thread.
+ * @param f the future.
+ * @return true if this call cancelled it, false if it had completed
+ *         already. */
 RLOCK_API bool rlock_future_cancel(rlock_future *f);
 
-/** Drops the caller's reference. NULL is ignored. As with free(), the
- * future must not be used after: the library cannot tell a released
- * future from live memory (futures are too many to track). */
+/** Drops the caller's reference. As with free(), the future must not be
+ * used after: the library cannot tell a released future from live memory
+ * (futures are too many to track).
+ * @param f the future, or NULL (ignored). */
 RLOCK_API void rlock_future_release(rlock_future *f);
 
 #ifdef __cplusplus

@@ -1,17 +1,18 @@
-/** @file
- * rlock: Redisson's RLock family: the reentrant lock, and the fair, spin,
- * fenced and read/write locks, each an rlock * that every call below
+/** @file rlock/lock.h
+ * @brief rlock: Redisson's RLock family: the reentrant lock, and the fair,
+ * spin, fenced and read/write locks, each an rlock * that every call below
  * works on.
  *
  * A lock is a Redis hash named after the lock. Each field is an owner,
- * "<clientId>:<threadId>", and its value is that owner's hold count. The
+ * `"<clientId>:<threadId>"`, and its value is that owner's hold count. The
  * key's TTL is the lease. Processes that use Redisson (Java) or rlock on
- * the same name exclude each other and wake each other, for every kind
- * (tests/test_compat_redisson.c). node-redisson 1.0.4 has the reentrant
- * lock only; with it exclusion holds for every name, and wake-ups for
- * every name without a '{' that is not its first byte (node-redisson
- * braces "a{b}" itself, so the two sides use different channels there
- * and a waiter wakes at the lease's end instead).
+ * the same name exclude each other and wake each other, with every kind
+ * (checked against Redisson 4.7.0). node-redisson (1.0.4, its reentrant
+ * lock) excludes and wakes them too, except on a name with a '{' that is
+ * not its first character: there it waits and publishes on another
+ * channel, so exclusion holds but a waiter on one side is not woken by
+ * the other side's unlock and gets in only when it tries again, at the
+ * end of the lease it was told (docs/locks.md, section 2).
  *
  * Owners. An owner is a (client, thread id) pair. The blocking calls use
  * the calling thread's rlock_thread_id(). The async calls take the thread
@@ -49,8 +50,8 @@
 extern "C" {
 #endif
 
-/** A lock handle (opaque): one lock of one kind, on one name (see the
- * rlock_get_* constructors). */
+/** A handle on a lock: its name and kind, bound to one client. Opaque; made
+ * by the rlock_get_*() calls, freed by rlock_free(). */
 typedef struct rlock rlock;
 
 /** A lease_ms that asks for the watchdog (Redisson's leaseTime -1). */
@@ -61,13 +62,20 @@ typedef struct rlock rlock;
 
 /** A handle on the lock called name (Redisson's getLock). Handles are
  * cheap and need no Redis call; several handles on one name act as one
- * lock. Returns NULL for a NULL client, an empty name or one longer than
- * RLOCK_NAME_MAX, a destroyed client or one made before fork() (see
- * rlock_last_error()), or when out of memory. A handle may outlive its
- * client: calls on it then fail with RLOCK_ERR_CLOSED; free it still. */
+ * lock. A handle may outlive its client: calls on it then fail with
+ * RLOCK_ERR_CLOSED; free it still, before or after destroying the client.
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL for a NULL client, an empty name or one
+ *         longer than RLOCK_NAME_MAX, a destroyed client or one made
+ *         before fork() (see rlock_last_error()), or when out of memory. */
 RLOCK_API rlock *rlock_get_lock(rlock_client *c, const char *name);
 
-/** The same for a name of len bytes that may hold any byte, NUL included. */
+/** The same for a name of len bytes that may hold any byte, NUL included.
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len);
 
 /** The fair lock (Redisson's getFairLock): waiters get the lock in the
@@ -76,9 +84,16 @@ RLOCK_API rlock *rlock_get_lock_n(rlock_client *c, const char *name, size_t len)
  * (redisson_lock_timeout:{name}); a waiter that stops trying loses its
  * place after rlock_config.fair_lock_wait_timeout_ms, or at once when its
  * try-lock gives up or its call is cancelled. An unlock wakes only the
- * first waiter, on its own channel. */
+ * first waiter, on its own channel.
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_fair_lock(rlock_client *c, const char *name);
-/** rlock_get_fair_lock for a name of len bytes (any bytes). */
+/** The fair lock on a name of len bytes (see rlock_get_lock_n()).
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_fair_lock_n(rlock_client *c, const char *name, size_t len);
 
 /** A spin lock's back-off between tries (Redisson's
@@ -86,20 +101,33 @@ RLOCK_API rlock *rlock_get_fair_lock_n(rlock_client *c, const char *name, size_t
  * each next one multiplier times the last plus a random 0..(tries - 1) ms,
  * at most max_delay_ms. */
 typedef struct rlock_backoff {
-    int64_t initial_delay_ms; /**< 1 */
-    int64_t max_delay_ms;     /**< 128 */
-    int64_t multiplier;       /**< 2 */
+    int64_t initial_delay_ms; /**< the first pause: 1 */
+    int64_t max_delay_ms;     /**< the longest pause: 128 */
+    int64_t multiplier;       /**< each pause over the last: 2 */
 } rlock_backoff;
 
 /** The spin lock (getSpinLock): no pub/sub; a waiter tries again after each
  * back-off pause, so no SUBSCRIBE is ever sent, and an unlock publishes
  * nothing. Same keys as rlock_get_lock. A try-lock gives up at the first
- * failed try after its wait, so it may return up to one pause late. */
+ * failed try after its wait, so it may return up to one pause late.
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_spin_lock(rlock_client *c, const char *name);
-/** rlock_get_spin_lock for a name of len bytes (any bytes). */
+/** The spin lock on a name of len bytes (see rlock_get_lock_n()).
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_spin_lock_n(rlock_client *c, const char *name, size_t len);
 /** The same with a chosen back-off (NULL: the default). Each value must be
- * positive, and initial_delay_ms <= max_delay_ms <= one hour. */
+ * positive, and initial_delay_ms <= max_delay_ms <= one hour.
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @param backoff the back-off (copied), or NULL.
+ * @return the handle, or NULL as rlock_get_lock(), and for a bad
+ *         back-off. */
 RLOCK_API rlock *rlock_get_spin_lock_with_backoff(rlock_client *c, const char *name, size_t len,
                                                   const rlock_backoff *backoff);
 
@@ -108,9 +136,16 @@ RLOCK_API rlock *rlock_get_spin_lock_with_backoff(rlock_client *c, const char *n
  * redisson_lock_token:{name}; tokens strictly increase per name across
  * clients. Hand it to the storage you protect and have the storage refuse
  * a write carrying a token older than one it has seen: a holder paused
- * past its lease is then refused instead of overwriting. */
+ * past its lease is then refused instead of overwriting.
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_fenced_lock(rlock_client *c, const char *name);
-/** rlock_get_fenced_lock for a name of len bytes (any bytes). */
+/** The fenced lock on a name of len bytes (see rlock_get_lock_n()).
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_fenced_lock_n(rlock_client *c, const char *name, size_t len);
 
 /** The read/write lock (Redisson's getReadWriteLock(name).readLock() and
@@ -126,9 +161,10 @@ RLOCK_API rlock *rlock_get_fenced_lock_n(rlock_client *c, const char *name, size
  *
  * In Redis: one hash, named after the lock, with 'mode' ("read" or
  * "write") and one field per holder and its hold count:
- * "<clientId>:<threadId>" for a read holder, "<clientId>:<threadId>:write"
- * for the write holder. Each read hold has its own key,
- * "{name}:<clientId>:<threadId>:rwlock_timeout:<n>" ("name:..." when the
+ * `"<clientId>:<threadId>"` for a read holder,
+ * `"<clientId>:<threadId>:write"` for the write holder. Each read hold has
+ * its own key, `"{name}:<clientId>:<threadId>:rwlock_timeout:<n>"`
+ * ("name:..." when the
  * name has a '{'), with that hold's lease; the hash's TTL follows the
  * longest-living hold. Both wait on redisson_rwlock:{name}; a read unlock
  * that frees the lock publishes 0 (wakes one waiter), a write unlock
@@ -158,13 +194,29 @@ RLOCK_API rlock *rlock_get_fenced_lock_n(rlock_client *c, const char *name, size
  * - An unlock when the lock does not exist at all fails with
  *   RLOCK_ERR_NOT_HELD but still publishes the half's message.
  * rlock_remain_time_to_live is the hash's TTL on both halves; the hold
- * count and rlock_is_held_by_thread look at the half's own field. */
+ * count and rlock_is_held_by_thread look at the half's own field.
+ *
+ * This call gives the read half.
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_read_lock(rlock_client *c, const char *name);
-/** rlock_get_read_lock for a name of len bytes (any bytes). */
+/** The read half on a name of len bytes (see rlock_get_read_lock()).
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_read_lock_n(rlock_client *c, const char *name, size_t len);
-/** The write half of the read/write lock called name (see rlock_get_read_lock). */
+/** The write half of the read/write lock (see rlock_get_read_lock()).
+ * @param c the client.
+ * @param name the lock's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_write_lock(rlock_client *c, const char *name);
-/** rlock_get_write_lock for a name of len bytes (any bytes). */
+/** The write half on a name of len bytes (see rlock_get_read_lock()).
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_t len);
 
 /** The multi lock (Redisson's RedissonMultiLock): the n locks as one,
@@ -217,7 +269,10 @@ RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_
  * The returned future belongs to the first lock's client: its callbacks
  * run on that client's loop thread, wherever it was completed. A
  * blocking call is refused (RLOCK_ERR_WRONG_THREAD) on the own I/O
- * thread of any of the locks' clients. */
+ * thread of any of the locks' clients.
+ * @param locks the locks, in the order they are taken.
+ * @param n how many, 1 to 1024.
+ * @return the handle, or NULL (see above). */
 RLOCK_API rlock *rlock_get_multi_lock(rlock *const *locks, size_t n);
 
 /** The red lock (Redisson's RedissonRedLock, deprecated there): the multi
@@ -227,18 +282,28 @@ RLOCK_API rlock *rlock_get_multi_lock(rlock *const *locks, size_t n);
  * lock whose server does not answer in time counts as failed. Unlock
  * releases every lock (also those never taken: their unlocks fail, and
  * the call with them, after all are back). See docs/locks.md for what
- * it does and does not promise. */
+ * it does and does not promise.
+ * @param locks the locks, in the order they are taken.
+ * @param n how many, 1 to 1024.
+ * @return the handle, or NULL as rlock_get_multi_lock(). */
 RLOCK_API rlock *rlock_get_red_lock(rlock *const *locks, size_t n);
 
 /** Frees the handle. Operations under way keep what they need and finish;
- * locks it holds stay held (and watchdog leases renewed). NULL is ignored,
- * and so is a second free of the same handle (rlock_last_error() says
- * so), unless a new handle has been given the same address meanwhile. */
+ * locks it holds stay held (and watchdog leases renewed while the client
+ * lives). Free every handle, before or after rlock_client_destroy(). NULL
+ * is ignored, and so is a second free of the same handle
+ * (rlock_last_error() says so), unless a new handle has been given the
+ * same address meanwhile.
+ * @param l the handle, or NULL. */
 RLOCK_API void rlock_free(rlock *l);
 
-/** The lock's name, and its length in bytes. */
+/** The lock's name (NUL-terminated; a binary name may hold NULs too).
+ * @param l the handle.
+ * @return the name, valid while the handle is; "" for NULL. */
 RLOCK_API const char *rlock_name(const rlock *l);
-/** The length of rlock_name(l) in bytes (a name may hold NUL bytes). */
+/** The length in bytes of the lock's name.
+ * @param l the handle.
+ * @return the length; 0 for NULL. */
 RLOCK_API size_t rlock_name_len(const rlock *l);
 
 /* ---- async: each returns a future (see rlock/future.h) --------------- */
@@ -246,11 +311,22 @@ RLOCK_API size_t rlock_name_len(const rlock *l);
 /** Takes the lock, waiting as long as it takes (lock / lockAsync). Value 0.
  * Fails with RLOCK_ERR_TIMEOUT or RLOCK_ERR_CONNECTION when an acquire
  * attempt gets no answer. Cancel the future to stop waiting
- * (lockInterruptibly); if the lock was taken meanwhile, it is released. */
+ * (lockInterruptibly); if the lock was taken meanwhile, it is released.
+ * @param l the lock.
+ * @param lease_ms the lease: > 0 ms, or RLOCK_LEASE_WATCHDOG.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_lock_async(rlock *l, int64_t lease_ms, uint64_t thread_id);
 
 /** Tries to take the lock for up to wait_ms (0: one attempt, no wait).
- * Value 1 when taken, 0 when the wait ran out (tryLock). */
+ * Value 1 when taken, 0 when the wait ran out (tryLock).
+ * @param l the lock.
+ * @param wait_ms the longest wait in ms; 0: one attempt.
+ * @param lease_ms the lease: > 0 ms, or RLOCK_LEASE_WATCHDOG.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
                                              uint64_t thread_id);
 
@@ -260,76 +336,160 @@ RLOCK_API rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t 
  * a fair lock's unlock succeeds and a read/write lock's still publishes
  * its message (Redisson's scripts). The last hold's release wakes one
  * waiter (the write lock: every waiter; the spin lock and a downgrade:
- * none). */
+ * none).
+ * @param l the lock.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id);
 
 /** Deletes the lock whoever holds it and wakes a waiter (as an unlock
  * does, above). Value 1 when a lock was deleted, 0 when it was not locked
- * (a read/write lock half: not locked in its mode). */
+ * (a read/write lock half: not locked in its mode).
+ * @param l the lock.
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_force_unlock_async(rlock *l);
 
-/** Value 1 when anyone holds the lock, else 0 (the read/write lock's
- * halves: see above). */
+/** Whether anyone holds the lock. Value 1 when anyone holds it, else 0
+ * (the read/write lock's halves: see above).
+ * @param l the lock.
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_is_locked_async(rlock *l);
 
-/** Value 1 when (this client, thread_id) holds the lock, else 0. */
+/** Whether an owner holds the lock. Value 1 when (this client, thread_id)
+ * holds the lock, else 0.
+ * @param l the lock.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_is_held_by_thread_async(rlock *l, uint64_t thread_id);
 
-/** Value: how many holds (this client, thread_id) has; 0 when none. */
+/** An owner's hold count. Value: how many holds (this client, thread_id)
+ * has; 0 when none.
+ * @param l the lock.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_get_hold_count_async(rlock *l, uint64_t thread_id);
 
-/** Value: the lock's remaining lease in ms; -2 when not locked, -1 when the
- * key has no expiry. */
+/** The lock's remaining lease. Value: the lock's remaining lease in ms; -2
+ * when not locked, -1 when the key has no expiry.
+ * @param l the lock.
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_remain_time_to_live_async(rlock *l);
 
-/** Fenced lock only (others: RLOCK_ERR_UNSUPPORTED). Value: the token of
+/** Takes the lock as rlock_lock_async() does, and its fencing token.
+ * Fenced lock only (others: RLOCK_ERR_UNSUPPORTED). Value: the token of
  * this acquisition (lockAndGetToken; unlike Redisson's, lease_ms is
- * honoured). */
+ * honoured).
+ * @param l the lock.
+ * @param lease_ms the lease: > 0 ms, or RLOCK_LEASE_WATCHDOG.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_lock_and_get_token_async(rlock *l, int64_t lease_ms,
                                                        uint64_t thread_id);
 
-/** Value: the token, or 0 when the wait ran out (tryLockAndGetToken). */
+/** Tries to take the lock as rlock_try_lock_async() does, and its fencing
+ * token. Fenced lock only (others: RLOCK_ERR_UNSUPPORTED). Value: the
+ * token, or 0 when the wait ran out (tryLockAndGetToken).
+ * @param l the lock.
+ * @param wait_ms the longest wait in ms; 0: one attempt.
+ * @param lease_ms the lease: > 0 ms, or RLOCK_LEASE_WATCHDOG.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms,
                                                            int64_t lease_ms, uint64_t thread_id);
 
-/** Value: the last token given on this name, 0 when none (getToken). */
+/** The name's last fencing token. Fenced lock only (others:
+ * RLOCK_ERR_UNSUPPORTED). Value: the last token given on this name, 0 when
+ * none (getToken).
+ * @param l the lock.
+ * @return a future (see rlock/future.h), NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_get_token_async(rlock *l);
 
 /* ---- blocking: the owner is the calling thread ------------------------ */
 
-/** Each returns 0 or a negative rlock_errno (details in rlock_last_error()).
+/* Each returns 0 or a negative rlock_errno (details in rlock_last_error()).
  * A result pointer must not be NULL; its target is set to false or 0
  * before anything else, so it is false or 0 after every error.
- * lease_ms < 0: watchdog. */
+ * lease_ms < 0: watchdog. Each is its async form, waited for. */
+
+/** Takes the lock, waiting as long as it takes (rlock_lock_async()).
+ * @param l the lock.
+ * @param lease_ms the lease: > 0 ms, or < 0 (RLOCK_LEASE_WATCHDOG).
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_lock(rlock *l, int64_t lease_ms);
-/** Takes l if it can be had within wait_ms (tryLock); *acquired says
- * whether it was. Not getting it in time is not an error. */
+/** Tries to take the lock for up to wait_ms (rlock_try_lock_async()).
+ * @param l the lock.
+ * @param wait_ms the longest wait in ms; 0: one attempt.
+ * @param lease_ms the lease: > 0 ms, or < 0 (RLOCK_LEASE_WATCHDOG).
+ * @param acquired set to true when the lock was taken, false when the wait
+ *        ran out (and after an error).
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired);
-/** Releases one hold of the calling thread (unlock); RLOCK_ERR_NOT_HELD
- * when it holds none, with nothing changed. */
+/** Releases one hold of the calling thread (rlock_unlock_async()).
+ * @param l the lock.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). RLOCK_ERR_NOT_HELD when
+ *         the thread holds no hold. */
 RLOCK_API int rlock_unlock(rlock *l);
-/** Deletes the lock whoever holds it (forceUnlock); *was_locked says
- * whether there was one. */
+/** Deletes the lock whoever holds it (rlock_force_unlock_async()).
+ * @param l the lock.
+ * @param was_locked set to whether a lock was deleted.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_force_unlock(rlock *l, bool *was_locked);
-/** *locked: whether anyone holds l (isLocked). */
+/** Whether anyone holds the lock (rlock_is_locked_async()).
+ * @param l the lock.
+ * @param locked set to the answer.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_is_locked(rlock *l, bool *locked);
-/** *held: whether (this client, thread_id) holds l (isHeldByThread). */
+/** Whether (this client, thread_id) holds the lock
+ * (rlock_is_held_by_thread_async()).
+ * @param l the lock.
+ * @param thread_id the owner's thread id (any number the caller picks;
+ *        rlock_thread_id() for the calling thread).
+ * @param held set to the answer.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_is_held_by_thread(rlock *l, uint64_t thread_id, bool *held);
-/** *held: whether the calling thread holds l (isHeldByCurrentThread). */
+/** Whether the calling thread holds the lock (isHeldByCurrentThread).
+ * @param l the lock.
+ * @param held set to the answer.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_is_held_by_current_thread(rlock *l, bool *held);
-/** *count: the calling thread's holds of l, 0 when none (getHoldCount). */
+/** The calling thread's hold count (rlock_get_hold_count_async()).
+ * @param l the lock.
+ * @param count set to the count; 0 when none.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_get_hold_count(rlock *l, int64_t *count);
-/** *ttl_ms: the lock's remaining time to live, -2 when it does not exist,
- * -1 when it has no expiry (remainTimeToLive). */
+/** The lock's remaining lease (rlock_remain_time_to_live_async()).
+ * @param l the lock.
+ * @param ttl_ms set to the lease left in ms; -2 when not locked, -1 when
+ *        the key has no expiry.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). */
 RLOCK_API int rlock_remain_time_to_live(rlock *l, int64_t *ttl_ms);
-/** rlock_lock for a fenced lock; *token: the acquisition's fencing token
- * (lockAndGetToken). RLOCK_ERR_UNSUPPORTED for other kinds. */
+/** Takes a fenced lock and its token (rlock_lock_and_get_token_async()).
+ * @param l the lock.
+ * @param lease_ms the lease: > 0 ms, or < 0 (RLOCK_LEASE_WATCHDOG).
+ * @param token set to this acquisition's token.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). RLOCK_ERR_UNSUPPORTED
+ *         for a lock that is not fenced. */
 RLOCK_API int rlock_lock_and_get_token(rlock *l, int64_t lease_ms, int64_t *token);
-/** rlock_try_lock for a fenced lock; *token: the fencing token, 0 when
- * the lock was not had in time (tryLockAndGetToken). */
+/** Tries to take a fenced lock and its token
+ * (rlock_try_lock_and_get_token_async()).
+ * @param l the lock.
+ * @param wait_ms the longest wait in ms; 0: one attempt.
+ * @param lease_ms the lease: > 0 ms, or < 0 (RLOCK_LEASE_WATCHDOG).
+ * @param token set to this acquisition's token, or 0 when the wait ran out.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). RLOCK_ERR_UNSUPPORTED
+ *         for a lock that is not fenced. */
 RLOCK_API int rlock_try_lock_and_get_token(rlock *l, int64_t wait_ms, int64_t lease_ms,
                                            int64_t *token);
-/** *token: the last token given on this name, 0 when none (getToken). */
+/** The name's last fencing token (rlock_get_token_async()).
+ * @param l the lock.
+ * @param token set to the last token given on this name, 0 when none.
+ * @return 0 or a negative ::rlock_errno (details in rlock_last_error()). RLOCK_ERR_UNSUPPORTED
+ *         for a lock that is not fenced. */
 RLOCK_API int rlock_get_token(rlock *l, int64_t *token);
 
 /** A wait_ms for rlock_with_lock: wait as long as it takes (rlock_lock). */
@@ -341,18 +501,25 @@ typedef void (*rlock_locked_fn)(void *arg);
 /** The common case in one call, with the unlock that cannot be forgotten:
  * takes l for the calling thread (rlock_try_lock with wait_ms and
  * lease_ms; RLOCK_WAIT_FOREVER: rlock_lock), runs fn(arg) if it got the
- * lock, then unlocks, whatever fn did. *ran says whether fn ran (false
- * when the lock could not be had within wait_ms: that is not an error).
- * Returns RLOCK_OK, or the error of the acquire (fn did not run) or of
- * the unlock (fn ran: RLOCK_ERR_NOT_HELD means the lock expired or was
- * lost while fn ran, so others may have entered meanwhile). fn's own
- * result travels through arg. fn must not unlock l itself. */
+ * lock, then unlocks, whatever fn did. fn's own result travels through
+ * arg; fn must not unlock l itself.
+ * @param l the lock
+ * @param wait_ms how long to wait for it, or RLOCK_WAIT_FOREVER
+ * @param lease_ms the lease, or RLOCK_LEASE_WATCHDOG
+ * @param fn the work
+ * @param arg passed to fn
+ * @param ran set to whether fn ran (false when the lock could not be had
+ * within wait_ms: that is not an error)
+ * @return RLOCK_OK, or the error of the acquire (fn did not run) or of the
+ * unlock (fn ran: RLOCK_ERR_NOT_HELD means the lock expired or was lost
+ * while fn ran, so others may have entered meanwhile) */
 RLOCK_API int rlock_with_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, rlock_locked_fn fn,
                               void *arg, bool *ran);
 
 /* ---- lost locks -------------------------------------------------------- */
 
-/** Why a watchdog-held lock was lost. */
+/** Why a watchdog-held lock was lost: what a lost-lock callback gets. Valid
+ * during the callback only. */
 typedef struct rlock_lock_lost_info {
     const char *name;   /**< the lock's name (not NUL-terminated if binary) */
     size_t name_len;    /**< the name's length in bytes */
@@ -366,8 +533,8 @@ typedef struct rlock_lock_lost_info {
     const char *message; /**< details, never NULL */
 } rlock_lock_lost_info;
 
-/** A lost-lock callback: info is valid during the call only; arg is the
- * one given with the callback. */
+/** A lost-lock callback: what was lost, and the arg it was registered
+ * with. */
 typedef void (*rlock_lock_lost_cb)(const rlock_lock_lost_info *info, void *arg);
 
 /** Registers cb to run when a lock this handle took under the watchdog is
@@ -376,7 +543,13 @@ typedef void (*rlock_lock_lost_cb)(const rlock_lock_lost_info *info, void *arg);
  * anything. It applies to lock and try-lock calls made after it returns
  * (each acquisition keeps the callback it was called with); NULL cb
  * removes it for later calls. The client-wide rlock_config.on_lock_lost
- * runs as well. */
+ * runs as well.
+ * @param l the lock.
+ * @param cb the callback, or NULL.
+ * @param arg passed to cb.
+ * @return 0, RLOCK_ERR_INVALID for a NULL lock, RLOCK_ERR_UNSUPPORTED for
+ *         a multi or red lock, RLOCK_ERR_CLOSED or RLOCK_ERR_FORKED for a
+ *         destroyed client or one made before fork(). */
 RLOCK_API int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg);
 
 #ifdef __cplusplus

@@ -1,5 +1,6 @@
-/** @file
- * rlock: Redisson's distributed lock family in C, on hiredis and libev. */
+/** @file rlock/rlock.h
+ * @brief rlock: Redisson's distributed lock family in C, on hiredis and
+ * libev. The umbrella header: includes every other public header. */
 #ifndef RLOCK_RLOCK_H
 #define RLOCK_RLOCK_H
 

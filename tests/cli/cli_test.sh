@@ -29,6 +29,18 @@ wait_locked() {
     fail "lock $1 was never taken"
 }
 
+# Waits until a line of file $1 matches the extended regex $2, up to 10 s.
+wait_line() {
+    for _ in $(seq 100); do
+        if grep -Eq "$2" "$1"; then
+            return 0
+        fi
+        sleep 0.1
+    done
+    cat "$1"
+    fail "no line matching $2"
+}
+
 # Runs "$@" and sets rc to its exit status (set -e would stop at a failure).
 run() {
     rc=0
@@ -164,6 +176,59 @@ usage)
     [ "$rc" -eq 64 ] || fail "unlock without --force gave $rc, not 64"
     run "$RLOCK" --address redis://127.0.0.1:1 status x
     [ "$rc" -eq 69 ] || fail "an unreachable server gave $rc, not 69"
+    ;;
+watch)
+    # Events as they happen: a lock taken and released, a write lock's
+    # message on its own channel, a fair lock's on its waiter's channel.
+    "$RLOCK" watch --timeout 20000 cli:watch >"$WORK/events" 2>"$WORK/watch.err" &
+    watcher=$!
+    wait_line "$WORK/events" 'cli:watch: not locked$'
+    "$RLOCK" exec cli:watch -- sleep 0.5
+    wait_line "$WORK/events" 'cli:watch: unlocked$'
+    "$RLOCK" exec --kind write cli:watch -- sleep 0.5
+    wait_line "$WORK/events" 'unlock message 1 on redisson_rwlock:\{cli:watch\}$'
+    "$RLOCK" exec --kind fair cli:watch -- sleep 1 &
+    first=$!
+    wait_locked cli:watch
+    "$RLOCK" exec --kind fair cli:watch -- true
+    wait "$first"
+    wait_line "$WORK/events" 'unlock message 0 on redisson_lock__channel:\{cli:watch\}:[0-9a-f-]{36}:[0-9]+$'
+    kill -INT "$watcher"
+    run wait "$watcher"
+    cat "$WORK/events" "$WORK/watch.err"
+    [ "$rc" -eq 0 ] || fail "watch stopped by SIGINT exited $rc, not 0"
+    events=$(sed -E 's/^[0-9:.]+ cli:watch: //' "$WORK/events")
+    # In order: the plain lock's hold, its unlock message, then the write lock.
+    echo "$events" | grep -Eq '^locked by [0-9a-f-]{36}:[0-9]+ \(1 hold\)$' ||
+        fail "no 'locked by' event"
+    echo "$events" | grep -q '^unlock message 0 on redisson_lock__channel:{cli:watch}$' ||
+        fail "no unlock message on the lock's channel"
+    echo "$events" | grep -q '^mode write (read/write lock)$' || fail "no write mode event"
+    echo "$events" | grep -Eq '^locked by [0-9a-f-]{36}:[0-9]+:write \(1 hold\)$' ||
+        fail "no write holder event"
+    locked=$(echo "$events" | grep -n '^locked by' | head -1 | cut -d: -f1)
+    unlocked=$(echo "$events" | grep -n '^unlocked$' | head -1 | cut -d: -f1)
+    [ "$locked" -lt "$unlocked" ] || fail "unlocked came before locked"
+    ;;
+watch_timeout)
+    # --timeout bounds it; a lock already held shows at once.
+    "$RLOCK" exec cli:watch2 -- sleep 5 &
+    holder=$!
+    wait_locked cli:watch2
+    start=$(date +%s%N)
+    run "$RLOCK" watch --timeout 600 --interval 50 cli:watch2 >"$WORK/events"
+    took=$((($(date +%s%N) - start) / 1000000))
+    cat "$WORK/events"
+    [ "$rc" -eq 0 ] || fail "watch --timeout exited $rc, not 0"
+    [ "$took" -ge 550 ] && [ "$took" -lt 4000 ] || fail "stopped after $took ms, not ~600"
+    grep -Eq 'cli:watch2: locked by [0-9a-f-]{36}:[0-9]+ \(1 hold\)$' "$WORK/events" ||
+        fail "the held lock was not shown"
+    kill -TERM "$holder"
+    wait "$holder" || true
+    run "$RLOCK" watch --kind fair cli:watch2
+    [ "$rc" -eq 64 ] || fail "watch --kind gave $rc, not 64"
+    run "$RLOCK" --address redis://127.0.0.1:1 watch --timeout 100 x
+    [ "$rc" -eq 69 ] || fail "watch with an unreachable server gave $rc, not 69"
     ;;
 *)
     fail "no such case"
