@@ -146,26 +146,27 @@ void rt_sentinel_env_stop(rt_sentinel_env *e) {
     }
 }
 
+int rt_sentinel_failed_over(rt_sentinel_env *e, int old_port) {
+    int agreed = -1;
+    for (int i = 0; i < RT_SENTINELS; i++) {
+        if (e->sentinels[i].pid <= 0) {
+            continue;
+        }
+        int p = rt_sentinel_master_port(e, i);
+        if (p < 0 || p == old_port || (agreed >= 0 && p != agreed)) {
+            return -1;
+        }
+        agreed = p;
+    }
+    return agreed > 0 && says_master(rt_sentinel_server(e, agreed)) ? agreed : -1;
+}
+
 int rt_sentinel_wait_failover(rt_sentinel_env *e, int old_port, int64_t timeout_ms) {
     int64_t deadline = rt_now_ms() + timeout_ms;
     for (;;) {
-        int agreed = -1;
-        bool all = true;
-        for (int i = 0; i < RT_SENTINELS && all; i++) {
-            if (e->sentinels[i].pid <= 0) {
-                continue;
-            }
-            int p = rt_sentinel_master_port(e, i);
-            if (p < 0 || p == old_port || (agreed >= 0 && p != agreed)) {
-                all = false;
-            }
-            agreed = p;
-        }
-        if (all && agreed > 0 && says_master(rt_sentinel_server(e, agreed))) {
-            return agreed;
-        }
-        if (rt_now_ms() >= deadline) {
-            return -1;
+        int port = rt_sentinel_failed_over(e, old_port);
+        if (port > 0 || rt_now_ms() >= deadline) {
+            return port;
         }
         rt_sleep_ms(20);
     }

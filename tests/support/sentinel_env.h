@@ -40,6 +40,10 @@ int rt_sentinel_master_port(rt_sentinel_env *e, int i);
 /* The server (of e->servers) listening on port; NULL if none. */
 rt_redis *rt_sentinel_server(rt_sentinel_env *e, int port);
 
+/* The port of the master every running sentinel names, when it is not
+ * old_port and says ROLE master there; else -1. */
+int rt_sentinel_failed_over(rt_sentinel_env *e, int old_port);
+
 /* Waits (at most timeout_ms) until every running sentinel names a master
  * other than old_port that says ROLE master; its port, or -1. */
 int rt_sentinel_wait_failover(rt_sentinel_env *e, int old_port, int64_t timeout_ms);
