@@ -178,6 +178,10 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         free_failed(c);
         return RLOCK_ERR_NOMEM; /* validated above: only memory can fail here */
     }
+    if ((rc = rlock__sentinel_client_init(c)) != RLOCK_OK) {
+        free_failed(c); /* Sentinel mode: no sentinel named the master */
+        return rc;
+    }
     if ((rc = make_uuid(c->id)) != RLOCK_OK) {
         rlock__set_error_message("cannot read the OS random source for the client id");
         free_failed(c);
@@ -202,8 +206,7 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
             RLOCK_OK ||
         (cfg->loop == NULL && cfg->blocking_pool_size > 0 &&
          (rc = rlock__direct_create(&c->cfg, cfg->blocking_pool_size, &c->direct)) != RLOCK_OK) ||
-        (rc = rlock__loop_start(c->loop)) != RLOCK_OK ||
-        (rc = rlock__sentinel_client_init(c)) != RLOCK_OK) {
+        (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
         rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
         free_failed(c);
         return rc;

@@ -439,14 +439,11 @@ int rlock__sentinel_client_init(rlock_client *c) {
             return RLOCK_ERR_CONNECTION;
         }
     }
-    /* The loop thread reads c->addr only once the connections start. */
+    /* Before the loop exists: its thread reads c->addr once the connections start. */
     free(c->addr.host);
     c->addr.host = host;
     c->addr.port = port;
     c->addr.is_unix = false;
-    if (c->direct != NULL) {
-        rlock__direct_retarget(c->direct, host, port);
-    }
     return RLOCK_OK;
 }
 
@@ -760,6 +757,10 @@ void rlock__sentinel_client_start(rlock_client *c) {
         return;
     }
     s->started = true;
+    if (c->direct != NULL) {
+        /* Before rlock_client_create returns: no blocking call has used it. */
+        rlock__direct_retarget(c->direct, c->addr.host, c->addr.port);
+    }
     rlock__log(log_of(s), RLOCK_LOG_INFO, "sentinel: master \"%s\" at %s:%d; %d sentinel(s) known",
                s->master_name, c->addr.host, c->addr.port, s->count);
     double every = (double)c->cfg.scan_interval_ms / 1000.0;

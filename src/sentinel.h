@@ -35,13 +35,15 @@ int rlock__sentinel_validate(const rlock_config *cfg);
 
 /* Sentinel mode for c when c->cfg.master_name is set (else RLOCK_OK and
  * nothing): copies the settings (c->cfg's strings then point at the
- * copies), finds the master on the calling thread, and points c->addr and
- * the direct pool at it. RLOCK_ERR_CONNECTION (with a message) when no
- * sentinel names the master, or too few answer. Call once the client's
- * parts exist and before its connections start. */
+ * copies), finds the master on the calling thread, and points c->addr at
+ * it. RLOCK_ERR_CONNECTION (with a message) when no sentinel names the
+ * master, or too few answer. Call once c->cfg and c->addr are set, before
+ * the loop is made. */
 int rlock__sentinel_client_init(struct rlock_client *c);
 
-/* Starts the monitor (loop thread; nothing when not in Sentinel mode). */
+/* Points the direct pool at the master and starts the monitor (loop
+ * thread, before rlock_client_create returns; nothing when not in
+ * Sentinel mode). */
 void rlock__sentinel_client_start(struct rlock_client *c);
 
 /* Stops the monitor and closes its connections (loop thread). */
