@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <ev.h>
 
 #include "rt_main.h"
 
@@ -99,6 +100,15 @@ static uint64_t switches(rlock_client *c) {
     switches_call s = {.c = c};
     rlock__loop_run_sync(c->loop, read_switches, &s);
     return s.n;
+}
+
+/* Waits (bounded) until key reached the replica r. */
+static void until_replicated(rt_redis *r, const char *key) {
+    int64_t until = rt_now_ms() + 5000;
+    while (exists_on(r, key) != 1 && rt_now_ms() < until) {
+        rt_sleep_ms(10);
+    }
+    assert_int_equal(exists_on(r, key), 1);
 }
 
 /* Waits for f (bounded) and returns its error. */
@@ -238,11 +248,7 @@ static void test_sentinel_failover_with_holder_and_waiters(void **state) {
     /* The hold reached the replica before the kill: not what this test is about. */
     rt_redis *old = &e->servers[0];
     rt_redis *replica = &e->servers[1];
-    int64_t until = rt_now_ms() + 5000;
-    while (exists_on(replica, name) != 1 && rt_now_ms() < until) {
-        rt_sleep_ms(10);
-    }
-    assert_int_equal(exists_on(replica, name), 1);
+    until_replicated(replica, name);
 
     /* Three moments after the kill: the sentinels agree on a new master,
      * the client moves there, and a call works there. */
@@ -283,7 +289,7 @@ static void test_sentinel_failover_with_holder_and_waiters(void **state) {
      * (a renewal every third of WATCHDOG_MS). */
     long long first = pttl_on(replica, name), later = first;
     assert_true(first > 0);
-    until = rt_now_ms() + WATCHDOG_MS;
+    int64_t until = rt_now_ms() + WATCHDOG_MS;
     while (later <= first && rt_now_ms() < until) {
         rt_sleep_ms(50);
         later = pttl_on(replica, name);
@@ -371,6 +377,41 @@ static void test_sentinel_failover_after_sentinel_loss(void **state) {
     assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
     rlock_free(l);
     rlock_client_destroy(c);
+}
+
+/* The same on an application loop: the monitor runs inside the
+ * application's ev_run, which the test drives (rlock_future_wait on the
+ * loop's thread runs it). */
+static void test_sentinel_failover_app_loop(void **state) {
+    rt_sentinel_env *e = *state;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    assert_non_null(loop);
+    rlock_config cfg = sentinel_config(e);
+    cfg.loop = loop;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_lock(c, "sentinel-app-loop");
+    uint64_t tid = rlock_new_owner_id();
+    assert_int_equal(finish(rlock_lock_async(l, -1, tid), 10000), RLOCK_OK);
+    until_replicated(&e->servers[1], "sentinel-app-loop");
+
+    int old_port = e->servers[0].port;
+    assert_int_equal(rt_redis_kill(&e->servers[0]), 0);
+    int64_t deadline = rt_now_ms() + FAILOVER_BOUND_MS;
+    while (rlock__sentinel_switches(c->sentinel) == 0 && rt_now_ms() < deadline) {
+        rt_run_loop_until(loop, &(bool){false}, 20);
+    }
+    assert_int_equal(rlock__sentinel_switches(c->sentinel), 1);
+    assert_int_equal(rt_sentinel_wait_failover(e, old_port, 5000), e->servers[1].port);
+    /* The hold replicated: it is still ours there, and the watchdog renews it. */
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[1], "sentinel-app-loop"), 0);
+    assert_int_equal(finish(rlock_lock_async(l, 60000, tid), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[1], "sentinel-app-loop"), 1);
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+    ev_loop_destroy(loop);
 }
 
 /* ---- sentinels down at start ------------------------------------------------ */
@@ -480,6 +521,7 @@ int main(int argc, char **argv) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_failover_after_sentinel_loss, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_failover_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_down_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_unknown_master, setup, teardown),
     };
