@@ -82,10 +82,12 @@ static void start_connections(void *arg) {
     rlock_client *c = arg;
     rlock__conn_start(c->cmd_conn);
     rlock__conn_start(c->sub_conn);
+    rlock__sentinel_client_start(c);
 }
 
 static void close_connections(void *arg) {
     rlock_client *c = arg;
+    rlock__sentinel_client_close(c);
     rlock__conn_destroy(c->cmd_conn);
     rlock__conn_destroy(c->sub_conn);
     c->cmd_conn = c->sub_conn = NULL;
@@ -97,9 +99,11 @@ static void free_parts(rlock_client *c) {
     rlock__renewal_destroy(c->renewal);
     rlock__pubsub_destroy(c->pubsub);
     rlock__executor_destroy(c->exec);
+    rlock__sentinel_destroy(c->sentinel);
     c->renewal = NULL;
     c->pubsub = NULL;
     c->exec = NULL;
+    c->sentinel = NULL;
     rlock__address_free(&c->addr);
     free(c->address_text);
     c->address_text = NULL;
@@ -173,6 +177,10 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         (rc = rlock__address_parse(c->address_text, &c->addr, err, sizeof(err))) != RLOCK_OK) {
         free_failed(c);
         return RLOCK_ERR_NOMEM; /* validated above: only memory can fail here */
+    }
+    if ((rc = rlock__sentinel_client_init(c)) != RLOCK_OK) {
+        free_failed(c); /* Sentinel mode: no sentinel named the master */
+        return rc;
     }
     if ((rc = make_uuid(c->id)) != RLOCK_OK) {
         rlock__set_error_message("cannot read the OS random source for the client id");
@@ -257,6 +265,7 @@ void rlock_client_destroy(rlock_client *c) {
          * server sees the parent's connections close when the parent does. */
         rlock__conn_close_forked(c->cmd_conn);
         rlock__conn_close_forked(c->sub_conn);
+        rlock__sentinel_close_forked(c->sentinel);
         return;
     }
     if (!rlock__loop_close(c->loop, shutdown_on_loop, c, free_client, c)) {

@@ -16,6 +16,7 @@
 #include "renewal.h"
 #include "rlock/client.h"
 #include "rlock/future.h"
+#include "sentinel.h"
 
 struct rlock_client {
     rlock__reg_node reg; /* live until rlock_client_destroy */
@@ -40,6 +41,7 @@ struct rlock_client {
      * loop). Freed with the struct: a call may still use it after destroy
      * began. */
     rlock__direct *direct;
+    rlock__sentinel *sentinel; /* Sentinel mode's monitor; NULL: single server */
     rlock__list live;          /* rlock__live operations that wait on the loop */
     _Atomic uint64_t acquires; /* acquire scripts sent (any thread: the direct path too) */
     _Atomic uint64_t acquired; /* lock calls that took their lock (rlock_stats) */

@@ -6,6 +6,7 @@
 #include "common.h"
 #include "rlock/config.h"
 #include "rlock/errors.h"
+#include "sentinel.h"
 
 void rlock_config_init(rlock_config *cfg) {
     if (cfg == NULL) {
@@ -29,6 +30,9 @@ void rlock_config_init(rlock_config *cfg) {
     cfg->log = NULL;
     cfg->log_arg = NULL;
     cfg->log_level = RLOCK_LOG_INFO;
+    cfg->scan_interval_ms = 1000;
+    cfg->check_sentinels_list = 1;
+    cfg->sentinels_discovery = 1;
 }
 
 static int bad(const char *field, long long value, const char *why) {
@@ -119,6 +123,9 @@ int rlock_config_validate(const rlock_config *cfg) {
                 return RLOCK_ERR_INVALID;
             }
         }
+    }
+    if ((rc = rlock__sentinel_validate(cfg)) != RLOCK_OK) {
+        return rc;
     }
     if (cfg->log_level < RLOCK_LOG_ERROR || cfg->log_level > RLOCK_LOG_DEBUG) {
         return bad("log_level", cfg->log_level, "must be one of RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG");

@@ -329,6 +329,17 @@ int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int ar
     return RLOCK_OK;
 }
 
+void rlock__conn_retarget(rlock__conn *c, const char *why) {
+    if (c->state == STATE_CONNECTING || c->state == STATE_READY) {
+        drop_context(c, why); /* in-flight callbacks get NULL; down is reported */
+    }
+    if (c->state == STATE_BACKOFF) {
+        ev_timer_stop(ev_of(c), &c->timer);
+        c->failures = 0;
+        connect_now(c);
+    }
+}
+
 void rlock__conn_destroy(rlock__conn *c) {
     if (c == NULL) {
         return;

@@ -57,6 +57,12 @@ void rlock__conn_alive(rlock__conn *c);
 int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int argc,
                      const char **argv, const size_t *argvlen);
 
+/* The address changed (a Sentinel failover, on the loop thread): drops the
+ * connection as if it were lost (replies pending come back NULL, down is
+ * reported) and connects to the address again at once, without back-off.
+ * Not from inside one of c's own callbacks. */
+void rlock__conn_retarget(rlock__conn *c, const char *why);
+
 /* Closes for good: pending callbacks run with NULL replies; no events are
  * reported any more. Frees c. */
 void rlock__conn_destroy(rlock__conn *c);

@@ -17,6 +17,7 @@ struct rlock__direct_conn {
     redisContext *ctx;
     int unread; /* answers of rlock__direct_send still to drop */
     bool failed;
+    uint64_t target; /* rlock__direct.target when it was made */
 };
 
 struct rlock__direct {
@@ -26,6 +27,7 @@ struct rlock__direct {
     struct timeval connect_timeout, timeout;
     int64_t connect_timeout_ms;
     char *client_name; /* CLIENT SETNAME in the handshake; NULL: none */
+    uint64_t target;   /* bumped by rlock__direct_retarget (under mu, as addr.host/port) */
     int size, idle_count;
     rlock__direct_conn *idle[];
 };
@@ -105,12 +107,19 @@ static bool handshake(redisContext *ctx, char *msg, size_t msglen, const char *f
 static rlock__direct_conn *connect_new(rlock__direct *d, int64_t max_connect_ms, char *msg,
                                        size_t msglen) {
     const rlock__address *a = &d->addr;
+    char host[256]; /* a Sentinel failover may move addr: read it under mu */
+    pthread_mutex_lock(&d->mu);
+    snprintf(host, sizeof(host), "%s", a->host != NULL ? a->host : "");
+    int port = a->port;
+    bool is_unix = a->is_unix;
+    uint64_t target = d->target;
+    pthread_mutex_unlock(&d->mu);
     struct timeval tv = d->connect_timeout;
     if (max_connect_ms > 0 && max_connect_ms < d->connect_timeout_ms) {
         tv = tv_of(max_connect_ms);
     }
-    redisContext *ctx = a->is_unix ? redisConnectUnixWithTimeout(a->path, tv)
-                                   : redisConnectWithTimeout(a->host, a->port, tv);
+    redisContext *ctx = is_unix ? redisConnectUnixWithTimeout(a->path, tv)
+                                : redisConnectWithTimeout(host, port, tv);
     if (ctx == NULL || ctx->err) {
         snprintf(msg, msglen, "connect failed: %.200s", ctx != NULL ? ctx->errstr : "no memory");
         redisFree(ctx);
@@ -133,6 +142,7 @@ static rlock__direct_conn *connect_new(rlock__direct *d, int64_t max_connect_ms,
         return NULL;
     }
     dc->ctx = ctx;
+    dc->target = target;
     return dc;
 }
 
@@ -188,12 +198,33 @@ void rlock__direct_give(rlock__direct *d, rlock__direct_conn *dc) {
         return;
     }
     pthread_mutex_lock(&d->mu);
-    if (d->idle_count < d->size) {
+    if (d->idle_count < d->size && dc->target == d->target) {
         d->idle[d->idle_count++] = dc;
         dc = NULL;
     }
     pthread_mutex_unlock(&d->mu);
     conn_free(dc);
+}
+
+void rlock__direct_retarget(rlock__direct *d, const char *host, int port) {
+    char *copy = strdup(host);
+    if (copy == NULL) {
+        return; /* keeps the old master: its connections fail, and the loop's path retries */
+    }
+    pthread_mutex_lock(&d->mu);
+    free(d->addr.host);
+    d->addr.host = copy;
+    d->addr.port = port;
+    d->addr.is_unix = false;
+    d->target++;
+    int n = d->idle_count;
+    rlock__direct_conn *old[n > 0 ? n : 1];
+    memcpy(old, d->idle, (size_t)n * sizeof(old[0]));
+    d->idle_count = 0;
+    pthread_mutex_unlock(&d->mu);
+    for (int i = 0; i < n; i++) {
+        conn_free(old[i]);
+    }
 }
 
 /* Writes one command whole. false: it did not reach the connection whole,

@@ -35,6 +35,10 @@ rlock__direct_conn *rlock__direct_take(rlock__direct *d, int64_t max_connect_ms,
 /* Gives the connection back (closed instead when it failed). */
 void rlock__direct_give(rlock__direct *d, rlock__direct_conn *dc);
 
+/* The master moved (Sentinel): new connections go to host:port, and those
+ * made to the old one are closed, idle now or when given back. */
+void rlock__direct_retarget(rlock__direct *d, const char *host, int port);
+
 /* Runs cmd (EVALSHA, then EVAL on NOSCRIPT) and waits for its answer, at
  * most rlock_config.timeout_ms. RLOCK_OK with *reply (the caller frees it;
  * never an error reply); RLOCK_ERR_REDIS for an error reply (msg has it);
