@@ -184,13 +184,23 @@ typedef struct unlock_op {
     char latch[]; /* redisson_unlock_latch:{name}:<requestId> */
 } unlock_op;
 
+/* The not-held message's room (a name is shown up to 200 bytes). */
+#define NOT_HELD_MSG_MAX 384
+
 /* What an unlock's answer means, and what it does to the handle's lease;
- * err and msg in, the call's result out. */
-static int unlock_result(rlock *l, int err, const char **msg, const redisReply *reply) {
+ * err and msg in, the call's result out (a not-held message is written
+ * in buf: Redisson's, naming the lock too). */
+static int unlock_result(rlock *l, uint64_t thread_id, int err, const char **msg,
+                         const redisReply *reply, char buf[NOT_HELD_MSG_MAX]) {
     if (err == RLOCK_OK) {
         if (reply->type == REDIS_REPLY_NIL) {
             err = RLOCK_ERR_NOT_HELD;
-            *msg = "attempt to unlock lock, not locked by this owner";
+            snprintf(buf, NOT_HELD_MSG_MAX,
+                     "attempt to unlock lock \"%.*s\", not locked by current thread by node id: "
+                     "%s thread-id: %llu",
+                     (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
+                     rlock_client_id(l->client), (unsigned long long)thread_id);
+            *msg = buf;
         } else if (reply->type != REDIS_REPLY_INTEGER) {
             err = RLOCK_ERR_REDIS;
             *msg = "unexpected reply to the unlock script";
@@ -220,7 +230,8 @@ static void on_unlock_reply(int err, const char *msg, const redisReply *reply, v
          * Redisson's cancelExpirationRenewal(threadId) does. */
         rlock__renewal_cancel(c->renewal, l->ops->renewal, l->name.s, l->name.len, op->thread_id);
     }
-    err = unlock_result(l, err, &msg, reply);
+    char buf[NOT_HELD_MSG_MAX];
+    err = unlock_result(l, op->thread_id, err, &msg, reply, buf);
     if (err == RLOCK_OK || err == RLOCK_ERR_NOT_HELD) {
         fire_and_forget(c, latch_del(op));
     }
@@ -354,8 +365,12 @@ typedef struct acquire_op {
     int64_t lease_ms;    /* < 0: the watchdog */
     int64_t wait_ms;     /* try-lock: the wait asked for; lock: -1 */
     int64_t deadline_ms; /* try-lock: when the wait runs out */
-    int64_t sent_ms;
-    int64_t first_ttl; /* >= -1: the answer of a try made before the op (direct path) */
+    union {
+        /* >= -1: the answer of a try made before the op (direct path),
+         * read once as the op starts, before anything is sent */
+        int64_t first_ttl;
+        int64_t sent_ms; /* when the acquire in flight was sent */
+    };
     union {
         struct {                      /* pub/sub kinds */
             rlock__lock_entry *entry; /* joined after the first failed try */
@@ -381,6 +396,7 @@ typedef struct acquire_op {
     bool cancelled;      /* the user cancelled; undo once it is back */
     bool sent_confirmed; /* the entry was confirmed when we sent */
     bool waiting;
+    bool waited; /* counted in rlock_stats.waits */
 } acquire_op;
 
 static void send_acquire(acquire_op *op);
@@ -454,6 +470,7 @@ static void acquired(acquire_op *op, int64_t token) {
      * its future completes: the caller it wakes may unlock at once, from
      * any thread. */
     bool watched = op->lease_ms <= 0;
+    l->client->acquired++;
     if (watched) {
         watch(l, op->thread_id, op->sent_ms, op->lost_cb, op->lost_arg);
     } else {
@@ -534,6 +551,10 @@ static void spin(acquire_op *op) {
 static void wait_for_unlock(acquire_op *op, int64_t ttl) {
     rlock *l = op->lock;
     rlock_client *c = l->client;
+    if (!op->waited) {
+        op->waited = true;
+        c->waited++;
+    }
     if (spins(op)) {
         spin(op);
         return;
@@ -636,6 +657,11 @@ static void send_acquire(acquire_op *op) {
         return;
     }
     rlock__cmd_no_retry(cmd);
+    if (op->is_try) {
+        /* Redis unreachable: the try-lock still ends within its wait plus
+         * one response timeout, whatever retry_attempts says. */
+        rlock__cmd_give_up_at(cmd, op->deadline_ms);
+    }
     op->sent_ms = rlock__now_ms();
     if (!spins(op)) {
         op->sent_confirmed = op->entry != NULL && rlock__entry_confirmed(op->entry);
@@ -679,8 +705,9 @@ static void start_acquire(void *arg) {
         return;
     }
     rlock__future_on_cancel(op->future, on_cancel, op);
-    if (op->first_ttl >= -1) {
-        wait_for_unlock(op, op->first_ttl); /* the direct path's try said busy */
+    int64_t first_ttl = op->first_ttl;
+    if (first_ttl >= -1) {
+        wait_for_unlock(op, first_ttl); /* the direct path's try said busy */
     } else {
         send_acquire(op);
     }
@@ -946,7 +973,11 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
                               .token = token};
     char msg[256];
     rlock__cmd *cmd = l->ops->acquire(l, &req);
-    rlock__direct_conn *dc = cmd != NULL ? rlock__direct_take(c->direct, msg, sizeof(msg)) : NULL;
+    /* A try-lock's connect fits in its wait plus one response timeout, as
+     * the loop's path that follows a failed one does (send_acquire). */
+    int64_t max_connect_ms = is_try ? wait_ms + c->cfg.timeout_ms : 0;
+    rlock__direct_conn *dc =
+        cmd != NULL ? rlock__direct_take(c->direct, max_connect_ms, msg, sizeof(msg)) : NULL;
     if (dc == NULL) {
         /* No connection of our own now: the loop's path, which retries. */
         rlock__cmd_free(cmd);
@@ -986,6 +1017,7 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
                    (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
                    (long long)c->cfg.lock_watchdog_timeout_ms);
     }
+    c->acquired++;
     *value = token ? res.token : is_try ? 1 : 0;
     return NULL;
 }
@@ -1000,7 +1032,7 @@ rlock_future *rlock__unlock_direct(rlock *l, int *rc) {
         return NULL;
     }
     char msg[256];
-    rlock__direct_conn *dc = rlock__direct_take(c->direct, msg, sizeof(msg));
+    rlock__direct_conn *dc = rlock__direct_take(c->direct, 0, msg, sizeof(msg));
     /* The watchdog lets go first, so that no renewal answered after the
      * unlock can report the lock lost (the loop applies the note before it
      * reads that answer); Redisson cancels whatever the answer. */
@@ -1028,7 +1060,8 @@ rlock_future *rlock__unlock_direct(rlock *l, int *rc) {
         return f;
     }
     const char *why = msg;
-    err = unlock_result(l, err, &why, reply);
+    char buf[NOT_HELD_MSG_MAX];
+    err = unlock_result(l, op->thread_id, err, &why, reply, buf);
     if (err == RLOCK_OK || err == RLOCK_ERR_NOT_HELD) {
         rlock__cmd *del = latch_del(op);
         if (del != NULL) {

@@ -32,13 +32,19 @@ static int make_uuid(char out[37]) {
     return RLOCK_OK;
 }
 
+/* Thread ids and minted owner ids come from one counter: never equal. */
+static atomic_uint_fast64_t next_owner_id = 1;
+
 uint64_t rlock_thread_id(void) {
-    static atomic_uint_fast64_t next_id = 1;
     static _Thread_local uint64_t id;
     if (id == 0) {
-        id = atomic_fetch_add(&next_id, 1);
+        id = atomic_fetch_add(&next_owner_id, 1);
     }
     return id;
+}
+
+uint64_t rlock_new_owner_id(void) {
+    return atomic_fetch_add(&next_owner_id, 1);
 }
 
 static void cmd_ready(rlock__conn *conn, void *arg) {
@@ -76,10 +82,12 @@ static void start_connections(void *arg) {
     rlock_client *c = arg;
     rlock__conn_start(c->cmd_conn);
     rlock__conn_start(c->sub_conn);
+    rlock__sentinel_client_start(c);
 }
 
 static void close_connections(void *arg) {
     rlock_client *c = arg;
+    rlock__sentinel_client_close(c);
     rlock__conn_destroy(c->cmd_conn);
     rlock__conn_destroy(c->sub_conn);
     c->cmd_conn = c->sub_conn = NULL;
@@ -91,12 +99,16 @@ static void free_parts(rlock_client *c) {
     rlock__renewal_destroy(c->renewal);
     rlock__pubsub_destroy(c->pubsub);
     rlock__executor_destroy(c->exec);
+    rlock__sentinel_destroy(c->sentinel);
     c->renewal = NULL;
     c->pubsub = NULL;
     c->exec = NULL;
+    c->sentinel = NULL;
     rlock__address_free(&c->addr);
     free(c->address_text);
     c->address_text = NULL;
+    free(c->client_name_text);
+    c->client_name_text = NULL;
 }
 
 void rlock__client_ref(rlock_client *c) {
@@ -151,12 +163,24 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
     c->cfg = *cfg;
     c->address_text = strdup(cfg->address);
     c->cfg.address = c->address_text;
+    if (cfg->client_name != NULL && cfg->client_name[0] != '\0') {
+        c->client_name_text = strdup(cfg->client_name);
+        if (c->client_name_text == NULL) {
+            free_failed(c);
+            return RLOCK_ERR_NOMEM;
+        }
+    }
+    c->cfg.client_name = c->client_name_text;
     c->log = (rlock__logger){.fn = cfg->log, .arg = cfg->log_arg, .level = cfg->log_level};
     char err[512];
     if (c->address_text == NULL ||
         (rc = rlock__address_parse(c->address_text, &c->addr, err, sizeof(err))) != RLOCK_OK) {
         free_failed(c);
         return RLOCK_ERR_NOMEM; /* validated above: only memory can fail here */
+    }
+    if ((rc = rlock__sentinel_client_init(c)) != RLOCK_OK) {
+        free_failed(c); /* Sentinel mode: no sentinel named the master */
+        return rc;
     }
     if ((rc = make_uuid(c->id)) != RLOCK_OK) {
         rlock__set_error_message("cannot read the OS random source for the client id");
@@ -241,6 +265,7 @@ void rlock_client_destroy(rlock_client *c) {
          * server sees the parent's connections close when the parent does. */
         rlock__conn_close_forked(c->cmd_conn);
         rlock__conn_close_forked(c->sub_conn);
+        rlock__sentinel_close_forked(c->sentinel);
         return;
     }
     if (!rlock__loop_close(c->loop, shutdown_on_loop, c, free_client, c)) {
@@ -281,6 +306,96 @@ static void read_lock_stats(void *arg) {
                                    .renew_evals = rs.renew_evals,
                                    .renewing = rs.renewing,
                                    .lost = rs.lost};
+}
+
+/* A client on an application loop is called from the loop's thread only. */
+static int check_thread(const rlock_client *c, const char *fn) {
+    if (!rlock__loop_owns_thread(c->loop) && !rlock__loop_on_thread(c->loop)) {
+        rlock__set_error_message("%s: the client runs on an application loop, and this is not "
+                                 "the loop's thread",
+                                 fn);
+        return RLOCK_ERR_WRONG_THREAD;
+    }
+    return RLOCK_OK;
+}
+
+int rlock_client_ping(rlock_client *c, int64_t timeout_ms) {
+    if (c == NULL || !rlock__registry_has(c, RLOCK__KIND_CLIENT)) {
+        rlock__set_error_message("rlock_client_ping: %s",
+                                 c == NULL ? "c is NULL" : "not a live client (destroyed?)");
+        return RLOCK_ERR_INVALID;
+    }
+    if (timeout_ms < 0 || timeout_ms > RLOCK__MAX_SETTING_MS) {
+        rlock__set_error_message("rlock_client_ping: timeout_ms %lld is %s", (long long)timeout_ms,
+                                 timeout_ms < 0 ? "negative" : "longer than a year");
+        return RLOCK_ERR_INVALID;
+    }
+    int rc = rlock__client_usable(c, "rlock_client_ping");
+    if (rc != RLOCK_OK || (rc = check_thread(c, "rlock_client_ping")) != RLOCK_OK) {
+        return rc;
+    }
+    const char *argv[1] = {"PING"};
+    size_t argvlen[1] = {4};
+    rlock__cmd *cmd = rlock__cmd_command(1, argv, argvlen);
+    if (cmd != NULL) {
+        /* One attempt: a check reports the server's state now. */
+        rlock__cmd_give_up_at(cmd, rlock__now_ms());
+    }
+    rlock_future *f = rlock__client_run(c, cmd);
+    rc = rlock_future_wait(f, timeout_ms);
+    if (rc == RLOCK_OK) {
+        rc = rlock_future_error(f);
+        if (rc != RLOCK_OK) {
+            rlock__set_error_message("rlock_client_ping: %s", rlock_future_error_message(f));
+        }
+    } else if (rc == RLOCK_ERR_TIMEOUT) {
+        rlock_future_cancel(f);
+        rlock__set_error_message("rlock_client_ping: no answer within %lld ms",
+                                 (long long)timeout_ms);
+    } else {
+        rlock_future_cancel(f); /* the wait refused: its message is set */
+    }
+    rlock_future_release(f);
+    return rc;
+}
+
+typedef struct public_stats_call {
+    rlock_client *client;
+    rlock_stats stats;
+} public_stats_call;
+
+static void read_public_stats(void *arg) {
+    public_stats_call *s = arg;
+    rlock_client *c = s->client;
+    rlock__renewal_stats rs = rlock__renewal_get_stats(c->renewal);
+    s->stats.renewal_calls = rs.renew_evals;
+    s->stats.lost_locks = rs.lost;
+    s->stats.reconnects = rlock__conn_reconnects(c->cmd_conn) + rlock__conn_reconnects(c->sub_conn);
+}
+
+int rlock_client_stats(rlock_client *c, rlock_stats *out) {
+    if (c == NULL || out == NULL) {
+        rlock__set_error_message("rlock_client_stats: %s is NULL", c == NULL ? "c" : "out");
+        return RLOCK_ERR_INVALID;
+    }
+    *out = (rlock_stats){0};
+    if (!rlock__registry_has(c, RLOCK__KIND_CLIENT)) {
+        rlock__set_error_message("rlock_client_stats: not a live client (destroyed?)");
+        return RLOCK_ERR_INVALID;
+    }
+    int rc = rlock__client_usable(c, "rlock_client_stats");
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    if ((rc = check_thread(c, "rlock_client_stats")) != RLOCK_OK) {
+        return rc;
+    }
+    public_stats_call s = {.client = c};
+    rlock__loop_run_sync(c->loop, read_public_stats, &s);
+    s.stats.acquisitions = atomic_load(&c->acquired);
+    s.stats.waits = atomic_load(&c->waited);
+    *out = s.stats;
+    return RLOCK_OK;
 }
 
 rlock__lock_stats rlock__client_lock_stats(rlock_client *c) {

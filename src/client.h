@@ -16,6 +16,7 @@
 #include "renewal.h"
 #include "rlock/client.h"
 #include "rlock/future.h"
+#include "sentinel.h"
 
 struct rlock_client {
     rlock__reg_node reg; /* live until rlock_client_destroy */
@@ -26,6 +27,7 @@ struct rlock_client {
     uint64_t fork_gen; /* rlock__fork_generation() at creation */
     rlock_config cfg;  /* a copy; cfg.address points at address_text */
     char *address_text;
+    char *client_name_text; /* cfg.client_name points at it; NULL: none */
     rlock__address addr;
     rlock__logger log;
     char id[37]; /* UUID v4 */
@@ -39,8 +41,11 @@ struct rlock_client {
      * loop). Freed with the struct: a call may still use it after destroy
      * began. */
     rlock__direct *direct;
+    rlock__sentinel *sentinel; /* Sentinel mode's monitor; NULL: single server */
     rlock__list live;          /* rlock__live operations that wait on the loop */
     _Atomic uint64_t acquires; /* acquire scripts sent (any thread: the direct path too) */
+    _Atomic uint64_t acquired; /* lock calls that took their lock (rlock_stats) */
+    _Atomic uint64_t waited;   /* lock calls that had to wait (rlock_stats) */
     bool closed;               /* set on the loop thread when destroy begins */
 };
 

@@ -16,6 +16,10 @@
  * times far from int64 overflow. */
 #define RLOCK__MAX_SETTING_MS (365LL * 24 * 3600 * 1000)
 
+/* rlock_config.client_name, at most (Redis sets no limit; CLIENT LIST does
+ * show every byte). */
+#define RLOCK__CLIENT_NAME_MAX 256
+
 /* Where diagnostics go (rlock_config.log); fn NULL: nowhere. */
 typedef struct rlock__logger {
     void (*fn)(int level, const char *message, void *arg);

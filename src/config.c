@@ -6,6 +6,7 @@
 #include "common.h"
 #include "rlock/config.h"
 #include "rlock/errors.h"
+#include "sentinel.h"
 
 void rlock_config_init(rlock_config *cfg) {
     if (cfg == NULL) {
@@ -29,6 +30,9 @@ void rlock_config_init(rlock_config *cfg) {
     cfg->log = NULL;
     cfg->log_arg = NULL;
     cfg->log_level = RLOCK_LOG_INFO;
+    cfg->scan_interval_ms = 1000;
+    cfg->check_sentinels_list = 1;
+    cfg->sentinels_discovery = 1;
 }
 
 static int bad(const char *field, long long value, const char *why) {
@@ -102,6 +106,26 @@ int rlock_config_validate(const rlock_config *cfg) {
     if (cfg->subscriptions_per_connection < 1) {
         return bad("subscriptions_per_connection", cfg->subscriptions_per_connection,
                    "must be at least 1");
+    }
+    if (cfg->client_name != NULL) {
+        size_t n = strnlen(cfg->client_name, RLOCK__CLIENT_NAME_MAX + 1);
+        if (n > RLOCK__CLIENT_NAME_MAX) {
+            rlock__set_error_message("rlock_config.client_name: longer than %d bytes",
+                                     RLOCK__CLIENT_NAME_MAX);
+            return RLOCK_ERR_INVALID;
+        }
+        for (size_t i = 0; i < n; i++) {
+            unsigned char ch = (unsigned char)cfg->client_name[i];
+            if (ch < '!' || ch > '~') {
+                rlock__set_error_message("rlock_config.client_name: byte %zu (0x%02x) is not "
+                                         "printable ASCII without spaces, as Redis requires",
+                                         i, ch);
+                return RLOCK_ERR_INVALID;
+            }
+        }
+    }
+    if ((rc = rlock__sentinel_validate(cfg)) != RLOCK_OK) {
+        return rc;
     }
     if (cfg->log_level < RLOCK_LOG_ERROR || cfg->log_level > RLOCK_LOG_DEBUG) {
         return bad("log_level", cfg->log_level, "must be one of RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG");

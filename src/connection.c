@@ -34,6 +34,7 @@ struct rlock__conn {
     ev_timer ping_timer;   /* every ping_connection_interval_ms while READY */
     bool ping;             /* this connection sends keep-alive PINGs */
     int failures;          /* consecutive failed attempts, for the back-off */
+    uint64_t reconnects;   /* times ready after a loss or a failed attempt */
     int handshake_left;    /* replies still expected before READY */
     char last_error[256];
 };
@@ -80,8 +81,12 @@ static void went_down(rlock__conn *c, const char *why) {
     c->state = STATE_BACKOFF;
     snprintf(c->last_error, sizeof(c->last_error), "%s", why);
     int64_t delay = backoff_ms(c);
+    /* A loss, and the first failed attempt of a series (at start-up too:
+     * a wrong address must not hide at INFO), are warnings; the retries
+     * that follow are not news. */
+    bool warn = was_ready || c->failures == 0;
     c->failures++;
-    rlock__log(c->log, was_ready ? RLOCK_LOG_WARN : RLOCK_LOG_INFO,
+    rlock__log(c->log, warn ? RLOCK_LOG_WARN : RLOCK_LOG_INFO,
                "%s connection %s: %s; reconnecting in %lld ms", c->name,
                was_ready ? "lost" : "failed", why, (long long)delay);
     arm_timer(c, delay);
@@ -120,6 +125,9 @@ static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
     }
     ev_timer_stop(ev_of(c), &c->timer);
     c->state = STATE_READY;
+    if (c->failures > 0) {
+        c->reconnects++;
+    }
     c->failures = 0;
     if (c->ping) {
         ev_timer_again(ev_of(c), &c->ping_timer);
@@ -209,6 +217,11 @@ static int send_handshake(rlock__conn *c) {
         rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "SELECT %d", a->db);
         c->handshake_left++;
     }
+    if (rc == REDIS_OK && c->cfg->client_name != NULL) {
+        rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "CLIENT SETNAME %s",
+                               c->cfg->client_name);
+        c->handshake_left++;
+    }
     if (rc == REDIS_OK) {
         rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "PING");
         c->handshake_left++;
@@ -295,6 +308,10 @@ void rlock__conn_start(rlock__conn *c) {
     }
 }
 
+uint64_t rlock__conn_reconnects(const rlock__conn *c) {
+    return c->reconnects;
+}
+
 bool rlock__conn_is_ready(const rlock__conn *c) {
     return c->state == STATE_READY;
 }
@@ -310,6 +327,17 @@ int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int ar
         return RLOCK_ERR_CONNECTION;
     }
     return RLOCK_OK;
+}
+
+void rlock__conn_retarget(rlock__conn *c, const char *why) {
+    if (c->state == STATE_CONNECTING || c->state == STATE_READY) {
+        drop_context(c, why); /* in-flight callbacks get NULL; down is reported */
+    }
+    if (c->state == STATE_BACKOFF) {
+        ev_timer_stop(ev_of(c), &c->timer);
+        c->failures = 0;
+        connect_now(c);
+    }
 }
 
 void rlock__conn_destroy(rlock__conn *c) {

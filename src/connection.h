@@ -42,6 +42,9 @@ void rlock__conn_start(rlock__conn *c);
 
 bool rlock__conn_is_ready(const rlock__conn *c);
 
+/* How many times c became ready after a loss or a failed attempt. */
+uint64_t rlock__conn_reconnects(const rlock__conn *c);
+
 /* Why the last connect failed or the connection was lost ("" if never). */
 const char *rlock__conn_last_error(const rlock__conn *c);
 
@@ -53,6 +56,12 @@ void rlock__conn_alive(rlock__conn *c);
  * exactly once: with the reply, or with NULL when the connection drops. */
 int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int argc,
                      const char **argv, const size_t *argvlen);
+
+/* The address changed (a Sentinel failover, on the loop thread): drops the
+ * connection as if it were lost (replies pending come back NULL, down is
+ * reported) and connects to the address again at once, without back-off.
+ * Not from inside one of c's own callbacks. */
+void rlock__conn_retarget(rlock__conn *c, const char *why);
 
 /* Closes for good: pending callbacks run with NULL replies; no events are
  * reported any more. Frees c. */

@@ -17,6 +17,7 @@ struct rlock__direct_conn {
     redisContext *ctx;
     int unread; /* answers of rlock__direct_send still to drop */
     bool failed;
+    uint64_t target; /* rlock__direct.target when it was made */
 };
 
 struct rlock__direct {
@@ -24,6 +25,9 @@ struct rlock__direct {
     rlock__address addr; /* a copy: the client frees its own at destroy */
     char *address_text;
     struct timeval connect_timeout, timeout;
+    int64_t connect_timeout_ms;
+    char *client_name; /* CLIENT SETNAME in the handshake; NULL: none */
+    uint64_t target;   /* bumped by rlock__direct_retarget (under mu, as addr.host/port) */
     int size, idle_count;
     rlock__direct_conn *idle[];
 };
@@ -44,8 +48,15 @@ int rlock__direct_create(const rlock_config *cfg, int size, rlock__direct **out)
         free(d);
         return RLOCK_ERR_NOMEM; /* the address was validated with the config */
     }
+    if (cfg->client_name != NULL && (d->client_name = strdup(cfg->client_name)) == NULL) {
+        rlock__address_free(&d->addr);
+        free(d->address_text);
+        free(d);
+        return RLOCK_ERR_NOMEM;
+    }
     pthread_mutex_init(&d->mu, NULL);
     d->connect_timeout = tv_of(cfg->connect_timeout_ms);
+    d->connect_timeout_ms = cfg->connect_timeout_ms;
     d->timeout = tv_of(cfg->timeout_ms);
     d->size = size;
     *out = d;
@@ -69,6 +80,7 @@ void rlock__direct_destroy(rlock__direct *d) {
     pthread_mutex_destroy(&d->mu);
     rlock__address_free(&d->addr);
     free(d->address_text);
+    free(d->client_name);
     free(d);
 }
 
@@ -92,10 +104,22 @@ static bool handshake(redisContext *ctx, char *msg, size_t msglen, const char *f
     return ok;
 }
 
-static rlock__direct_conn *connect_new(rlock__direct *d, char *msg, size_t msglen) {
+static rlock__direct_conn *connect_new(rlock__direct *d, int64_t max_connect_ms, char *msg,
+                                       size_t msglen) {
     const rlock__address *a = &d->addr;
-    redisContext *ctx = a->is_unix ? redisConnectUnixWithTimeout(a->path, d->connect_timeout)
-                                   : redisConnectWithTimeout(a->host, a->port, d->connect_timeout);
+    char host[256]; /* a Sentinel failover may move addr: read it under mu */
+    pthread_mutex_lock(&d->mu);
+    snprintf(host, sizeof(host), "%s", a->host != NULL ? a->host : "");
+    int port = a->port;
+    bool is_unix = a->is_unix;
+    uint64_t target = d->target;
+    pthread_mutex_unlock(&d->mu);
+    struct timeval tv = d->connect_timeout;
+    if (max_connect_ms > 0 && max_connect_ms < d->connect_timeout_ms) {
+        tv = tv_of(max_connect_ms);
+    }
+    redisContext *ctx = is_unix ? redisConnectUnixWithTimeout(a->path, tv)
+                                : redisConnectWithTimeout(host, port, tv);
     if (ctx == NULL || ctx->err) {
         snprintf(msg, msglen, "connect failed: %.200s", ctx != NULL ? ctx->errstr : "no memory");
         redisFree(ctx);
@@ -109,12 +133,16 @@ static rlock__direct_conn *connect_new(rlock__direct *d, char *msg, size_t msgle
     if (ok && a->db > 0) {
         ok = handshake(ctx, msg, msglen, "SELECT %d", a->db);
     }
+    if (ok && d->client_name != NULL) {
+        ok = handshake(ctx, msg, msglen, "CLIENT SETNAME %s", d->client_name);
+    }
     rlock__direct_conn *dc = ok ? calloc(1, sizeof(*dc)) : NULL;
     if (dc == NULL) {
         redisFree(ctx);
         return NULL;
     }
     dc->ctx = ctx;
+    dc->target = target;
     return dc;
 }
 
@@ -148,13 +176,14 @@ static bool drop_unread(rlock__direct_conn *dc) {
     return true;
 }
 
-rlock__direct_conn *rlock__direct_take(rlock__direct *d, char *msg, size_t msglen) {
+rlock__direct_conn *rlock__direct_take(rlock__direct *d, int64_t max_connect_ms, char *msg,
+                                       size_t msglen) {
     for (;;) {
         pthread_mutex_lock(&d->mu);
         rlock__direct_conn *dc = d->idle_count > 0 ? d->idle[--d->idle_count] : NULL;
         pthread_mutex_unlock(&d->mu);
         if (dc == NULL) {
-            return connect_new(d, msg, msglen);
+            return connect_new(d, max_connect_ms, msg, msglen);
         }
         if (still_open(dc)) {
             return dc;
@@ -169,12 +198,33 @@ void rlock__direct_give(rlock__direct *d, rlock__direct_conn *dc) {
         return;
     }
     pthread_mutex_lock(&d->mu);
-    if (d->idle_count < d->size) {
+    if (d->idle_count < d->size && dc->target == d->target) {
         d->idle[d->idle_count++] = dc;
         dc = NULL;
     }
     pthread_mutex_unlock(&d->mu);
     conn_free(dc);
+}
+
+void rlock__direct_retarget(rlock__direct *d, const char *host, int port) {
+    char *copy = strdup(host);
+    if (copy == NULL) {
+        return; /* keeps the old master: its connections fail, and the loop's path retries */
+    }
+    pthread_mutex_lock(&d->mu);
+    free(d->addr.host);
+    d->addr.host = copy;
+    d->addr.port = port;
+    d->addr.is_unix = false;
+    d->target++;
+    int n = d->idle_count;
+    rlock__direct_conn *old[n > 0 ? n : 1];
+    memcpy(old, d->idle, (size_t)n * sizeof(old[0]));
+    d->idle_count = 0;
+    pthread_mutex_unlock(&d->mu);
+    for (int i = 0; i < n; i++) {
+        conn_free(old[i]);
+    }
 }
 
 /* Writes one command whole. false: it did not reach the connection whole,

@@ -25,12 +25,19 @@ int rlock__direct_create(const rlock_config *cfg, int size, rlock__direct **out)
 void rlock__direct_destroy(rlock__direct *d);
 
 /* A connection for this thread's call: an idle one that is still open,
- * or a new one (connected, AUTH and SELECT done). NULL when none can be
- * made now (msg says why); nothing was sent then. */
-rlock__direct_conn *rlock__direct_take(rlock__direct *d, char *msg, size_t msglen);
+ * or a new one (connected, AUTH and SELECT done), whose TCP connect takes
+ * at most max_connect_ms when that is shorter than connect_timeout_ms
+ * (<= 0: no shorter bound). NULL when none can be made now (msg says
+ * why); nothing was sent then. */
+rlock__direct_conn *rlock__direct_take(rlock__direct *d, int64_t max_connect_ms, char *msg,
+                                       size_t msglen);
 
 /* Gives the connection back (closed instead when it failed). */
 void rlock__direct_give(rlock__direct *d, rlock__direct_conn *dc);
+
+/* The master moved (Sentinel): new connections go to host:port, and those
+ * made to the old one are closed, idle now or when given back. */
+void rlock__direct_retarget(rlock__direct *d, const char *host, int port);
 
 /* Runs cmd (EVALSHA, then EVAL on NOSCRIPT) and waits for its answer, at
  * most rlock_config.timeout_ms. RLOCK_OK with *reply (the caller frees it;

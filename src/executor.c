@@ -28,7 +28,9 @@ struct rlock__cmd {
     const rlock__script *script; /* NULL: a plain command */
     bool use_eval;
     bool no_retry;
-    bool written; /* some attempt reached the connection */
+    bool written;        /* some attempt reached the connection */
+    bool capped;         /* waiting for a connection ends at wait_end_ms + timeout_ms */
+    int64_t wait_end_ms; /* 0: none (rlock__cmd_give_up_at) */
     char numkeys[12];
     int argc;
     const char **argv; /* [EVALSHA, sha, numkeys, ...] for scripts */
@@ -146,6 +148,10 @@ void rlock__cmd_no_retry(rlock__cmd *cmd) {
     cmd->no_retry = true;
 }
 
+void rlock__cmd_give_up_at(rlock__cmd *cmd, int64_t wait_end_ms) {
+    cmd->wait_end_ms = wait_end_ms > 0 ? wait_end_ms : 1;
+}
+
 /* The command is over: report it exactly once and free it. */
 static void finish(rlock__cmd *cmd, int err, const char *msg, const redisReply *reply) {
     ev_timer_stop(ev_of(cmd->x), &cmd->timer);
@@ -165,7 +171,9 @@ static void attempt_failed(rlock__cmd *cmd, int err, const char *why) {
     rlock__executor *x = cmd->x;
     /* A no-retry command may still retry an attempt that was never written:
      * Redis cannot have applied it. */
-    if ((!cmd->no_retry || !cmd->written) && cmd->attempt < x->cfg->retry_attempts) {
+    bool in_time =
+        cmd->wait_end_ms == 0 || rlock__now_ms() + x->cfg->retry_interval_ms < cmd->wait_end_ms;
+    if ((!cmd->no_retry || !cmd->written) && cmd->attempt < x->cfg->retry_attempts && in_time) {
         rlock__log(x->log, RLOCK_LOG_DEBUG,
                    "command %s attempt %d failed (%s); retrying in %lld ms", cmd->argv[0],
                    cmd->attempt + 1, why, (long long)x->cfg->retry_interval_ms);
@@ -246,9 +254,16 @@ static void start_attempt(rlock__cmd *cmd) {
         send_now(cmd);
         return;
     }
+    int64_t wait = x->cfg->timeout_ms;
+    cmd->capped = false;
+    int64_t left = cmd->wait_end_ms + x->cfg->timeout_ms - rlock__now_ms();
+    if (cmd->wait_end_ms != 0 && left < wait) {
+        wait = left;
+        cmd->capped = true;
+    }
     cmd->state = CMD_WAITING;
     rlock__list_push_back(&x->waiting, &cmd->wait_node);
-    arm(cmd, x->cfg->timeout_ms);
+    arm(cmd, wait > 0 ? wait : 0);
 }
 
 static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
@@ -258,14 +273,21 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     rlock__executor *x = cmd->x;
     char why[320];
     switch (cmd->state) {
-    case CMD_WAITING:
+    case CMD_WAITING: {
         rlock__list_remove(&cmd->wait_node);
-        snprintf(why, sizeof(why), "no connection within timeout_ms (%lld ms): %.200s",
-                 (long long)x->cfg->timeout_ms,
-                 rlock__conn_last_error(x->conn)[0] != '\0' ? rlock__conn_last_error(x->conn)
-                                                            : "still connecting");
+        const char *last = rlock__conn_last_error(x->conn);
+        if (last[0] == '\0') {
+            last = "still connecting";
+        }
+        if (cmd->capped) {
+            snprintf(why, sizeof(why), "no connection before the wait ran out: %.200s", last);
+        } else {
+            snprintf(why, sizeof(why), "no connection within timeout_ms (%lld ms): %.200s",
+                     (long long)x->cfg->timeout_ms, last);
+        }
         attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
         break;
+    }
     case CMD_SENT:
         x->stats.timeouts++;
         cmd->in_flight->cmd = NULL;

@@ -68,6 +68,14 @@ void rlock__cmd_view(const rlock__cmd *cmd, int *argc, const char *const **argv,
  * never reached Redis, are still retried. */
 void rlock__cmd_no_retry(rlock__cmd *cmd);
 
+/* A bound for a command whose caller has a wait of its own (a try-lock
+ * whose wait runs out at wait_end_ms, rlock__now_ms() time): no retry
+ * starts after wait_end_ms, and waiting for a connection ends at most
+ * timeout_ms after it. With Redis unreachable the command so fails
+ * within the wait plus one timeout_ms; an attempt sent in time still
+ * gets its full timeout_ms for the reply. */
+void rlock__cmd_give_up_at(rlock__cmd *cmd, int64_t wait_end_ms);
+
 /* Takes cmd and runs it (loop thread). Returns 0, then cb runs exactly
  * once; or RLOCK_ERR_CLOSED after rlock__executor_close(), then cb never
  * runs and cmd is freed. */

@@ -31,13 +31,20 @@ typedef struct callback {
 
 struct rlock_future {
     atomic_int refs;
-    bool done;
     int err;
-    uint64_t fork_gen; /* rlock__fork_generation() at creation */
+    /* rlock__fork_generation() at creation, truncated: 4 billion forks
+     * apart would be needed to mistake one process for another. */
+    uint32_t fork_gen;
+    bool done;
     rlock__loop *loop; /* referenced until the callbacks have run */
     int64_t value;
     char *msg;
-    callback *callbacks; /* in the order added */
+    /* The callbacks in the order added. Almost every future gets one, so
+     * the first of a batch waiting to run is kept here (first_fn set)
+     * rather than allocated; the rest queue in the list behind it. */
+    rlock_future_cb first_fn;
+    void *first_arg;
+    callback *callbacks;
     void (*cancel_fn)(void *ctx);
     void *cancel_ctx;
     /* Posts a cancel to the loop thread, then defers the callbacks: one
@@ -116,7 +123,7 @@ static rlock_future *alloc_future(rlock__loop *loop, int refs) {
     }
     atomic_init(&f->refs, refs);
     f->loop = loop;
-    f->fork_gen = rlock__fork_generation();
+    f->fork_gen = (uint32_t)rlock__fork_generation();
     rlock__loop_ref(loop);
     return f;
 }
@@ -125,7 +132,7 @@ static rlock_future *alloc_future(rlock__loop *loop, int refs) {
  * thread that does not exist here, and its loop is the parent's, so a
  * forked child gets RLOCK_ERR_FORKED and nothing of f is touched. */
 static bool forked(const rlock_future *f, const char *fn) {
-    if (f->fork_gen == rlock__fork_generation()) {
+    if (f->fork_gen == (uint32_t)rlock__fork_generation()) {
         return false;
     }
     if (fn != NULL) {
@@ -185,16 +192,20 @@ static void run_callbacks(void *arg) {
     rlock__loop *loop = NULL;
     for (;;) {
         LOCK(f);
+        rlock_future_cb first_fn = f->first_fn;
+        void *first_arg = f->first_arg;
         callback *cb = f->callbacks;
+        f->first_fn = NULL;
         f->callbacks = NULL;
-        if (cb == NULL) {
+        if (first_fn == NULL) { /* the list is empty too */
             loop = f->loop;
             f->loop = NULL;
         }
         UNLOCK(f);
-        if (cb == NULL) {
+        if (first_fn == NULL) {
             break;
         }
+        first_fn(f, first_arg);
         while (cb != NULL) {
             callback *next = cb->next;
             cb->fn(f, cb->arg);
@@ -283,28 +294,34 @@ int rlock_future_on_complete(rlock_future *f, rlock_future_cb fn, void *arg) {
     if (forked(f, "rlock_future_on_complete")) {
         return RLOCK_ERR_FORKED;
     }
-    callback *cb = malloc(sizeof(*cb));
+    LOCK(f);
+    /* While f->loop is set, f's callbacks have yet to run on the loop
+     * (pending, or done with the deferred run queued): queue behind them. */
+    if (f->done && f->loop == NULL) {
+        UNLOCK(f);
+        fn(f, arg);
+        return RLOCK_OK;
+    }
+    if (f->first_fn == NULL) { /* then the list is empty too */
+        f->first_fn = fn;
+        f->first_arg = arg;
+        UNLOCK(f);
+        return RLOCK_OK;
+    }
+    callback *cb = malloc(sizeof(*cb)); /* rare: a second callback */
     if (cb == NULL) {
+        UNLOCK(f);
         return RLOCK_ERR_NOMEM;
     }
     cb->next = NULL;
     cb->fn = fn;
     cb->arg = arg;
-    LOCK(f);
-    /* While f->loop is set, f's callbacks have yet to run on the loop
-     * (pending, or done with the deferred run queued): queue behind them. */
-    if (!f->done || f->loop != NULL) {
-        callback **tail = &f->callbacks;
-        while (*tail != NULL) {
-            tail = &(*tail)->next;
-        }
-        *tail = cb;
-        UNLOCK(f);
-        return RLOCK_OK;
+    callback **tail = &f->callbacks;
+    while (*tail != NULL) {
+        tail = &(*tail)->next;
     }
+    *tail = cb;
     UNLOCK(f);
-    fn(f, arg);
-    free(cb);
     return RLOCK_OK;
 }
 

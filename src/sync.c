@@ -2,6 +2,8 @@
  * its future. The owner is the calling thread (rlock_thread_id()). */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "base_lock.h"
 #include "client.h"
@@ -28,10 +30,22 @@ static int check_blocking(const rlock *l, const char *fn, bool out_ok) {
     return RLOCK_OK;
 }
 
-/* Waits for f and returns its error (details in rlock_last_error()). */
-static int await(rlock_future *f, int64_t *value) {
+/* Makes the thread's last error message name the blocking function fn,
+ * unless it names a function already (bad input does). */
+static int named(int rc, const char *fn) {
+    if (rc != RLOCK_OK && strncmp(rlock_last_error(), "rlock_", 6) != 0) {
+        char copy[512];
+        snprintf(copy, sizeof(copy), "%s", rlock_last_error());
+        rlock__set_error_message("%s: %s", fn, copy[0] != '\0' ? copy : rlock_strerror(rc));
+    }
+    return rc;
+}
+
+/* Waits for f and returns its error (details in rlock_last_error(),
+ * naming fn). */
+static int await(rlock_future *f, const char *fn, int64_t *value) {
     if (f == NULL) {
-        rlock__set_error_message("out of memory");
+        rlock__set_error_message("%s: out of memory", fn);
         return RLOCK_ERR_NOMEM;
     }
     int rc = rlock_future_wait(f, -1);
@@ -41,6 +55,7 @@ static int await(rlock_future *f, int64_t *value) {
     if (rc != RLOCK_OK) {
         const char *msg = rlock_future_error_message(f);
         rlock__set_error_message("%s", msg[0] != '\0' ? msg : rlock_strerror(rc));
+        named(rc, fn);
     } else if (value != NULL) {
         *value = rlock_future_value(f);
     }
@@ -48,9 +63,9 @@ static int await(rlock_future *f, int64_t *value) {
     return rc;
 }
 
-static int await_bool(rlock_future *f, bool *out) {
+static int await_bool(rlock_future *f, const char *fn, bool *out) {
     int64_t v = 0;
-    int rc = await(f, &v);
+    int rc = await(f, fn, &v);
     *out = rc == RLOCK_OK && v != 0;
     return rc;
 }
@@ -77,19 +92,19 @@ static bool clear_int(int64_t *out) {
 static int acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try, bool token,
                    const char *fn, int64_t *value) {
     if (!rlock__direct_usable(l)) {
-        return await(rlock__acquire(l, wait_ms, lease_ms, rlock_thread_id(), is_try, token, fn),
+        return await(rlock__acquire(l, wait_ms, lease_ms, rlock_thread_id(), is_try, token, fn), fn,
                      value);
     }
     int rc = RLOCK_OK;
     int64_t v = 0;
     rlock_future *f = rlock__acquire_direct(l, wait_ms, lease_ms, is_try, token, fn, &rc, &v);
     if (f != NULL) {
-        return await(f, value);
+        return await(f, fn, value);
     }
     if (rc == RLOCK_OK && value != NULL) {
         *value = v;
     }
-    return rc;
+    return named(rc, fn);
 }
 
 int rlock_lock(rlock *l, int64_t lease_ms) {
@@ -111,25 +126,31 @@ int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired) 
 int rlock_unlock(rlock *l) {
     int rc = check_blocking(l, "rlock_unlock", true);
     if (rc != RLOCK_OK || !rlock__direct_usable(l)) {
-        return rc != RLOCK_OK ? rc : await(rlock_unlock_async(l, rlock_thread_id()), NULL);
+        return rc != RLOCK_OK
+                   ? rc
+                   : await(rlock_unlock_async(l, rlock_thread_id()), "rlock_unlock", NULL);
     }
     rlock_future *f = rlock__unlock_direct(l, &rc);
-    return f != NULL ? await(f, NULL) : rc;
+    return f != NULL ? await(f, "rlock_unlock", NULL) : named(rc, "rlock_unlock");
 }
 
 int rlock_force_unlock(rlock *l, bool *was_locked) {
     int rc = check_blocking(l, "rlock_force_unlock", clear_bool(was_locked));
-    return rc != RLOCK_OK ? rc : await_bool(rlock_force_unlock_async(l), was_locked);
+    return rc != RLOCK_OK
+               ? rc
+               : await_bool(rlock_force_unlock_async(l), "rlock_force_unlock", was_locked);
 }
 
 int rlock_is_locked(rlock *l, bool *locked) {
     int rc = check_blocking(l, "rlock_is_locked", clear_bool(locked));
-    return rc != RLOCK_OK ? rc : await_bool(rlock_is_locked_async(l), locked);
+    return rc != RLOCK_OK ? rc : await_bool(rlock_is_locked_async(l), "rlock_is_locked", locked);
 }
 
 int rlock_is_held_by_thread(rlock *l, uint64_t thread_id, bool *held) {
     int rc = check_blocking(l, "rlock_is_held_by_thread", clear_bool(held));
-    return rc != RLOCK_OK ? rc : await_bool(rlock_is_held_by_thread_async(l, thread_id), held);
+    return rc != RLOCK_OK ? rc
+                          : await_bool(rlock_is_held_by_thread_async(l, thread_id),
+                                       "rlock_is_held_by_thread", held);
 }
 
 int rlock_is_held_by_current_thread(rlock *l, bool *held) {
@@ -138,12 +159,16 @@ int rlock_is_held_by_current_thread(rlock *l, bool *held) {
 
 int rlock_get_hold_count(rlock *l, int64_t *count) {
     int rc = check_blocking(l, "rlock_get_hold_count", clear_int(count));
-    return rc != RLOCK_OK ? rc : await(rlock_get_hold_count_async(l, rlock_thread_id()), count);
+    return rc != RLOCK_OK ? rc
+                          : await(rlock_get_hold_count_async(l, rlock_thread_id()),
+                                  "rlock_get_hold_count", count);
 }
 
 int rlock_remain_time_to_live(rlock *l, int64_t *ttl_ms) {
     int rc = check_blocking(l, "rlock_remain_time_to_live", clear_int(ttl_ms));
-    return rc != RLOCK_OK ? rc : await(rlock_remain_time_to_live_async(l), ttl_ms);
+    return rc != RLOCK_OK
+               ? rc
+               : await(rlock_remain_time_to_live_async(l), "rlock_remain_time_to_live", ttl_ms);
 }
 
 int rlock_lock_and_get_token(rlock *l, int64_t lease_ms, int64_t *token) {
@@ -159,7 +184,35 @@ int rlock_try_lock_and_get_token(rlock *l, int64_t wait_ms, int64_t lease_ms, in
                : acquire(l, wait_ms, lease_ms, true, true, "rlock_try_lock_and_get_token", token);
 }
 
+int rlock_with_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, rlock_locked_fn fn, void *arg,
+                    bool *ran) {
+    int rc = check_blocking(l, "rlock_with_lock", clear_bool(ran));
+    if (rc == RLOCK_OK && fn == NULL) {
+        rlock__set_error_message("rlock_with_lock: fn is NULL");
+        rc = RLOCK_ERR_INVALID;
+    }
+    if (rc == RLOCK_OK && wait_ms < 0 && wait_ms != RLOCK_WAIT_FOREVER) {
+        rlock__set_error_message("rlock_with_lock: wait_ms %lld is negative (RLOCK_WAIT_FOREVER "
+                                 "waits as long as it takes)",
+                                 (long long)wait_ms);
+        rc = RLOCK_ERR_INVALID;
+    }
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    int64_t v = 1;
+    rc = wait_ms == RLOCK_WAIT_FOREVER
+             ? acquire(l, 0, lease_ms, false, false, "rlock_with_lock", NULL)
+             : acquire(l, wait_ms, lease_ms, true, false, "rlock_with_lock", &v);
+    if (rc != RLOCK_OK || v == 0) {
+        return rc;
+    }
+    *ran = true;
+    fn(arg);
+    return rlock_unlock(l); /* its message names rlock_unlock */
+}
+
 int rlock_get_token(rlock *l, int64_t *token) {
     int rc = check_blocking(l, "rlock_get_token", clear_int(token));
-    return rc != RLOCK_OK ? rc : await(rlock_get_token_async(l), token);
+    return rc != RLOCK_OK ? rc : await(rlock_get_token_async(l), "rlock_get_token", token);
 }

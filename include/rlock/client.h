@@ -58,6 +58,55 @@ RLOCK_API const char *rlock_client_id(const rlock_client *c);
  * @return the id, never 0. */
 RLOCK_API uint64_t rlock_thread_id(void);
 
+/** A fresh owner id for the async calls' thread_id argument: unique in the
+ * process, never equal to any thread's rlock_thread_id(), never reused.
+ * An async caller whose holds are not tied to a thread (a request, a task
+ * moving between threads) mints one per logical owner and passes it to
+ * every call for that owner: lock, unlock and the queries.
+ * @return the new owner id (never 0) */
+RLOCK_API uint64_t rlock_new_owner_id(void);
+
+/** Checks that c reaches its server: sends PING and waits for the answer.
+ * rlock_client_create connects in the background and does not fail for an
+ * unreachable server (Redisson's client does, at start); a program that
+ * wants that check calls this after creating the client.
+ * @param c a live client
+ * @param timeout_ms how long to wait for the answer (0 to one year)
+ * @return RLOCK_OK when Redis answered; RLOCK_ERR_CONNECTION (no
+ * connection: rlock_last_error() says why), RLOCK_ERR_TIMEOUT (no answer
+ * in time), RLOCK_ERR_REDIS (an error answer, e.g. a missing AUTH),
+ * RLOCK_ERR_INVALID (NULL, not a live client, a bad timeout),
+ * RLOCK_ERR_WRONG_THREAD (the client's own I/O thread, or not the thread
+ * of an application loop), RLOCK_ERR_FORKED, RLOCK_ERR_CLOSED */
+RLOCK_API int rlock_client_ping(rlock_client *c, int64_t timeout_ms);
+
+/** A client's counters since it was created, all monotonic. */
+typedef struct rlock_stats {
+    /** Lock calls that took their lock (each sub-lock of a multi lock
+     * counts as one). */
+    uint64_t acquisitions;
+    /** Lock calls whose first try found the lock held, so they waited
+     * (whatever came of the wait). */
+    uint64_t waits;
+    /** Renewal scripts the watchdog sent (each renews up to
+     * lock_watchdog_batch_size locks). */
+    uint64_t renewal_calls;
+    /** Locks reported lost (the on_lock_lost callbacks' events). */
+    uint64_t lost_locks;
+    /** Connections made again after a loss or a failed attempt (the
+     * command and pub/sub connections; not the blocking calls' pool). */
+    uint64_t reconnects;
+} rlock_stats;
+
+/** Reads c's counters. Any thread when the client runs its own I/O
+ * thread, else the application loop's thread.
+ * @param c a live client
+ * @param out filled with the counters (zeroed on error)
+ * @return RLOCK_OK; RLOCK_ERR_INVALID for NULL arguments or a client that
+ * is not live; RLOCK_ERR_FORKED in a forked child; RLOCK_ERR_WRONG_THREAD
+ * from another thread than an application loop's */
+RLOCK_API int rlock_client_stats(rlock_client *c, rlock_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -116,6 +116,54 @@ typedef struct rlock_config {
     void (*on_lock_lost)(const struct rlock_lock_lost_info *info, void *arg);
     /** The last argument passed to on_lock_lost. */
     void *on_lock_lost_arg;
+
+    /** clientName: sent with CLIENT SETNAME on every connection the client
+     * makes, so CLIENT LIST shows whose connections they are. Printable
+     * ASCII without spaces (Redis's rule), at most 256 bytes; copied at
+     * rlock_client_create. NULL or "" (default): none. */
+    const char *client_name;
+
+    /** @name Redis Sentinel
+     * Redisson's SentinelServersConfig. With master_name set, the client
+     * asks the sentinels where the master of that name is, connects there,
+     * and follows it when Sentinel fails it over to a replica (see
+     * docs/topology.md). address then gives only the master's user,
+     * password and database: its host and port are not used.
+     * @{ */
+
+    /** masterName: the name the sentinels monitor the master under
+     * ("sentinel monitor <name> ..."). NULL (default): single-server mode,
+     * address names the server, and the settings below are ignored. */
+    const char *master_name;
+
+    /** sentinelAddresses: the sentinels to ask first, comma-separated
+     * ("redis://127.0.0.1:26379,redis://127.0.0.1:26380"; spaces around
+     * the commas are allowed; the port is 6379 when left out). At least
+     * one, at most 64. Required with master_name. */
+    const char *sentinel_addresses;
+
+    /** sentinelUsername and sentinelPassword: AUTH on the sentinels (not
+     * on the master). NULL (default): a sentinel address's own user:pass@,
+     * else no AUTH. */
+    const char *sentinel_username;
+    const char *sentinel_password; /**< see sentinel_username */
+
+    /** scanInterval: how often the client asks a sentinel where the master
+     * is (and, with sentinels_discovery, which sentinels there are), on
+     * top of the +switch-master messages it subscribes to. Default 1000. */
+    int64_t scan_interval_ms;
+
+    /** checkSentinelsList: rlock_client_create fails unless at least two
+     * sentinels answer (those given and those discovered), the least a
+     * Sentinel deployment that can fail over needs. Only with
+     * sentinels_discovery. 1 (default) or 0. */
+    int check_sentinels_list;
+
+    /** sentinelsDiscovery: learn the other sentinels from SENTINEL SENTINELS
+     * at start and at every scan, so sentinels added later are used when
+     * those given are down. 1 (default) or 0. */
+    int sentinels_discovery;
+    /** @} */
 } rlock_config;
 
 /** Fills cfg with the defaults: Redisson's (see each field for the

@@ -492,6 +492,30 @@ RLOCK_API int rlock_try_lock_and_get_token(rlock *l, int64_t wait_ms, int64_t le
  *         for a lock that is not fenced. */
 RLOCK_API int rlock_get_token(rlock *l, int64_t *token);
 
+/** A wait_ms for rlock_with_lock: wait as long as it takes (rlock_lock). */
+#define RLOCK_WAIT_FOREVER (-1)
+
+/** The work rlock_with_lock runs while it holds the lock. */
+typedef void (*rlock_locked_fn)(void *arg);
+
+/** The common case in one call, with the unlock that cannot be forgotten:
+ * takes l for the calling thread (rlock_try_lock with wait_ms and
+ * lease_ms; RLOCK_WAIT_FOREVER: rlock_lock), runs fn(arg) if it got the
+ * lock, then unlocks, whatever fn did. fn's own result travels through
+ * arg; fn must not unlock l itself.
+ * @param l the lock
+ * @param wait_ms how long to wait for it, or RLOCK_WAIT_FOREVER
+ * @param lease_ms the lease, or RLOCK_LEASE_WATCHDOG
+ * @param fn the work
+ * @param arg passed to fn
+ * @param ran set to whether fn ran (false when the lock could not be had
+ * within wait_ms: that is not an error)
+ * @return RLOCK_OK, or the error of the acquire (fn did not run) or of the
+ * unlock (fn ran: RLOCK_ERR_NOT_HELD means the lock expired or was lost
+ * while fn ran, so others may have entered meanwhile) */
+RLOCK_API int rlock_with_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, rlock_locked_fn fn,
+                              void *arg, bool *ran);
+
 /* ---- lost locks -------------------------------------------------------- */
 
 /** Why a watchdog-held lock was lost: what a lost-lock callback gets. Valid

@@ -41,6 +41,11 @@ pkg_config)
     cmake --install "$build" --prefix "$prefix" >/dev/null
     export PKG_CONFIG_PATH="$(dirname "$(find "$prefix" -name rlock.pc)")"
     pkg-config --modversion rlock | grep -qx "$version"
+    # The library's own dependencies' flags stay out of its consumers'.
+    if pkg-config --cflags rlock | grep -q -e hiredis -e _FILE_OFFSET_BITS; then
+        echo "pkg-config --cflags rlock leaks hiredis's flags: $(pkg-config --cflags rlock)" >&2
+        exit 1
+    fi
     libdir="$(pkg-config --variable=libdir rlock)"
     # shellcheck disable=SC2046,SC2086 # word splitting wanted
     "$cc" $flags -Wall -Wextra -Werror -o "$work/consumer_shared" "$here/consumer/main.c" \

@@ -95,6 +95,8 @@ static void rt_cleanup_on_signal(int sig) {
         unlink(path);
         join_path(path, sizeof(path), e->dir, "/redis.sock");
         unlink(path);
+        join_path(path, sizeof(path), e->dir, "/redis.conf");
+        unlink(path);
         rmdir(e->dir);
     }
     signal(sig, SIG_DFL);
@@ -411,13 +413,16 @@ static int spawn_server(rt_redis *r) {
     snprintf(port_str, sizeof(port_str), "%d", r->socket_path[0] != '\0' ? 0 : r->port);
 
     /* Everything is prepared before fork: only async-signal-safe calls in the child. */
-    const char *argv[40];
+    const char *argv[60];
     int n = 0;
     const char *bin = getenv("RT_REDIS_SERVER");
     if (bin == NULL || bin[0] == '\0') {
         bin = "redis-server";
     }
     argv[n++] = bin;
+    if (r->config_path[0] != '\0') {
+        argv[n++] = r->config_path; /* the config file must come first */
+    }
     argv[n++] = "--port";
     argv[n++] = port_str;
     if (r->socket_path[0] != '\0') {
@@ -465,6 +470,12 @@ static int spawn_server(rt_redis *r) {
         argv[n++] = "~*";
         argv[n++] = "&*";
         argv[n++] = "+@all";
+    }
+    char extra[sizeof(r->extra_buf)];
+    snprintf(extra, sizeof(extra), "%s", r->extra_buf);
+    for (char *save = NULL, *tok = strtok_r(extra, " ", &save); tok != NULL && n < 58;
+         tok = strtok_r(NULL, " ", &save)) {
+        argv[n++] = tok;
     }
     argv[n] = NULL;
 
@@ -601,6 +612,19 @@ static int start_server(rt_redis *r, const rt_redis_opts *opts, bool persistent)
         return -1;
     }
     snprintf(r->logfile, sizeof(r->logfile), "%s/redis.log", r->dir);
+    if (opts->extra_args != NULL) {
+        snprintf(r->extra_buf, sizeof(r->extra_buf), "%s", opts->extra_args);
+    }
+    if (opts->config_text != NULL) {
+        snprintf(r->config_path, sizeof(r->config_path), "%s/redis.conf", r->dir);
+        FILE *f = fopen(r->config_path, "w");
+        if (f == NULL || fputs(opts->config_text, f) < 0 || fclose(f) != 0) {
+            fprintf(stderr, "rt_redis: cannot write %s\n", r->config_path);
+            remove_dir(r->dir);
+            r->dir[0] = '\0';
+            return -1;
+        }
+    }
     if (opts->unix_socket) {
         int len = snprintf(r->socket_path, sizeof(r->socket_path), "%s/redis.sock", r->dir);
         if (len < 0 || (size_t)len >= sizeof(r->socket_path)) { /* make_dir checked; belt */

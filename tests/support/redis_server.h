@@ -26,6 +26,12 @@ typedef struct rt_redis_opts {
     const char *password; /* NULL: none; else `requirepass` */
     const char *acl_user; /* with acl_password: adds `user on >pass ~* &* +@all` */
     const char *acl_password;
+    /* NULL: none. Else written to <dir>/redis.conf, which is given as the
+     * config file (a sentinel needs one it can rewrite). */
+    const char *config_text;
+    /* NULL: none. Else more arguments, space-separated ("--sentinel",
+     * "--replicaof 127.0.0.1 6379"), after the harness's own. */
+    const char *extra_args;
 } rt_redis_opts;
 
 #define RT_REDIS_STR_MAX 128
@@ -42,7 +48,9 @@ typedef struct rt_redis {
     char password_buf[RT_REDIS_STR_MAX];
     char acl_user_buf[RT_REDIS_STR_MAX];
     char acl_password_buf[RT_REDIS_STR_MAX];
-    bool persistent; /* started by rt_redis_start_persistent */
+    char config_path[300]; /* "" unless opts.config_text */
+    char extra_buf[256];   /* opts.extra_args */
+    bool persistent;       /* started by rt_redis_start_persistent */
 } rt_redis;
 
 /*

@@ -1,0 +1,529 @@
+/* Redis Sentinel (ctest label "sentinel"): a master, a replica and three
+ * sentinels on loopback (tests/support/sentinel_env.h); the client is
+ * given the sentinels and the master's name. Locks end to end, async and
+ * blocking; a SIGKILLed master while a lock is held under the watchdog and
+ * waited for; sentinels down at start and during a failover; the settings'
+ * checks. Every wait is bounded. */
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <ev.h>
+
+#include "rt_main.h"
+
+#include "fixture.h"
+#include "sentinel_env.h"
+
+#define DOWN_AFTER_MS 1000
+#define FAILOVER_TIMEOUT_MS 3000
+/* Longer than the failover takes here (about 2.5 s): a hold whose lease
+ * runs out while no master answers is lost, as it would be with Redisson. */
+#define WATCHDOG_MS 6000
+/* From the SIGKILL to a client that works on the new master: Sentinel's
+ * detection and election plus the client's scan, with room for a loaded
+ * machine (sanitizers, other tests). */
+#define FAILOVER_BOUND_MS 30000
+
+static void log_stderr(int level, const char *message, void *arg) {
+    (void)arg;
+    if (level <= RLOCK_LOG_WARN || getenv("RT_VERBOSE") != NULL) {
+        fprintf(stderr, "[rlock %d] %s\n", level, message);
+    }
+}
+
+static rlock_config sentinel_config(rt_sentinel_env *e) {
+    /* The address gives the master's credentials and db only. */
+    rlock_config cfg = rt_config("redis://127.0.0.1");
+    cfg.master_name = RT_SENTINEL_MASTER_NAME;
+    cfg.sentinel_addresses = e->addresses;
+    cfg.lock_watchdog_timeout_ms = WATCHDOG_MS;
+    cfg.log = log_stderr;
+    cfg.log_level = RLOCK_LOG_INFO;
+    return cfg;
+}
+
+static int setup(void **state) {
+    rt_sentinel_env *e = calloc(1, sizeof(*e));
+    if (e == NULL || rt_sentinel_env_start(e, 1, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) != 0) {
+        free(e);
+        return -1;
+    }
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state) {
+    rt_sentinel_env *e = *state;
+    if (e != NULL) {
+        rt_sentinel_env_stop(e);
+        free(e);
+    }
+    return 0;
+}
+
+static long long exists_on(rt_redis *r, const char *key) {
+    redisReply *rep = rt_redis_command(r, "EXISTS %s", key);
+    long long n = rep != NULL && rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return n;
+}
+
+static long long pttl_on(rt_redis *r, const char *key) {
+    redisReply *rep = rt_redis_command(r, "PTTL %s", key);
+    long long n = rep != NULL && rep->type == REDIS_REPLY_INTEGER ? rep->integer : -3;
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return n;
+}
+
+typedef struct switches_call {
+    rlock_client *c;
+    uint64_t n;
+} switches_call;
+
+static void read_switches(void *arg) {
+    switches_call *s = arg;
+    s->n = rlock__sentinel_switches(s->c->sentinel);
+}
+
+static uint64_t switches(rlock_client *c) {
+    switches_call s = {.c = c};
+    rlock__loop_run_sync(c->loop, read_switches, &s);
+    return s.n;
+}
+
+/* Waits (bounded) until key reached the replica r. */
+static void until_replicated(rt_redis *r, const char *key) {
+    int64_t until = rt_now_ms() + 5000;
+    while (exists_on(r, key) != 1 && rt_now_ms() < until) {
+        rt_sleep_ms(10);
+    }
+    assert_int_equal(exists_on(r, key), 1);
+}
+
+/* Waits for f (bounded) and returns its error. */
+static int finish(rlock_future *f, int64_t timeout_ms) {
+    assert_non_null(f);
+    assert_int_equal(rlock_future_wait(f, timeout_ms), RLOCK_OK);
+    int rc = rlock_future_error(f);
+    rlock_future_release(f);
+    return rc;
+}
+
+/* ---- locks through Sentinel ------------------------------------------------- */
+
+static void test_sentinel_lock_end_to_end(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e);
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_lock(c, "sentinel-e2e");
+    assert_non_null(l);
+
+    /* async */
+    uint64_t tid = rlock_new_owner_id();
+    assert_int_equal(finish(rlock_lock_async(l, -1, tid), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[0], "sentinel-e2e"), 1); /* on the master */
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[0], "sentinel-e2e"), 0);
+
+    /* blocking (the direct pool) */
+    assert_int_equal(rlock_lock(l, -1), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[0], "sentinel-e2e"), 1);
+    bool held = false;
+    assert_int_equal(rlock_is_held_by_current_thread(l, &held), RLOCK_OK);
+    assert_true(held);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    bool acquired = false;
+    assert_int_equal(rlock_try_lock(l, 1000, 5000, &acquired), RLOCK_OK);
+    assert_true(acquired);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(switches(c), 0);
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
+/* ---- failover ---------------------------------------------------------------- */
+
+typedef struct holder {
+    rlock *l;
+    atomic_bool held, release, done;
+    int unlock_rc;
+} holder;
+
+static void *holder_main(void *arg) {
+    holder *h = arg;
+    int64_t deadline = rt_now_ms() + 20000;
+    while (rlock_lock(h->l, -1) != RLOCK_OK && rt_now_ms() < deadline) {
+        rt_sleep_ms(50);
+    }
+    atomic_store(&h->held, true);
+    deadline = rt_now_ms() + 60000;
+    while (!atomic_load(&h->release) && rt_now_ms() < deadline) {
+        rt_sleep_ms(10);
+    }
+    h->unlock_rc = rlock_unlock(h->l);
+    atomic_store(&h->done, true);
+    return NULL;
+}
+
+/* A blocking waiter: rlock_lock until it takes the lock (a call may fail
+ * while the master moves: then again), holds it briefly, unlocks. */
+typedef struct waiter {
+    rlock *l;
+    atomic_bool got, done;
+    atomic_int errors;
+    int unlock_rc;
+} waiter;
+
+static void *waiter_main(void *arg) {
+    waiter *w = arg;
+    int64_t deadline = rt_now_ms() + 60000;
+    while (rt_now_ms() < deadline) {
+        if (rlock_lock(w->l, -1) == RLOCK_OK) {
+            atomic_store(&w->got, true);
+            rt_sleep_ms(20);
+            w->unlock_rc = rlock_unlock(w->l);
+            break;
+        }
+        atomic_fetch_add(&w->errors, 1);
+        rt_sleep_ms(50);
+    }
+    atomic_store(&w->done, true);
+    return NULL;
+}
+
+static bool flag_set(void *arg) {
+    return atomic_load((atomic_bool *)arg);
+}
+
+static int lost_count;
+
+static void on_lost(const rlock_lock_lost_info *info, void *arg) {
+    (void)info;
+    (void)arg;
+    __atomic_fetch_add(&lost_count, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The master dies (SIGKILL) while one thread holds a lock under the
+ * watchdog and two wait for it (one blocking, one async). Sentinel
+ * promotes the replica; the client moves there within a bounded time; the
+ * hold (replicated before the kill) is still renewed on the new master;
+ * the waiters get the lock in turn; new locks work; nothing hangs. */
+static void test_sentinel_failover_with_holder_and_waiters(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e);
+    cfg.on_lock_lost = on_lost;
+    cfg.retry_attempts = 3;
+    cfg.retry_interval_ms = 300;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    const char *name = "sentinel-failover";
+
+    holder h = {.l = rlock_get_lock(c, name)};
+    pthread_t ht;
+    assert_int_equal(pthread_create(&ht, NULL, holder_main, &h), 0);
+    assert_true(rt_wait_until(flag_set, &h.held, 20000));
+    waiter w = {.l = rlock_get_lock(c, name)};
+    pthread_t wt;
+    assert_int_equal(pthread_create(&wt, NULL, waiter_main, &w), 0);
+    rlock *al = rlock_get_lock(c, name);
+    uint64_t atid = rlock_new_owner_id();
+    rlock_future *af = rlock_lock_async(al, -1, atid);
+    assert_non_null(af);
+    rt_sleep_ms(300); /* both waiting (subscribed) */
+    assert_false(atomic_load(&w.got));
+    assert_false(rlock_future_is_done(af));
+
+    /* The hold reached the replica before the kill: not what this test is about. */
+    rt_redis *old = &e->servers[0];
+    rt_redis *replica = &e->servers[1];
+    until_replicated(replica, name);
+
+    /* Three moments after the kill: the sentinels agree on a new master,
+     * the client moves there, and a call works there. */
+    int old_port = old->port;
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rt_redis_kill(old), 0);
+    int64_t t_sentinels = -1, t_moved = -1, t_works = -1;
+    int new_port = -1;
+    while (t_works < 0 && rt_now_ms() - t0 < FAILOVER_BOUND_MS) {
+        if (t_sentinels < 0 && (new_port = rt_sentinel_failed_over(e, old_port)) > 0) {
+            t_sentinels = rt_now_ms() - t0;
+        }
+        if (t_moved < 0 && switches(c) > 0) {
+            t_moved = rt_now_ms() - t0;
+        }
+        if (t_moved >= 0 && rlock_client_ping(c, 1000) == RLOCK_OK) {
+            t_works = rt_now_ms() - t0;
+        }
+        rt_sleep_ms(5);
+    }
+    if (t_sentinels < 0) {
+        new_port = rt_sentinel_wait_failover(e, old_port, FAILOVER_BOUND_MS);
+        t_sentinels = rt_now_ms() - t0;
+    }
+    fprintf(stderr,
+            "failover: after the SIGKILL, the sentinels agreed on a new master at %lld ms, the "
+            "client moved at %lld ms, and its first call there worked at %lld ms\n",
+            (long long)t_sentinels, (long long)t_moved, (long long)t_works);
+    assert_int_equal(new_port, replica->port);
+    assert_true(t_moved >= 0 && t_works >= 0);
+    assert_int_equal(switches(c), 1);
+    rlock *probe = rlock_get_lock(c, "sentinel-probe");
+    bool locked = true;
+    assert_int_equal(rlock_is_locked(probe, &locked), RLOCK_OK);
+    assert_false(locked);
+
+    /* The watchdog renews on the new master: the lease left goes up again
+     * (a renewal every third of WATCHDOG_MS). */
+    long long first = pttl_on(replica, name), later = first;
+    assert_true(first > 0);
+    int64_t until = rt_now_ms() + WATCHDOG_MS;
+    while (later <= first && rt_now_ms() < until) {
+        rt_sleep_ms(50);
+        later = pttl_on(replica, name);
+    }
+    assert_true(later > first && later <= WATCHDOG_MS);
+    assert_false(atomic_load(&w.got));
+
+    /* The holder lets go; both waiters get the lock in turn. */
+    atomic_store(&h.release, true);
+    assert_true(rt_wait_until(flag_set, &h.done, 15000));
+    assert_int_equal(h.unlock_rc, RLOCK_OK);
+    int64_t deadline = rt_now_ms() + 20000;
+    int arc = RLOCK_ERR_TIMEOUT;
+    while (rt_now_ms() < deadline) {
+        assert_int_equal(rlock_future_wait(af, deadline - rt_now_ms()), RLOCK_OK);
+        arc = rlock_future_error(af);
+        rlock_future_release(af);
+        af = NULL;
+        if (arc == RLOCK_OK) {
+            break;
+        }
+        af = rlock_lock_async(al, -1, atid); /* failed while the master moved: again */
+    }
+    if (af != NULL) {
+        rlock_future_release(af);
+    }
+    assert_int_equal(arc, RLOCK_OK);
+    assert_int_equal(finish(rlock_unlock_async(al, atid), 10000), RLOCK_OK);
+    assert_true(rt_wait_until(flag_set, &w.done, 20000));
+    assert_true(atomic_load(&w.got));
+    assert_int_equal(w.unlock_rc, RLOCK_OK);
+    pthread_join(ht, NULL);
+    pthread_join(wt, NULL);
+
+    /* New locks, both paths. */
+    rlock *n = rlock_get_lock(c, "sentinel-after");
+    assert_int_equal(rlock_lock(n, -1), RLOCK_OK);
+    assert_int_equal(exists_on(replica, "sentinel-after"), 1);
+    assert_int_equal(rlock_unlock(n), RLOCK_OK);
+    uint64_t tid = rlock_new_owner_id();
+    assert_int_equal(finish(rlock_lock_async(n, -1, tid), 10000), RLOCK_OK);
+    assert_int_equal(finish(rlock_unlock_async(n, tid), 10000), RLOCK_OK);
+    assert_int_equal(__atomic_load_n(&lost_count, __ATOMIC_SEQ_CST), 0);
+    fprintf(stderr, "failover: blocking waiter saw %d failed call(s) while the master moved\n",
+            atomic_load(&w.errors));
+
+    rlock_free(n);
+    rlock_free(probe);
+    rlock_free(al);
+    rlock_free(w.l);
+    rlock_free(h.l);
+    rlock_client_destroy(c);
+}
+
+/* The sentinel the client talks to dies, then the master: the monitor
+ * moves to another sentinel and still follows the failover. */
+static void test_sentinel_failover_after_sentinel_loss(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e);
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_lock(c, "sentinel-loss");
+    uint64_t tid = rlock_new_owner_id();
+    assert_int_equal(finish(rlock_lock_async(l, 60000, tid), 10000), RLOCK_OK);
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+
+    assert_int_equal(rt_redis_kill(&e->sentinels[0]), 0); /* the first given: the one asked */
+    rt_sleep_ms(1500);                                    /* a scan notices */
+    int old_port = e->servers[0].port;
+    assert_int_equal(rt_redis_kill(&e->servers[0]), 0);
+    int new_port = rt_sentinel_wait_failover(e, old_port, FAILOVER_BOUND_MS);
+    assert_int_equal(new_port, e->servers[1].port);
+    int64_t deadline = rt_now_ms() + FAILOVER_BOUND_MS;
+    while (switches(c) == 0 && rt_now_ms() < deadline) {
+        rt_sleep_ms(20);
+    }
+    assert_int_equal(switches(c), 1);
+    int rc = RLOCK_ERR_TIMEOUT;
+    while (rt_now_ms() < deadline &&
+           (rc = finish(rlock_lock_async(l, 60000, tid), 10000)) != RLOCK_OK) {
+        rt_sleep_ms(50);
+    }
+    assert_int_equal(rc, RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[1], "sentinel-loss"), 1);
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
+/* The same on an application loop: the monitor runs inside the
+ * application's ev_run, which the test drives (rlock_future_wait on the
+ * loop's thread runs it). */
+static void test_sentinel_failover_app_loop(void **state) {
+    rt_sentinel_env *e = *state;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    assert_non_null(loop);
+    rlock_config cfg = sentinel_config(e);
+    cfg.loop = loop;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_lock(c, "sentinel-app-loop");
+    uint64_t tid = rlock_new_owner_id();
+    assert_int_equal(finish(rlock_lock_async(l, -1, tid), 10000), RLOCK_OK);
+    until_replicated(&e->servers[1], "sentinel-app-loop");
+
+    int old_port = e->servers[0].port;
+    assert_int_equal(rt_redis_kill(&e->servers[0]), 0);
+    int64_t deadline = rt_now_ms() + FAILOVER_BOUND_MS;
+    while (rlock__sentinel_switches(c->sentinel) == 0 && rt_now_ms() < deadline) {
+        rt_run_loop_until(loop, &(bool){false}, 20);
+    }
+    assert_int_equal(rlock__sentinel_switches(c->sentinel), 1);
+    assert_int_equal(rt_sentinel_wait_failover(e, old_port, 5000), e->servers[1].port);
+    /* The hold replicated: it is still ours there, and the watchdog renews it. */
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[1], "sentinel-app-loop"), 0);
+    assert_int_equal(finish(rlock_lock_async(l, 60000, tid), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[1], "sentinel-app-loop"), 1);
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+    ev_loop_destroy(loop);
+}
+
+/* ---- sentinels down at start ------------------------------------------------ */
+
+static void test_sentinel_down_at_start(void **state) {
+    rt_sentinel_env *e = *state;
+    /* The first given sentinel is down: the others are asked. */
+    assert_int_equal(rt_redis_kill(&e->sentinels[0]), 0);
+    rlock_config cfg = sentinel_config(e);
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_lock(c, "sentinel-down");
+    assert_int_equal(rlock_lock(l, -1), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[0], "sentinel-down"), 1);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+
+    /* Only one left: check_sentinels_list refuses, unless turned off. */
+    assert_int_equal(rt_redis_kill(&e->sentinels[1]), 0);
+    c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_CONNECTION);
+    assert_null(c);
+    assert_non_null(strstr(rlock_last_error(), "check_sentinels_list"));
+    cfg.check_sentinels_list = 0;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    l = rlock_get_lock(c, "sentinel-down");
+    uint64_t tid = rlock_new_owner_id();
+    assert_int_equal(finish(rlock_lock_async(l, -1, tid), 10000), RLOCK_OK);
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+
+    /* None left. */
+    assert_int_equal(rt_redis_kill(&e->sentinels[2]), 0);
+    c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_CONNECTION);
+    assert_non_null(strstr(rlock_last_error(), "no sentinel named the master"));
+}
+
+/* A name the sentinels do not monitor. */
+static void test_sentinel_unknown_master(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e);
+    cfg.master_name = "no-such-master";
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_CONNECTION);
+    assert_null(c);
+    assert_non_null(strstr(rlock_last_error(), "no-such-master"));
+}
+
+/* ---- settings (no servers) -------------------------------------------------- */
+
+static void test_sentinel_settings_checked(void **state) {
+    (void)state;
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    assert_null(cfg.master_name);
+    assert_int_equal(cfg.scan_interval_ms, 1000);
+    assert_int_equal(cfg.check_sentinels_list, 1);
+    assert_int_equal(cfg.sentinels_discovery, 1);
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_OK);
+
+    cfg.master_name = "mymaster";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "sentinel_addresses"));
+    cfg.sentinel_addresses = "redis://127.0.0.1:26379, redis://127.0.0.1:26380";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_OK);
+    cfg.sentinel_addresses = "redis://127.0.0.1:26379,,redis://127.0.0.1:26380";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    cfg.sentinel_addresses = "unix:///tmp/sentinel.sock";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    cfg.sentinel_addresses = "127.0.0.1:26379";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    cfg.sentinel_addresses = "redis://127.0.0.1:26379";
+    cfg.master_name = "my master";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    cfg.master_name = "";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    cfg.master_name = "mymaster";
+    cfg.scan_interval_ms = 0;
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "scan_interval_ms"));
+    cfg.scan_interval_ms = 1000;
+    cfg.check_sentinels_list = 2;
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    cfg.check_sentinels_list = 1;
+    cfg.sentinel_username = "u";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    cfg.sentinel_password = "p";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_OK);
+
+    /* Nothing answers: create fails, saying so. */
+    cfg.sentinel_username = cfg.sentinel_password = NULL;
+    cfg.sentinel_addresses = "redis://127.0.0.1:1";
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_CONNECTION);
+    assert_null(c);
+    assert_non_null(strstr(rlock_last_error(), "127.0.0.1:1"));
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sentinel_settings_checked),
+        cmocka_unit_test_setup_teardown(test_sentinel_lock_end_to_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_failover_with_holder_and_waiters, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_failover_after_sentinel_loss, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_failover_app_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_down_at_start, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_unknown_master, setup, teardown),
+    };
+    return RT_RUN_TESTS(tests, argc, argv);
+}
