@@ -97,10 +97,9 @@ int main(int argc, char **argv) {
     }
     rlock *lock = rlock_get_lock(client, "recipe:chain");
     int pending = 2;
-    /* Owner ids no thread of this client has: rlock_thread_id() counts up
-     * from 1, so these set the top bit. */
-    request a = {.owner = (UINT64_C(1) << 63) | 1, .lock = lock, .pending = &pending};
-    request b = {.owner = (UINT64_C(1) << 63) | 2, .lock = lock, .pending = &pending};
+    /* One owner id per request, never a thread's (rlock_new_owner_id). */
+    request a = {.owner = rlock_new_owner_id(), .lock = lock, .pending = &pending};
+    request b = {.owner = rlock_new_owner_id(), .lock = lock, .pending = &pending};
     start(&a);
     start(&b);
     while (pending > 0) {

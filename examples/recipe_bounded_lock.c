@@ -36,6 +36,22 @@ static int run_report(rlock *l) {
     }
     return 0;
 }
+
+/* The same with rlock_with_lock(), which unlocks whatever the work does. */
+static void make_report(void *arg) {
+    (void)arg;
+    printf("making the report\n");
+}
+
+static int run_report_scoped(rlock *l) {
+    bool ran = false;
+    int rc = rlock_with_lock(l, 2000, RLOCK_LEASE_WATCHDOG, make_report, NULL, &ran);
+    if (rc != RLOCK_OK) { /* the lock call failed, or the unlock (NOT_HELD: lost) */
+        fprintf(stderr, "with_lock: %s: %s\n", rlock_err_name(rc), rlock_last_error());
+        return -1;
+    }
+    return ran ? 0 : 1; /* not ran: busy */
+}
 /* [recipe end] */
 
 int main(int argc, char **argv) {
@@ -64,6 +80,14 @@ int main(int argc, char **argv) {
     int ran = run_report(l);
     printf("once it is free: %s\n", ran == 0 ? "ran" : "unexpected");
     failed |= ran != 0;
+
+    /* The scoped form: busy while another holds it, runs once it is free. */
+    failed |= rlock_lock(theirs, 5000) != RLOCK_OK;
+    failed |= run_report_scoped(l) != 1;
+    failed |= rlock_unlock(theirs) != RLOCK_OK;
+    failed |= run_report_scoped(l) != 0;
+    bool locked = true;
+    failed |= rlock_is_locked(l, &locked) != RLOCK_OK || locked; /* it unlocked */
 
     rlock_free(l);
     rlock_free(theirs);
