@@ -185,7 +185,7 @@ typedef struct unlock_op {
 } unlock_op;
 
 /* The not-held message's room (a name is shown up to 200 bytes). */
-#define NOT_HELD_MSG_MAX 384
+#define NOT_HELD_MSG_MAX sizeof(((rlock__direct_step *)0)->msg)
 
 /* What an unlock's answer means, and what it does to the handle's lease;
  * err and msg in, the call's result out (a not-held message is written
@@ -955,7 +955,70 @@ static int note_watchdog(rlock *l, uint64_t thread_id, int64_t sent_ms, bool add
 }
 
 bool rlock__direct_usable(const rlock *l) {
-    return l->ops->whole == NULL && l->client->direct != NULL;
+    return l->ops->whole != NULL ? l->ops->whole->acquire_direct != NULL
+                                 : l->client->direct != NULL;
+}
+
+bool rlock__direct_acquire_begin(rlock__direct_step *st, int64_t wait_ms, int64_t max_connect_ms) {
+    rlock *l = st->lock;
+    rlock_client *c = l->client;
+    rlock__acquire_req req = {.thread_id = st->thread_id,
+                              .lease_ms =
+                                  st->lease_ms > 0 ? st->lease_ms : c->cfg.lock_watchdog_timeout_ms,
+                              .wait_ms = wait_ms,
+                              .token = st->token};
+    st->written = false;
+    st->taken = false;
+    st->err = RLOCK_OK;
+    st->msg[0] = '\0';
+    st->cmd = l->ops->acquire(l, &req);
+    st->dc = st->cmd != NULL
+                 ? rlock__direct_take(c->direct, max_connect_ms, st->msg, sizeof(st->msg))
+                 : NULL;
+    if (st->dc != NULL) {
+        st->sent_ms = rlock__now_ms();
+        c->acquires++;
+        st->written = rlock__direct_write(st->dc, st->cmd, st->msg, sizeof(st->msg));
+        if (st->written) {
+            return true;
+        }
+        rlock__direct_give(c->direct, st->dc);
+    }
+    st->err = st->cmd != NULL ? RLOCK_ERR_CONNECTION : RLOCK_ERR_NOMEM;
+    rlock__cmd_free(st->cmd);
+    return false;
+}
+
+void rlock__direct_acquire_end(rlock__direct_step *st) {
+    rlock *l = st->lock;
+    rlock_client *c = l->client;
+    redisReply *reply = NULL;
+    int err = rlock__direct_read(st->dc, st->cmd, &reply, st->msg, sizeof(st->msg));
+    rlock__direct_give(c->direct, st->dc);
+    rlock__cmd_free(st->cmd);
+    if (err == RLOCK_OK) {
+        rlock__reply r = typed(reply);
+        const char *why = NULL;
+        err = l->ops->acquire_reply(&r, &st->res, &why);
+        if (err != RLOCK_OK) {
+            snprintf(st->msg, sizeof(st->msg), "%s", why);
+        }
+        freeReplyObject(reply);
+    }
+    st->err = err;
+    st->taken = err == RLOCK_OK && st->res.taken;
+    if (!st->taken) {
+        return;
+    }
+    if (st->lease_ms > 0) {
+        atomic_store(&l->lease_ms, st->lease_ms);
+    } else if (note_watchdog(l, st->thread_id, st->sent_ms, true) != RLOCK_OK) {
+        rlock__log(&c->log, RLOCK_LOG_ERROR,
+                   "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
+                   (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
+                   (long long)c->cfg.lock_watchdog_timeout_ms);
+    }
+    c->acquired++;
 }
 
 rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
@@ -964,119 +1027,115 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
     if (*rc != RLOCK_OK) {
         return NULL;
     }
+    if (l->ops->whole != NULL) {
+        return l->ops->whole->acquire_direct(l, wait_ms, lease_ms, is_try, rc, value);
+    }
     uint64_t thread_id = rlock_thread_id();
     int64_t started_ms = rlock__now_ms();
-    rlock_client *c = l->client;
-    rlock__acquire_req req = {.thread_id = thread_id,
-                              .lease_ms = lease_ms > 0 ? lease_ms : c->cfg.lock_watchdog_timeout_ms,
-                              .wait_ms = is_try ? wait_ms : -1,
-                              .token = token};
-    char msg[256];
-    rlock__cmd *cmd = l->ops->acquire(l, &req);
+    rlock__direct_step st = {
+        .lock = l, .thread_id = thread_id, .lease_ms = lease_ms, .token = token};
     /* A try-lock's connect fits in its wait plus one response timeout, as
      * the loop's path that follows a failed one does (send_acquire). */
-    int64_t max_connect_ms = is_try ? wait_ms + c->cfg.timeout_ms : 0;
-    rlock__direct_conn *dc =
-        cmd != NULL ? rlock__direct_take(c->direct, max_connect_ms, msg, sizeof(msg)) : NULL;
-    if (dc == NULL) {
-        /* No connection of our own now: the loop's path, which retries. */
-        rlock__cmd_free(cmd);
-        return start_op(l, wait_ms, lease_ms, thread_id, is_try, token, started_ms, -2);
-    }
-    redisReply *reply = NULL;
-    bool written = false;
-    int64_t sent_ms = rlock__now_ms();
-    c->acquires++;
-    int err = rlock__direct_run(dc, cmd, &reply, &written, msg, sizeof(msg));
-    rlock__direct_give(c->direct, dc);
-    rlock__cmd_free(cmd);
-    if (err != RLOCK_OK && !written) {
+    int64_t max_connect_ms = is_try ? wait_ms + l->client->cfg.timeout_ms : 0;
+    if (!rlock__direct_acquire_begin(&st, is_try ? wait_ms : -1, max_connect_ms)) {
+        /* Nothing sent (no connection of our own now): the loop's path,
+         * which retries. */
         return start_op(l, wait_ms, lease_ms, thread_id, is_try, token, started_ms, -2);
     }
     /* Written: never sent again, as the loop's path (it re-enters). */
-    rlock__acquire_res res = {0};
-    const char *why = msg;
-    if (err == RLOCK_OK) {
-        rlock__reply r = typed(reply);
-        err = l->ops->acquire_reply(&r, &res, &why);
-        freeReplyObject(reply);
-    }
-    if (err != RLOCK_OK) {
-        rlock__set_error_message("%s", why);
-        *rc = err;
+    rlock__direct_acquire_end(&st);
+    if (st.err != RLOCK_OK) {
+        rlock__set_error_message("%s", st.msg);
+        *rc = st.err;
         return NULL;
     }
-    if (!res.taken) {
-        return start_op(l, wait_ms, lease_ms, thread_id, is_try, token, started_ms, res.ttl);
+    if (!st.taken) {
+        return start_op(l, wait_ms, lease_ms, thread_id, is_try, token, started_ms, st.res.ttl);
     }
-    if (lease_ms > 0) {
-        atomic_store(&l->lease_ms, lease_ms);
-    } else if (note_watchdog(l, thread_id, sent_ms, true) != RLOCK_OK) {
-        rlock__log(&c->log, RLOCK_LOG_ERROR,
-                   "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
-                   (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
-                   (long long)c->cfg.lock_watchdog_timeout_ms);
-    }
-    c->acquired++;
-    *value = token ? res.token : is_try ? 1 : 0;
+    *value = token ? st.res.token : is_try ? 1 : 0;
     return NULL;
 }
 
-rlock_future *rlock__unlock_direct(rlock *l, int *rc) {
-    uint64_t thread_id = rlock_thread_id();
+rlock_future *rlock__direct_unlock_begin(rlock__direct_step *st) {
+    rlock *l = st->lock;
     rlock_client *c = l->client;
-    unlock_op *op = new_unlock(l, thread_id);
+    st->err = RLOCK_OK;
+    st->written = false;
+    st->msg[0] = '\0';
+    unlock_op *op = new_unlock(l, st->thread_id);
     if (op == NULL) {
-        rlock__set_error_message("out of memory");
-        *rc = RLOCK_ERR_NOMEM;
+        snprintf(st->msg, sizeof(st->msg), "out of memory");
+        st->err = RLOCK_ERR_NOMEM;
         return NULL;
     }
-    char msg[256];
-    rlock__direct_conn *dc = rlock__direct_take(c->direct, 0, msg, sizeof(msg));
+    st->unlock = op;
+    st->dc = rlock__direct_take(c->direct, 0, st->msg, sizeof(st->msg));
     /* The watchdog lets go first, so that no renewal answered after the
      * unlock can report the lock lost (the loop applies the note before it
      * reads that answer); Redisson cancels whatever the answer. */
-    op->renewal_cancelled = dc != NULL && note_watchdog(l, thread_id, 0, false) == RLOCK_OK;
-    redisReply *reply = NULL;
-    bool written = false;
-    int err = dc != NULL && op->renewal_cancelled
-                  ? rlock__direct_run(dc, op->cmd, &reply, &written, msg, sizeof(msg))
-                  : RLOCK_ERR_CONNECTION;
-    if (err != RLOCK_OK && !written) {
-        if (dc != NULL) {
-            rlock__direct_give(c->direct, dc);
-        }
-        rlock_future *f = rlock__future_new(c->loop);
-        if (f == NULL) {
-            rlock__cmd_free(op->cmd);
-            rlock__object_unref(l);
-            free(op);
-            rlock__set_error_message("out of memory");
-            *rc = RLOCK_ERR_NOMEM;
-            return NULL;
-        }
-        op->future = f; /* the loop's path, which retries what never left */
-        rlock__loop_call_task(c->loop, &op->task, start_unlock, op);
-        return f;
+    op->renewal_cancelled = st->dc != NULL && note_watchdog(l, st->thread_id, 0, false) == RLOCK_OK;
+    st->written =
+        op->renewal_cancelled && rlock__direct_write(st->dc, op->cmd, st->msg, sizeof(st->msg));
+    if (st->written) {
+        return NULL;
     }
-    const char *why = msg;
+    if (st->dc != NULL) {
+        rlock__direct_give(c->direct, st->dc);
+    }
+    st->unlock = NULL;
+    rlock_future *f = rlock__future_new(c->loop);
+    if (f == NULL) {
+        rlock__cmd_free(op->cmd);
+        rlock__object_unref(l);
+        free(op);
+        snprintf(st->msg, sizeof(st->msg), "out of memory");
+        st->err = RLOCK_ERR_NOMEM;
+        return NULL;
+    }
+    op->future = f; /* the loop's path, which retries what never left */
+    rlock__loop_call_task(c->loop, &op->task, start_unlock, op);
+    return f;
+}
+
+void rlock__direct_unlock_end(rlock__direct_step *st) {
+    rlock *l = st->lock;
+    unlock_op *op = st->unlock;
+    redisReply *reply = NULL;
+    int err = rlock__direct_read(st->dc, op->cmd, &reply, st->msg, sizeof(st->msg));
+    const char *why = st->msg;
     char buf[NOT_HELD_MSG_MAX];
     err = unlock_result(l, op->thread_id, err, &why, reply, buf);
     if (err == RLOCK_OK || err == RLOCK_ERR_NOT_HELD) {
         rlock__cmd *del = latch_del(op);
         if (del != NULL) {
-            rlock__direct_send(dc, del); /* its answer is read at the next use */
+            rlock__direct_send(st->dc, del); /* its answer is read at the next use */
             rlock__cmd_free(del);
         }
     }
-    rlock__direct_give(c->direct, dc);
+    rlock__direct_give(l->client->direct, st->dc);
     freeReplyObject(reply);
-    if (err != RLOCK_OK) {
-        rlock__set_error_message("%s", why);
+    if (err != RLOCK_OK && why != st->msg) {
+        snprintf(st->msg, sizeof(st->msg), "%s", why);
     }
-    *rc = err;
+    st->err = err;
     rlock__cmd_free(op->cmd);
     rlock__object_unref(l);
     free(op);
-    return NULL;
+    st->unlock = NULL;
+}
+
+rlock_future *rlock__unlock_direct(rlock *l, int *rc) {
+    if (l->ops->whole != NULL) {
+        return l->ops->whole->unlock_direct(l, rc);
+    }
+    rlock__direct_step st = {.lock = l, .thread_id = rlock_thread_id()};
+    rlock_future *f = rlock__direct_unlock_begin(&st);
+    if (f == NULL && st.written) {
+        rlock__direct_unlock_end(&st);
+    }
+    if (st.err != RLOCK_OK) {
+        rlock__set_error_message("%s", st.msg);
+    }
+    *rc = st.err;
+    return f;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "common.h"
+#include "kind.h"
 #include "object.h"
 #include "rlock/future.h"
 
@@ -40,5 +41,38 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
 
 /* The same for an unlock by the calling thread. */
 rlock_future *rlock__unlock_direct(rlock *l, int *rc);
+
+/* The direct path in halves, for a thread that has several locks' calls
+ * out at once (the multi lock's blocking calls): begin writes the command
+ * on a connection of the pool, end waits for its answer and does with it
+ * what the forms above do. The caller fills lock, thread_id, lease_ms
+ * (acquire: <= 0 the watchdog) and token. */
+typedef struct rlock__direct_step {
+    rlock *lock;
+    uint64_t thread_id;
+    int64_t lease_ms;
+    bool token;
+    /* The halves'. */
+    struct rlock__direct_conn *dc;
+    struct rlock__cmd *cmd;
+    struct unlock_op *unlock;
+    int64_t sent_ms;
+    bool written; /* the command reached the connection whole: end must follow */
+    bool taken;   /* acquire: the lock was had (res has the token) */
+    rlock__acquire_res res;
+    int err;       /* with msg: what went wrong */
+    char msg[384]; /* room for the not-held message */
+} rlock__direct_step;
+
+/* One try (wait_ms as rlock__acquire_req's) whose connect takes at most
+ * max_connect_ms (<= 0: the configured bound). false: nothing was
+ * written (err says why). */
+bool rlock__direct_acquire_begin(rlock__direct_step *st, int64_t wait_ms, int64_t max_connect_ms);
+void rlock__direct_acquire_end(rlock__direct_step *st);
+
+/* NULL with st->written: end must follow; NULL without: failed (err);
+ * else the future of the loop's unlock, which took over. */
+rlock_future *rlock__direct_unlock_begin(rlock__direct_step *st);
+void rlock__direct_unlock_end(rlock__direct_step *st);
 
 #endif

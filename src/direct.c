@@ -245,14 +245,9 @@ static bool write_command(rlock__direct_conn *dc, int argc, const char **argv,
     return true;
 }
 
-/* Writes one command and reads its answer. */
-static int exchange(rlock__direct_conn *dc, int argc, const char **argv, const size_t *argvlen,
-                    bool *written, redisReply **reply, char *msg, size_t msglen) {
-    if (!write_command(dc, argc, argv, argvlen)) {
-        snprintf(msg, msglen, "%.200s", dc->ctx->errstr);
-        return RLOCK_ERR_CONNECTION;
-    }
-    *written = true;
+/* Reads the answer to the last command written (after those of
+ * rlock__direct_send). */
+static int read_answer(rlock__direct_conn *dc, redisReply **reply, char *msg, size_t msglen) {
     void *r = NULL;
     if (!drop_unread(dc) || redisGetReply(dc->ctx, &r) != REDIS_OK) {
         dc->failed = true;
@@ -266,17 +261,29 @@ static int exchange(rlock__direct_conn *dc, int argc, const char **argv, const s
     return RLOCK_OK;
 }
 
-int rlock__direct_run(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply,
-                      bool *written, char *msg, size_t msglen) {
+bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *msg, size_t msglen) {
+    int argc;
+    const char *const *argv;
+    const size_t *argvlen;
+    const rlock__script *script;
+    rlock__cmd_view(cmd, &argc, &argv, &argvlen, &script);
+    if (!write_command(dc, argc, (const char **)argv, argvlen)) {
+        snprintf(msg, msglen, "%.200s", dc->ctx->errstr);
+        return false;
+    }
+    return true;
+}
+
+int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply, char *msg,
+                       size_t msglen) {
     int argc;
     const char *const *cargv;
     const size_t *cargvlen;
     const rlock__script *script;
     rlock__cmd_view(cmd, &argc, &cargv, &cargvlen, &script);
     *reply = NULL;
-    *written = false;
     redisReply *rep = NULL;
-    int rc = exchange(dc, argc, (const char **)cargv, cargvlen, written, &rep, msg, msglen);
+    int rc = read_answer(dc, &rep, msg, msglen);
     if (rc == RLOCK_OK && script != NULL && rep->type == REDIS_REPLY_ERROR &&
         strncmp(rep->str, "NOSCRIPT", 8) == 0) {
         /* The server lost the script (a restart, SCRIPT FLUSH): nothing
@@ -291,7 +298,12 @@ int rlock__direct_run(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply 
         evallen[0] = 4;
         eval[1] = script->body;
         evallen[1] = script->len;
-        rc = exchange(dc, argc, eval, evallen, written, &rep, msg, msglen);
+        if (write_command(dc, argc, eval, evallen)) {
+            rc = read_answer(dc, &rep, msg, msglen);
+        } else {
+            snprintf(msg, msglen, "%.200s", dc->ctx->errstr);
+            rc = RLOCK_ERR_CONNECTION;
+        }
     }
     if (rc == RLOCK_OK && rep->type == REDIS_REPLY_ERROR) {
         snprintf(msg, msglen, "%.200s", rep->str);
@@ -300,6 +312,13 @@ int rlock__direct_run(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply 
     }
     *reply = rep;
     return rc;
+}
+
+int rlock__direct_run(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply,
+                      bool *written, char *msg, size_t msglen) {
+    *reply = NULL;
+    *written = rlock__direct_write(dc, cmd, msg, msglen);
+    return *written ? rlock__direct_read(dc, cmd, reply, msg, msglen) : RLOCK_ERR_CONNECTION;
 }
 
 void rlock__direct_send(rlock__direct_conn *dc, const rlock__cmd *cmd) {

@@ -48,6 +48,14 @@ void rlock__direct_retarget(rlock__direct *d, const char *host, int port);
 int rlock__direct_run(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply,
                       bool *written, char *msg, size_t msglen);
 
+/* rlock__direct_run in two halves, for a thread that has commands out on
+ * several connections at once: write returns whether cmd reached the
+ * connection whole (msg says why not); read then waits for its answer as
+ * rlock__direct_run does (NOSCRIPT included). */
+bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *msg, size_t msglen);
+int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply, char *msg,
+                       size_t msglen);
+
 /* Sends cmd without waiting for its answer (it is read and dropped before
  * the connection's next use): for clean-ups nobody waits for. */
 void rlock__direct_send(rlock__direct_conn *dc, const rlock__cmd *cmd);
