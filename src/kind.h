@@ -110,6 +110,13 @@ typedef struct rlock__whole_ops {
     rlock_future *(*unlock)(rlock *l, uint64_t thread_id);
     /* Every query but the token (a whole kind is never fenced). */
     rlock_future *(*query)(rlock *l, rlock__query q, uint64_t thread_id);
+    /* The blocking calls' forms for the calling thread (its thread id),
+     * as rlock__acquire_direct and rlock__unlock_direct: NULL when the
+     * call is over (*rc, and *value on success), else a future that goes
+     * on with it. Checked input. */
+    rlock_future *(*acquire_direct)(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
+                                    int *rc, int64_t *value);
+    rlock_future *(*unlock_direct)(rlock *l, int *rc);
 } rlock__whole_ops;
 
 /* ---- the hooks --------------------------------------------------------------- */

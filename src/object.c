@@ -139,7 +139,9 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
                                  locks == NULL ? "NULL, " : "", n);
         return NULL;
     }
-    const rlock__loop *app_loop = NULL; /* an application loop among the sub-locks' */
+    /* An application loop among the sub-locks' (each client has its own
+     * rlock__loop on it: compare the libev loops). */
+    const struct ev_loop *app_loop = NULL;
     for (size_t i = 0; i < n; i++) {
         const rlock *s = locks[i];
         if (s == NULL || !rlock__registry_has(s, RLOCK__KIND_LOCK)) {
@@ -155,13 +157,13 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
             return NULL;
         }
         if (!rlock__loop_owns_thread(s->client->loop)) {
-            app_loop = app_loop == NULL ? s->client->loop : app_loop;
+            app_loop = app_loop == NULL ? rlock__loop_ev(s->client->loop) : app_loop;
         }
     }
     /* One future per call, waited for on one loop: with an application loop
      * (run by the waiting thread itself), every sub-lock must be on it. */
     for (size_t i = 0; app_loop != NULL && i < n; i++) {
-        if (locks[i]->client->loop != app_loop) {
+        if (rlock__loop_ev(locks[i]->client->loop) != app_loop) {
             rlock__set_error_message("%s: a sub-lock's client runs on an application loop; then "
                                      "every sub-lock's client must run on that same loop",
                                      fn);

@@ -247,12 +247,15 @@ static void test_multi_cancel_undoes(void **state) {
     rlock *other = rt_lock(rt_client(&cfg), "cancel");
     assert_int_equal(rlock_lock(other, -1), RLOCK_OK);
     rlock_future *f = rlock_lock_async(multi, -1, 42);
+    /* The fast path takes 0 and 1 and lets them go; then the walk takes
+     * them again and waits on 2. */
+    rt_sleep_ms(100);
     int64_t deadline = rt_now_ms() + 3000;
     while ((exists(m, 0, "cancel") != 1 || exists(m, 1, "cancel") != 1) && rt_now_ms() < deadline) {
         rt_sleep_ms(10);
     }
+    assert_int_equal(exists(m, 0, "cancel"), 1);
     assert_int_equal(exists(m, 1, "cancel"), 1);
-    rt_sleep_ms(100);
     assert_false(rlock_future_is_done(f));
     assert_true(rlock_future_cancel(f));
     assert_int_equal(rlock_future_error(f), RLOCK_ERR_CANCELLED);
@@ -263,6 +266,64 @@ static void test_multi_cancel_undoes(void **state) {
     assert_int_equal(rlock_unlock(other), RLOCK_OK);
     rt_sleep_ms(200);
     expect_none(m, "cancel"); /* the cancelled sub try-lock took nothing later */
+    rlock_free(multi);
+}
+
+/* The fast path: the first try goes to every sub-lock at once, so with
+ * the first server stopped the other two are taken at once (Redisson's
+ * walk would not reach them until the first answers); once the first
+ * answers, the lock is had, all of it. */
+static void test_multi_fast_path_all_at_once(void **state) {
+    mfx *m = *state;
+    make_clients(m, 0, 8000);
+    rlock *multi = make_multi(m, "fast", false, false);
+    assert_int_equal(rt_redis_pause(&m->redis[0]), 0);
+    rlock_future *f = rlock_try_lock_async(multi, 5000, -1, 7);
+    int64_t deadline = rt_now_ms() + 3000;
+    while ((exists(m, 1, "fast") != 1 || exists(m, 2, "fast") != 1) && rt_now_ms() < deadline) {
+        rt_sleep_ms(10);
+    }
+    assert_int_equal(exists(m, 1, "fast"), 1);
+    assert_int_equal(exists(m, 2, "fast"), 1);
+    assert_false(rlock_future_is_done(f));
+    assert_int_equal(rt_redis_resume(&m->redis[0]), 0);
+    assert_int_equal(rlock_future_wait(f, 5000), RLOCK_OK);
+    assert_int_equal(rlock_future_error(f), RLOCK_OK);
+    assert_int_equal(rlock_future_value(f), 1);
+    rlock_future_release(f);
+    for (size_t i = 0; i < m->n; i++) {
+        assert_int_equal(exists(m, i, "fast"), 1);
+    }
+    f = rlock_unlock_async(multi, 7);
+    assert_int_equal(rlock_future_wait(f, 5000), RLOCK_OK);
+    assert_int_equal(rlock_future_error(f), RLOCK_OK);
+    rlock_future_release(f);
+    expect_none(m, "fast");
+    rlock_free(multi);
+}
+
+/* The fast path's first try fails on the last sub-lock: what it took is
+ * let go, and the walk takes them all once the holder's lease ends. */
+static void test_multi_fast_path_falls_back(void **state) {
+    mfx *m = *state;
+    make_clients(m, 0, 0);
+    rlock *multi = make_multi(m, "back", false, false);
+    rlock_config cfg = rt_config(m->redis[2].address);
+    rlock *other = rt_lock(rt_client(&cfg), "back");
+    bool got = false;
+    assert_int_equal(rlock_try_lock(other, 0, 800, &got), RLOCK_OK);
+    assert_true(got);
+    got = false;
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_try_lock(multi, 5000, -1, &got), RLOCK_OK);
+    int64_t took = rt_now_ms() - t0;
+    assert_true(got);
+    assert_true(took >= 600 && took < 4000); /* after the other's lease */
+    for (size_t i = 0; i < m->n; i++) {
+        assert_int_equal(exists(m, i, "back"), 1);
+    }
+    assert_int_equal(rlock_unlock(multi), RLOCK_OK);
+    expect_none(m, "back");
     rlock_free(multi);
 }
 
@@ -485,6 +546,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_multi_unlock_errors_stop_none, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_watchdog_renews_all, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_cancel_undoes, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_fast_path_all_at_once, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_fast_path_falls_back, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_threads_counter, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_processes_counter, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_red_lock_quorum, setup5, teardown),

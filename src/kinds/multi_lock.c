@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/random.h>
 
+#include "base_lock.h"
 #include "client.h"
 #include "future.h"
 #include "kinds.h"
@@ -33,6 +34,7 @@ static const rlock__kind_ops red_lock_ops;
 
 typedef enum phase {
     P_START,
+    P_FAST,    /* every sub-lock's first try is out at once */
     P_TRY,     /* one sub-lock's try-lock is out */
     P_RELEASE, /* unlocks of what was taken */
     P_EXPIRE   /* checkLeaseTimeAsync's PEXPIREs */
@@ -62,6 +64,7 @@ typedef struct multi_op {
     rlock_future *future;
     uint64_t thread_id;
     bool is_try;
+    bool fast; /* begin with the all-at-once first try */
     bool done;
     bool cancel_sent; /* the sub try-lock out was cancelled */
     phase ph;
@@ -331,6 +334,55 @@ static void on_tried(multi_op *op, bool cancelled) {
     check_remain_and_next(op);
 }
 
+/* The fast path (not Redisson's): uncontended, the walk below costs one
+ * round trip per sub-lock, one after another. So the first try sends a
+ * no-wait try-lock to every sub-lock at once; when all are taken the
+ * walk is skipped (and the lease given at once: Redisson takes each
+ * sub-lock for twice the wait only so that the first ones cannot expire
+ * while the walk waits on the last), and when any is not, what was taken is let go and the
+ * walk runs as Redisson's does, from the first sub-lock, within what is
+ * left of the wait. No try waits, so trying all at once cannot deadlock
+ * with another caller walking the same sub-locks in order. */
+static void succeed(multi_op *op);
+
+static void start_fast(multi_op *op) {
+    op->ph = P_FAST;
+    for (size_t i = 0; i < op->n; i++) {
+        issue(op, i,
+              rlock_try_lock_async(op->lock->subs[i], 0,
+                                   op->lease_ms > 0 ? op->lease_ms : RLOCK_LEASE_WATCHDOG,
+                                   op->thread_id));
+    }
+}
+
+static void on_fast(multi_op *op, bool cancelled) {
+    bool all = true;
+    for (size_t i = 0; i < op->n; i++) {
+        int64_t v = 0;
+        int err = take_result(op, i, &v, NULL, 0);
+        if (err == RLOCK_OK && v != 0) {
+            op->acquired[i] = true;
+            op->nacquired++;
+            continue;
+        }
+        all = false;
+        if (err != RLOCK_OK) {
+            /* As in the walk: an attempt that failed may still take the
+             * lock later; its unlock follows it on the connection. */
+            rlock_future_release(rlock_unlock_async(op->lock->subs[i], op->thread_id));
+        }
+    }
+    if (cancelled) {
+        start_release(op, A_CANCELLED);
+    } else if (all) {
+        succeed(op); /* taken with the lease itself: all in one round, so no 2 x wait */
+    } else if (op->nacquired > 0) {
+        start_release(op, A_RETRY); /* then the walk, as a retry starts it */
+    } else {
+        check_remain_and_next(op);
+    }
+}
+
 static void on_released(multi_op *op, bool cancelled) {
     int err = RLOCK_OK;
     char msg[sizeof(op->msg)] = "";
@@ -363,6 +415,19 @@ static void on_released(multi_op *op, bool cancelled) {
     }
 }
 
+/* Every sub-lock needed is held, with its lease. */
+static void succeed(multi_op *op) {
+    op->done = true;
+    if (!rlock__future_complete(op->future, RLOCK_OK, op->is_try ? 1 : 0, NULL)) {
+        op->done = false; /* cancelled meanwhile: let go of it all */
+        start_release(op, A_CANCELLED);
+        return;
+    }
+    rlock__future_on_cancel(op->future, NULL, NULL);
+    op_unref(op); /* the cancel hook's */
+    op_unref(op); /* the state machine's */
+}
+
 static void on_expired(multi_op *op, bool cancelled) {
     int err = RLOCK_OK;
     char msg[sizeof(op->msg)] = "";
@@ -384,15 +449,7 @@ static void on_expired(multi_op *op, bool cancelled) {
          * it was taken with. */
         complete(op, err, 0, msg);
     } else {
-        op->done = true;
-        if (!rlock__future_complete(op->future, RLOCK_OK, op->is_try ? 1 : 0, NULL)) {
-            op->done = false; /* cancelled meanwhile: let go of it all */
-            start_release(op, A_CANCELLED);
-            return;
-        }
-        rlock__future_on_cancel(op->future, NULL, NULL);
-        op_unref(op); /* the cancel hook's */
-        op_unref(op); /* the state machine's */
+        succeed(op);
     }
 }
 
@@ -407,9 +464,13 @@ static void step(multi_op *op) {
             return;
         }
         if (pending > 0) {
-            if (cancelled && op->ph == P_TRY && !op->cancel_sent) {
-                op->cancel_sent = true; /* its own cancel lets go of what it took */
-                rlock_future_cancel(op->futs[op->idx]);
+            if (cancelled && !op->cancel_sent && (op->ph == P_TRY || op->ph == P_FAST)) {
+                op->cancel_sent = true; /* their own cancel lets go of what they took */
+                for (size_t i = 0; i < op->n; i++) {
+                    if (op->futs[i] != NULL && (op->ph == P_FAST || i == op->idx)) {
+                        rlock_future_cancel(op->futs[i]);
+                    }
+                }
             }
             return;
         }
@@ -418,9 +479,15 @@ static void step(multi_op *op) {
             if (cancelled) {
                 op->done = true;
                 op_unref(op);
+            } else if (op->fast) {
+                op->cancel_sent = false;
+                start_fast(op);
             } else {
                 start_try(op);
             }
+            break;
+        case P_FAST:
+            on_fast(op, cancelled);
             break;
         case P_TRY:
             on_tried(op, cancelled);
@@ -477,8 +544,10 @@ static int64_t lock_wait_time(size_t n, int64_t lease_ms) {
                             : random_between(base, lease_ms);
 }
 
-static rlock_future *multi_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                                   bool is_try) {
+/* fast: begin with the all-at-once first try (the blocking calls made it
+ * on the calling thread already when false). */
+static rlock_future *start_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
+                                   bool is_try, bool fast) {
     size_t n = l->nsubs;
     multi_op *op = calloc(1, sizeof(*op) + n * (2 * sizeof(bool) + sizeof(rlock_future *)));
     rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
@@ -495,6 +564,9 @@ static rlock_future *multi_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, 
     op->lock = l;
     op->n = n;
     op->red = l->ops == &red_lock_ops;
+    /* RedLock keeps Redisson's walk: a quorum is taken, not all, and one
+     * stopped server must cost only its share of the wait. */
+    op->fast = fast && !op->red && n > 1;
     op->future = f;
     op->thread_id = thread_id;
     op->is_try = is_try;
@@ -506,6 +578,11 @@ static rlock_future *multi_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, 
     kick(op);
     op_unref(op);
     return f;
+}
+
+static rlock_future *multi_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
+                                   bool is_try) {
+    return start_acquire(l, wait_ms, lease_ms, thread_id, is_try, true);
 }
 
 /* ---- unlock and isHeldByThread: every sub-lock at once ------------------ */
@@ -595,10 +672,131 @@ static rlock_future *multi_query(rlock *l, rlock__query q, uint64_t thread_id) {
     return rlock__future_failed(NULL, RLOCK_ERR_UNSUPPORTED, rlock_last_error());
 }
 
+/* ---- the blocking calls: the fast path on the calling thread ------------ */
+
+/* Sub-locks the calling thread handles itself, at most (more: the loops'
+ * path). */
+#define DIRECT_MAX 16
+
+/* Every sub-lock's client has a blocking pool (rlock__direct_usable). */
+static bool all_direct(const rlock *l) {
+    for (size_t i = 0; i < l->nsubs; i++) {
+        if (!rlock__direct_usable(l->subs[i])) {
+            return false;
+        }
+    }
+    return l->nsubs <= DIRECT_MAX;
+}
+
+/* Unlocks the sub-locks marked in which, every command written before
+ * any answer is read; the first error in sub-lock order (msg says which
+ * sub-lock), as unlockInnerAsync's allOf. */
+static int unlock_direct_all(rlock *l, const bool *which, uint64_t thread_id, char *msg,
+                             size_t cap) {
+    size_t n = l->nsubs;
+    rlock__direct_step st[DIRECT_MAX];
+    rlock_future *loop_path[DIRECT_MAX] = {0};
+    for (size_t i = 0; i < n; i++) {
+        if (which[i]) {
+            st[i] = (rlock__direct_step){.lock = l->subs[i], .thread_id = thread_id};
+            loop_path[i] = rlock__direct_unlock_begin(&st[i]);
+        }
+    }
+    int err = RLOCK_OK;
+    for (size_t i = 0; i < n; i++) {
+        if (!which[i]) {
+            continue;
+        }
+        rlock_future *f = loop_path[i];
+        if (f == NULL && st[i].written) {
+            rlock__direct_unlock_end(&st[i]);
+        }
+        int e = f != NULL ? rlock_future_wait(f, -1) : st[i].err;
+        e = e == RLOCK_OK && f != NULL ? rlock_future_error(f) : e;
+        if (e != RLOCK_OK && err == RLOCK_OK) {
+            const char *m = f != NULL ? rlock_future_error_message(f) : st[i].msg;
+            err = e;
+            snprintf(msg, cap, "sub-lock %zu: %.200s", i, m[0] != '\0' ? m : rlock_strerror(e));
+        }
+        rlock_future_release(f);
+    }
+    return err;
+}
+
+/* The fast path of start_fast on the calling thread, with no hand-off to
+ * the clients' I/O threads: every sub-lock's no-wait try is written on a
+ * connection of its client's blocking pool, then every answer is read.
+ * All taken: done, with the lease (if any) given at once, as all were
+ * taken in one round. Else what was taken is let go the same way and the
+ * loops' walk goes on with what is left of the wait. */
+static rlock_future *multi_acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
+                                          int *rc, int64_t *value) {
+    uint64_t thread_id = rlock_thread_id();
+    size_t n = l->nsubs;
+    if (l->ops == &red_lock_ops || n < 2 || !all_direct(l)) {
+        return start_acquire(l, wait_ms, lease_ms, thread_id, is_try, true);
+    }
+    int64_t started_ms = rlock__now_ms();
+    rlock__direct_step st[DIRECT_MAX];
+    bool begun[DIRECT_MAX], taken[DIRECT_MAX], all = true;
+    for (size_t i = 0; i < n; i++) {
+        st[i] = (rlock__direct_step){
+            .lock = l->subs[i], .thread_id = thread_id, .lease_ms = lease_ms > 0 ? lease_ms : -1};
+        begun[i] = rlock__direct_acquire_begin(&st[i], 0, 0);
+    }
+    for (size_t i = 0; i < n; i++) {
+        taken[i] = false;
+        if (begun[i]) {
+            rlock__direct_acquire_end(&st[i]);
+            taken[i] = st[i].taken;
+            if (st[i].err != RLOCK_OK) {
+                /* As the walk: it may still take the lock; the unlock follows it. */
+                rlock_future_release(rlock_unlock_async(l->subs[i], thread_id));
+            }
+        }
+        all = all && taken[i];
+    }
+    *rc = RLOCK_OK;
+    if (all) {
+        *value = is_try ? 1 : 0;
+        return NULL;
+    }
+    char msg[256];
+    *rc = unlock_direct_all(l, taken, thread_id, msg, sizeof(msg));
+    if (*rc != RLOCK_OK) {
+        rlock__set_error_message("a sub-lock's unlock: %s", msg);
+        return NULL;
+    }
+    if (is_try && wait_ms > 0) {
+        wait_ms -= rlock__now_ms() - started_ms;
+        if (wait_ms <= 0) {
+            *value = 0;
+            return NULL;
+        }
+    }
+    return start_acquire(l, wait_ms, lease_ms, thread_id, is_try, false);
+}
+
+static rlock_future *multi_unlock_direct(rlock *l, int *rc) {
+    if (!all_direct(l)) {
+        return multi_unlock(l, rlock_thread_id());
+    }
+    bool all[DIRECT_MAX];
+    memset(all, 1, sizeof(all));
+    char msg[256];
+    *rc = unlock_direct_all(l, all, rlock_thread_id(), msg, sizeof(msg));
+    if (*rc != RLOCK_OK) {
+        rlock__set_error_message("%s", msg);
+    }
+    return NULL;
+}
+
 static const rlock__whole_ops multi_whole = {
     .acquire = multi_acquire,
     .unlock = multi_unlock,
     .query = multi_query,
+    .acquire_direct = multi_acquire_direct,
+    .unlock_direct = multi_unlock_direct,
 };
 
 static const rlock__kind_ops multi_lock_ops = {.name = "multi lock", .whole = &multi_whole};
