@@ -61,6 +61,8 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
         const char *v = argv[i + 1];
         if (strcmp(f, "--addr") == 0) {
             o->addr = v;
+        } else if (strcmp(f, "--more-addrs") == 0) {
+            o->more_addrs = v;
         } else if (strcmp(f, "--variant") == 0) {
             o->variant = v;
         } else if (strcmp(f, "--n") == 0) {
@@ -96,9 +98,10 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
     }
     if (strcmp(o->variant, "default") != 0 && strcmp(o->variant, "tuned") != 0 &&
         strcmp(o->variant, "fair") != 0 && strcmp(o->variant, "handoff") != 0 &&
-        strcmp(o->variant, "rw") != 0 && strcmp(o->variant, "lock") != 0) {
-        fprintf(stderr, "rlock_bench: --variant is default, tuned, fair, handoff (s1-s5), rw or "
-                        "lock (s6)\n");
+        strcmp(o->variant, "rw") != 0 && strcmp(o->variant, "lock") != 0 &&
+        strcmp(o->variant, "multi") != 0 && strcmp(o->variant, "multi-tuned") != 0) {
+        fprintf(stderr, "rlock_bench: --variant is default, tuned, fair, handoff (s1-s5), multi "
+                        "or multi-tuned (s1), rw or lock (s6)\n");
         exit(2);
     }
     if (o->n < 1 || o->k < 1 || o->iters < 0 || o->seconds <= 0 || o->periods < 1 ||
@@ -148,8 +151,13 @@ size_t bench_heap_bytes(void) {
 }
 
 rlock_client *bench_client(const bench_opts *o, struct ev_loop *loop, int64_t watchdog_ms) {
+    return bench_client_at(o, o->addr, loop, watchdog_ms);
+}
+
+rlock_client *bench_client_at(const bench_opts *o, const char *addr, struct ev_loop *loop,
+                              int64_t watchdog_ms) {
     char address[256];
-    snprintf(address, sizeof(address), "redis://%s", o->addr);
+    snprintf(address, sizeof(address), "redis://%s", addr);
     rlock_config cfg;
     rlock_config_init(&cfg);
     cfg.address = address;

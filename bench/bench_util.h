@@ -15,7 +15,8 @@ struct ev_loop;
 /* Every flag any scenario takes; each scenario reads the ones it needs. */
 typedef struct bench_opts {
     const char *scenario;
-    const char *addr; /* HOST:PORT */
+    const char *addr;       /* HOST:PORT */
+    const char *more_addrs; /* s1 multi: the other servers, HOST:PORT,HOST:PORT... */
     const char *variant;
     long n;              /* s1: pairs; s4: locks held; s5: waiters */
     long k;              /* s2: locks in flight */
@@ -56,6 +57,9 @@ size_t bench_heap_bytes(void);
 /* A client on o->addr: loop NULL runs its own I/O thread; watchdog_ms 0
  * keeps the default. Exits on failure. */
 rlock_client *bench_client(const bench_opts *o, struct ev_loop *loop, int64_t watchdog_ms);
+/* The same on addr (HOST:PORT). */
+rlock_client *bench_client_at(const bench_opts *o, const char *addr, struct ev_loop *loop,
+                              int64_t watchdog_ms);
 
 /* A plain hiredis connection to o->addr; exits on failure. */
 redisContext *bench_redis(const bench_opts *o);

@@ -1,9 +1,11 @@
 /* S1, uncontended latency: lock + unlock pairs, one after another, on one
  * lock name, with the blocking calls. default: the client runs its own I/O
- * thread, so each call hands its command to that thread and waits for the
- * answer (two thread switches per call). tuned: the client is on this
- * thread's libev loop, which the blocking call runs until the answer
- * comes (no thread switch). */
+ * thread and the blocking calls use its blocking pool (the calling thread
+ * does the I/O). tuned: the client is on this thread's libev loop, which
+ * the blocking call runs until the answer comes (no thread switch).
+ * multi and multi-tuned: a multi lock over one lock per server (--addr
+ * and --more-addrs), one client per server, each with its own I/O thread
+ * (multi) or all on this thread's loop (multi-tuned). */
 #include <ev.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,13 +35,50 @@ static double raw_rtt_p50(const bench_opts *o, const char *name, long n) {
     return p50;
 }
 
+#define MAX_SERVERS 8
+
+/* The multi variants' clients, past the first: one per --more-addrs entry. */
+static size_t more_clients(const bench_opts *o, struct ev_loop *loop, rlock_client **out,
+                           size_t cap) {
+    if (o->more_addrs == NULL || o->more_addrs[0] == '\0') {
+        bench_die("--variant %s needs --more-addrs HOST:PORT[,HOST:PORT...]", o->variant);
+    }
+    char buf[1024];
+    snprintf(buf, sizeof(buf), "%s", o->more_addrs);
+    size_t n = 0;
+    char *save = NULL;
+    for (char *a = strtok_r(buf, ",", &save); a != NULL; a = strtok_r(NULL, ",", &save)) {
+        if (n == cap) {
+            bench_die("--more-addrs: at most %zu servers", cap);
+        }
+        out[n++] = bench_client_at(o, a, loop, 0);
+    }
+    return n;
+}
+
 int bench_s1(const bench_opts *o) {
-    bool tuned = strcmp(o->variant, "tuned") == 0;
+    bool multi = strncmp(o->variant, "multi", 5) == 0;
+    bool tuned = strcmp(o->variant, "tuned") == 0 || strcmp(o->variant, "multi-tuned") == 0;
     struct ev_loop *loop = tuned ? ev_loop_new(EVFLAG_AUTO) : NULL;
     rlock_client *c = bench_client(o, loop, 0);
+    rlock_client *more[MAX_SERVERS - 1];
+    size_t nmore = multi ? more_clients(o, loop, more, MAX_SERVERS - 1) : 0;
     char name[128];
     bench_unique_name(name, sizeof(name), "s1");
     rlock *l = rlock_get_lock(c, name);
+    if (l != NULL && multi) {
+        rlock *subs[MAX_SERVERS] = {l};
+        for (size_t i = 0; i < nmore; i++) {
+            subs[i + 1] = rlock_get_lock(more[i], name);
+            if (subs[i + 1] == NULL) {
+                bench_die("rlock_get_lock: %s", rlock_last_error());
+            }
+        }
+        l = rlock_get_multi_lock(subs, nmore + 1);
+        for (size_t i = 0; i <= nmore; i++) {
+            rlock_free(subs[i]); /* the multi lock keeps its own references */
+        }
+    }
     if (l == NULL) {
         bench_die("rlock_get_lock: %s", rlock_last_error());
     }
@@ -66,6 +105,9 @@ int bench_s1(const bench_opts *o) {
     double raw = raw_rtt_p50(o, name, o->n / 2 > 200 ? o->n / 2 : 200);
     rlock_free(l);
     rlock_client_destroy(c);
+    for (size_t i = 0; i < nmore; i++) {
+        rlock_client_destroy(more[i]);
+    }
     if (loop != NULL) {
         ev_loop_destroy(loop);
     }
@@ -79,8 +121,10 @@ int bench_s1(const bench_opts *o) {
     bench_json_num("max_us", lat[o->n - 1]);
     bench_json_num("raw_rtt_p50_us", raw);
     bench_json_int("errors", errors);
-    /* Commands per pair: the acquire, the unlock and the unlock latch's DEL. */
+    /* Commands per pair on the first server: the acquire, the unlock and
+     * the unlock latch's DEL. */
     bench_json_num("commands_per_pair", (double)(x1.sent - x0.sent) / (double)o->n);
+    bench_json_int("servers", (long)nmore + 1);
     bench_json_str("mode", tuned ? "application loop, blocking calls run it"
                                  : "client I/O thread, blocking calls");
     bench_json_end();
