@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <ev.h>
 
 #include "fixture.h"
 #include "lock_util.h"
@@ -327,6 +328,41 @@ static void test_multi_fast_path_falls_back(void **state) {
     rlock_free(multi);
 }
 
+/* Sub-locks on three clients that all run on one application loop: the
+ * blocking calls run that loop until every sub-call is back. */
+static void test_multi_on_one_app_loop(void **state) {
+    mfx *m = *state;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    rlock_client *c[3];
+    rlock *subs[3];
+    for (size_t i = 0; i < 3; i++) {
+        rlock_config cfg = rt_config(m->redis[i].address);
+        cfg.loop = loop;
+        assert_int_equal(rlock_client_create(&cfg, &c[i]), RLOCK_OK);
+        subs[i] = rlock_get_lock(c[i], "loop");
+        assert_non_null(subs[i]);
+    }
+    rlock *multi = rlock_get_multi_lock(subs, 3);
+    assert_non_null(multi);
+    for (size_t i = 0; i < 3; i++) {
+        rlock_free(subs[i]);
+    }
+    bool got = false;
+    assert_int_equal(rlock_try_lock(multi, 1000, 5000, &got), RLOCK_OK);
+    assert_true(got);
+    for (size_t i = 0; i < m->n; i++) {
+        long long t = pttl(m, i, "loop");
+        assert_true(t > 4000 && t <= 5000);
+    }
+    assert_int_equal(rlock_unlock(multi), RLOCK_OK);
+    expect_none(m, "loop");
+    rlock_free(multi);
+    for (size_t i = 0; i < 3; i++) {
+        rlock_client_destroy(c[i]);
+    }
+    ev_loop_destroy(loop);
+}
+
 #define THREADS 4
 #define ROUNDS 25
 
@@ -548,6 +584,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_multi_cancel_undoes, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_fast_path_all_at_once, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_fast_path_falls_back, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_on_one_app_loop, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_threads_counter, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_processes_counter, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_red_lock_quorum, setup5, teardown),
