@@ -204,12 +204,19 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         (rc = rlock__pubsub_create(c->sub_conn, &c->log, c->id, &c->pubsub)) != RLOCK_OK ||
         (rc = rlock__renewal_create(c->loop, c->exec, &c->cfg, &c->log, c->id, &c->renewal)) !=
             RLOCK_OK ||
-        (cfg->loop == NULL && cfg->blocking_pool_size > 0 &&
+        (cfg->loop == NULL && cfg->blocking_pool_size > 0 && cfg->master_name == NULL &&
          (rc = rlock__direct_create(&c->cfg, cfg->blocking_pool_size, &c->direct)) != RLOCK_OK) ||
         (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
         rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
         free_failed(c);
         return rc;
+    }
+    if (c->cfg.master_name != NULL) {
+        /* Redisson syncs lock writes to the replicas outside single-server
+         * mode. The blocking pool is not made then: its connections would
+         * not send the WAIT. */
+        rlock__executor_sync_replicas(c->exec, c->cfg.slaves_sync_timeout_ms,
+                                      c->cfg.check_lock_synced_slaves != 0);
     }
     rlock__loop_run_sync(c->loop, start_connections, c);
     rlock__registry_add(&c->reg, c, RLOCK__KIND_CLIENT);

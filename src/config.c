@@ -33,6 +33,8 @@ void rlock_config_init(rlock_config *cfg) {
     cfg->scan_interval_ms = 1000;
     cfg->check_sentinels_list = 1;
     cfg->sentinels_discovery = 1;
+    cfg->check_lock_synced_slaves = 1;
+    cfg->slaves_sync_timeout_ms = 1000;
 }
 
 static int bad(const char *field, long long value, const char *why) {

@@ -28,9 +28,12 @@ struct rlock__cmd {
     const rlock__script *script; /* NULL: a plain command */
     bool use_eval;
     bool no_retry;
-    bool written;        /* some attempt reached the connection */
-    bool capped;         /* waiting for a connection ends at wait_end_ms + timeout_ms */
-    int64_t wait_end_ms; /* 0: none (rlock__cmd_give_up_at) */
+    bool written;         /* some attempt reached the connection */
+    bool capped;          /* waiting for a connection ends at wait_end_ms + timeout_ms */
+    int wait_replicas;    /* the WAIT out asks for this many */
+    sent *wait_in_flight; /* the WAIT behind the script (rlock__executor_sync_replicas) */
+    redisReply *held;     /* the script's answer, a copy, until WAIT's is back */
+    int64_t wait_end_ms;  /* 0: none (rlock__cmd_give_up_at) */
     char numkeys[12];
     int argc;
     const char **argv; /* [EVALSHA, sha, numkeys, ...] for scripts */
@@ -48,6 +51,12 @@ struct rlock__executor {
     rlock__list all;     /* every submitted, unfinished command */
     rlock__list waiting; /* waiting for a ready connection, in order */
     bool closed;
+    /* rlock__executor_sync_replicas */
+    bool sync;
+    bool sync_check;
+    int64_t sync_timeout_ms;
+    int replicas;          /* the master's connected replicas; -1: not known */
+    struct info_req *info; /* the INFO replication out, if any */
     rlock__executor_stats stats;
 };
 
@@ -152,15 +161,26 @@ void rlock__cmd_give_up_at(rlock__cmd *cmd, int64_t wait_end_ms) {
     cmd->wait_end_ms = wait_end_ms > 0 ? wait_end_ms : 1;
 }
 
+/* Lets go of the attempt out: its replies, if any come, are dropped. */
+static void detach(rlock__cmd *cmd) {
+    if (cmd->in_flight != NULL) {
+        cmd->in_flight->cmd = NULL;
+        cmd->in_flight = NULL;
+    }
+    if (cmd->wait_in_flight != NULL) {
+        cmd->wait_in_flight->cmd = NULL;
+        cmd->wait_in_flight = NULL;
+    }
+    freeReplyObject(cmd->held);
+    cmd->held = NULL;
+}
+
 /* The command is over: report it exactly once and free it. */
 static void finish(rlock__cmd *cmd, int err, const char *msg, const redisReply *reply) {
     ev_timer_stop(ev_of(cmd->x), &cmd->timer);
     rlock__list_remove(&cmd->all_node);
     rlock__list_remove(&cmd->wait_node);
-    if (cmd->in_flight != NULL) {
-        cmd->in_flight->cmd = NULL; /* its reply, if any, is dropped */
-        cmd->in_flight = NULL;
-    }
+    detach(cmd);
     rlock__cmd_cb cb = cmd->cb;
     void *arg = cmd->arg;
     rlock__cmd_free(cmd);
@@ -187,6 +207,151 @@ static void attempt_failed(rlock__cmd *cmd, int err, const char *why) {
     finish(cmd, err, msg, NULL);
 }
 
+/* ---- synced replicas (Redisson's syncedEval) ------------------------------ */
+
+typedef struct info_req {
+    rlock__executor *x; /* NULL once the executor is closed */
+} info_req;
+
+static void on_info(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)ac;
+    info_req *q = privdata;
+    rlock__executor *x = q->x;
+    free(q);
+    if (x == NULL) {
+        return;
+    }
+    x->info = NULL;
+    const redisReply *reply = r;
+    if (reply == NULL || reply->type != REDIS_REPLY_STRING) {
+        return; /* still not known: asked again with the next script */
+    }
+    const char *p = strstr(reply->str, "connected_slaves:");
+    x->replicas = p != NULL ? atoi(p + strlen("connected_slaves:")) : 0;
+}
+
+/* Asks the master how many replicas it has (INFO replication), unless
+ * that is out already. Its answer comes before any script's sent after. */
+static void request_info(rlock__executor *x) {
+    if (!x->sync || x->info != NULL || !rlock__conn_is_ready(x->conn)) {
+        return;
+    }
+    info_req *q = malloc(sizeof(*q));
+    if (q == NULL) {
+        return;
+    }
+    q->x = x;
+    const char *argv[2] = {"INFO", "replication"};
+    size_t argvlen[2] = {4, 11};
+    if (rlock__conn_send(x->conn, on_info, q, 2, argv, argvlen) != RLOCK_OK) {
+        free(q);
+        return;
+    }
+    x->info = q;
+}
+
+/* A deep copy that freeReplyObject frees: hiredis frees the original
+ * when the callback returns, and the script's answer must wait for
+ * WAIT's. */
+static redisReply *copy_reply(const redisReply *r) {
+    redisReply *c = calloc(1, sizeof(*c));
+    if (c == NULL) {
+        return NULL;
+    }
+    c->type = r->type;
+    c->integer = r->integer;
+    if (r->str != NULL) {
+        c->str = malloc(r->len + 1);
+        if (c->str == NULL) {
+            free(c);
+            return NULL;
+        }
+        memcpy(c->str, r->str, r->len);
+        c->str[r->len] = '\0';
+        c->len = r->len;
+    }
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0) {
+        c->element = calloc(r->elements, sizeof(*c->element));
+        if (c->element == NULL) {
+            freeReplyObject(c);
+            return NULL;
+        }
+        c->elements = r->elements;
+        for (size_t i = 0; i < r->elements; i++) {
+            if ((c->element[i] = copy_reply(r->element[i])) == NULL) {
+                freeReplyObject(c);
+                return NULL;
+            }
+        }
+    }
+    return c;
+}
+
+static void on_wait_reply(redisAsyncContext *ac, void *r, void *privdata) {
+    sent *w = privdata;
+    rlock__cmd *cmd = w->cmd;
+    free(w);
+    if (cmd == NULL) {
+        return;
+    }
+    cmd->wait_in_flight = NULL;
+    rlock__executor *x = cmd->x;
+    const redisReply *reply = r;
+    if (reply == NULL) {
+        char why[300];
+        snprintf(why, sizeof(why), "connection lost waiting for the replicas: %.200s",
+                 ac->errstr[0] != '\0' ? ac->errstr : "closed");
+        detach(cmd);
+        attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
+        return;
+    }
+    redisReply *held = cmd->held;
+    cmd->held = NULL;
+    if (reply->type != REDIS_REPLY_INTEGER) {
+        /* WAIT refused (an ACL, a proxy): the script's answer stands, as
+         * Redisson's when the server lacks WAIT. */
+        rlock__log(x->log, RLOCK_LOG_WARN, "WAIT failed (%.200s); lock writes are not synced",
+                   reply->type == REDIS_REPLY_ERROR ? reply->str : "not an integer");
+        x->sync = false;
+    } else if (reply->integer != cmd->wait_replicas) {
+        x->replicas = -1; /* replicas came or went: ask again */
+        request_info(x);
+    }
+    if (x->sync_check && reply->type == REDIS_REPLY_INTEGER && reply->integer == 0 &&
+        cmd->wait_replicas > 0) {
+        char msg[300];
+        snprintf(msg, sizeof(msg),
+                 "none of the master's %d replicas confirmed the write within "
+                 "slaves_sync_timeout_ms (%lld ms); raise it or set check_lock_synced_slaves = 0",
+                 cmd->wait_replicas, (long long)x->sync_timeout_ms);
+        freeReplyObject(held);
+        finish(cmd, RLOCK_ERR_REDIS, msg, NULL);
+        return;
+    }
+    finish(cmd, RLOCK_OK, NULL, held);
+    freeReplyObject(held);
+}
+
+/* Puts WAIT <replicas> <timeout> behind the script just written. */
+static void send_wait(rlock__cmd *cmd) {
+    rlock__executor *x = cmd->x;
+    sent *w = malloc(sizeof(*w));
+    if (w == NULL) {
+        return; /* not synced this time; the script's answer stands */
+    }
+    char n[12], t[24];
+    const char *argv[3] = {"WAIT", n, t};
+    size_t argvlen[3] = {4, (size_t)snprintf(n, sizeof(n), "%d", x->replicas),
+                         (size_t)snprintf(t, sizeof(t), "%lld", (long long)x->sync_timeout_ms)};
+    if (rlock__conn_send(x->conn, on_wait_reply, w, 3, argv, argvlen) != RLOCK_OK) {
+        free(w);
+        return;
+    }
+    w->cmd = cmd;
+    cmd->wait_in_flight = w;
+    cmd->wait_replicas = x->replicas;
+}
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     sent *s = privdata;
     rlock__cmd *cmd = s->cmd;
@@ -200,6 +365,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
         char why[300];
         snprintf(why, sizeof(why), "connection lost: %.200s",
                  ac->errstr[0] != '\0' ? ac->errstr : "closed");
+        detach(cmd);
         attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
         return;
     }
@@ -207,6 +373,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
         if (cmd->script != NULL && !cmd->use_eval && strncmp(reply->str, "NOSCRIPT", 8) == 0) {
             /* The server forgot the script (SCRIPT FLUSH, restart): send the
              * body; EVAL also caches it for the next EVALSHA. */
+            detach(cmd); /* the WAIT behind it is sent again with it */
             cmd->use_eval = true;
             cmd->argv[0] = "EVAL";
             cmd->argvlen[0] = 4;
@@ -216,6 +383,19 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
             return;
         }
         finish(cmd, RLOCK_ERR_REDIS, reply->str, NULL);
+        return;
+    }
+    rlock__executor *x = cmd->x;
+    if (cmd->wait_in_flight == NULL && x->sync && cmd->script != NULL && x->replicas > 0) {
+        send_wait(cmd); /* the count was not known when the script went out */
+    }
+    if (cmd->wait_in_flight != NULL) {
+        cmd->held = copy_reply(reply);
+        if (cmd->held == NULL) {
+            finish(cmd, RLOCK_ERR_NOMEM, "out of memory keeping a script's answer", NULL);
+            return;
+        }
+        arm(cmd, x->sync_timeout_ms + x->cfg->timeout_ms); /* WAIT may take its timeout */
         return;
     }
     finish(cmd, RLOCK_OK, NULL, reply);
@@ -245,6 +425,13 @@ static void send_now(rlock__cmd *cmd) {
     }
     cmd->in_flight = s;
     cmd->state = CMD_SENT;
+    if (x->sync && cmd->script != NULL) {
+        if (x->replicas > 0) {
+            send_wait(cmd);
+        } else if (x->replicas < 0) {
+            request_info(x); /* its answer comes first: WAIT then follows the script's */
+        }
+    }
     arm(cmd, x->cfg->timeout_ms);
 }
 
@@ -290,8 +477,7 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     }
     case CMD_SENT:
         x->stats.timeouts++;
-        cmd->in_flight->cmd = NULL;
-        cmd->in_flight = NULL;
+        detach(cmd);
         snprintf(why, sizeof(why), "no reply within timeout_ms (%lld ms)",
                  (long long)x->cfg->timeout_ms);
         attempt_failed(cmd, RLOCK_ERR_TIMEOUT, why);
@@ -321,6 +507,7 @@ int rlock__executor_create(rlock__loop *loop, rlock__conn *conn, const rlock_con
     x->preload = preload;
     rlock__list_init(&x->all);
     rlock__list_init(&x->waiting);
+    x->replicas = -1;
     return RLOCK_OK;
 }
 
@@ -354,6 +541,8 @@ void rlock__executor_on_ready(rlock__executor *x) {
             x->stats.script_loads++;
         }
     }
+    x->replicas = -1; /* maybe a new master (failover) */
+    request_info(x);
     /* Detach first: a callback run from here may queue new commands. */
     rlock__list pending;
     rlock__list_take(&x->waiting, &pending);
@@ -378,8 +567,18 @@ void rlock__executor_on_down(rlock__executor *x, const char *why) {
     }
 }
 
+void rlock__executor_sync_replicas(rlock__executor *x, int64_t timeout_ms, bool check) {
+    x->sync = true;
+    x->sync_timeout_ms = timeout_ms;
+    x->sync_check = check;
+}
+
 void rlock__executor_close(rlock__executor *x) {
     x->closed = true;
+    if (x->info != NULL) {
+        x->info->x = NULL;
+        x->info = NULL;
+    }
     while (!rlock__list_empty(&x->all)) {
         rlock__cmd *cmd = RLOCK__CONTAINER_OF(x->all.next, rlock__cmd, all_node);
         finish(cmd, RLOCK_ERR_CLOSED, "the client was destroyed", NULL);

@@ -81,6 +81,15 @@ void rlock__cmd_give_up_at(rlock__cmd *cmd, int64_t wait_end_ms);
  * runs and cmd is freed. */
 int rlock__executor_submit(rlock__executor *x, rlock__cmd *cmd, rlock__cmd_cb cb, void *arg);
 
+/* Sentinel mode (Redisson's syncedEval outside single-server mode): every
+ * script goes out with WAIT <replicas> <timeout_ms> behind it, and its
+ * answer is reported once WAIT's is back. The count is the master's
+ * connected replicas, from INFO replication, asked when the connection
+ * becomes ready and again when WAIT answers another count (none: no
+ * WAIT). check: a script no replica confirmed, while some were connected,
+ * fails with RLOCK_ERR_REDIS (NoSyncedSlavesException). */
+void rlock__executor_sync_replicas(rlock__executor *x, int64_t timeout_ms, bool check);
+
 /* Fails every command with RLOCK_ERR_CLOSED; later submits are refused. */
 void rlock__executor_close(rlock__executor *x);
 void rlock__executor_destroy(rlock__executor *x);

@@ -157,13 +157,21 @@ int rlock__sentinel_validate(const rlock_config *cfg) {
                                  (long long)cfg->scan_interval_ms);
         return RLOCK_ERR_INVALID;
     }
-    if ((cfg->check_sentinels_list != 0 && cfg->check_sentinels_list != 1) ||
-        (cfg->sentinels_discovery != 0 && cfg->sentinels_discovery != 1)) {
-        return invalid("rlock_config.%s: must be 0 or 1%s",
-                       cfg->check_sentinels_list != 0 && cfg->check_sentinels_list != 1
-                           ? "check_sentinels_list"
-                           : "sentinels_discovery",
-                       "");
+    const char *flag =
+        cfg->check_sentinels_list != 0 && cfg->check_sentinels_list != 1 ? "check_sentinels_list"
+        : cfg->sentinels_discovery != 0 && cfg->sentinels_discovery != 1 ? "sentinels_discovery"
+        : cfg->check_lock_synced_slaves != 0 && cfg->check_lock_synced_slaves != 1
+            ? "check_lock_synced_slaves"
+            : NULL;
+    if (flag != NULL) {
+        return invalid("rlock_config.%s: must be 0 or 1%s", flag, "");
+    }
+    /* WAIT's timeout goes to Redis in ms; 0 would make WAIT block for ever. */
+    if (cfg->slaves_sync_timeout_ms <= 0 || cfg->slaves_sync_timeout_ms > RLOCK__MAX_SETTING_MS) {
+        rlock__set_error_message("rlock_config.slaves_sync_timeout_ms = %lld: must be a positive "
+                                 "number of milliseconds, at most 365 days",
+                                 (long long)cfg->slaves_sync_timeout_ms);
+        return RLOCK_ERR_INVALID;
     }
     return RLOCK_OK;
 }

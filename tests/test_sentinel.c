@@ -137,7 +137,7 @@ static void test_sentinel_lock_end_to_end(void **state) {
     assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
     assert_int_equal(exists_on(&e->servers[0], "sentinel-e2e"), 0);
 
-    /* blocking (the direct pool) */
+    /* blocking (through the I/O thread: no pool in Sentinel mode) */
     assert_int_equal(rlock_lock(l, -1), RLOCK_OK);
     assert_int_equal(exists_on(&e->servers[0], "sentinel-e2e"), 1);
     bool held = false;
@@ -465,6 +465,71 @@ static void test_sentinel_unknown_master(void **state) {
 
 /* ---- settings (no servers) -------------------------------------------------- */
 
+/* calls=N of cmdstat_wait in the master's INFO commandstats. */
+static long long wait_calls(rt_redis *r) {
+    redisReply *rep = rt_redis_command(r, "INFO commandstats");
+    long long n = -1;
+    if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
+        const char *p = strstr(rep->str, "cmdstat_wait:calls=");
+        n = p != NULL ? atoll(p + strlen("cmdstat_wait:calls=")) : 0;
+    }
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return n;
+}
+
+/* checkLockSyncedSlaves: every lock write goes out with WAIT, so the hold
+ * is on the replica when the call returns; with the replica stopped, the
+ * call fails after slaves_sync_timeout_ms (check on) or succeeds after it
+ * (check off). */
+static void test_sentinel_synced_replicas(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e);
+    cfg.slaves_sync_timeout_ms = 300;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_lock(c, "synced");
+    assert_non_null(l);
+    long long waits0 = wait_calls(&e->servers[0]);
+    assert_true(waits0 >= 0);
+
+    assert_int_equal(rlock_lock(l, -1), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[1], "synced"), 1); /* no waiting: WAIT did */
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[1], "synced"), 0);
+    assert_true(wait_calls(&e->servers[0]) >= waits0 + 2);
+
+    /* The replica stopped: no confirmation within 300 ms. */
+    assert_int_equal(rt_redis_pause(&e->servers[1]), 0);
+    int64_t t0 = rt_now_ms();
+    int rc = rlock_lock(l, -1);
+    int64_t took = rt_now_ms() - t0;
+    assert_int_equal(rc, RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_last_error(), "replicas"));
+    assert_true(took >= 290 && took < 5000);
+    assert_int_equal(exists_on(&e->servers[0], "synced"), 1); /* the script did run */
+    bool was = false;
+    assert_int_equal(rlock_force_unlock(l, &was), RLOCK_ERR_REDIS); /* not synced either */
+    assert_int_equal(exists_on(&e->servers[0], "synced"), 0);
+
+    rlock_config off = cfg;
+    off.check_lock_synced_slaves = 0;
+    rlock_client *c2 = NULL;
+    assert_int_equal(rlock_client_create(&off, &c2), RLOCK_OK);
+    rlock *l2 = rlock_get_lock(c2, "synced");
+    t0 = rt_now_ms();
+    assert_int_equal(rlock_lock(l2, 10000), RLOCK_OK);
+    took = rt_now_ms() - t0;
+    assert_true(took >= 290 && took < 5000);
+    assert_int_equal(rlock_unlock(l2), RLOCK_OK);
+    assert_int_equal(rt_redis_resume(&e->servers[1]), 0);
+    rlock_free(l2);
+    rlock_client_destroy(c2);
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
 static void test_sentinel_settings_checked(void **state) {
     (void)state;
     rlock_config cfg;
@@ -473,6 +538,8 @@ static void test_sentinel_settings_checked(void **state) {
     assert_int_equal(cfg.scan_interval_ms, 1000);
     assert_int_equal(cfg.check_sentinels_list, 1);
     assert_int_equal(cfg.sentinels_discovery, 1);
+    assert_int_equal(cfg.check_lock_synced_slaves, 1);
+    assert_int_equal(cfg.slaves_sync_timeout_ms, 1000);
     assert_int_equal(rlock_config_validate(&cfg), RLOCK_OK);
 
     cfg.master_name = "mymaster";
@@ -499,6 +566,14 @@ static void test_sentinel_settings_checked(void **state) {
     cfg.check_sentinels_list = 2;
     assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
     cfg.check_sentinels_list = 1;
+    cfg.check_lock_synced_slaves = -1;
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "check_lock_synced_slaves"));
+    cfg.check_lock_synced_slaves = 0;
+    cfg.slaves_sync_timeout_ms = 0;
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "slaves_sync_timeout_ms"));
+    cfg.slaves_sync_timeout_ms = 1000;
     cfg.sentinel_username = "u";
     assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
     cfg.sentinel_password = "p";
@@ -517,6 +592,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sentinel_settings_checked),
         cmocka_unit_test_setup_teardown(test_sentinel_lock_end_to_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_synced_replicas, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_failover_with_holder_and_waiters, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_failover_after_sentinel_loss, setup,

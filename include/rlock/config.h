@@ -163,6 +163,21 @@ typedef struct rlock_config {
      * at start and at every scan, so sentinels added later are used when
      * those given are down. 1 (default) or 0. */
     int sentinels_discovery;
+
+    /** checkLockSyncedSlaves (Redisson's Config): in Sentinel mode every
+     * lock script (acquire, unlock, renewal, force unlock) goes out with
+     * WAIT for the master's connected replicas, at most
+     * slaves_sync_timeout_ms, as Redisson's syncedEval does. With 1
+     * (default), a call whose write no replica confirmed, while replicas
+     * were connected, fails with RLOCK_ERR_REDIS (Redisson's
+     * NoSyncedSlavesException); the script did run on the master. With 0
+     * the WAIT is still sent and its answer only noted. Ignored in
+     * single-server mode, as in Redisson. See docs/topology.md. */
+    int check_lock_synced_slaves;
+
+    /** slavesSyncTimeout: WAIT's timeout in ms (Redisson's Config).
+     * Default 1000. */
+    int64_t slaves_sync_timeout_ms;
     /** @} */
 } rlock_config;
 
