@@ -176,16 +176,20 @@ rlock_client *bench_client_at(const bench_opts *o, const char *addr, struct ev_l
 }
 
 redisContext *bench_redis(const bench_opts *o) {
+    return bench_redis_at(o->addr);
+}
+
+redisContext *bench_redis_at(const char *addr) {
     char host[200];
-    const char *colon = strrchr(o->addr, ':');
-    if (colon == NULL || (size_t)(colon - o->addr) >= sizeof(host)) {
-        bench_die("--addr is HOST:PORT, got \"%s\"", o->addr);
+    const char *colon = strrchr(addr, ':');
+    if (colon == NULL || (size_t)(colon - addr) >= sizeof(host)) {
+        bench_die("an address is HOST:PORT, got \"%s\"", addr);
     }
-    memcpy(host, o->addr, (size_t)(colon - o->addr));
-    host[colon - o->addr] = '\0';
+    memcpy(host, addr, (size_t)(colon - addr));
+    host[colon - addr] = '\0';
     redisContext *r = redisConnect(host, atoi(colon + 1));
     if (r == NULL || r->err) {
-        bench_die("connect %s: %s", o->addr, r != NULL ? r->errstr : "out of memory");
+        bench_die("connect %s: %s", addr, r != NULL ? r->errstr : "out of memory");
     }
     return r;
 }

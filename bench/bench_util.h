@@ -63,6 +63,7 @@ rlock_client *bench_client_at(const bench_opts *o, const char *addr, struct ev_l
 
 /* A plain hiredis connection to o->addr; exits on failure. */
 redisContext *bench_redis(const bench_opts *o);
+redisContext *bench_redis_at(const char *addr); /* HOST:PORT */
 
 /* Runs a command (printf-style as redisCommand); exits on an error reply. */
 redisReply *bench_cmd(redisContext *r, const char *fmt, ...);

@@ -14,11 +14,19 @@
 #include "client.h"
 #include "rlock__scripts_all.h"
 
-/* The acquire script's round trip on a plain blocking hiredis connection,
+#define MAX_SERVERS 8
+
+/* The acquire script's round trip on plain blocking hiredis connections,
  * in this process and right after the pairs: the floor as it was at the
- * same moment, next to S0's (redis-benchmark's, measured earlier). */
-static double raw_rtt_p50(const bench_opts *o, const char *name, long n) {
-    redisContext *r = bench_redis(o);
+ * same moment, next to S0's (redis-benchmark's, measured earlier). With
+ * several servers (the multi variants) one round writes the script to
+ * every server, then reads every answer: the floor of a round that needs
+ * all of them. */
+static double raw_rtt_p50(const char *const *addrs, size_t nservers, const char *name, long n) {
+    redisContext *r[MAX_SERVERS];
+    for (size_t s = 0; s < nservers; s++) {
+        r[s] = bench_redis_at(addrs[s]);
+    }
     double *v = malloc((size_t)n * sizeof(*v));
     if (v == NULL) {
         bench_die("out of memory");
@@ -26,20 +34,32 @@ static double raw_rtt_p50(const bench_opts *o, const char *name, long n) {
     const char *sha = rlock__script_lock_acquire.sha1;
     for (long i = 0; i < n; i++) {
         int64_t t0 = bench_now_ns();
-        freeReplyObject(bench_cmd(r, "EVALSHA %s 1 %s:raw 30000 bench-raw:1", sha, name));
+        for (size_t s = 0; s < nservers; s++) {
+            redisAppendCommand(r[s], "EVALSHA %s 1 %s:raw 30000 bench-raw:1", sha, name);
+        }
+        for (size_t s = 0; s < nservers; s++) {
+            void *reply = NULL;
+            if (redisGetReply(r[s], &reply) != REDIS_OK) {
+                bench_die("redis: %s", r[s]->errstr);
+            }
+            freeReplyObject(reply);
+        }
         v[i] = (double)(bench_now_ns() - t0) / 1000.0;
     }
     double p50 = bench_percentile(v, (size_t)n, 50);
     free(v);
-    redisFree(r);
+    for (size_t s = 0; s < nservers; s++) {
+        redisFree(r[s]);
+    }
     return p50;
 }
 
 #define MAX_SERVERS 8
 
-/* The multi variants' clients, past the first: one per --more-addrs entry. */
+/* The multi variants' clients, past the first: one per --more-addrs entry
+ * (its address in addrs). */
 static size_t more_clients(const bench_opts *o, struct ev_loop *loop, rlock_client **out,
-                           size_t cap) {
+                           char (*addrs)[256], size_t cap) {
     if (o->more_addrs == NULL || o->more_addrs[0] == '\0') {
         bench_die("--variant %s needs --more-addrs HOST:PORT[,HOST:PORT...]", o->variant);
     }
@@ -51,6 +71,7 @@ static size_t more_clients(const bench_opts *o, struct ev_loop *loop, rlock_clie
         if (n == cap) {
             bench_die("--more-addrs: at most %zu servers", cap);
         }
+        snprintf(addrs[n], sizeof(addrs[n]), "%s", a);
         out[n++] = bench_client_at(o, a, loop, 0);
     }
     return n;
@@ -62,7 +83,8 @@ int bench_s1(const bench_opts *o) {
     struct ev_loop *loop = tuned ? ev_loop_new(EVFLAG_AUTO) : NULL;
     rlock_client *c = bench_client(o, loop, 0);
     rlock_client *more[MAX_SERVERS - 1];
-    size_t nmore = multi ? more_clients(o, loop, more, MAX_SERVERS - 1) : 0;
+    char more_addrs[MAX_SERVERS - 1][256];
+    size_t nmore = multi ? more_clients(o, loop, more, more_addrs, MAX_SERVERS - 1) : 0;
     char name[128];
     bench_unique_name(name, sizeof(name), "s1");
     rlock *l = rlock_get_lock(c, name);
@@ -102,7 +124,11 @@ int bench_s1(const bench_opts *o) {
         lat[i] = (double)(bench_now_ns() - t0) / 1000.0;
     }
     rlock__executor_stats x1 = rlock__client_stats(c);
-    double raw = raw_rtt_p50(o, name, o->n / 2 > 200 ? o->n / 2 : 200);
+    const char *addrs[MAX_SERVERS] = {o->addr};
+    for (size_t i = 0; i < nmore; i++) {
+        addrs[i + 1] = more_addrs[i];
+    }
+    double raw = raw_rtt_p50(addrs, nmore + 1, name, o->n / 2 > 200 ? o->n / 2 : 200);
     rlock_free(l);
     rlock_client_destroy(c);
     for (size_t i = 0; i < nmore; i++) {

@@ -993,6 +993,7 @@ void rlock__direct_acquire_end(rlock__direct_step *st) {
     rlock *l = st->lock;
     rlock_client *c = l->client;
     redisReply *reply = NULL;
+    rlock__direct_deadline(st->dc, st->deadline_ms);
     int err = rlock__direct_read(st->dc, st->cmd, &reply, st->msg, sizeof(st->msg));
     rlock__direct_give(c->direct, st->dc);
     rlock__cmd_free(st->cmd);
@@ -1101,6 +1102,7 @@ void rlock__direct_unlock_end(rlock__direct_step *st) {
     rlock *l = st->lock;
     unlock_op *op = st->unlock;
     redisReply *reply = NULL;
+    rlock__direct_deadline(st->dc, st->deadline_ms);
     int err = rlock__direct_read(st->dc, op->cmd, &reply, st->msg, sizeof(st->msg));
     const char *why = st->msg;
     char buf[NOT_HELD_MSG_MAX];

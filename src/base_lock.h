@@ -52,6 +52,7 @@ typedef struct rlock__direct_step {
     uint64_t thread_id;
     int64_t lease_ms;
     bool token;
+    int64_t deadline_ms; /* end waits for the answer until then (0: timeout_ms per read) */
     /* The halves'. */
     struct rlock__direct_conn *dc;
     struct rlock__cmd *cmd;

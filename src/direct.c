@@ -17,7 +17,8 @@ struct rlock__direct_conn {
     redisContext *ctx;
     int unread; /* answers of rlock__direct_send still to drop */
     bool failed;
-    uint64_t target; /* rlock__direct.target when it was made */
+    uint64_t target;     /* rlock__direct.target when it was made */
+    int64_t deadline_ms; /* rlock__direct_deadline; 0: the socket's timeout only */
 };
 
 struct rlock__direct {
@@ -193,6 +194,7 @@ rlock__direct_conn *rlock__direct_take(rlock__direct *d, int64_t max_connect_ms,
 }
 
 void rlock__direct_give(rlock__direct *d, rlock__direct_conn *dc) {
+    dc->deadline_ms = 0;
     if (dc->failed || dc->ctx->err) {
         conn_free(dc);
         return;
@@ -245,20 +247,58 @@ static bool write_command(rlock__direct_conn *dc, int argc, const char **argv,
     return true;
 }
 
+static int read_failed(rlock__direct_conn *dc, char *msg, size_t msglen) {
+    dc->failed = true;
+    int err = error_of(dc->ctx);
+    snprintf(msg, msglen, "%s",
+             err == RLOCK_ERR_TIMEOUT ? "timed out waiting for a response"
+                                      : "the connection was lost before the answer");
+    return err;
+}
+
+/* Whether the socket has bytes (or a close) to read by deadline_ms. */
+static bool readable_by(rlock__direct_conn *dc, int64_t deadline_ms) {
+    for (;;) {
+        int64_t left = deadline_ms - rlock__now_ms();
+        struct pollfd p = {.fd = dc->ctx->fd, .events = POLLIN};
+        int n = poll(&p, 1, left > 0 ? (int)left : 0);
+        if (n > 0 || (n < 0 && errno != EINTR)) {
+            return true; /* readable, or an error the read will report */
+        }
+        if (n == 0) {
+            return false;
+        }
+    }
+}
+
 /* Reads the answer to the last command written (after those of
  * rlock__direct_send). */
 static int read_answer(rlock__direct_conn *dc, redisReply **reply, char *msg, size_t msglen) {
     void *r = NULL;
-    if (!drop_unread(dc) || redisGetReply(dc->ctx, &r) != REDIS_OK) {
-        dc->failed = true;
-        int err = error_of(dc->ctx);
-        snprintf(msg, msglen, "%s",
-                 err == RLOCK_ERR_TIMEOUT ? "timed out waiting for a response"
-                                          : "the connection was lost before the answer");
-        return err;
+    if (!drop_unread(dc)) {
+        return read_failed(dc, msg, msglen);
+    }
+    /* With a deadline (several connections read in turn): an answer the
+     * reader has whole already, else wait for bytes no longer than it. */
+    if (dc->deadline_ms > 0) {
+        if (redisGetReplyFromReader(dc->ctx, &r) != REDIS_OK) {
+            return read_failed(dc, msg, msglen);
+        }
+        if (r == NULL && !readable_by(dc, dc->deadline_ms)) {
+            dc->failed = true;
+            snprintf(msg, msglen, "timed out waiting for a response");
+            return RLOCK_ERR_TIMEOUT;
+        }
+    }
+    if (r == NULL && redisGetReply(dc->ctx, &r) != REDIS_OK) {
+        return read_failed(dc, msg, msglen);
     }
     *reply = r;
     return RLOCK_OK;
+}
+
+void rlock__direct_deadline(rlock__direct_conn *dc, int64_t deadline_ms) {
+    dc->deadline_ms = deadline_ms;
 }
 
 bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *msg, size_t msglen) {

@@ -56,6 +56,13 @@ bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *ms
 int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply, char *msg,
                        size_t msglen);
 
+/* The next reads on dc wait for an answer until deadline_ms at most
+ * (rlock__now_ms() time; then RLOCK_ERR_TIMEOUT), rather than the
+ * socket's own timeout_ms per read: for a thread that reads several
+ * connections in turn, so that k stopped servers cost one timeout, not
+ * k. Until the connection is given back. */
+void rlock__direct_deadline(rlock__direct_conn *dc, int64_t deadline_ms);
+
 /* Sends cmd without waiting for its answer (it is read and dropped before
  * the connection's next use): for clean-ups nobody waits for. */
 void rlock__direct_send(rlock__direct_conn *dc, const rlock__cmd *cmd);

@@ -328,6 +328,30 @@ static void test_multi_fast_path_falls_back(void **state) {
     rlock_free(multi);
 }
 
+/* The blocking unlock writes to every server before it reads, and gives
+ * up on all answers one timeout after it began: two stopped servers cost
+ * one timeout_ms, not two. */
+static void test_multi_unlock_stopped_one_timeout(void **state) {
+    mfx *m = *state;
+    make_clients(m, 0, 2000);
+    rlock *multi = make_multi(m, "stopped", false, false);
+    assert_int_equal(rlock_lock(multi, -1), RLOCK_OK);
+    assert_int_equal(rt_redis_pause(&m->redis[1]), 0);
+    assert_int_equal(rt_redis_pause(&m->redis[2]), 0);
+    int64_t t0 = rt_now_ms();
+    int rc = rlock_unlock(multi);
+    int64_t took = rt_now_ms() - t0;
+    assert_int_equal(rc, RLOCK_ERR_TIMEOUT);
+    assert_true(took >= 1990 && took < 3500);
+    assert_int_equal(exists(m, 0, "stopped"), 0);
+    assert_int_equal(rt_redis_resume(&m->redis[1]), 0);
+    assert_int_equal(rt_redis_resume(&m->redis[2]), 0);
+    /* The unlocks were written: they run once the servers go on. */
+    assert_true(rt_redis_gone_within(&m->redis[1], NULL, "stopped", 3000));
+    assert_true(rt_redis_gone_within(&m->redis[2], NULL, "stopped", 3000));
+    rlock_free(multi);
+}
+
 /* Sub-locks on three clients that all run on one application loop: the
  * blocking calls run that loop until every sub-call is back. */
 static void test_multi_on_one_app_loop(void **state) {
@@ -585,6 +609,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_multi_fast_path_all_at_once, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_fast_path_falls_back, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_on_one_app_loop, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_unlock_stopped_one_timeout, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_threads_counter, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_processes_counter, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_red_lock_quorum, setup5, teardown),

@@ -688,6 +688,13 @@ static bool all_direct(const rlock *l) {
     return l->nsubs <= DIRECT_MAX;
 }
 
+/* When a sub-lock's answer is given up on: its client's timeout_ms after
+ * the round began, not after the answers read before it (a stopped
+ * server each would add its own timeout). */
+static int64_t deadline(const rlock *sub, int64_t began_ms) {
+    return began_ms + sub->client->cfg.timeout_ms;
+}
+
 /* Unlocks the sub-locks marked in which, every command written before
  * any answer is read; the first error in sub-lock order (msg says which
  * sub-lock), as unlockInnerAsync's allOf. */
@@ -696,9 +703,12 @@ static int unlock_direct_all(rlock *l, const bool *which, uint64_t thread_id, ch
     size_t n = l->nsubs;
     rlock__direct_step st[DIRECT_MAX];
     rlock_future *loop_path[DIRECT_MAX] = {0};
+    int64_t now = rlock__now_ms();
     for (size_t i = 0; i < n; i++) {
         if (which[i]) {
-            st[i] = (rlock__direct_step){.lock = l->subs[i], .thread_id = thread_id};
+            st[i] = (rlock__direct_step){.lock = l->subs[i],
+                                         .thread_id = thread_id,
+                                         .deadline_ms = deadline(l->subs[i], now)};
             loop_path[i] = rlock__direct_unlock_begin(&st[i]);
         }
     }
@@ -740,8 +750,10 @@ static rlock_future *multi_acquire_direct(rlock *l, int64_t wait_ms, int64_t lea
     rlock__direct_step st[DIRECT_MAX];
     bool begun[DIRECT_MAX], taken[DIRECT_MAX], all = true;
     for (size_t i = 0; i < n; i++) {
-        st[i] = (rlock__direct_step){
-            .lock = l->subs[i], .thread_id = thread_id, .lease_ms = lease_ms > 0 ? lease_ms : -1};
+        st[i] = (rlock__direct_step){.lock = l->subs[i],
+                                     .thread_id = thread_id,
+                                     .lease_ms = lease_ms > 0 ? lease_ms : -1,
+                                     .deadline_ms = deadline(l->subs[i], started_ms)};
         begun[i] = rlock__direct_acquire_begin(&st[i], 0, 0);
     }
     for (size_t i = 0; i < n; i++) {
