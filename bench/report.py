@@ -181,6 +181,13 @@ def targets(res):
             add("S1", "p50 of a multi lock over 3 servers (%s)" % multi,
                 "≤ 1.5 × the single lock's (%s)" % single,
                 "%s µs vs %s µs" % (fmt(m["p50_us"]), fmt(a["p50_us"])), r, r <= 1.5)
+            raw = m.get("raw_rtt_p50_us")
+            if raw:
+                r = ratio(m["p50_us"], 2 * raw)
+                add("S1", "p50 of a multi lock over 3 servers (%s), its own floor" % multi,
+                    "≤ 1.15 × 2 same-moment rounds to the 3 servers",
+                    "%s µs vs %s µs" % (fmt(m["p50_us"]), fmt(2 * raw)), r, r <= 1.15,
+                    "the physical limit of this placement: the three servers share one CPU")
     s1 = res.one("S1", impl="rlock", variant="default")
     peers = [x for x in res.ok("S1") if x["impl"] != "rlock" and x.get("p50_us")]
     if s1 and peers:

@@ -35,7 +35,15 @@ static double raw_rtt_p50(const char *const *addrs, size_t nservers, const char 
     for (long i = 0; i < n; i++) {
         int64_t t0 = bench_now_ns();
         for (size_t s = 0; s < nservers; s++) {
+            /* Appended commands are written by redisGetReply: write them
+             * all first, so the servers work at the same time. */
             redisAppendCommand(r[s], "EVALSHA %s 1 %s:raw 30000 bench-raw:1", sha, name);
+            int done = 0;
+            while (!done) {
+                if (redisBufferWrite(r[s], &done) != REDIS_OK) {
+                    bench_die("redis: %s", r[s]->errstr);
+                }
+            }
         }
         for (size_t s = 0; s < nservers; s++) {
             void *reply = NULL;
