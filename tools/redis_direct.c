@@ -155,3 +155,80 @@ fail:
     free(password);
     return NULL;
 }
+
+/* address with its host and port replaced (user, password and db kept). */
+static int with_host(const char *address, const char *host, const char *port, char *out,
+                     size_t outlen, char *err, size_t errlen) {
+    if (strncmp(address, "redis://", 8) != 0) {
+        snprintf(err, errlen,
+                 "with --master-name, --address gives the master's user, password and db: "
+                 "use redis://[[user]:password@]host[/db], not \"%s\"",
+                 address);
+        return -1;
+    }
+    const char *rest = address + 8;
+    const char *slash = strchr(rest, '/');
+    const char *end = slash != NULL ? slash : rest + strlen(rest);
+    const char *at = NULL;
+    for (const char *p = rest; p < end; p++) {
+        if (*p == '@') {
+            at = p;
+        }
+    }
+    int userinfo = at != NULL ? (int)(at - rest + 1) : 0;
+    bool v6 = strchr(host, ':') != NULL;
+    int n = snprintf(out, outlen, "redis://%.*s%s%s%s:%s%s", userinfo, rest, v6 ? "[" : "", host,
+                     v6 ? "]" : "", port, slash != NULL ? slash : "");
+    if (n < 0 || (size_t)n >= outlen) {
+        snprintf(err, errlen, "the master's address is too long");
+        return -1;
+    }
+    return 0;
+}
+
+int cli_sentinel_master(const char *sentinels, const char *master_name, const char *address,
+                        char *out, size_t outlen, char *err, size_t errlen) {
+    char *list = strdup(sentinels);
+    if (list == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(err, errlen, "no sentinel given");
+    int rc = -1;
+    char *save = NULL;
+    for (char *s = strtok_r(list, ",", &save); s != NULL && rc != 0;
+         s = strtok_r(NULL, ",", &save)) {
+        while (*s == ' ') {
+            s++;
+        }
+        for (char *e = s + strlen(s); e > s && e[-1] == ' '; e--) {
+            e[-1] = '\0';
+        }
+        char why[256];
+        redisContext *c = cli_direct_connect(s, 2000, why, sizeof why);
+        if (c == NULL) {
+            snprintf(err, errlen, "sentinel %s: %s", s, why);
+            continue;
+        }
+        redisReply *r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", master_name);
+        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+            r->element[0]->type == REDIS_REPLY_STRING &&
+            r->element[1]->type == REDIS_REPLY_STRING) {
+            rc = with_host(address, r->element[0]->str, r->element[1]->str, out, outlen, err,
+                           errlen);
+        } else {
+            snprintf(err, errlen, "sentinel %s does not know a master named \"%s\"%s%s", s,
+                     master_name, r != NULL && r->type == REDIS_REPLY_ERROR ? ": " : "",
+                     r != NULL && r->type == REDIS_REPLY_ERROR ? r->str : "");
+        }
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+        redisFree(c);
+        if (rc != 0 && strstr(err, "--address") != NULL) {
+            break; /* the address, not the sentinel, is wrong */
+        }
+    }
+    free(list);
+    return rc;
+}

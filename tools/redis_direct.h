@@ -14,4 +14,11 @@
  * err. The caller redisFree()s it. */
 redisContext *cli_direct_connect(const char *address, int timeout_ms, char *err, size_t errlen);
 
+/* Asks the sentinels (comma-separated, as rlock_config.sentinel_addresses)
+ * in turn where the master named master_name is, and writes address (a
+ * redis:// address: its user, password and db are kept) with the master's
+ * host and port into out. 0, or -1 with a reason in err. */
+int cli_sentinel_master(const char *sentinels, const char *master_name, const char *address,
+                        char *out, size_t outlen, char *err, size_t errlen);
+
 #endif

@@ -84,6 +84,13 @@ static const char usage_text[] =
     "  --address ADDR        redis://[[user]:password@]host[:port][/db] or\n"
     "                        unix:///path; default $RLOCK_ADDRESS, else\n"
     "                        " DEFAULT_ADDRESS "\n"
+    "  --master-name NAME    Redis Sentinel: the master the sentinels monitor\n"
+    "                        as NAME (default $RLOCK_MASTER_NAME); --address\n"
+    "                        then gives only its user, password and db\n"
+    "  --sentinels ADDRS     the sentinels, comma-separated redis:// addresses\n"
+    "                        (default $RLOCK_SENTINELS); one that answers is\n"
+    "                        enough\n"
+    "  --client-name NAME    CLIENT SETNAME for exec's connections\n"
     "\n"
     "Exit status:\n"
     "  exec     COMMAND's status, 128+N when signal N killed it;\n"
@@ -109,6 +116,10 @@ static const char *const kind_names[] = {"lock", "fair", "spin", "fenced", "read
 
 typedef struct options {
     const char *address;
+    const char *master_name; /* Sentinel mode, with sentinels */
+    const char *sentinels;
+    const char *client_name;
+    char master_address[512]; /* status, unlock, watch: the master the sentinels name */
     bool has_wait;
     int64_t wait_ms;
     int64_t lease_ms; /* RLOCK_LEASE_WATCHDOG by default */
@@ -150,6 +161,8 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
     if (o->address == NULL || *o->address == '\0') {
         o->address = DEFAULT_ADDRESS;
     }
+    o->master_name = getenv("RLOCK_MASTER_NAME");
+    o->sentinels = getenv("RLOCK_SENTINELS");
     o->lease_ms = RLOCK_LEASE_WATCHDOG;
     o->timeout_ms = -1;
     o->interval_ms = 100;
@@ -204,6 +217,12 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
             return -1;
         } else if (strcmp(opt, "--address") == 0) {
             o->address = value;
+        } else if (strcmp(opt, "--master-name") == 0) {
+            o->master_name = value;
+        } else if (strcmp(opt, "--sentinels") == 0) {
+            o->sentinels = value;
+        } else if (strcmp(opt, "--client-name") == 0) {
+            o->client_name = value;
         } else if (strcmp(opt, "--wait") == 0) {
             applies = is_exec;
             o->has_wait = true;
@@ -276,6 +295,24 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
         usage_error("rlock unlock deletes the lock whoever holds it: say so with --force%s", "");
         return EXIT_USAGE;
     }
+    if (o->master_name != NULL && *o->master_name == '\0') {
+        o->master_name = NULL;
+    }
+    if (o->master_name != NULL && (o->sentinels == NULL || *o->sentinels == '\0')) {
+        usage_error("--master-name needs --sentinels (or $RLOCK_SENTINELS)%s", "");
+        return EXIT_USAGE;
+    }
+    if (o->master_name != NULL && !is_exec) {
+        /* status, unlock and watch read the lock on plain connections:
+         * to the master the sentinels name now. */
+        char err[512];
+        if (cli_sentinel_master(o->sentinels, o->master_name, o->address, o->master_address,
+                                sizeof o->master_address, err, sizeof err) != 0) {
+            fprintf(stderr, "rlock: %s\n", err);
+            return strstr(err, "--address") != NULL ? EXIT_USAGE : EXIT_UNAVAILABLE;
+        }
+        o->address = o->master_address;
+    }
     return 0;
 }
 
@@ -285,6 +322,14 @@ static int make_client(const options *o, rlock_client **out) {
     rlock_config cfg;
     rlock_config_init(&cfg);
     cfg.address = o->address;
+    cfg.client_name = o->client_name;
+    if (o->master_name != NULL) {
+        cfg.master_name = o->master_name;
+        cfg.sentinel_addresses = o->sentinels;
+        /* A command that takes a lock now, not a service starting up:
+         * one sentinel that answers is enough. */
+        cfg.check_sentinels_list = 0;
+    }
     if (o->watchdog_ms > 0) {
         cfg.lock_watchdog_timeout_ms = o->watchdog_ms;
     }

@@ -166,6 +166,46 @@ fenced_token)
     out=$(RLOCK_TOKEN= "$RLOCK" exec cli:fenced -- sh -c 'echo "${RLOCK_TOKEN-unset}"')
     [ "$out" = unset ] || fail "a plain lock exported RLOCK_TOKEN=$out"
     ;;
+sentinel)
+    # One sentinel monitoring the private server as "clim": every command
+    # finds the lock through it, with --address giving only the db.
+    port=${RLOCK_ADDRESS##*:}
+    up=0
+    for _ in 1 2 3 4 5; do # a free port: one nothing answers on, that the sentinel then takes
+        sport=$((20000 + RANDOM % 30000))
+        redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
+        printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor clim 127.0.0.1 %s 1\n' \
+            "$sport" "$WORK" "$port" >"$WORK/sentinel.conf"
+        redis-server "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
+        for _ in $(seq 100); do
+            if redis-cli -p "$sport" SENTINEL get-master-addr-by-name clim 2>/dev/null |
+                grep -q .; then
+                up=1
+                break
+            fi
+            sleep 0.1
+        done
+        [ "$up" = 1 ] && break
+    done
+    [ "$up" = 1 ] || fail "the sentinel did not start: $(cat "$WORK/sentinel.log")"
+    export RLOCK_MASTER_NAME=clim RLOCK_SENTINELS="redis://127.0.0.1:$sport"
+    export RLOCK_ADDRESS=redis://ignored
+    "$RLOCK" exec --client-name cli-sentinel cli:sent -- sh -c \
+        "redis-cli -p $port CLIENT LIST | grep -c name=cli-sentinel >'$WORK/named'; sleep 3" &
+    holder=$!
+    wait_locked cli:sent
+    [ "$(redis-cli -p "$port" EXISTS cli:sent)" = 1 ] || fail "the lock is not on the master"
+    "$RLOCK" status cli:sent | grep -q '^cli:sent: locked$' || fail "status through the sentinel"
+    run wait "$holder"
+    [ "$rc" -eq 0 ] || fail "exec through the sentinel gave $rc"
+    [ "$(cat "$WORK/named")" -ge 1 ] || fail "no connection named cli-sentinel"
+    run "$RLOCK" status --sentinels redis://127.0.0.1:1 cli:sent
+    [ "$rc" -eq 69 ] || fail "an unreachable sentinel gave $rc, not 69"
+    run "$RLOCK" status --master-name nosuch cli:sent
+    [ "$rc" -eq 69 ] || fail "an unknown master gave $rc, not 69"
+    run env -u RLOCK_SENTINELS "$RLOCK" status cli:sent
+    [ "$rc" -eq 64 ] || fail "--master-name without sentinels gave $rc, not 64"
+    ;;
 usage)
     "$RLOCK" --help | grep -q '^Exit status:' || fail "--help has no exit statuses"
     run "$RLOCK" exec --bogus x -- true
