@@ -454,8 +454,10 @@ static void watch(rlock *l, uint64_t thread_id, int64_t sent_ms, rlock_lock_lost
                              .lock_arg = lost_arg,
                              .client_cb = c->cfg.on_lock_lost,
                              .client_arg = c->cfg.on_lock_lost_arg};
-    if (rlock__renewal_add(c->renewal, l->ops->renewal, l->name.s, l->name.len, thread_id,
-                           l->ops->field_suffix, sent_ms, &sink) != RLOCK_OK) {
+    const char *fields = NULL;
+    size_t fields_len = l->ops->renew_fields != NULL ? l->ops->renew_fields(l, &fields) : 0;
+    if (rlock__renewal_add(c->renewal, l->ops->renewal, l->name.s, l->name.len, fields, fields_len,
+                           thread_id, l->ops->field_suffix, sent_ms, &sink) != RLOCK_OK) {
         rlock__log(&c->log, RLOCK_LOG_ERROR,
                    "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
                    (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
@@ -866,11 +868,18 @@ static rlock_future *query(rlock *l, rlock__query kind, uint64_t thread_id) {
     if (l->ops->whole != NULL) {
         return l->ops->whole->query(l, kind, thread_id);
     }
+    if ((l->ops->unsupported & (1u << kind)) != 0) {
+        rlock__set_error_message("%s: a %s does not support it (nor does Redisson's)", fns[kind],
+                                 l->ops->name);
+        return rlock__future_failed(NULL, RLOCK_ERR_UNSUPPORTED, rlock_last_error());
+    }
     rlock__cmd *cmd = NULL;
     if (kind == RLOCK__Q_FORCE_UNLOCK) {
         cmd = l->ops->force_unlock(l);
     } else if (kind == RLOCK__Q_IS_LOCKED && l->ops->is_locked != NULL) {
         cmd = l->ops->is_locked(l);
+    } else if (kind == RLOCK__Q_HELD && l->ops->is_held != NULL) {
+        cmd = l->ops->is_held(l, thread_id);
     } else if (kind == RLOCK__Q_TOKEN) {
         const char *argv[2] = {"GET", l->extra[0].s};
         size_t argvlen[2] = {3, l->extra[0].len};
@@ -947,11 +956,14 @@ static int note_watchdog(rlock *l, uint64_t thread_id, int64_t sent_ms, bool add
     }
     rlock__lost_sink sink = {.client_cb = c->cfg.on_lock_lost,
                              .client_arg = c->cfg.on_lock_lost_arg};
+    const char *fields = NULL;
+    size_t fields_len = 0;
     if (add) {
         rlock__object_lost_cb(l, &sink.lock_cb, &sink.lock_arg);
+        fields_len = l->ops->renew_fields != NULL ? l->ops->renew_fields(l, &fields) : 0;
     }
-    return rlock__renewal_note(c->renewal, add, l->ops->renewal, l->name.s, l->name.len, thread_id,
-                               l->ops->field_suffix, sent_ms, &sink);
+    return rlock__renewal_note(c->renewal, add, l->ops->renewal, l->name.s, l->name.len, fields,
+                               fields_len, thread_id, l->ops->field_suffix, sent_ms, &sink);
 }
 
 bool rlock__direct_usable(const rlock *l) {

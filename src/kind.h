@@ -74,6 +74,11 @@ rlock__cmd *rlock__args_script(const rlock__args *a, const rlock__script *s);
 /* A plain command instead: the arguments, the first being its name (add
  * them with rlock__args_str/_lit, no keys). NULL when out of memory. */
 rlock__cmd *rlock__args_command(const rlock__args *a);
+/* A script call with any number of arguments (argv: numkeys keys, then
+ * the arguments; copied), for a kind whose calls outgrow rlock__args (the
+ * faster multi-lock's fields). NULL when out of memory. */
+rlock__cmd *rlock__script_call(const rlock__script *s, int numkeys, int argc,
+                               const char *const *argv, const size_t *lens);
 
 /* Which watchdog script renews a kind's holds. Redisson's
  * LockRenewalScheduler runs one task per script, each with its own table
@@ -81,6 +86,9 @@ rlock__cmd *rlock__args_command(const rlock__args *a);
 typedef enum rlock__renew_script {
     RLOCK__RENEW_LOCK, /* renewal.LockTask: lua/lock_renew.lua */
     RLOCK__RENEW_READ, /* renewal.ReadLockTask: lua/read_lock_renew.lua */
+    /* renewal.FastMultilockTask: lua/faster_multi_lock_renew.lua, one
+     * name per call, with the fields the kind's renew_fields gives */
+    RLOCK__RENEW_FAST_MULTI,
     RLOCK__RENEW_SCRIPTS
 } rlock__renew_script;
 
@@ -166,6 +174,16 @@ typedef struct rlock__kind_ops {
     /* Reads is_locked's reply into *locked: RLOCK_OK, or an error code
      * with *msg. NULL: the reply is the number. */
     int (*is_locked_reply)(const rlock__reply *r, bool *locked, const char **msg);
+    /* isHeldByThread, when it is not HEXISTS name field (the faster
+     * multi-lock's script); replies 1 or 0. */
+    rlock__cmd *(*is_held)(const rlock *l, uint64_t thread_id);
+    /* Queries Redisson's class throws UnsupportedOperationException for:
+     * bit (1u << rlock__query) set. */
+    unsigned unsupported;
+    /* What the watchdog's script needs besides the name and the owner
+     * (RLOCK__RENEW_FAST_MULTI: the fields, back to back): its bytes,
+     * copied by the watchdog. NULL: nothing. */
+    size_t (*renew_fields)(const rlock *l, const char **fields);
 
     /* The channel's prefix (getChannelName): NULL for
      * "redisson_lock__channel". */

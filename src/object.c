@@ -75,6 +75,12 @@ static const char latch_prefix[] = "redisson_unlock_latch";
 
 rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size_t len,
                          const rlock__kind_ops *ops, const char *const *extra, size_t nextra) {
+    return rlock__object_new_tail(c, fn, name, len, ops, extra, nextra, 0);
+}
+
+rlock *rlock__object_new_tail(rlock_client *c, const char *fn, const char *name, size_t len,
+                              const rlock__kind_ops *ops, const char *const *extra, size_t nextra,
+                              size_t tail) {
     if (c == NULL || name == NULL) {
         rlock__set_error_message("%s: %s is NULL", fn, c == NULL ? "client" : "name");
         return NULL;
@@ -103,6 +109,7 @@ rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size
     for (size_t i = 0; i < nextra; i++) {
         size += prefix_name_len(extra[i], name, len, "") + 1;
     }
+    size += tail;
     rlock *l = calloc(1, size);
     if (l == NULL) {
         rlock__set_error_message("out of memory");
@@ -245,4 +252,8 @@ void rlock__object_lost_cb(rlock *l, rlock_lock_lost_cb *cb, void **arg) {
     *cb = l->lost_cb;
     *arg = l->lost_arg;
     atomic_flag_clear_explicit(&l->lost_guard, memory_order_release);
+}
+
+char *rlock__object_tail(const rlock *l) {
+    return l->latch_prefix.s + l->latch_prefix.len + 1;
 }

@@ -80,6 +80,14 @@ rlock *rlock__object_new(rlock_client *c, const char *fn, const char *name, size
  * handles of one-lock kinds, whose clients are usable; with an
  * application loop, every one on the same loop. NULL with
  * rlock_last_error() set on failure. */
+/* The same with tail bytes after the names, zeroed, for the kind's own
+ * data (the faster multi-lock's fields); rlock__object_tail() finds them,
+ * for a kind without extra keys. */
+rlock *rlock__object_new_tail(rlock_client *c, const char *fn, const char *name, size_t len,
+                              const rlock__kind_ops *ops, const char *const *extra, size_t nextra,
+                              size_t tail);
+char *rlock__object_tail(const rlock *l);
+
 rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
                                const rlock__kind_ops *ops);
 

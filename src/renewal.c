@@ -9,6 +9,7 @@
 #include <string.h>
 #include <uthash.h>
 
+#include "highway_hash.h"
 #include "rlock/errors.h"
 #include "rlock__scripts_all.h"
 
@@ -32,6 +33,8 @@ typedef struct renew_entry {
      * renews them all in one go. */
     owner *owners;
     int n, cap;
+    const char *fields; /* RLOCK__RENEW_FAST_MULTI: after the name in name[] */
+    size_t fields_len;
     size_t len;
     char name[];
 } renew_entry;
@@ -73,8 +76,8 @@ typedef struct note {
     const char *suffix;
     int64_t taken_ms;
     rlock__lost_sink sink;
-    size_t len;
-    char name[];
+    size_t len, fields_len;
+    char name[]; /* then the fields */
 } note;
 
 /* Queued notes wake the loop when there are this many, so a busy thread
@@ -334,8 +337,11 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
      * before this answer is read, so it is not reported lost. */
     drain(r);
     r->in_flight--;
-    bool ok =
-        err == RLOCK_OK && reply->type == REDIS_REPLY_ARRAY && reply->elements == (size_t)ch->nkeys;
+    /* FastMultilockTask's script answers one number for its one name. */
+    bool ok = err == RLOCK_OK &&
+              (ch->script == RLOCK__RENEW_FAST_MULTI
+                   ? reply->type == REDIS_REPLY_INTEGER
+                   : reply->type == REDIS_REPLY_ARRAY && reply->elements == (size_t)ch->nkeys);
     if (err == RLOCK_OK && !ok) {
         err = RLOCK_ERR_REDIS;
         msg = "unexpected reply to the renew script";
@@ -354,7 +360,8 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
             continue; /* unlocked (and maybe taken again) meanwhile */
         }
         if (ok) {
-            const redisReply *v = reply->element[it->key];
+            const redisReply *v =
+                ch->script == RLOCK__RENEW_FAST_MULTI ? reply : reply->element[it->key];
             if (v->type == REDIS_REPLY_INTEGER && v->integer == 1) {
                 if (ch->sent_ms > o->renewed_ms) { /* a re-entry may have set a later one */
                     o->renewed_ms = ch->sent_ms;
@@ -400,8 +407,74 @@ static size_t read_key_prefix(const char *name, size_t len, char *out) {
  * LockTask:     KEYS names;           ARGV lease, each name's first owner's field.
  * ReadLockTask: KEYS name, prefix...; ARGV lease, then per name its owner
  *               count and their fields. */
+/* FastMultilockTask's call: one name (its chunk size is 1), its first
+ * owner, its fields; the script also takes the wall clock. */
+static void send_fast_multi(rlock__renewal *r, renew_entry **next, int64_t now) {
+    renew_entry *e = *next;
+    *next = e->hh.next;
+    size_t nfields = e->fields_len / RLOCK__HASH_B64_LEN;
+    int argc = 4 + (int)nfields;
+    chunk *ch = calloc(1, sizeof(*ch) + sizeof(chunk_item));
+    const char **argv = calloc((size_t)argc, sizeof(char *));
+    size_t *argvlen = calloc((size_t)argc, sizeof(size_t));
+    if (ch != NULL) {
+        ch->names = malloc(e->len + 1);
+    }
+    if (ch == NULL || ch->names == NULL || argv == NULL || argvlen == NULL) {
+        if (ch != NULL) {
+            free(ch->names);
+        }
+        free(ch);
+        free(argv);
+        free(argvlen);
+        return; /* out of memory: as send_chunk, skipped this round */
+    }
+    memcpy(ch->names, e->name, e->len);
+    ch->r = r;
+    ch->script = RLOCK__RENEW_FAST_MULTI;
+    ch->sent_ms = now;
+    ch->nkeys = 1;
+    const owner *o = &e->owners[0];
+    ch->items[ch->n++] =
+        (chunk_item){.thread_id = o->thread_id, .seq = o->seq, .key = 0, .off = 0, .len = e->len};
+    char lease[24], wall[24], field[RLOCK__FIELD_MAX];
+    argv[0] = ch->names;
+    argvlen[0] = e->len;
+    argvlen[1] =
+        (size_t)snprintf(lease, sizeof(lease), "%" PRId64, r->cfg->lock_watchdog_timeout_ms);
+    argv[1] = lease;
+    argvlen[2] = (size_t)snprintf(wall, sizeof(wall), "%" PRId64, rlock__wall_ms());
+    argv[2] = wall;
+    argvlen[3] = (size_t)snprintf(field, sizeof(field), "%s:%" PRIu64 "%s", r->client_id,
+                                  o->thread_id, o->suffix);
+    argv[3] = field;
+    for (size_t i = 0; i < nfields; i++) {
+        argv[4 + i] = e->fields + i * RLOCK__HASH_B64_LEN;
+        argvlen[4 + i] = RLOCK__HASH_B64_LEN;
+    }
+    rlock__cmd *cmd =
+        rlock__cmd_script(&rlock__script_faster_multi_lock_renew, 1, argc, argv, argvlen);
+    free(argv);
+    free(argvlen);
+    if (cmd != NULL) {
+        rlock__cmd_no_retry(cmd);
+        r->in_flight++;
+        r->stats.renew_evals++;
+        if (rlock__executor_submit(r->x, cmd, on_chunk_reply, ch) == RLOCK_OK) {
+            return;
+        }
+        r->in_flight--;
+    }
+    free(ch->names);
+    free(ch);
+}
+
 static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entry **next,
                        int64_t now) {
+    if (script == RLOCK__RENEW_FAST_MULTI) {
+        send_fast_multi(r, next, now);
+        return;
+    }
     bool read = script == RLOCK__RENEW_READ;
     int max = r->cfg->lock_watchdog_batch_size;
     size_t names_len = 0;
@@ -516,21 +589,26 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
 }
 
 static int add_now(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
-                   uint64_t thread_id, const char *suffix, int64_t taken_ms,
-                   const rlock__lost_sink *sink) {
+                   const char *fields, size_t fields_len, uint64_t thread_id, const char *suffix,
+                   int64_t taken_ms, const rlock__lost_sink *sink) {
     if (r->closed) {
         return RLOCK_ERR_CLOSED;
     }
     renew_entry *e = find(r, script, name, len);
     bool created = e == NULL;
     if (created) {
-        e = calloc(1, sizeof(*e) + len + 1);
+        e = calloc(1, sizeof(*e) + len + 1 + fields_len);
         if (e == NULL) {
             return RLOCK_ERR_NOMEM;
         }
         e->script = script;
         e->len = len;
         memcpy(e->name, name, len);
+        e->fields = e->name + len + 1;
+        e->fields_len = fields_len;
+        if (fields_len > 0) {
+            memcpy(e->name + len + 1, fields, fields_len);
+        }
     }
     owner *o = find_owner(e, thread_id);
     if (o == NULL) {
@@ -578,10 +656,10 @@ static void cancel_now(rlock__renewal *r, rlock__renew_script script, const char
 }
 
 int rlock__renewal_add(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
-                       uint64_t thread_id, const char *suffix, int64_t taken_ms,
-                       const rlock__lost_sink *sink) {
+                       const char *fields, size_t fields_len, uint64_t thread_id,
+                       const char *suffix, int64_t taken_ms, const rlock__lost_sink *sink) {
     drain(r); /* holds noted by other threads come first */
-    return add_now(r, script, name, len, thread_id, suffix, taken_ms, sink);
+    return add_now(r, script, name, len, fields, fields_len, thread_id, suffix, taken_ms, sink);
 }
 
 void rlock__renewal_cancel(rlock__renewal *r, rlock__renew_script script, const char *name,
@@ -600,8 +678,8 @@ static void drain(rlock__renewal *r) {
     while (n != NULL) {
         note *next = n->next;
         if (n->add) {
-            if (add_now(r, n->script, n->name, n->len, n->thread_id, n->suffix, n->taken_ms,
-                        &n->sink) == RLOCK_ERR_NOMEM) {
+            if (add_now(r, n->script, n->name, n->len, n->name + n->len, n->fields_len,
+                        n->thread_id, n->suffix, n->taken_ms, &n->sink) == RLOCK_ERR_NOMEM) {
                 rlock__log(r->log, RLOCK_LOG_ERROR,
                            "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
                            (int)(n->len > 200 ? 200 : n->len), n->name,
@@ -628,9 +706,9 @@ static void drain_task(void *arg) {
 }
 
 int rlock__renewal_note(rlock__renewal *r, bool add, rlock__renew_script script, const char *name,
-                        size_t len, uint64_t thread_id, const char *suffix, int64_t taken_ms,
-                        const rlock__lost_sink *sink) {
-    note *n = calloc(1, sizeof(*n) + len);
+                        size_t len, const char *fields, size_t fields_len, uint64_t thread_id,
+                        const char *suffix, int64_t taken_ms, const rlock__lost_sink *sink) {
+    note *n = calloc(1, sizeof(*n) + len + fields_len);
     if (n == NULL) {
         return RLOCK_ERR_NOMEM;
     }
@@ -644,6 +722,10 @@ int rlock__renewal_note(rlock__renewal *r, bool add, rlock__renew_script script,
     }
     n->len = len;
     memcpy(n->name, name, len);
+    n->fields_len = fields_len;
+    if (fields_len > 0) {
+        memcpy(n->name + len, fields, fields_len);
+    }
     pthread_mutex_lock(&r->notes_mu);
     if (r->notes_closed) {
         pthread_mutex_unlock(&r->notes_mu);

@@ -51,12 +51,16 @@ int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_con
 /* One more watchdog hold of name by thread_id, renewed by script
  * (scheduleExpirationRenewal). suffix: what the kind appends to the
  * owner's hash field "<clientId>:<threadId>" (the write lock's ":write";
- * NULL: nothing), a string that outlives the table. taken_ms: when the acquire that set the
- * lease was sent (monotonic). 0, or RLOCK_ERR_NOMEM (the lock is then not
- * renewed). */
+ * NULL: nothing), a string that outlives the table. fields: what
+ * RLOCK__RENEW_FAST_MULTI's script takes after the owner (the faster
+ * multi-lock's fields, RLOCK__HASH_B64_LEN bytes each, back to back),
+ * copied when the name enters the table (a later owner's are not used,
+ * as Redisson's FastMultilockEntry keeps the first). taken_ms: when the
+ * acquire that set the lease was sent (monotonic). 0, or RLOCK_ERR_NOMEM
+ * (the lock is then not renewed). */
 int rlock__renewal_add(rlock__renewal *r, rlock__renew_script script, const char *name, size_t len,
-                       uint64_t thread_id, const char *suffix, int64_t taken_ms,
-                       const rlock__lost_sink *sink);
+                       const char *fields, size_t fields_len, uint64_t thread_id,
+                       const char *suffix, int64_t taken_ms, const rlock__lost_sink *sink);
 
 /* One hold fewer in script's table (cancelExpirationRenewal(threadId)):
  * the owner's last hold stops its renewal. */
@@ -79,8 +83,8 @@ void rlock__renewal_destroy(rlock__renewal *r);
  * many notes are queued. sink may be NULL for a cancel. 0, or
  * RLOCK_ERR_NOMEM, or RLOCK_ERR_CLOSED after rlock__renewal_close. */
 int rlock__renewal_note(rlock__renewal *r, bool add, rlock__renew_script script, const char *name,
-                        size_t len, uint64_t thread_id, const char *suffix, int64_t taken_ms,
-                        const rlock__lost_sink *sink);
+                        size_t len, const char *fields, size_t fields_len, uint64_t thread_id,
+                        const char *suffix, int64_t taken_ms, const rlock__lost_sink *sink);
 
 rlock__renewal_stats rlock__renewal_get_stats(rlock__renewal *r);
 

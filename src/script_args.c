@@ -57,6 +57,11 @@ rlock__cmd *rlock__args_script(const rlock__args *a, const rlock__script *s) {
     return rlock__cmd_script(s, a->numkeys, a->argc, a->argv, a->len);
 }
 
+rlock__cmd *rlock__script_call(const rlock__script *s, int numkeys, int argc,
+                               const char *const *argv, const size_t *lens) {
+    return rlock__cmd_script(s, numkeys, argc, argv, lens);
+}
+
 rlock__cmd *rlock__args_command(const rlock__args *a) {
     if (a->overflow || a->numkeys != 0 || a->argc == 0) {
         return NULL;

@@ -288,6 +288,47 @@ RLOCK_API rlock *rlock_get_multi_lock(rlock *const *locks, size_t n);
  * @return the handle, or NULL as rlock_get_multi_lock(). */
 RLOCK_API rlock *rlock_get_red_lock(rlock *const *locks, size_t n);
 
+/** The faster multi-lock (Redisson's RedissonFasterMultiLock, which
+ * RedissonClient.getMultiLock(group, values) returns): the n values
+ * locked as one, all or none, in one hash named group on the client's
+ * server, by one script per call. Each value is a field of the hash,
+ * named by Redisson's 128-bit hash of the value's bytes
+ * (Hash.hash128toBase64), so a Redisson client whose codec encodes its
+ * values to the same bytes (StringCodec and String values) locks the same
+ * fields. A value given twice counts once. Every field has its own
+ * expiry (the holder's wall clock plus the lease, kept in the hash), and
+ * the watchdog renews them all (renewal.FastMultilockTask).
+ *
+ * It is a lock like the others (lock, try-lock, unlock, async forms,
+ * waiting on group's channel, the watchdog, lost-lock reports), with
+ * Redisson's differences: get_hold_count and remain_time_to_live give
+ * RLOCK_ERR_UNSUPPORTED; is_locked is 1 when any field is held by anyone;
+ * is_held_by_thread runs Redisson's script, which does not look at the
+ * first field it is given (docs/locks.md); force_unlock fails with
+ * RLOCK_ERR_REDIS when a field is not held (Redisson's script does), and
+ * says was_locked when it removed any field (Redisson: exactly one).
+ * @param c the client.
+ * @param group the hash's name (Redisson's group).
+ * @param values the values to lock, NUL-terminated.
+ * @param n how many, 1 to 4096.
+ * @return the handle, or NULL as rlock_get_lock() (also for NULL values
+ *         or a count out of range). */
+RLOCK_API rlock *rlock_get_faster_multi_lock(rlock_client *c, const char *group,
+                                             const char *const *values, size_t n);
+
+/** The same with a group of len bytes and values of the given lengths
+ * (binary; value_lens NULL: NUL-terminated).
+ * @param c the client.
+ * @param group the hash's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @param values the values.
+ * @param value_lens their lengths in bytes, or NULL.
+ * @param n how many, 1 to 4096.
+ * @return the handle, or NULL as rlock_get_faster_multi_lock(). */
+RLOCK_API rlock *rlock_get_faster_multi_lock_n(rlock_client *c, const char *group, size_t len,
+                                               const char *const *values, const size_t *value_lens,
+                                               size_t n);
+
 /** Frees the handle. Operations under way keep what they need and finish;
  * locks it holds stay held (and watchdog leases renewed while the client
  * lives). Free every handle, before or after rlock_client_destroy(). NULL
