@@ -38,6 +38,7 @@
 #include "rt_main.h"
 
 #include "fixture.h"
+#include "highway_hash.h"
 #include "kind_util.h"
 #include "lock_util.h"
 #include "peer_proc.h"
@@ -1067,6 +1068,62 @@ static void test_spin_excludes_both_ways(void **state) {
     kind_java_holds_c_waits(f, c, "compat:spin", "spin", "spin");
 }
 
+/* -- faster multi-lock -- */
+
+/* Redisson's getMultiLock(group, values) (StringCodec) and
+ * rlock_get_faster_multi_lock name the same fields: the field Redisson
+ * wrote is C's hash of the value, a holder on either side keeps the other
+ * out of any shared value, and an unlock on either side wakes the other's
+ * waiter. */
+static void test_faster_multi_excludes_both_ways(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    const char *both[2] = {"student:001", "student:002"};
+    const char *overlap[2] = {"student:002", "student:003"};
+    rlock *l = rlock_get_faster_multi_lock(c, "compat:fm", both, 2);
+    rlock *lo = rlock_get_faster_multi_lock(c, "compat:fm", overlap, 2);
+    assert_non_null(l);
+    assert_non_null(lo);
+    const char *jname = "compat:fm/student:001,student:002";
+
+    /* Redisson holds: its fields are ours. */
+    assert_true(java_bool("kind fmulti tryLock %s 0 %d", jname, LEASE_MS));
+    char theirs[256], h[RLOCK__HASH_B64_LEN + 1];
+    java_field("main", theirs, sizeof(theirs));
+    for (int i = 0; i < 2; i++) {
+        rlock__hash128_base64(both[i], strlen(both[i]), h);
+        redisReply *r = redisCommand(probe(f), "HGET compat:fm %s", h);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STRING);
+        assert_string_equal(r->str, theirs);
+        freeReplyObject(r);
+    }
+    try_lock_expect(lo, 0, LEASE_MS, false); /* student:002 is Redisson's */
+    bool b = false;
+    assert_int_equal(rlock_is_locked(lo, &b), RLOCK_OK);
+    assert_true(b);
+    c_wait_start(l);
+    rt_sleep_ms(QUIET_MS);
+    assert_false(rlock_future_is_done(g_future));
+    java_ok("kind fmulti unlock %s", jname);
+    c_wait_done();
+
+    /* C holds: Redisson stays out, then is woken by C's unlock. */
+    assert_false(java_bool("kind fmulti tryLock %s 0 %d", jname, LEASE_MS));
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "kind fmulti tryLock %s %d %d", jname, WAIT_MS, LEASE_MS);
+    java_async("w", cmd);
+    java_expect_waiting("w", QUIET_MS);
+    int64_t released_at = rt_now_ms();
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    java_expect_woken("w", released_at);
+    java_ok("on w kind fmulti unlock %s", jname);
+    assert_int_equal(rt_int_reply(redisCommand(probe(f), "EXISTS compat:fm")), 0);
+    rlock_free(l);
+    rlock_free(lo);
+}
+
 /* -- fenced lock -- */
 
 /* Tokens strictly increase across both sides: C and Redisson take the
@@ -1394,6 +1451,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_fair_serves_both_sides_in_arrival_order, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_spin_excludes_both_ways, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_faster_multi_excludes_both_ways, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fenced_tokens_increase_across_sides, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fenced_lock_and_get_token_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fenced_wakes_the_other_side, setup, teardown),

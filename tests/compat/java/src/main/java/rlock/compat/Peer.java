@@ -18,6 +18,7 @@ import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RedissonClient;
+import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
 
 /**
@@ -40,6 +41,9 @@ import org.redisson.config.Config;
  *   kind fenced  getFencedLock(name)
  *   kind read    getReadWriteLock(name).readLock()
  *   kind write   getReadWriteLock(name).writeLock()
+ *   kind fmulti  getMultiLock(group, values) (RedissonFasterMultiLock), the
+ *                name written "group/value,value,..."; the client's codec
+ *                is StringCodec, so each value is hashed as its UTF-8 bytes
  * e.g. "kind fair tryLock a 0 10000", "on w kind read unlock a".
  *   lock &lt;name&gt; &lt;leaseMs|-1&gt;               OK -        (-1: the watchdog)
  *   tryLock &lt;name&gt; &lt;waitMs&gt; &lt;leaseMs|-1&gt;   OK true|false
@@ -121,6 +125,9 @@ public final class Peer {
             case "connect": {
                 need(w, 2);
                 Config config = new Config();
+                // The faster multi-lock hashes its values as the codec
+                // encodes them; the locks themselves do not use the codec.
+                config.setCodec(StringCodec.INSTANCE);
                 config.useSingleServer()
                         .setAddress(w[1])
                         .setConnectionMinimumIdleSize(2)
@@ -223,9 +230,15 @@ public final class Peer {
                     lock = kind.equals("read") ? rw.readLock() : rw.writeLock();
                     break;
                 }
+                case "fmulti": {
+                    String[] gv = name.split("/", 2);
+                    lock = redisson.getMultiLock(gv[0],
+                            Arrays.asList((Object[]) gv[1].split(",")));
+                    break;
+                }
                 default:
                     throw new IllegalArgumentException("unknown kind " + kind
-                            + " (lock, fair, spin, fenced, read, write)");
+                            + " (lock, fair, spin, fenced, read, write, fmulti)");
             }
             locks.put(kind + " " + name, lock);
             return lock;
