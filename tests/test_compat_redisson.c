@@ -1068,6 +1068,75 @@ static void test_spin_excludes_both_ways(void **state) {
     kind_java_holds_c_waits(f, c, "compat:spin", "spin", "spin");
 }
 
+/* -- multi lock -- */
+
+/* Redisson's getMultiLock(getLock(a), getLock(b), getLock(c)) and
+ * rlock_get_multi_lock over the same names exclude each other: a holder on
+ * either side keeps the other's multi lock out (its try fails within the
+ * wait and leaves nothing of its own), one sub-lock held alone by the
+ * other side is enough, and an unlock lets the other side in. */
+static void test_multi_excludes_both_ways(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(30000, f);
+    java_start(f, 30000);
+    static const char *const names[3] = {"compat:ma", "compat:mb", "compat:mc"};
+    rlock *subs[3];
+    for (int i = 0; i < 3; i++) {
+        subs[i] = rlock_get_lock(c, names[i]);
+        assert_non_null(subs[i]);
+    }
+    rlock *multi = rlock_get_multi_lock(subs, 3);
+    assert_non_null(multi);
+    for (int i = 0; i < 3; i++) {
+        rlock_free(subs[i]);
+    }
+    const char *jname = "compat:ma,compat:mb,compat:mc";
+    char mine[256], theirs[256];
+    c_field(c, mine, sizeof(mine));
+    java_field("main", theirs, sizeof(theirs));
+
+    /* Redisson's multi lock holds all three. */
+    assert_true(java_bool("kind multi tryLock %s 0 %d", jname, LEASE_MS));
+    for (int i = 0; i < 3; i++) {
+        expect_owner(f, names[i], theirs, 1);
+    }
+    try_lock_expect(multi, 300, LEASE_MS, false);
+    for (int i = 0; i < 3; i++) {
+        expect_owner(f, names[i], theirs, 1); /* nothing of C's left */
+    }
+    java_ok("kind multi unlock %s", jname);
+    for (int i = 0; i < 3; i++) {
+        expect_unlocked(f, names[i]);
+    }
+
+    /* Redisson holds only the middle lock: C's multi lock cannot be had,
+     * and takes nothing; once it is released, C gets all three. */
+    assert_true(java_bool("kind lock tryLock compat:mb 0 %d", LEASE_MS));
+    try_lock_expect(multi, 300, LEASE_MS, false);
+    expect_unlocked(f, names[0]);
+    expect_unlocked(f, names[2]);
+    java_ok("kind lock unlock compat:mb");
+    try_lock_expect(multi, 0, LEASE_MS, true);
+    for (int i = 0; i < 3; i++) {
+        expect_owner(f, names[i], mine, 1);
+    }
+
+    /* C holds: Redisson's multi lock waits, and C's unlock lets it in. */
+    assert_false(java_bool("kind multi tryLock %s 0 %d", jname, LEASE_MS));
+    char cmd[256];
+    snprintf(cmd, sizeof(cmd), "kind multi tryLock %s %d %d", jname, WAIT_MS, LEASE_MS);
+    java_async("w", cmd);
+    java_expect_waiting("w", QUIET_MS);
+    int64_t released_at = rt_now_ms();
+    assert_int_equal(rlock_unlock(multi), RLOCK_OK);
+    java_expect_woken("w", released_at);
+    java_ok("on w kind multi unlock %s", jname);
+    for (int i = 0; i < 3; i++) {
+        expect_unlocked(f, names[i]);
+    }
+    rlock_free(multi);
+}
+
 /* -- faster multi-lock -- */
 
 /* Redisson's getMultiLock(group, values) (StringCodec) and
@@ -1451,6 +1520,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_fair_serves_both_sides_in_arrival_order, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_spin_excludes_both_ways, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_excludes_both_ways, setup, teardown),
         cmocka_unit_test_setup_teardown(test_faster_multi_excludes_both_ways, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fenced_tokens_increase_across_sides, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fenced_lock_and_get_token_lease, setup, teardown),

@@ -41,6 +41,8 @@ import org.redisson.config.Config;
  *   kind fenced  getFencedLock(name)
  *   kind read    getReadWriteLock(name).readLock()
  *   kind write   getReadWriteLock(name).writeLock()
+ *   kind multi   getMultiLock(getLock(a), getLock(b), ...), the name written
+ *                "a,b,..."; kind red: getRedLock(...) the same way
  *   kind fmulti  getMultiLock(group, values) (RedissonFasterMultiLock), the
  *                name written "group/value,value,..."; the client's codec
  *                is StringCodec, so each value is hashed as its UTF-8 bytes
@@ -230,6 +232,17 @@ public final class Peer {
                     lock = kind.equals("read") ? rw.readLock() : rw.writeLock();
                     break;
                 }
+                case "multi":
+                case "red": {
+                    String[] names = name.split(",");
+                    RLock[] subs = new RLock[names.length];
+                    for (int i = 0; i < names.length; i++) {
+                        subs[i] = redisson.getLock(names[i]);
+                    }
+                    lock = kind.equals("multi") ? redisson.getMultiLock(subs)
+                                                : redisson.getRedLock(subs);
+                    break;
+                }
                 case "fmulti": {
                     String[] gv = name.split("/", 2);
                     lock = redisson.getMultiLock(gv[0],
@@ -238,7 +251,7 @@ public final class Peer {
                 }
                 default:
                     throw new IllegalArgumentException("unknown kind " + kind
-                            + " (lock, fair, spin, fenced, read, write, fmulti)");
+                            + " (lock, fair, spin, fenced, read, write, multi, red, fmulti)");
             }
             locks.put(kind + " " + name, lock);
             return lock;
