@@ -407,6 +407,23 @@ static size_t read_key_prefix(const char *name, size_t len, char *out) {
  * LockTask:     KEYS names;           ARGV lease, each name's first owner's field.
  * ReadLockTask: KEYS name, prefix...; ARGV lease, then per name its owner
  *               count and their fields. */
+/* Sends a renew call (cmd NULL: out of memory), ch its callback's data. */
+static void submit_chunk(rlock__renewal *r, rlock__cmd *cmd, chunk *ch) {
+    if (cmd != NULL) {
+        /* The next round is the retry: a call retried for long would hold
+         * the rounds back while leases run out. */
+        rlock__cmd_no_retry(cmd);
+        r->in_flight++;
+        r->stats.renew_evals++;
+        if (rlock__executor_submit(r->x, cmd, on_chunk_reply, ch) == RLOCK_OK) {
+            return;
+        }
+        r->in_flight--;
+    }
+    free(ch->names);
+    free(ch);
+}
+
 /* FastMultilockTask's call: one name (its chunk size is 1), its first
  * owner, its fields; the script also takes the wall clock. */
 static void send_fast_multi(rlock__renewal *r, renew_entry **next, int64_t now) {
@@ -456,17 +473,7 @@ static void send_fast_multi(rlock__renewal *r, renew_entry **next, int64_t now) 
         rlock__cmd_script(&rlock__script_faster_multi_lock_renew, 1, argc, argv, argvlen);
     free(argv);
     free(argvlen);
-    if (cmd != NULL) {
-        rlock__cmd_no_retry(cmd);
-        r->in_flight++;
-        r->stats.renew_evals++;
-        if (rlock__executor_submit(r->x, cmd, on_chunk_reply, ch) == RLOCK_OK) {
-            return;
-        }
-        r->in_flight--;
-    }
-    free(ch->names);
-    free(ch);
+    submit_chunk(r, cmd, ch);
 }
 
 static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entry **next,
@@ -552,19 +559,7 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entr
     free(argvlen);
     free(nums);
     free(fields);
-    if (cmd != NULL) {
-        /* The next round is the retry: a call retried for long would hold
-         * the rounds back while leases run out. */
-        rlock__cmd_no_retry(cmd);
-        r->in_flight++;
-        r->stats.renew_evals++;
-        if (rlock__executor_submit(r->x, cmd, on_chunk_reply, ch) == RLOCK_OK) {
-            return;
-        }
-        r->in_flight--;
-    }
-    free(ch->names);
-    free(ch);
+    submit_chunk(r, cmd, ch);
 }
 
 static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {

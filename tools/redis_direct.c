@@ -61,6 +61,20 @@ static bool command_ok(redisContext *c, char *err, size_t errlen, const char *wh
     return ok;
 }
 
+/* In rest (a redis:// address past its scheme): where the host part ends
+ * (*end: at the '/' before the db, or the end) and the last '@' before it
+ * (*at: NULL when no user or password is given). */
+static void split_userinfo(const char *rest, const char **end, const char **at) {
+    const char *slash = strchr(rest, '/');
+    *end = slash != NULL ? slash : rest + strlen(rest);
+    *at = NULL;
+    for (const char *p = rest; p < *end; p++) {
+        if (*p == '@') {
+            *at = p;
+        }
+    }
+}
+
 redisContext *cli_direct_connect(const char *address, int timeout_ms, char *err, size_t errlen) {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     redisContext *c = NULL;
@@ -72,13 +86,8 @@ redisContext *cli_direct_connect(const char *address, int timeout_ms, char *err,
     } else if (strncmp(address, "redis://", 8) == 0) {
         const char *rest = address + 8;
         const char *slash = strchr(rest, '/');
-        const char *end = slash != NULL ? slash : rest + strlen(rest);
-        const char *at = NULL;
-        for (const char *p = rest; p < end; p++) {
-            if (*p == '@') {
-                at = p;
-            }
-        }
+        const char *end = NULL, *at = NULL;
+        split_userinfo(rest, &end, &at);
         if (at != NULL) {
             const char *colon = memchr(rest, ':', (size_t)(at - rest));
             if (colon == NULL) { /* a lone userinfo is the password, as in Redisson */
@@ -168,13 +177,8 @@ static int with_host(const char *address, const char *host, const char *port, ch
     }
     const char *rest = address + 8;
     const char *slash = strchr(rest, '/');
-    const char *end = slash != NULL ? slash : rest + strlen(rest);
-    const char *at = NULL;
-    for (const char *p = rest; p < end; p++) {
-        if (*p == '@') {
-            at = p;
-        }
-    }
+    const char *end = NULL, *at = NULL;
+    split_userinfo(rest, &end, &at);
     int userinfo = at != NULL ? (int)(at - rest + 1) : 0;
     bool v6 = strchr(host, ':') != NULL;
     int n = snprintf(out, outlen, "redis://%.*s%s%s%s:%s%s", userinfo, rest, v6 ? "[" : "", host,
