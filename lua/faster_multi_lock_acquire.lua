@@ -47,7 +47,11 @@ for i = 4, #ARGV, 1 do
 end;
 if (keyExist == 1) then
     local expireTime = redis.call('pttl', KEYS[1]);
-    if (tonumber(expireTime) > 0 and leaseTime > tonumber(expireTime)) then
+    -- Not Redisson's "> 0": PTTL answers 0 for a hash with less than a
+    -- millisecond left, which a waiter retrying as the last hold ends
+    -- meets often; Redisson's script then leaves that TTL, and the fields
+    -- just taken vanish with the hash.
+    if (tonumber(expireTime) >= 0 and leaseTime > tonumber(expireTime)) then
         redis.call('pexpire', KEYS[1], leaseTime);
     end;
 else

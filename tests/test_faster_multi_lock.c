@@ -207,7 +207,10 @@ static void test_try_lock(void **state) {
     rlock_free(l);
 }
 
-/* testTryLockWait: a waiter gets it when the holder's 2 s lease ends. */
+/* testTryLockWait: a waiter gets it when the holder's 2 s lease ends, and
+ * holds it (the waiter retries as the hash's TTL runs out: with less than
+ * a millisecond left, Redisson's script would leave the hash to expire
+ * with the fields it just took). */
 static void test_try_lock_wait(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f, 0);
