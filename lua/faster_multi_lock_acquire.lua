@@ -9,7 +9,8 @@
 -- "F:O:lock_count" = O's holds of F.
 -- Returns nil when taken (each field's expiry raised to now + lease, its
 -- count up by one, the hash's TTL raised to the lease); else the ms until
--- the latest-ending hold of another owner on one of the fields ends.
+-- the latest-ending hold of another owner on one of the fields ends (0
+-- in its last millisecond).
 local leaseTime = tonumber(ARGV[1]);
 local currentTime = tonumber(ARGV[2]);
 local currentThread = ARGV[3];
@@ -22,7 +23,12 @@ if (tonumber(redis.call('exists', KEYS[1])) > 0) then
         if (lockThread ~= false and lockThread ~= currentThread) then
             local expireFieldName = ARGV[i] .. ':' .. lockThread .. ':expire_time';
             local expireTime = redis.call('hget', KEYS[1], expireFieldName);
-            if (expireTime ~= false and tonumber(expireTime) > currentTime) then
+            -- Not Redisson's "> currentTime": a hold is live through its
+            -- last millisecond in every other script (unlock, isLocked,
+            -- isHeldByThread), so taking it then let the old holder's
+            -- unlock, in that same millisecond, delete the new holder's
+            -- field.
+            if (expireTime ~= false and tonumber(expireTime) >= currentTime) then
                 if (tonumber(expireTime) > maxExpireTime) then
                     maxExpireTime = tonumber(expireTime);
                 end;
