@@ -79,6 +79,10 @@ static const char usage_text[] =
     "         or SIGINT, SIGTERM or SIGHUP.\n"
     "  --timeout MS          stop after MS ms; default: run until stopped\n"
     "  --interval MS         how often to read the lock's hash (100)\n"
+    "  --json                one JSON object per event: time_ms, lock, event\n"
+    "                        (not_locked, mode, locked, holds, released,\n"
+    "                        unlocked, message) and its owner, holds, mode,\n"
+    "                        payload or channel\n"
     "\n"
     "Every command:\n"
     "  --address ADDR        redis://[[user]:password@]host[:port][/db] or\n"
@@ -267,7 +271,7 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
             applies = is_exec;
             o->kill_on_lost = true;
         } else if (strcmp(opt, "--json") == 0) {
-            applies = strcmp(cmd, "status") == 0;
+            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0;
             o->json = true;
         } else if (strcmp(opt, "--force") == 0) {
             applies = strcmp(cmd, "unlock") == 0;
@@ -917,13 +921,31 @@ static int64_t monotonic_ms(void) {
 }
 
 /* Starts an event line: "HH:MM:SS.mmm NAME: ". */
-static void event_prefix(const char *name) {
+/* watch --json: one JSON object per event instead of a line of text. */
+static bool watch_json;
+
+/* Starts an event: the text line's "HH:MM:SS.mmm NAME: ", or the JSON
+ * object's time (ms since the epoch), lock and event; the caller adds
+ * the rest (text: the words and the newline; JSON: fields, then end_event). */
+static void begin_event(const char *name, const char *event) {
     struct timespec ts;
-    struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
+    if (watch_json) {
+        printf("{\"time_ms\":%lld,\"lock\":", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000L);
+        json_string(name, strlen(name));
+        printf(",\"event\":\"%s\"", event);
+        return;
+    }
+    struct tm tm;
     localtime_r(&ts.tv_sec, &tm);
     printf("%02d:%02d:%02d.%03ld %s: ", tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L,
            name);
+}
+
+/* A JSON field ,"key":"value" (value of len bytes). */
+static void json_field(const char *key, const char *value, size_t len) {
+    printf(",\"%s\":", key);
+    json_string(value, len);
 }
 
 /* The value of field in an HGETALL reply, or NULL. */
@@ -945,40 +967,53 @@ static void print_changes(const char *name, const redisReply *was, const redisRe
                           bool first) {
     size_t holders = holder_count(now);
     if (first && holders == 0) {
-        event_prefix(name);
-        printf("not locked\n");
+        begin_event(name, "not_locked");
+        printf(watch_json ? "}\n" : "not locked\n");
     }
     const redisReply *mode = hash_field(now, "mode");
     const redisReply *old_mode = hash_field(was, "mode");
     if (mode != NULL && (old_mode == NULL || strcmp(mode->str, old_mode->str) != 0)) {
-        event_prefix(name);
-        printf("mode %s (read/write lock)\n", mode->str);
+        begin_event(name, "mode");
+        if (watch_json) {
+            json_field("mode", mode->str, mode->len);
+            printf("}\n");
+        } else {
+            printf("mode %s (read/write lock)\n", mode->str);
+        }
     }
     for (size_t i = 0; now != NULL && i + 1 < now->elements; i += 2) {
         const char *field = now->element[i]->str;
         const char *holds = now->element[i + 1]->str;
         const char *s = strcmp(holds, "1") == 0 ? "" : "s";
         const redisReply *before = hash_field(was, field);
-        if (strcmp(field, "mode") == 0) {
+        if (strcmp(field, "mode") == 0 || (before != NULL && strcmp(before->str, holds) == 0)) {
             continue;
+        }
+        begin_event(name, before == NULL ? "locked" : "holds");
+        if (watch_json) {
+            json_field("owner", field, now->element[i]->len);
+            printf(",\"holds\":%lld}\n", atoll(holds));
         } else if (before == NULL) {
-            event_prefix(name);
             printf("locked by %s (%s hold%s)\n", field, holds, s);
-        } else if (strcmp(before->str, holds) != 0) {
-            event_prefix(name);
+        } else {
             printf("%s now has %s hold%s\n", field, holds, s);
         }
     }
     if (holders == 0 && holder_count(was) > 0) {
-        event_prefix(name);
-        printf("unlocked\n");
+        begin_event(name, "unlocked");
+        printf(watch_json ? "}\n" : "unlocked\n");
         return;
     }
     for (size_t i = 0; was != NULL && i + 1 < was->elements; i += 2) {
         const char *field = was->element[i]->str;
         if (strcmp(field, "mode") != 0 && hash_field(now, field) == NULL) {
-            event_prefix(name);
-            printf("released by %s\n", field);
+            begin_event(name, "released");
+            if (watch_json) {
+                json_field("owner", field, was->element[i]->len);
+                printf("}\n");
+            } else {
+                printf("released by %s\n", field);
+            }
         }
     }
 }
@@ -1067,9 +1102,15 @@ static bool print_messages(redisContext *c, const char *name) {
             if (pmessage || strcmp(r->element[0]->str, "message") == 0) {
                 size_t at = pmessage ? 2 : 1;
                 if (at + 1 < r->elements) {
-                    event_prefix(name);
-                    printf("unlock message %s on %s\n", r->element[at + 1]->str,
-                           r->element[at]->str);
+                    const redisReply *channel = r->element[at], *payload = r->element[at + 1];
+                    begin_event(name, "message");
+                    if (watch_json) {
+                        json_field("payload", payload->str, payload->len);
+                        json_field("channel", channel->str, channel->len);
+                        printf("}\n");
+                    } else {
+                        printf("unlock message %s on %s\n", payload->str, channel->str);
+                    }
                     any = true;
                 }
             }
@@ -1096,6 +1137,7 @@ static int cmd_watch(const options *o) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     setvbuf(stdout, NULL, _IOLBF, 0); /* each event as it happens, also into a pipe */
+    watch_json = o->json;
 
     redisContext *sub = direct(o);
     redisContext *reads = sub != NULL ? direct(o) : NULL;

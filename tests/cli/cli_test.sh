@@ -250,6 +250,25 @@ watch)
     unlocked=$(echo "$events" | grep -n '^unlocked$' | head -1 | cut -d: -f1)
     [ "$locked" -lt "$unlocked" ] || fail "unlocked came before locked"
     ;;
+watch_json)
+    # The same events as JSON objects, one per line, each one parseable.
+    "$RLOCK" watch --json --timeout 20000 cli:wj >"$WORK/events" 2>"$WORK/watch.err" &
+    watcher=$!
+    wait_line "$WORK/events" '"event":"not_locked"'
+    "$RLOCK" exec cli:wj -- sleep 0.5
+    wait_line "$WORK/events" '"event":"unlocked"'
+    kill -INT "$watcher"
+    run wait "$watcher"
+    cat "$WORK/events" "$WORK/watch.err"
+    [ "$rc" -eq 0 ] || fail "watch --json stopped by SIGINT exited $rc, not 0"
+    grep -Eq '^\{"time_ms":[0-9]+,"lock":"cli:wj","event":"locked","owner":"[0-9a-f-]{36}:[0-9]+","holds":1\}$' \
+        "$WORK/events" || fail "no locked event"
+    grep -Eq '^\{"time_ms":[0-9]+,"lock":"cli:wj","event":"message","payload":"0","channel":"redisson_lock__channel:\{cli:wj\}"\}$' \
+        "$WORK/events" || fail "no unlock message event"
+    # Every line is one object: starts with {"time_ms": and ends with }.
+    bad=$(grep -cvE '^\{"time_ms":[0-9]+,.*\}$' "$WORK/events" || true)
+    [ "$bad" -eq 0 ] || fail "$bad lines are not JSON objects"
+    ;;
 watch_timeout)
     # --timeout bounds it; a lock already held shows at once.
     "$RLOCK" exec cli:watch2 -- sleep 5 &
