@@ -1005,8 +1005,8 @@ void rlock__direct_acquire_end(rlock__direct_step *st) {
     rlock *l = st->lock;
     rlock_client *c = l->client;
     redisReply *reply = NULL;
-    rlock__direct_deadline(st->dc, st->deadline_ms);
-    int err = rlock__direct_read(st->dc, st->cmd, &reply, st->msg, sizeof(st->msg));
+    int err =
+        rlock__direct_read(st->dc, st->cmd, st->deadline_ms, &reply, st->msg, sizeof(st->msg));
     rlock__direct_give(c->direct, st->dc);
     rlock__cmd_free(st->cmd);
     if (err == RLOCK_OK) {
@@ -1114,8 +1114,8 @@ void rlock__direct_unlock_end(rlock__direct_step *st) {
     rlock *l = st->lock;
     unlock_op *op = st->unlock;
     redisReply *reply = NULL;
-    rlock__direct_deadline(st->dc, st->deadline_ms);
-    int err = rlock__direct_read(st->dc, op->cmd, &reply, st->msg, sizeof(st->msg));
+    int err =
+        rlock__direct_read(st->dc, op->cmd, st->deadline_ms, &reply, st->msg, sizeof(st->msg));
     const char *why = st->msg;
     char buf[NOT_HELD_MSG_MAX];
     err = unlock_result(l, op->thread_id, err, &why, reply, buf);

@@ -17,8 +17,7 @@ struct rlock__direct_conn {
     redisContext *ctx;
     int unread; /* answers of rlock__direct_send still to drop */
     bool failed;
-    uint64_t target;     /* rlock__direct.target when it was made */
-    int64_t deadline_ms; /* rlock__direct_deadline; 0: the socket's timeout only */
+    uint64_t target; /* rlock__direct.target when it was made */
 };
 
 struct rlock__direct {
@@ -194,7 +193,6 @@ rlock__direct_conn *rlock__direct_take(rlock__direct *d, int64_t max_connect_ms,
 }
 
 void rlock__direct_give(rlock__direct *d, rlock__direct_conn *dc) {
-    dc->deadline_ms = 0;
     if (dc->failed || dc->ctx->err) {
         conn_free(dc);
         return;
@@ -273,18 +271,19 @@ static bool readable_by(rlock__direct_conn *dc, int64_t deadline_ms) {
 
 /* Reads the answer to the last command written (after those of
  * rlock__direct_send). */
-static int read_answer(rlock__direct_conn *dc, redisReply **reply, char *msg, size_t msglen) {
+static int read_answer(rlock__direct_conn *dc, int64_t deadline_ms, redisReply **reply, char *msg,
+                       size_t msglen) {
     void *r = NULL;
     if (!drop_unread(dc)) {
         return read_failed(dc, msg, msglen);
     }
     /* With a deadline (several connections read in turn): an answer the
      * reader has whole already, else wait for bytes no longer than it. */
-    if (dc->deadline_ms > 0) {
+    if (deadline_ms > 0) {
         if (redisGetReplyFromReader(dc->ctx, &r) != REDIS_OK) {
             return read_failed(dc, msg, msglen);
         }
-        if (r == NULL && !readable_by(dc, dc->deadline_ms)) {
+        if (r == NULL && !readable_by(dc, deadline_ms)) {
             dc->failed = true;
             snprintf(msg, msglen, "timed out waiting for a response");
             return RLOCK_ERR_TIMEOUT;
@@ -295,10 +294,6 @@ static int read_answer(rlock__direct_conn *dc, redisReply **reply, char *msg, si
     }
     *reply = r;
     return RLOCK_OK;
-}
-
-void rlock__direct_deadline(rlock__direct_conn *dc, int64_t deadline_ms) {
-    dc->deadline_ms = deadline_ms;
 }
 
 bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *msg, size_t msglen) {
@@ -314,8 +309,8 @@ bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *ms
     return true;
 }
 
-int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply, char *msg,
-                       size_t msglen) {
+int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, int64_t deadline_ms,
+                       redisReply **reply, char *msg, size_t msglen) {
     int argc;
     const char *const *cargv;
     const size_t *cargvlen;
@@ -323,7 +318,7 @@ int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply
     rlock__cmd_view(cmd, &argc, &cargv, &cargvlen, &script);
     *reply = NULL;
     redisReply *rep = NULL;
-    int rc = read_answer(dc, &rep, msg, msglen);
+    int rc = read_answer(dc, deadline_ms, &rep, msg, msglen);
     if (rc == RLOCK_OK && script != NULL && rep->type == REDIS_REPLY_ERROR &&
         strncmp(rep->str, "NOSCRIPT", 8) == 0) {
         /* The server lost the script (a restart, SCRIPT FLUSH): nothing
@@ -339,7 +334,7 @@ int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply
         eval[1] = script->body;
         evallen[1] = script->len;
         if (write_command(dc, argc, eval, evallen)) {
-            rc = read_answer(dc, &rep, msg, msglen);
+            rc = read_answer(dc, deadline_ms, &rep, msg, msglen);
         } else {
             snprintf(msg, msglen, "%.200s", dc->ctx->errstr);
             rc = RLOCK_ERR_CONNECTION;
@@ -352,13 +347,6 @@ int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply
     }
     *reply = rep;
     return rc;
-}
-
-int rlock__direct_run(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply,
-                      bool *written, char *msg, size_t msglen) {
-    *reply = NULL;
-    *written = rlock__direct_write(dc, cmd, msg, msglen);
-    return *written ? rlock__direct_read(dc, cmd, reply, msg, msglen) : RLOCK_ERR_CONNECTION;
 }
 
 void rlock__direct_send(rlock__direct_conn *dc, const rlock__cmd *cmd) {

@@ -39,29 +39,19 @@ void rlock__direct_give(rlock__direct *d, rlock__direct_conn *dc);
  * made to the old one are closed, idle now or when given back. */
 void rlock__direct_retarget(rlock__direct *d, const char *host, int port);
 
-/* Runs cmd (EVALSHA, then EVAL on NOSCRIPT) and waits for its answer, at
- * most rlock_config.timeout_ms. RLOCK_OK with *reply (the caller frees it;
- * never an error reply); RLOCK_ERR_REDIS for an error reply (msg has it);
- * RLOCK_ERR_TIMEOUT or RLOCK_ERR_CONNECTION when no answer came. *written
- * says whether the command reached the connection whole: when false,
- * Redis cannot have run it. cmd stays the caller's. */
-int rlock__direct_run(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply,
-                      bool *written, char *msg, size_t msglen);
-
-/* rlock__direct_run in two halves, for a thread that has commands out on
- * several connections at once: write returns whether cmd reached the
- * connection whole (msg says why not); read then waits for its answer as
- * rlock__direct_run does (NOSCRIPT included). */
+/* A command in two halves, so that a thread may have commands out on
+ * several connections at once. write: whether cmd reached the connection
+ * whole (when not, Redis cannot have run it; msg says why). read: waits
+ * for its answer, sending the script's body on NOSCRIPT (nothing ran).
+ * RLOCK_OK with *reply (the caller frees it; never an error reply);
+ * RLOCK_ERR_REDIS for an error reply (msg has it); RLOCK_ERR_TIMEOUT or
+ * RLOCK_ERR_CONNECTION when no answer came: within timeout_ms per read
+ * (the socket's), or by deadline_ms (rlock__now_ms() time; 0: none) for
+ * a thread that reads several connections in turn, so that k stopped
+ * servers cost one timeout, not k. cmd stays the caller's. */
 bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *msg, size_t msglen);
-int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, redisReply **reply, char *msg,
-                       size_t msglen);
-
-/* The next reads on dc wait for an answer until deadline_ms at most
- * (rlock__now_ms() time; then RLOCK_ERR_TIMEOUT), rather than the
- * socket's own timeout_ms per read: for a thread that reads several
- * connections in turn, so that k stopped servers cost one timeout, not
- * k. Until the connection is given back. */
-void rlock__direct_deadline(rlock__direct_conn *dc, int64_t deadline_ms);
+int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, int64_t deadline_ms,
+                       redisReply **reply, char *msg, size_t msglen);
 
 /* Sends cmd without waiting for its answer (it is read and dropped before
  * the connection's next use): for clean-ups nobody waits for. */
