@@ -290,13 +290,14 @@ static void request_id(char out[32]) {
  * latch. NULL when out of memory. */
 static unlock_op *new_unlock(rlock *l, uint64_t thread_id) {
     const rlock_config *cfg = &l->client->cfg;
-    size_t latch_len = l->latch_prefix.len + 32;
+    size_t prefix_len = rlock__object_latch_prefix_len(l);
+    size_t latch_len = prefix_len + 32;
     unlock_op *op = calloc(1, sizeof(*op) + latch_len + 1);
     if (op == NULL) {
         return NULL;
     }
-    memcpy(op->latch, l->latch_prefix.s, l->latch_prefix.len);
-    request_id(op->latch + l->latch_prefix.len);
+    rlock__object_latch_prefix(l, op->latch);
+    request_id(op->latch + prefix_len);
     op->latch_len = latch_len;
     /* How long the latch keeps the answer: Redisson's unlockInnerAsync
      * formula, (timeout + retry delay) x retryAttempts, at least 1 ms. */
@@ -567,20 +568,21 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
     }
     if (op->entry == NULL) {
         char own[1024];
-        const char *ch = l->channel.s;
-        size_t ch_len = l->channel.len;
-        char *buf = NULL;
-        if (l->ops->waiter_channel != NULL) {
-            size_t cap = l->channel.len + RLOCK__FIELD_MAX + 2;
-            buf = cap <= sizeof(own) ? own : malloc(cap);
-            ch_len = buf != NULL ? l->ops->waiter_channel(l, op->thread_id, buf, cap) : 0;
-            ch = buf;
+        size_t cap = rlock__object_channel_len(l) + RLOCK__FIELD_MAX + 2;
+        char *buf = cap <= sizeof(own) ? own : malloc(cap);
+        size_t ch_len = 0;
+        if (buf != NULL) {
+            ch_len = l->ops->waiter_channel != NULL
+                         ? l->ops->waiter_channel(l, op->thread_id, buf, cap)
+                         : rlock__object_channel(l, buf);
         }
+        const char *ch = buf;
         /* One entry per lock name ("x" and "{x}" share a channel but not
          * an entry); per waiting owner when the kind gives each its own
          * channel (the fair lock), then named after that channel. */
-        const char *en = buf != NULL ? ch : l->name.s;
-        size_t en_len = buf != NULL ? ch_len : l->name.len;
+        bool own_channel = l->ops->waiter_channel != NULL;
+        const char *en = own_channel ? ch : l->name.s;
+        size_t en_len = own_channel ? ch_len : l->name.len;
         op->entry = ch_len > 0 ? rlock__pubsub_subscribe(c->pubsub, ch, ch_len, en, en_len) : NULL;
         if (buf != own) {
             free(buf);

@@ -138,6 +138,7 @@ int rlock__client_usable(const rlock_client *c, const char *fn) {
 
 /* A client create gave up on: its parts, then the struct. */
 static void free_failed(rlock_client *c) {
+    rlock__registry_remove(c, RLOCK__KIND_CLIENT);
     free_parts(c);
     rlock__direct_destroy(c->direct);
     free(c);
@@ -154,7 +155,8 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         return rc;
     }
     rlock_client *c = calloc(1, sizeof(*c));
-    if (c == NULL) {
+    if (c == NULL || !rlock__registry_add(c, RLOCK__KIND_CLIENT)) {
+        free(c); /* live from here: no user has the address before it is returned */
         return RLOCK_ERR_NOMEM;
     }
     atomic_init(&c->refs, 1);
@@ -219,7 +221,6 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
                                       c->cfg.check_lock_synced_slaves != 0);
     }
     rlock__loop_run_sync(c->loop, start_connections, c);
-    rlock__registry_add(&c->reg, c, RLOCK__KIND_CLIENT);
     *out = c;
     return RLOCK_OK;
 }

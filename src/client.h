@@ -19,7 +19,6 @@
 #include "sentinel.h"
 
 struct rlock_client {
-    rlock__reg_node reg; /* live until rlock_client_destroy */
     /* The user's reference and one per lock handle: the struct outlives a
      * destroy while handles remain, so they can report RLOCK_ERR_CLOSED. */
     atomic_int refs;

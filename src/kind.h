@@ -59,6 +59,7 @@ typedef struct rlock__args {
     size_t len[RLOCK__ARGS_MAX];
     char num[RLOCK__ARGS_MAX][24]; /* integers are printed here */
     char field[RLOCK__FIELD_MAX];  /* the owner's field (one per call) */
+    rlock__key channel;            /* the handle's channel, when a key */
 } rlock__args;
 
 void rlock__args_init(rlock__args *a);
@@ -69,11 +70,14 @@ void rlock__args_lit(rlock__args *a, const char *s); /* a NUL-terminated constan
 void rlock__args_int(rlock__args *a, int64_t v);
 /* The owner's hash field, "<clientId>:<threadId>" (once per call). */
 void rlock__args_owner(rlock__args *a, const rlock *l, uint64_t thread_id);
-/* The call (EVALSHA, EVAL on NOSCRIPT). NULL when out of memory. */
-rlock__cmd *rlock__args_script(const rlock__args *a, const rlock__script *s);
+/* The handle's channel as a key (once per call). */
+void rlock__args_channel(rlock__args *a, const rlock *l);
+/* The call (EVALSHA, EVAL on NOSCRIPT); ends the use of a. NULL when out
+ * of memory. */
+rlock__cmd *rlock__args_script(rlock__args *a, const rlock__script *s);
 /* A plain command instead: the arguments, the first being its name (add
  * them with rlock__args_str/_lit, no keys). NULL when out of memory. */
-rlock__cmd *rlock__args_command(const rlock__args *a);
+rlock__cmd *rlock__args_command(rlock__args *a);
 /* A script call with any number of arguments (argv: numkeys keys, then
  * the arguments; copied), for a kind whose calls outgrow rlock__args (the
  * faster multi-lock's fields). NULL when out of memory. */

@@ -47,9 +47,9 @@ static size_t prefix_name_len(const char *prefix, const char *name, size_t len,
 
 /* Redisson's prefixName: "prefix:{name}", or "prefix:name" when the name
  * already has a hash tag (so every key of a lock is in one cluster slot);
- * written at s, NUL-terminated. Returns the byte after the NUL. */
-static char *prefix_name(char *s, const char *prefix, const char *name, size_t len,
-                         const char *suffix, rlock__name *out) {
+ * written at s, NUL-terminated. Returns its length. */
+static size_t prefix_name(char *s, const char *prefix, const char *name, size_t len,
+                          const char *suffix) {
     bool tagged = memchr(name, '{', len) != NULL;
     size_t plen = strlen(prefix), slen = strlen(suffix);
     char *p = s;
@@ -65,9 +65,7 @@ static char *prefix_name(char *s, const char *prefix, const char *name, size_t l
         *p++ = '}';
     }
     memcpy(p, suffix, slen + 1);
-    out->s = s;
-    out->len = (size_t)(p - s) + slen;
-    return p + slen + 1;
+    return (size_t)(p - s) + slen;
 }
 
 static const char channel_prefix[] = "redisson_lock__channel";
@@ -97,15 +95,12 @@ rlock *rlock__object_new_tail(rlock_client *c, const char *fn, const char *name,
     if (rlock__client_usable(c, fn) != RLOCK_OK) {
         return NULL;
     }
-    const char *chp = ops->channel_prefix != NULL ? ops->channel_prefix : channel_prefix;
     if (nextra > RLOCK__EXTRA_KEYS) {
         rlock__set_error_message("%s: too many keys for a kind", fn); /* a bug in a kind */
         return NULL;
     }
     /* One block: the handle, its extra keys' table, then its names. */
-    size_t size = sizeof(rlock) + nextra * sizeof(rlock__name) + len + 1 +
-                  prefix_name_len(chp, name, len, "") + 1 +
-                  prefix_name_len(latch_prefix, name, len, ":") + 1;
+    size_t size = sizeof(rlock) + nextra * sizeof(rlock__name) + len + 1;
     for (size_t i = 0; i < nextra; i++) {
         size += prefix_name_len(extra[i], name, len, "") + 1;
     }
@@ -127,12 +122,16 @@ rlock *rlock__object_new_tail(rlock_client *c, const char *fn, const char *name,
     l->name.s[len] = '\0';
     l->name.len = len;
     char *p = l->name.s + len + 1;
-    p = prefix_name(p, chp, name, len, "", &l->channel);
-    p = prefix_name(p, latch_prefix, name, len, ":", &l->latch_prefix);
     for (size_t i = 0; i < nextra; i++) {
-        p = prefix_name(p, extra[i], name, len, "", &l->extra[i]);
+        l->extra[i].s = p;
+        l->extra[i].len = prefix_name(p, extra[i], name, len, "");
+        p += l->extra[i].len + 1;
     }
-    rlock__registry_add(&l->reg, l, RLOCK__KIND_LOCK);
+    if (!rlock__registry_add(l, RLOCK__KIND_LOCK)) {
+        rlock__set_error_message("out of memory");
+        rlock__object_unref(l);
+        return NULL;
+    }
     return l;
 }
 
@@ -199,8 +198,11 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
     atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
     atomic_flag_clear(&l->lost_guard);
     l->name.s = l->text; /* "": no name of its own (Redisson's getName throws) */
-    l->channel = l->latch_prefix = l->name;
-    rlock__registry_add(&l->reg, l, RLOCK__KIND_LOCK);
+    if (!rlock__registry_add(l, RLOCK__KIND_LOCK)) {
+        rlock__set_error_message("out of memory");
+        rlock__object_unref(l);
+        return NULL;
+    }
     return l;
 }
 
@@ -255,5 +257,51 @@ void rlock__object_lost_cb(rlock *l, rlock_lock_lost_cb *cb, void **arg) {
 }
 
 char *rlock__object_tail(const rlock *l) {
-    return l->latch_prefix.s + l->latch_prefix.len + 1;
+    return l->name.s + l->name.len + 1;
+}
+
+static const char *channel_prefix_of(const rlock *l) {
+    return l->ops->channel_prefix != NULL ? l->ops->channel_prefix : channel_prefix;
+}
+
+/* A multi lock has no name, so no channel or latch of its own: "". */
+size_t rlock__object_channel_len(const rlock *l) {
+    return l->nsubs > 0 ? 0 : prefix_name_len(channel_prefix_of(l), l->name.s, l->name.len, "");
+}
+
+size_t rlock__object_channel(const rlock *l, char *out) {
+    if (l->nsubs > 0) {
+        out[0] = '\0';
+        return 0;
+    }
+    return prefix_name(out, channel_prefix_of(l), l->name.s, l->name.len, "");
+}
+
+size_t rlock__object_latch_prefix_len(const rlock *l) {
+    return l->nsubs > 0 ? 0 : prefix_name_len(latch_prefix, l->name.s, l->name.len, ":");
+}
+
+size_t rlock__object_latch_prefix(const rlock *l, char *out) {
+    if (l->nsubs > 0) {
+        out[0] = '\0';
+        return 0;
+    }
+    return prefix_name(out, latch_prefix, l->name.s, l->name.len, ":");
+}
+
+bool rlock__object_channel_key(const rlock *l, rlock__key *k) {
+    size_t n = rlock__object_channel_len(l) + 1;
+    k->heap = n > sizeof(k->local) ? malloc(n) : NULL;
+    k->s = n > sizeof(k->local) ? k->heap : k->local;
+    if (k->s == NULL) {
+        k->len = 0;
+        return false;
+    }
+    k->len = rlock__object_channel(l, k->s);
+    return true;
+}
+
+void rlock__key_free(rlock__key *k) {
+    free(k->heap);
+    k->heap = NULL;
 }

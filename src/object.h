@@ -28,7 +28,6 @@ typedef struct rlock__name {
 #define RLOCK__EXTRA_KEYS 2
 
 struct rlock {
-    rlock__reg_node reg; /* live until rlock_free */
     atomic_int refs;
     const rlock__kind_ops *ops;
     /* nsubs > 0: a kind of whole operations (kind.h: the multi lock),
@@ -52,10 +51,33 @@ struct rlock {
     rlock_lock_lost_cb lost_cb;
     void *lost_arg;
     rlock__name name;
-    rlock__name channel;               /* redisson_lock__channel:{name} (or the kind's prefix) */
-    rlock__name latch_prefix;          /* redisson_unlock_latch:{name}: */
-    _Alignas(rlock__name) char text[]; /* the extra keys' table, then every name above */
+    /* The extra keys' table, then the name, then the extra keys. The
+     * channel and the latch prefix are made when needed rather than kept
+     * (rlock__object_channel): a program may keep a handle per lock. */
+    _Alignas(rlock__name) char text[];
 };
+
+/* The handle's pub/sub channel, Redisson's getChannelName():
+ * "redisson_lock__channel:{name}" (or the kind's prefix), written at out
+ * (rlock__object_channel_len(l) + 1 bytes); returns its length. */
+size_t rlock__object_channel_len(const rlock *l);
+size_t rlock__object_channel(const rlock *l, char *out);
+
+/* The unlock latch's prefix, "redisson_unlock_latch:{name}:", the same way. */
+size_t rlock__object_latch_prefix_len(const rlock *l);
+size_t rlock__object_latch_prefix(const rlock *l, char *out);
+
+/* A key made for one call: in local when it fits, else on the heap. */
+typedef struct rlock__key {
+    char *s;
+    size_t len;
+    char *heap;
+    char local[192];
+} rlock__key;
+
+/* The channel as a key; false when out of memory. rlock__key_free after. */
+bool rlock__object_channel_key(const rlock *l, rlock__key *k);
+void rlock__key_free(rlock__key *k);
 
 /* "<clientId>:<threadId>" and the kind's suffix (":write") fit in this
  * many bytes, NUL included. */

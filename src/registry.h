@@ -12,19 +12,13 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <uthash.h>
 
 typedef enum rlock__kind { RLOCK__KIND_CLIENT, RLOCK__KIND_LOCK } rlock__kind;
 
-/* Embedded in each registered object, so registering allocates nothing. */
-typedef struct rlock__reg_node {
-    const void *key; /* the object's address, as the user sees it */
-    rlock__kind kind;
-    UT_hash_handle hh;
-} rlock__reg_node;
-
-/* Registers p (the object node is embedded in) as live. */
-void rlock__registry_add(rlock__reg_node *node, const void *p, rlock__kind kind);
+/* Registers p as live. False when out of memory (the registry is an open
+ * hash set of addresses: a word or two per live object, nothing in the
+ * object itself, since a program may keep a handle per lock it holds). */
+bool rlock__registry_add(const void *p, rlock__kind kind);
 
 /* False when p was not registered as kind (already removed, or never). */
 bool rlock__registry_remove(const void *p, rlock__kind kind);

@@ -12,6 +12,7 @@ void rlock__args_init(rlock__args *a) {
     a->argc = 0;
     a->numkeys = 0;
     a->overflow = false;
+    a->channel.heap = NULL;
 }
 
 void rlock__args_str(rlock__args *a, const char *s, size_t len) {
@@ -50,11 +51,19 @@ void rlock__args_owner(rlock__args *a, const rlock *l, uint64_t thread_id) {
     rlock__args_str(a, a->field, n);
 }
 
-rlock__cmd *rlock__args_script(const rlock__args *a, const rlock__script *s) {
-    if (a->overflow) {
-        return NULL;
+void rlock__args_channel(rlock__args *a, const rlock *l) {
+    if (a->channel.heap != NULL || !rlock__object_channel_key(l, &a->channel)) {
+        a->overflow = true; /* twice in a call (a bug in a kind), or out of memory */
+        return;
     }
-    return rlock__cmd_script(s, a->numkeys, a->argc, a->argv, a->len);
+    rlock__args_key(a, a->channel.s, a->channel.len);
+}
+
+rlock__cmd *rlock__args_script(rlock__args *a, const rlock__script *s) {
+    rlock__cmd *cmd =
+        a->overflow ? NULL : rlock__cmd_script(s, a->numkeys, a->argc, a->argv, a->len);
+    rlock__key_free(&a->channel);
+    return cmd;
 }
 
 rlock__cmd *rlock__script_call(const rlock__script *s, int numkeys, int argc,
@@ -62,11 +71,12 @@ rlock__cmd *rlock__script_call(const rlock__script *s, int numkeys, int argc,
     return rlock__cmd_script(s, numkeys, argc, argv, lens);
 }
 
-rlock__cmd *rlock__args_command(const rlock__args *a) {
-    if (a->overflow || a->numkeys != 0 || a->argc == 0) {
-        return NULL;
-    }
-    return rlock__cmd_command(a->argc, a->argv, a->len);
+rlock__cmd *rlock__args_command(rlock__args *a) {
+    rlock__cmd *cmd = a->overflow || a->numkeys != 0 || a->argc == 0
+                          ? NULL
+                          : rlock__cmd_command(a->argc, a->argv, a->len);
+    rlock__key_free(&a->channel);
+    return cmd;
 }
 
 int64_t rlock__wall_ms(void) {

@@ -52,7 +52,7 @@ static rlock__cmd *fair_unlock(const rlock *l, uint64_t thread_id, const char *l
     rlock__args a;
     rlock__args_init(&a);
     fair_keys(&a, l, true);
-    rlock__args_key(&a, l->channel.s, l->channel.len);
+    rlock__args_channel(&a, l);
     rlock__args_key(&a, latch, latch_len);
     rlock__args_lit(&a, "0");
     rlock__args_int(&a, atomic_load(&l->lease_ms));
@@ -67,7 +67,7 @@ static rlock__cmd *fair_force_unlock(const rlock *l) {
     rlock__args a;
     rlock__args_init(&a);
     fair_keys(&a, l, true);
-    rlock__args_key(&a, l->channel.s, l->channel.len);
+    rlock__args_channel(&a, l);
     rlock__args_lit(&a, "0");
     rlock__args_int(&a, rlock__wall_ms());
     rlock__args_lit(&a, "publish");
@@ -78,13 +78,14 @@ static rlock__cmd *fair_force_unlock(const rlock *l) {
 static size_t fair_waiter_channel(const rlock *l, uint64_t thread_id, char *buf, size_t cap) {
     char field[RLOCK__FIELD_MAX];
     size_t n = rlock__owner_field(l, thread_id, field);
-    if (l->channel.len + 1 + n + 1 > cap) {
+    size_t ch_len = rlock__object_channel_len(l);
+    if (ch_len + 1 + n + 1 > cap) {
         return 0;
     }
-    memcpy(buf, l->channel.s, l->channel.len);
-    buf[l->channel.len] = ':';
-    memcpy(buf + l->channel.len + 1, field, n + 1);
-    return l->channel.len + 1 + n;
+    rlock__object_channel(l, buf);
+    buf[ch_len] = ':';
+    memcpy(buf + ch_len + 1, field, n + 1);
+    return ch_len + 1 + n;
 }
 
 static const rlock__kind_ops fair_lock_ops = {

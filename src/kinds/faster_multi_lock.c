@@ -86,18 +86,31 @@ static rlock__cmd *fm_unlock(const rlock *l, uint64_t thread_id, const char *lat
     print_i64(latch_for, latch_ms);
     print_i64(now, rlock__wall_ms());
     const char *fixed[6] = {owner, "0", lease, "publish", latch_for, now};
-    const char *keys[3] = {l->name.s, l->channel.s, latch};
-    size_t key_lens[3] = {l->name.len, l->channel.len, latch_len};
-    return with_fields(l, &rlock__script_faster_multi_lock_unlock, 3, keys, key_lens, 6, fixed);
+    rlock__key ch;
+    if (!rlock__object_channel_key(l, &ch)) {
+        return NULL;
+    }
+    const char *keys[3] = {l->name.s, ch.s, latch};
+    size_t key_lens[3] = {l->name.len, ch.len, latch_len};
+    rlock__cmd *cmd =
+        with_fields(l, &rlock__script_faster_multi_lock_unlock, 3, keys, key_lens, 6, fixed);
+    rlock__key_free(&ch);
+    return cmd;
 }
 
 /* forceUnlockAsync: message, publish, fields. */
 static rlock__cmd *fm_force_unlock(const rlock *l) {
     const char *fixed[2] = {"0", "publish"};
-    const char *keys[2] = {l->name.s, l->channel.s};
-    size_t key_lens[2] = {l->name.len, l->channel.len};
-    return with_fields(l, &rlock__script_faster_multi_lock_force_unlock, 2, keys, key_lens, 2,
-                       fixed);
+    rlock__key ch;
+    if (!rlock__object_channel_key(l, &ch)) {
+        return NULL;
+    }
+    const char *keys[2] = {l->name.s, ch.s};
+    size_t key_lens[2] = {l->name.len, ch.len};
+    rlock__cmd *cmd =
+        with_fields(l, &rlock__script_faster_multi_lock_force_unlock, 2, keys, key_lens, 2, fixed);
+    rlock__key_free(&ch);
+    return cmd;
 }
 
 /* isLockedAsync: now, fields. */

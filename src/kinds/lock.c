@@ -32,7 +32,7 @@ rlock__cmd *rlock__lock_unlock(const rlock *l, uint64_t thread_id, const char *l
     rlock__args a;
     rlock__args_init(&a);
     rlock__args_key(&a, l->name.s, l->name.len);
-    rlock__args_key(&a, l->channel.s, l->channel.len);
+    rlock__args_channel(&a, l);
     rlock__args_key(&a, latch, latch_len);
     rlock__args_lit(&a, "0"); /* LockPubSub.UNLOCK_MESSAGE */
     rlock__args_int(&a, atomic_load(&l->lease_ms));
@@ -46,7 +46,7 @@ rlock__cmd *rlock__lock_force_unlock(const rlock *l) {
     rlock__args a;
     rlock__args_init(&a);
     rlock__args_key(&a, l->name.s, l->name.len);
-    rlock__args_key(&a, l->channel.s, l->channel.len);
+    rlock__args_channel(&a, l);
     rlock__args_lit(&a, "0");
     rlock__args_lit(&a, "publish");
     return rlock__args_script(&a, &rlock__script_lock_force_unlock);

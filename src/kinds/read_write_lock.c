@@ -117,7 +117,7 @@ static rlock__cmd *read_unlock(const rlock *l, uint64_t thread_id, const char *l
     rlock__args a;
     rlock__args_init(&a);
     rlock__args_key(&a, l->name.s, l->name.len);
-    rlock__args_key(&a, l->channel.s, l->channel.len);
+    rlock__args_channel(&a, l);
     rlock__args_key(&a, n.timeout, n.timeout_len);
     rlock__args_key(&a, n.prefix, n.prefix_len);
     rlock__args_key(&a, latch, latch_len);
@@ -134,7 +134,7 @@ static rlock__cmd *read_force_unlock(const rlock *l) {
     rlock__args a;
     rlock__args_init(&a);
     rlock__args_key(&a, l->name.s, l->name.len);
-    rlock__args_key(&a, l->channel.s, l->channel.len);
+    rlock__args_channel(&a, l);
     rlock__args_lit(&a, "0"); /* LockPubSub.UNLOCK_MESSAGE */
     rlock__args_lit(&a, "publish");
     return rlock__args_script(&a, &rlock__script_read_lock_force_unlock);
@@ -174,7 +174,7 @@ static rlock__cmd *write_unlock(const rlock *l, uint64_t thread_id, const char *
     rlock__args a;
     rlock__args_init(&a);
     rlock__args_key(&a, l->name.s, l->name.len);
-    rlock__args_key(&a, l->channel.s, l->channel.len);
+    rlock__args_channel(&a, l);
     rlock__args_key(&a, latch, latch_len);
     rlock__args_lit(&a, "1"); /* LockPubSub.READ_UNLOCK_MESSAGE */
     rlock__args_int(&a, atomic_load(&l->lease_ms));
@@ -188,7 +188,7 @@ static rlock__cmd *write_force_unlock(const rlock *l) {
     rlock__args a;
     rlock__args_init(&a);
     rlock__args_key(&a, l->name.s, l->name.len);
-    rlock__args_key(&a, l->channel.s, l->channel.len);
+    rlock__args_channel(&a, l);
     rlock__args_lit(&a, "1"); /* LockPubSub.READ_UNLOCK_MESSAGE */
     rlock__args_lit(&a, "publish");
     return rlock__args_script(&a, &rlock__script_write_lock_force_unlock);
