@@ -7,35 +7,39 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <uthash.h>
 
 #include "highway_hash.h"
+#include "name_set.h"
 #include "rlock/errors.h"
 #include "rlock__scripts_all.h"
 
 /* One owner's watchdog holds (Redisson's LockEntry thread-id counter).
  * Its hash field is made when a round is sent, not kept: a held lock
- * costs its bytes here. */
+ * costs its bytes here. The client's lost-lock callback is read from the
+ * settings when a loss is reported. */
 typedef struct owner {
     uint64_t thread_id;
     uint64_t seq;       /* tells this acquisition from a later one */
-    int count;          /* watchdog holds */
     int64_t renewed_ms; /* when the request that last set the lease was sent */
-    rlock__lost_sink sink;
     const char *suffix; /* after "<clientId>:<threadId>" in its field */
+    rlock_lock_lost_cb lock_cb;
+    void *lock_arg;
+    int count; /* watchdog holds */
 } owner;
 
-/* A name in one script's table. */
+/* A name in one script's table: one per held lock, so kept small (the
+ * first owner inline, the table an open hash set of pointers). */
 typedef struct renew_entry {
-    UT_hash_handle hh;
-    rlock__renew_script script;
     /* LockTask renews the first; more only in passing. ReadLockTask
-     * renews them all in one go. */
-    owner *owners;
-    int n, cap;
-    const char *fields; /* RLOCK__RENEW_FAST_MULTI: after the name in name[] */
-    size_t fields_len;
-    size_t len;
+     * renews them all in one go. owners[0] is first, owners[i] more[i-1]
+     * (owner_at). */
+    owner first;
+    owner *more;
+    uint32_t n, cap;
+    uint32_t len;
+    uint8_t script;
+    /* The name, NUL-terminated; for RLOCK__RENEW_FAST_MULTI then the
+     * fields' length (a uint32_t, unaligned) and the fields. */
     char name[];
 } renew_entry;
 
@@ -45,7 +49,7 @@ struct rlock__renewal {
     const rlock_config *cfg;
     const rlock__logger *log;
     const char *client_id;
-    renew_entry *table[RLOCK__RENEW_SCRIPTS]; /* one per script, as Redisson's tasks */
+    rlock__name_set table[RLOCK__RENEW_SCRIPTS]; /* one per script, as Redisson's tasks */
     ev_timer timer;
     ev_timer expiry;   /* after a failed call: the first lease that can run out */
     bool round_failed; /* a call of the current round failed */
@@ -115,6 +119,44 @@ typedef struct lost_event {
 static void on_timer(struct ev_loop *ev, ev_timer *w, int revents);
 static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents);
 
+static const char *entry_name(const void *obj, size_t *len) {
+    const renew_entry *e = obj;
+    *len = e->len;
+    return e->name;
+}
+
+static owner *owner_at(renew_entry *e, uint32_t i) {
+    return i == 0 ? &e->first : &e->more[i - 1];
+}
+
+static uint32_t index_of(const renew_entry *e, const owner *o) {
+    return o == &e->first ? 0 : (uint32_t)(o - e->more) + 1;
+}
+
+/* The faster multi-lock's fields, after the name. */
+static size_t fields_len_of(const renew_entry *e) {
+    uint32_t n = 0;
+    if (e->script == RLOCK__RENEW_FAST_MULTI) {
+        memcpy(&n, e->name + e->len + 1, sizeof(n));
+    }
+    return n;
+}
+
+static const char *fields_of(const renew_entry *e) {
+    return e->name + e->len + 1 + sizeof(uint32_t);
+}
+
+/* The next entry of a table from slot *pos on (NULL: none), for a walk. */
+static renew_entry *next_entry(const rlock__name_set *t, size_t *pos) {
+    for (; *pos < t->cap; (*pos)++) {
+        renew_entry *e = rlock__name_set_at(t, *pos);
+        if (e != NULL) {
+            return e;
+        }
+    }
+    return NULL;
+}
+
 int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_config *cfg,
                           const rlock__logger *log, const char *client_id, rlock__renewal **out) {
     rlock__renewal *r = calloc(1, sizeof(*r));
@@ -127,6 +169,9 @@ int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_con
     r->cfg = cfg;
     r->log = log;
     r->client_id = client_id;
+    for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
+        rlock__name_set_init(&r->table[s], entry_name);
+    }
     ev_init(&r->timer, on_timer);
     r->timer.data = r;
     ev_init(&r->expiry, on_expiry);
@@ -137,14 +182,12 @@ int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_con
 
 static renew_entry *find(rlock__renewal *r, rlock__renew_script script, const char *name,
                          size_t len) {
-    renew_entry *e = NULL;
-    HASH_FIND(hh, r->table[script], name, len, e);
-    return e;
+    return rlock__name_set_find(&r->table[script], name, len);
 }
 
 static bool table_empty(const rlock__renewal *r) {
     for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
-        if (r->table[s] != NULL) {
+        if (r->table[s].live > 0) {
             return false;
         }
     }
@@ -153,14 +196,15 @@ static bool table_empty(const rlock__renewal *r) {
 
 /* How many of e's owners its script renews: the first (LockTask), or all
  * (ReadLockTask). */
-static int renewed_owners(const renew_entry *e) {
+static uint32_t renewed_owners(const renew_entry *e) {
     return e->script == RLOCK__RENEW_READ ? e->n : 1;
 }
 
 static owner *find_owner(renew_entry *e, uint64_t thread_id) {
-    for (int i = 0; i < e->n; i++) {
-        if (e->owners[i].thread_id == thread_id) {
-            return &e->owners[i];
+    for (uint32_t i = 0; i < e->n; i++) {
+        owner *o = owner_at(e, i);
+        if (o->thread_id == thread_id) {
+            return o;
         }
     }
     return NULL;
@@ -179,13 +223,18 @@ static void stop_if_idle(rlock__renewal *r) {
 
 /* Takes o (of e) out of the table, and e too when it was the last. */
 static void remove_owner(rlock__renewal *r, renew_entry *e, owner *o) {
-    int i = (int)(o - e->owners);
-    memmove(&e->owners[i], &e->owners[i + 1], (size_t)(e->n - i - 1) * sizeof(owner));
+    for (uint32_t i = index_of(e, o); i + 1 < e->n; i++) {
+        *owner_at(e, i) = *owner_at(e, i + 1);
+    }
     e->n--;
     r->stats.renewing--;
+    if (e->n == 1 && e->more != NULL) {
+        free(e->more);
+        e->more = NULL;
+        e->cap = 1;
+    }
     if (e->n == 0) {
-        HASH_DEL(r->table[e->script], e);
-        free(e->owners);
+        rlock__name_set_remove(&r->table[e->script], e);
         free(e);
     }
 }
@@ -206,15 +255,19 @@ static void report_lost(rlock__renewal *r, renew_entry *e, owner *o, int reason,
     r->stats.lost++;
     rlock__log(r->log, RLOCK_LOG_WARN, "lock \"%.*s\" of thread %" PRIu64 " lost: %s",
                (int)(e->len > 200 ? 200 : e->len), e->name, o->thread_id, msg);
+    rlock__lost_sink sink = {.lock_cb = o->lock_cb,
+                             .lock_arg = o->lock_arg,
+                             .client_cb = r->cfg->on_lock_lost,
+                             .client_arg = r->cfg->on_lock_lost_arg};
     lost_event *ev = calloc(1, sizeof(*ev) + e->len + 1);
-    if (ev != NULL && (o->sink.lock_cb != NULL || o->sink.client_cb != NULL)) {
+    if (ev != NULL && (sink.lock_cb != NULL || sink.client_cb != NULL)) {
         memcpy(ev->name, e->name, e->len);
         /* Cut to the buffer on purpose (a bounded copy, not snprintf,
          * whose truncation GCC warns about at -O3). */
         size_t n = strnlen(msg, sizeof(ev->message) - 1);
         memcpy(ev->message, msg, n);
         ev->message[n] = '\0';
-        ev->sink = o->sink;
+        ev->sink = sink;
         ev->info = (rlock_lock_lost_info){.name = ev->name,
                                           .name_len = e->len,
                                           .thread_id = o->thread_id,
@@ -287,10 +340,11 @@ static void arm_expiry(rlock__renewal *r) {
     ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry);
     int64_t first = INT64_MAX;
     for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
-        for (renew_entry *e = r->table[s]; e != NULL; e = e->hh.next) {
-            for (int i = 0; i < renewed_owners(e); i++) {
-                if (e->owners[i].renewed_ms < first) {
-                    first = e->owners[i].renewed_ms;
+        size_t pos = 0;
+        for (renew_entry *e; (e = next_entry(&r->table[s], &pos)) != NULL; pos++) {
+            for (uint32_t i = 0; i < renewed_owners(e); i++) {
+                if (owner_at(e, i)->renewed_ms < first) {
+                    first = owner_at(e, i)->renewed_ms;
                 }
             }
         }
@@ -314,13 +368,14 @@ static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents) {
         r->last_err = RLOCK_ERR_TIMEOUT;
     }
     for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
-        renew_entry *e, *tmp;
-        HASH_ITER(hh, r->table[s], e, tmp) {
+        /* Removing leaves a tombstone: the walk may report what it visits. */
+        size_t pos = 0;
+        for (renew_entry *e; (e = next_entry(&r->table[s], &pos)) != NULL; pos++) {
             /* Backwards: reporting owners[i] moves only those after it, and
              * frees e only with owners[0], the last one looked at. */
-            for (int i = renewed_owners(e) - 1; i >= 0; i--) {
-                if (now - e->owners[i].renewed_ms >= r->cfg->lock_watchdog_timeout_ms) {
-                    report_expired(r, e, &e->owners[i]);
+            for (uint32_t i = renewed_owners(e); i-- > 0;) {
+                if (now - owner_at(e, i)->renewed_ms >= r->cfg->lock_watchdog_timeout_ms) {
+                    report_expired(r, e, owner_at(e, i));
                 }
             }
         }
@@ -426,10 +481,13 @@ static void submit_chunk(rlock__renewal *r, rlock__cmd *cmd, chunk *ch) {
 
 /* FastMultilockTask's call: one name (its chunk size is 1), its first
  * owner, its fields; the script also takes the wall clock. */
-static void send_fast_multi(rlock__renewal *r, renew_entry **next, int64_t now) {
-    renew_entry *e = *next;
-    *next = e->hh.next;
-    size_t nfields = e->fields_len / RLOCK__HASH_B64_LEN;
+static void send_fast_multi(rlock__renewal *r, size_t *pos, int64_t now) {
+    renew_entry *e = next_entry(&r->table[RLOCK__RENEW_FAST_MULTI], pos);
+    if (e == NULL) {
+        return;
+    }
+    (*pos)++;
+    size_t nfields = fields_len_of(e) / RLOCK__HASH_B64_LEN;
     int argc = 4 + (int)nfields;
     chunk *ch = calloc(1, sizeof(*ch) + sizeof(chunk_item));
     const char **argv = calloc((size_t)argc, sizeof(char *));
@@ -451,7 +509,7 @@ static void send_fast_multi(rlock__renewal *r, renew_entry **next, int64_t now) 
     ch->script = RLOCK__RENEW_FAST_MULTI;
     ch->sent_ms = now;
     ch->nkeys = 1;
-    const owner *o = &e->owners[0];
+    const owner *o = &e->first;
     ch->items[ch->n++] =
         (chunk_item){.thread_id = o->thread_id, .seq = o->seq, .key = 0, .off = 0, .len = e->len};
     char lease[24], wall[24], field[RLOCK__FIELD_MAX];
@@ -466,7 +524,7 @@ static void send_fast_multi(rlock__renewal *r, renew_entry **next, int64_t now) 
                                   o->thread_id, o->suffix);
     argv[3] = field;
     for (size_t i = 0; i < nfields; i++) {
-        argv[4 + i] = e->fields + i * RLOCK__HASH_B64_LEN;
+        argv[4 + i] = fields_of(e) + i * RLOCK__HASH_B64_LEN;
         argvlen[4 + i] = RLOCK__HASH_B64_LEN;
     }
     rlock__cmd *cmd =
@@ -476,19 +534,24 @@ static void send_fast_multi(rlock__renewal *r, renew_entry **next, int64_t now) 
     submit_chunk(r, cmd, ch);
 }
 
-static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entry **next,
-                       int64_t now) {
+static void send_chunk(rlock__renewal *r, rlock__renew_script script, size_t *pos, int64_t now) {
     if (script == RLOCK__RENEW_FAST_MULTI) {
-        send_fast_multi(r, next, now);
+        send_fast_multi(r, pos, now);
         return;
     }
+    const rlock__name_set *t = &r->table[script];
     bool read = script == RLOCK__RENEW_READ;
     int max = r->cfg->lock_watchdog_batch_size;
     size_t names_len = 0;
     int nkeys = 0, nitems = 0;
-    for (renew_entry *e = *next; e != NULL && nkeys < max; e = e->hh.next, nkeys++) {
+    size_t p = *pos;
+    for (renew_entry *e; nkeys < max && (e = next_entry(t, &p)) != NULL; p++, nkeys++) {
         names_len += e->len + (read ? e->len + 2 : 0);
-        nitems += renewed_owners(e);
+        nitems += (int)renewed_owners(e);
+    }
+    if (nkeys == 0) {
+        *pos = t->cap;
+        return;
     }
     int keyc = read ? 2 * nkeys : nkeys;
     int argc = keyc + 1 + nitems + (read ? nkeys : 0);
@@ -504,9 +567,7 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entr
         fields == NULL) {
         /* Out of memory: skip them this round; the deadline check in a
          * later round still reports them if it goes on. */
-        for (int i = 0; i < nkeys && *next != NULL; i++) {
-            *next = (*next)->hh.next;
-        }
+        *pos = p;
         if (ch != NULL) {
             free(ch->names);
         }
@@ -525,7 +586,7 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entr
     argvlen[a] = (size_t)snprintf(nums[nkeys], sizeof(nums[0]), "%" PRId64,
                                   r->cfg->lock_watchdog_timeout_ms);
     argv[a++] = nums[nkeys];
-    for (renew_entry *e = *next; e != NULL && ch->nkeys < nkeys; e = e->hh.next) {
+    for (renew_entry *e; ch->nkeys < nkeys && (e = next_entry(t, pos)) != NULL; (*pos)++) {
         int k = ch->nkeys++;
         size_t name_off = off;
         memcpy(ch->names + off, e->name, e->len);
@@ -536,14 +597,14 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entr
             argv[2 * k + 1] = ch->names + off;
             argvlen[2 * k + 1] = read_key_prefix(e->name, e->len, ch->names + off);
             off += argvlen[2 * k + 1];
-            argvlen[a] = (size_t)snprintf(nums[k], sizeof(nums[0]), "%d", e->n);
+            argvlen[a] = (size_t)snprintf(nums[k], sizeof(nums[0]), "%u", (unsigned)e->n);
             argv[a++] = nums[k];
         } else {
             argv[k] = ch->names + name_off;
             argvlen[k] = e->len;
         }
-        for (int i = 0; i < renewed_owners(e); i++) {
-            owner *o = &e->owners[i];
+        for (uint32_t i = 0; i < renewed_owners(e); i++) {
+            const owner *o = owner_at(e, i);
             ch->items[ch->n++] = (chunk_item){
                 .thread_id = o->thread_id, .seq = o->seq, .key = k, .off = name_off, .len = e->len};
             char *f = fields[ch->n - 1];
@@ -551,7 +612,6 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, renew_entr
                                           o->thread_id, o->suffix);
             argv[a++] = f;
         }
-        *next = e->hh.next;
     }
     const rlock__script *s = read ? &rlock__script_read_lock_renew : &rlock__script_lock_renew;
     rlock__cmd *cmd = rlock__cmd_script(s, keyc, argc, argv, argvlen);
@@ -570,9 +630,9 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     int64_t now = rlock__now_ms();
     r->round_failed = false;
     for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
-        renew_entry *next = r->table[s];
-        while (next != NULL && !r->closed) {
-            send_chunk(r, (rlock__renew_script)s, &next, now);
+        size_t pos = 0;
+        while (pos < r->table[s].cap && !r->closed) {
+            send_chunk(r, (rlock__renew_script)s, &pos, now);
         }
     }
     if (r->in_flight > 0) {
@@ -592,45 +652,47 @@ static int add_now(rlock__renewal *r, rlock__renew_script script, const char *na
     renew_entry *e = find(r, script, name, len);
     bool created = e == NULL;
     if (created) {
-        e = calloc(1, sizeof(*e) + len + 1 + fields_len);
-        if (e == NULL) {
+        bool fast = script == RLOCK__RENEW_FAST_MULTI;
+        size_t size =
+            offsetof(renew_entry, name) + len + 1 + (fast ? sizeof(uint32_t) : 0) + fields_len;
+        if (len > UINT32_MAX || fields_len > UINT32_MAX || (e = calloc(1, size)) == NULL) {
             return RLOCK_ERR_NOMEM;
         }
-        e->script = script;
-        e->len = len;
+        e->script = (uint8_t)script;
+        e->len = (uint32_t)len;
+        e->cap = 1;
         memcpy(e->name, name, len);
-        e->fields = e->name + len + 1;
-        e->fields_len = fields_len;
-        if (fields_len > 0) {
-            memcpy(e->name + len + 1, fields, fields_len);
+        if (fast) {
+            uint32_t n = (uint32_t)fields_len;
+            memcpy(e->name + len + 1, &n, sizeof(n));
+            memcpy(e->name + len + 1 + sizeof(n), fields, fields_len);
+        }
+        if (!rlock__name_set_add(&r->table[script], e)) {
+            free(e);
+            return RLOCK_ERR_NOMEM;
         }
     }
     owner *o = find_owner(e, thread_id);
     if (o == NULL) {
         if (e->n == e->cap) {
-            int cap = e->cap == 0 ? 1 : 2 * e->cap;
-            owner *grown = realloc(e->owners, (size_t)cap * sizeof(owner));
+            uint32_t cap = 2 * e->cap;
+            owner *grown = realloc(e->more, (size_t)(cap - 1) * sizeof(owner));
             if (grown == NULL) {
-                if (created) {
-                    free(e);
-                }
-                return RLOCK_ERR_NOMEM;
+                return RLOCK_ERR_NOMEM; /* e has its other owners */
             }
-            e->owners = grown;
+            e->more = grown;
             e->cap = cap;
         }
-        o = &e->owners[e->n++];
+        o = owner_at(e, e->n++);
         *o = (owner){.thread_id = thread_id,
                      .seq = ++r->next_seq,
                      .renewed_ms = taken_ms,
                      .suffix = suffix != NULL ? suffix : ""};
         r->stats.renewing++;
     }
-    if (created) {
-        HASH_ADD_KEYPTR(hh, r->table[script], e->name, e->len, e);
-    }
     o->count++;
-    o->sink = *sink; /* the latest acquisition's callbacks */
+    o->lock_cb = sink->lock_cb; /* the latest acquisition's callback */
+    o->lock_arg = sink->lock_arg;
     if (taken_ms > o->renewed_ms) {
         o->renewed_ms = taken_ms;
     }
@@ -646,6 +708,7 @@ static void cancel_now(rlock__renewal *r, rlock__renew_script script, const char
     owner *o = e != NULL ? find_owner(e, thread_id) : NULL;
     if (o != NULL && --o->count == 0) {
         remove_owner(r, e, o);
+        rlock__name_set_compact(&r->table[script]);
         stop_if_idle(r);
     }
 }
@@ -757,11 +820,12 @@ void rlock__renewal_cancel_all(rlock__renewal *r, rlock__renew_script script, co
     renew_entry *e = find(r, script, name, len);
     while (e != NULL && e->n > 0) {
         bool last = e->n == 1;
-        remove_owner(r, e, &e->owners[0]);
+        remove_owner(r, e, &e->first);
         if (last) {
             break; /* e is freed */
         }
     }
+    rlock__name_set_compact(&r->table[script]);
     stop_if_idle(r);
 }
 
@@ -778,13 +842,13 @@ void rlock__renewal_close(rlock__renewal *r) {
     ev_timer_stop(rlock__loop_ev(r->loop), &r->expiry);
     r->running = false;
     for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
-        renew_entry *e, *tmp;
-        HASH_ITER(hh, r->table[s], e, tmp) {
-            HASH_DEL(r->table[s], e);
+        size_t pos = 0;
+        for (renew_entry *e; (e = next_entry(&r->table[s], &pos)) != NULL; pos++) {
             r->stats.renewing -= (uint64_t)e->n;
-            free(e->owners);
+            free(e->more);
             free(e);
         }
+        rlock__name_set_free(&r->table[s]);
     }
 }
 
