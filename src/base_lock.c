@@ -538,13 +538,13 @@ static void spin(acquire_op *op) {
         give_up(op);
         return;
     }
-    const rlock *l = op->lock;
-    int64_t sleep = op->next_sleep_ms, max = l->backoff.max_delay_ms;
+    rlock__backoff b = rlock__object_backoff(op->lock);
+    int64_t sleep = op->next_sleep_ms, max = b.max_delay_ms;
     if (sleep < max) { /* ExponentialBackOffPolicy.getNextSleepPeriod */
         op->fails++;
         /* ThreadLocalRandom.nextInt(fails): random per process and thread */
         int64_t jitter = (int64_t)(next_random() % (uint64_t)op->fails);
-        int64_t next = sleep * l->backoff.multiplier + jitter;
+        int64_t next = sleep * b.multiplier + jitter;
         op->next_sleep_ms = next < max ? next : max;
     }
     arm_timer(op, sleep);
@@ -758,7 +758,7 @@ static rlock_future *start_op(rlock *l, int64_t wait_ms, int64_t lease_ms, uint6
     op->deadline_ms = started_ms + wait_ms; /* the wait counts from the call */
     op->first_ttl = ttl;
     if (l->ops->spins) {
-        op->next_sleep_ms = l->backoff.initial_delay_ms;
+        op->next_sleep_ms = rlock__object_backoff(l).initial_delay_ms;
     }
     /* A lock call made after rlock_set_lock_lost_callback gets its callback;
      * a later change does not reach this acquisition. */

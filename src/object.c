@@ -35,6 +35,7 @@ void rlock__object_unref(rlock *l) {
         free(l->subs);
     }
     rlock__client_unref(l->client);
+    free(l->lost);
     free(l);
 }
 
@@ -194,7 +195,7 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
     l->client = c;
     l->ops = ops;
     l->subs = subs;
-    l->nsubs = n;
+    l->nsubs = (uint16_t)n; /* at most MULTI_MAX */
     atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
     atomic_flag_clear(&l->lost_guard);
     l->name.s = l->text; /* "": no name of its own (Redisson's getName throws) */
@@ -240,24 +241,44 @@ int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg) {
     if (rc != RLOCK_OK) {
         return rc;
     }
+    /* Made outside the spin lock (setting is rare), and kept once made: a
+     * reader may be copying it. */
+    rlock__lost_cb_slot *fresh = cb != NULL ? calloc(1, sizeof(*fresh)) : NULL;
+    if (cb != NULL && fresh == NULL) {
+        rlock__set_error_message("out of memory");
+        return RLOCK_ERR_NOMEM;
+    }
     while (atomic_flag_test_and_set_explicit(&l->lost_guard, memory_order_acquire)) {
     }
-    l->lost_cb = cb;
-    l->lost_arg = cb != NULL ? arg : NULL;
+    if (l->lost == NULL && fresh != NULL) {
+        l->lost = fresh;
+        fresh = NULL;
+    }
+    if (l->lost != NULL) {
+        l->lost->cb = cb;
+        l->lost->arg = cb != NULL ? arg : NULL;
+    }
     atomic_flag_clear_explicit(&l->lost_guard, memory_order_release);
+    free(fresh); /* one was made before */
     return RLOCK_OK;
 }
 
 void rlock__object_lost_cb(rlock *l, rlock_lock_lost_cb *cb, void **arg) {
     while (atomic_flag_test_and_set_explicit(&l->lost_guard, memory_order_acquire)) {
     }
-    *cb = l->lost_cb;
-    *arg = l->lost_arg;
+    *cb = l->lost != NULL ? l->lost->cb : NULL;
+    *arg = l->lost != NULL ? l->lost->arg : NULL;
     atomic_flag_clear_explicit(&l->lost_guard, memory_order_release);
 }
 
 char *rlock__object_tail(const rlock *l) {
     return l->name.s + l->name.len + 1;
+}
+
+rlock__backoff rlock__object_backoff(const rlock *l) {
+    rlock__backoff b;
+    memcpy(&b, rlock__object_tail(l), sizeof(b)); /* after the name: unaligned */
+    return b;
 }
 
 static const char *channel_prefix_of(const rlock *l) {

@@ -27,15 +27,28 @@ typedef struct rlock__name {
  * timeout set, the fenced lock's token). */
 #define RLOCK__EXTRA_KEYS 2
 
+/* The spin lock's back-off (each at most an hour: fits), kept after its
+ * name (rlock__object_tail) since no other kind has one. */
+typedef struct rlock__backoff {
+    int32_t initial_delay_ms, max_delay_ms, multiplier;
+} rlock__backoff;
+
+/* The handle's lost-lock callback, allocated when first set. */
+typedef struct rlock__lost_cb_slot {
+    rlock_lock_lost_cb cb;
+    void *arg;
+} rlock__lost_cb_slot;
+
 struct rlock {
     atomic_int refs;
+    uint16_t nsubs;         /* see subs below; at most 1024 */
+    atomic_flag lost_guard; /* a spin lock over the lost-lock callback: set rarely */
     const rlock__kind_ops *ops;
     /* nsubs > 0: a kind of whole operations (kind.h: the multi lock),
      * whose sub-locks are subs, each referenced, in the caller's order;
      * then client is subs[0]'s, and the names are empty. Otherwise extra
      * holds the kind's extra keys (RLOCK__EXTRA_KEYS at most), in the
      * block after the handle; NULL when it has none. */
-    size_t nsubs;
     union {
         rlock **subs;
         rlock__name *extra;
@@ -44,12 +57,7 @@ struct rlock {
     /* internalLockLeaseTime: the lease a remaining reentrant hold gets on
      * unlock; the last lease given, or the watchdog timeout. */
     _Atomic int64_t lease_ms;
-    struct {
-        int32_t initial_delay_ms, max_delay_ms, multiplier;
-    } backoff;              /* the spin lock's (each at most an hour: fits) */
-    atomic_flag lost_guard; /* a spin lock over the lost-lock callback: set rarely */
-    rlock_lock_lost_cb lost_cb;
-    void *lost_arg;
+    rlock__lost_cb_slot *lost; /* NULL until a callback is set */
     rlock__name name;
     /* The extra keys' table, then the name, then the extra keys. The
      * channel and the latch prefix are made when needed rather than kept
@@ -115,6 +123,9 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
 
 /* The lost-lock callback as of now (any thread). */
 void rlock__object_lost_cb(rlock *l, rlock_lock_lost_cb *cb, void **arg);
+
+/* A spinning kind's back-off (the tail of its handle). */
+rlock__backoff rlock__object_backoff(const rlock *l);
 
 void rlock__object_ref(rlock *l);
 void rlock__object_unref(rlock *l);

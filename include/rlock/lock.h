@@ -590,7 +590,8 @@ typedef void (*rlock_lock_lost_cb)(const rlock_lock_lost_info *info, void *arg);
  * @param arg passed to cb.
  * @return 0, RLOCK_ERR_INVALID for a NULL lock, RLOCK_ERR_UNSUPPORTED for
  *         a multi or red lock, RLOCK_ERR_CLOSED or RLOCK_ERR_FORKED for a
- *         destroyed client or one made before fork(). */
+ *         destroyed client or one made before fork(), RLOCK_ERR_NOMEM when
+ *         the first callback set on the handle cannot be stored. */
 RLOCK_API int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg);
 
 #ifdef __cplusplus

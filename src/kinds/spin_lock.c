@@ -54,12 +54,14 @@ rlock *rlock_get_spin_lock_with_backoff(rlock_client *c, const char *name, size_
                                  (long long)b->multiplier);
         return NULL;
     }
-    rlock *l = rlock__object_new(c, "rlock_get_spin_lock", name, len, &spin_lock_ops, NULL, 0);
+    rlock *l = rlock__object_new_tail(c, "rlock_get_spin_lock", name, len, &spin_lock_ops, NULL, 0,
+                                      sizeof(rlock__backoff));
     if (l != NULL) {
         /* Checked above: each fits 32 bits. */
-        l->backoff.initial_delay_ms = (int32_t)b->initial_delay_ms;
-        l->backoff.max_delay_ms = (int32_t)b->max_delay_ms;
-        l->backoff.multiplier = (int32_t)b->multiplier;
+        rlock__backoff kept = {.initial_delay_ms = (int32_t)b->initial_delay_ms,
+                               .max_delay_ms = (int32_t)b->max_delay_ms,
+                               .multiplier = (int32_t)b->multiplier};
+        memcpy(rlock__object_tail(l), &kept, sizeof(kept));
     }
     return l;
 }
