@@ -7,7 +7,12 @@
  * (and runs) every test per kind. The faster multi-lock (fmulti__<test>)
  * runs the tests that read neither hold counts through the API (it has
  * none) nor the reentrant lock's layout: the waiting, cancelling, handoff,
- * watchdog, lost-lock, lease and lost-wake-up ones.
+ * watchdog, lost-lock, lease and lost-wake-up ones. The multi lock
+ * (multi__<test>, over the locks "ct" and "ct2") and the red lock
+ * (red__<test>, over "ct", "ct2" and "ct3", here on one server) run the
+ * tests whose calls they support: no hold-count or is-locked query, no
+ * lost-lock callback of their own, no fencing token. Their sub-locks are
+ * reentrant locks, so what Redis holds is read on "ct" as for the lock.
  *
  * Where a test needs a second holder that excludes the first (the holder
  * a waiter waits behind), the read half's is a writer on the same name
@@ -72,7 +77,17 @@
 
 typedef rt_fx fx;
 
-typedef enum kind { K_LOCK, K_FAIR, K_SPIN, K_FENCED, K_READ, K_WRITE, K_FMULTI } kind;
+typedef enum kind {
+    K_LOCK,
+    K_FAIR,
+    K_SPIN,
+    K_FENCED,
+    K_READ,
+    K_WRITE,
+    K_FMULTI,
+    K_MULTI,
+    K_RED
+} kind;
 
 #define NAME "ct"
 #define CHANNEL "redisson_lock__channel:{ct}"
@@ -80,6 +95,19 @@ typedef enum kind { K_LOCK, K_FAIR, K_SPIN, K_FENCED, K_READ, K_WRITE, K_FMULTI 
 #define TIMEOUT_KEY "redisson_lock_timeout:{ct}"
 #define TOKEN_KEY "redisson_lock_token:{ct}"
 #define RW_CHANNEL "redisson_rwlock:{ct}"
+
+/* The sub-locks of the multi (two) and red (three) locks. */
+static const char *const sub_names[3] = {NAME, "ct2", "ct3"};
+
+/* Kinds of whole operations over sub-locks. */
+static bool whole(kind k) {
+    return k == K_MULTI || k == K_RED;
+}
+
+/* The lock names a hold of kind k takes (the watchdog renews each). */
+static int names_of(kind k) {
+    return k == K_MULTI ? 2 : k == K_RED ? 3 : 1;
+}
 
 static bool spins(kind k) {
     return k == K_SPIN;
@@ -177,6 +205,22 @@ static rlock *get_lock(kind k, rlock_client *c, const char *name) {
         return rlock_get_write_lock(c, name);
     case K_FMULTI:
         return rlock_get_faster_multi_lock(c, name, fm_values, 2);
+    case K_MULTI:
+    case K_RED: {
+        /* The sub-lock handles are the multi lock's to keep. */
+        rlock *subs[3];
+        int n = names_of(k);
+        for (int i = 0; i < n; i++) {
+            subs[i] = rlock_get_lock(c, i == 0 ? name : sub_names[i]);
+            assert_non_null(subs[i]);
+        }
+        rlock *l = k == K_MULTI ? rlock_get_multi_lock(subs, (size_t)n)
+                                : rlock_get_red_lock(subs, (size_t)n);
+        for (int i = 0; i < n; i++) {
+            rlock_free(subs[i]);
+        }
+        return l;
+    }
     }
     return NULL;
 }
@@ -295,6 +339,18 @@ static long long rint_(fx *f, const char *fmt, ...) {
     redisReply *r = rt_vprobe(&f->redis, &g_probe, fmt, ap);
     va_end(ap);
     return rt_int_reply(r);
+}
+
+/* Every name a hold of kind k takes is gone. */
+static bool exists(fx *f, const char *key);
+
+static bool names_gone(fx *f, kind k) {
+    for (int i = 0; i < names_of(k); i++) {
+        if (exists(f, sub_names[i])) {
+            return false;
+        }
+    }
+    return true;
 }
 
 /* The hash field an owner of kind k holds the lock under: the write
@@ -497,6 +553,15 @@ static void run(void **state, kind k, void (*body)(fx *f, kind k)) {
         run(s, K_FMULTI, c_##t);                                                                   \
     }
 
+/* The multi and red locks, for the tests whose calls they support. */
+#define FOR_WHOLE(t)                                                                               \
+    static void multi__##t(void **s) {                                                             \
+        run(s, K_MULTI, c_##t);                                                                    \
+    }                                                                                              \
+    static void red__##t(void **s) {                                                               \
+        run(s, K_RED, c_##t);                                                                      \
+    }
+
 /* ==== 1. reentry ============================================================ */
 
 static void c_reentry(fx *f, kind k) {
@@ -621,7 +686,9 @@ static void c_unlock_not_held(fx *f, kind k) {
     assert_true(ttl_after <= ttl_before && ttl_after > ttl_before - 3000);
     static const char *const lock_only[] = {NAME, TOKEN_KEY};
     const char *const read_held[] = {NAME, tk1, tk2};
-    if (k == K_READ) {
+    if (whole(k)) {
+        expect_keys(f, sub_names, (size_t)names_of(k));
+    } else if (k == K_READ) {
         expect_keys(f, read_held, 3); /* the holds' own keys, no latch */
     } else {
         expect_keys(f, lock_only, k == K_FENCED ? 2 : 1); /* no latch left, no queue */
@@ -630,13 +697,25 @@ static void c_unlock_not_held(fx *f, kind k) {
         expect_str(f, TOKEN_KEY, "2");
     }
     assert_int_equal(rt_lock_stats(a).acquires, acquires);
-    assert_int_equal(hold_count(la, HOLDER), 2);
+    if (whole(k)) { /* no hold-count query: every sub-lock holds it twice */
+        for (int i = 0; i < names_of(k); i++) {
+            char field[160];
+            field_of(k, a, HOLDER, field, sizeof(field));
+            redisReply *r = probe(f, "HGET %s %s", sub_names[i], field);
+            assert_int_equal(r->type, REDIS_REPLY_STRING);
+            assert_string_equal(r->str, "2");
+            freeReplyObject(r);
+        }
+    } else {
+        assert_int_equal(hold_count(la, HOLDER), 2);
+    }
 
     assert_int_equal(unlock(la, HOLDER), RLOCK_OK);
     assert_int_equal(unlock(la, HOLDER), RLOCK_OK);
-    assert_false(exists(f, NAME));
+    assert_true(names_gone(f, k));
 }
 PER_KIND(unlock_not_held)
+FOR_WHOLE(unlock_not_held)
 
 /* ==== 3. cancel ============================================================= */
 
@@ -686,7 +765,7 @@ static void c_cancel_waiting(fx *f, kind k) {
         /* A waiter that had not stopped would take the lock now (the spin
          * lock's back-off is at most 128 ms; the others are told). */
         rt_sleep_ms(300);
-        assert_false(exists(f, NAME));
+        assert_true(names_gone(f, k));
         assert_int_equal(rt_lock_stats(b).acquires, stopped);
         assert_int_equal(rt_lock_stats(b).renewing, 0);
         expect_free_keys(f, k);
@@ -699,6 +778,7 @@ static void c_cancel_waiting(fx *f, kind k) {
 }
 PER_KIND(cancel_waiting)
 FOR_FMULTI(cancel_waiting)
+FOR_WHOLE(cancel_waiting)
 
 /* try-lock or lock, then cancel at once, many times: whichever side wins,
  * the lock ends free, unrenewed, with no queue left behind. */
@@ -725,8 +805,11 @@ static void c_cancel_race(fx *f, kind k) {
         }
         drop(fut);
         drain(c);
-        if (!rt_redis_gone_within(&f->redis, &g_probe, NAME, 3000)) {
-            fail_msg("round %d: the lock stayed held (%d cancels won so far)", i, cancelled);
+        for (int n = 0; n < names_of(k); n++) {
+            if (!rt_redis_gone_within(&f->redis, &g_probe, sub_names[n], 3000)) {
+                fail_msg("round %d: %s stayed held (%d cancels won so far)", i, sub_names[n],
+                         cancelled);
+            }
         }
     }
     print_message("cancel won %d, acquire won %d of 100\n", cancelled, won);
@@ -737,6 +820,7 @@ static void c_cancel_race(fx *f, kind k) {
 }
 PER_KIND(cancel_race)
 FOR_FMULTI(cancel_race)
+FOR_WHOLE(cancel_race)
 
 /* ==== 4. handoff ============================================================ */
 
@@ -779,6 +863,7 @@ static void c_handoff(fx *f, kind k) {
 }
 PER_KIND(handoff)
 FOR_FMULTI(handoff)
+FOR_WHOLE(handoff)
 
 /* ==== 5. watchdog =========================================================== */
 
@@ -790,11 +875,13 @@ static void c_watchdog_renews(fx *f, kind k) {
     lock_ok(l, RLOCK_LEASE_WATCHDOG, 1);
     long long pttl = rint_(f, "PTTL %s", NAME);
     assert_true(pttl > 0 && pttl <= 600);
-    assert_true(RT_STAT_BECOMES(c, renewing, 1, 2000));
+    assert_true(RT_STAT_BECOMES(c, renewing, (uint64_t)names_of(k), 2000));
     rt_sleep_ms(1800); /* three times the lease: only renewals keep it */
     assert_int_equal(hold(f, k, c, 1), 1);
-    pttl = rint_(f, "PTTL %s", NAME);
-    assert_true(pttl > 0 && pttl <= 600);
+    for (int i = 0; i < names_of(k); i++) { /* every sub-lock of a multi lock */
+        pttl = rint_(f, "PTTL %s", sub_names[i]);
+        assert_true(pttl > 0 && pttl <= 600);
+    }
     if (k == K_READ) { /* the hold's own key is renewed with the hash */
         char tk[256];
         timeout_key(c, 1, 1, tk, sizeof(tk));
@@ -805,10 +892,11 @@ static void c_watchdog_renews(fx *f, kind k) {
     assert_int_equal(rt_lock_stats(c).lost, 0);
     assert_int_equal(unlock(l, 1), RLOCK_OK);
     assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
-    assert_false(exists(f, NAME));
+    assert_true(names_gone(f, k));
 }
 PER_KIND(watchdog_renews)
 FOR_FMULTI(watchdog_renews)
+FOR_WHOLE(watchdog_renews)
 
 typedef struct lost_seen {
     _Atomic int calls;
@@ -868,7 +956,11 @@ static void c_lease_expiry(fx *f, kind k) {
     rlock_client *b = client(f);
     rlock *la = handle(excluder(k), a, NAME);
     rlock *lb = handle(k, b, NAME);
-    assert_true(is_locked(lb) == false); /* b connected, so its wait starts now */
+    if (whole(k)) { /* no is-locked query: b connected, so its wait starts now */
+        drain(b);
+    } else {
+        assert_true(is_locked(lb) == false);
+    }
     int64_t t0 = rt_now_ms();
     lock_ok(la, 300, 1);
     long long pttl = rint_(f, "PTTL %s", NAME);
@@ -898,7 +990,9 @@ static void c_lease_expiry(fx *f, kind k) {
         }
         assert_false(is_locked(own));
     } else {
-        assert_true(rt_redis_gone_within(&f->redis, &g_probe, NAME, 2000));
+        for (int i = 0; i < names_of(k); i++) {
+            assert_true(rt_redis_gone_within(&f->redis, &g_probe, sub_names[i], 2000));
+        }
     }
     if (k == K_READ) {
         char tk[256];
@@ -909,6 +1003,7 @@ static void c_lease_expiry(fx *f, kind k) {
 }
 PER_KIND(lease_expiry)
 FOR_FMULTI(lease_expiry)
+FOR_WHOLE(lease_expiry)
 
 /* ==== 7. bad input ========================================================== */
 
@@ -1031,7 +1126,7 @@ static void c_destroy_pending(fx *f, kind k) {
     /* The holder is untouched and its lock works on. */
     assert_int_equal(hold(f, excluder(k), a, 1), 1);
     assert_int_equal(unlock(la, 1), RLOCK_OK);
-    assert_false(exists(f, NAME));
+    assert_true(names_gone(f, k));
     int64_t v = -1;
     assert_int_equal(rt_finish(rlock_try_lock_async(la, 0, 5000, 1), &v), RLOCK_OK);
     if (k == K_FAIR) {
@@ -1045,6 +1140,7 @@ static void c_destroy_pending(fx *f, kind k) {
     }
 }
 PER_KIND(destroy_pending)
+FOR_WHOLE(destroy_pending)
 
 /* ==== 9. what Redis holds =================================================== */
 
@@ -1249,6 +1345,8 @@ static void c_redis_state(fx *f, kind k) {
     case K_READ:
     case K_WRITE:  /* c_redis_state_rw */
     case K_FMULTI: /* not run: test_faster_multi_lock.c checks its layout */
+    case K_MULTI:  /* not run: test_multi_lock.c checks its sub-locks' keys */
+    case K_RED:
         fail();
     }
     /* The channels: the lock's for the reentrant and fenced locks, the
@@ -1340,6 +1438,7 @@ static void c_lost_wakeup(fx *f, kind k) {
 }
 PER_KIND(lost_wakeup)
 FOR_FMULTI(lost_wakeup)
+FOR_WHOLE(lost_wakeup)
 
 /* ==== 11. processes ========================================================= */
 
@@ -1630,6 +1729,22 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(fmulti__lost_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(fmulti__lease_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(fmulti__lost_wakeup, setup, teardown),
+        cmocka_unit_test_setup_teardown(multi__unlock_not_held, setup, teardown),
+        cmocka_unit_test_setup_teardown(multi__cancel_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(multi__cancel_race, setup, teardown),
+        cmocka_unit_test_setup_teardown(multi__handoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(multi__watchdog_renews, setup, teardown),
+        cmocka_unit_test_setup_teardown(multi__lease_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(multi__destroy_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(multi__lost_wakeup, setup, teardown),
+        cmocka_unit_test_setup_teardown(red__unlock_not_held, setup, teardown),
+        cmocka_unit_test_setup_teardown(red__cancel_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(red__cancel_race, setup, teardown),
+        cmocka_unit_test_setup_teardown(red__handoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(red__watchdog_renews, setup, teardown),
+        cmocka_unit_test_setup_teardown(red__lease_expiry, setup, teardown),
+        cmocka_unit_test_setup_teardown(red__destroy_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(red__lost_wakeup, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
