@@ -10,9 +10,10 @@
  * watchdog, lost-lock, lease and lost-wake-up ones. The multi lock
  * (multi__<test>, over the locks "ct" and "ct2") and the red lock
  * (red__<test>, over "ct", "ct2" and "ct3", here on one server) run the
- * tests whose calls they support: no hold-count or is-locked query, no
- * lost-lock callback of their own, no fencing token. Their sub-locks are
- * reentrant locks, so what Redis holds is read on "ct" as for the lock.
+ * tests whose calls they support, the processes test included: they have
+ * no hold-count or is-locked query, no lost-lock callback of their own
+ * and no fencing token. Their sub-locks are reentrant locks, so what
+ * Redis holds is read on "ct" as for the lock.
  *
  * Where a test needs a second holder that excludes the first (the holder
  * a waiter waits behind), the read half's is a writer on the same name
@@ -1625,7 +1626,7 @@ static void c_processes(fx *f, kind k) {
     assert_int_equal(r->type, REDIS_REPLY_STRING);
     assert_int_equal(strtoll(r->str, NULL, 10), CHILDREN * ITERS);
     freeReplyObject(r);
-    assert_false(exists(f, NAME));
+    assert_true(names_gone(f, k));
     if (k == K_READ) {
         char all[16];
         snprintf(all, sizeof(all), "%d", CHILDREN);
@@ -1638,6 +1639,7 @@ static void c_processes(fx *f, kind k) {
     expect_keys_ex(f, token, k == K_FENCED ? 1 : 0, true);
 }
 PER_KIND(processes)
+FOR_WHOLE(processes)
 
 /* ========================================================================== */
 
@@ -1737,6 +1739,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(multi__lease_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(multi__destroy_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(multi__lost_wakeup, setup, teardown),
+        cmocka_unit_test_setup_teardown(multi__processes, setup, teardown),
         cmocka_unit_test_setup_teardown(red__unlock_not_held, setup, teardown),
         cmocka_unit_test_setup_teardown(red__cancel_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(red__cancel_race, setup, teardown),
@@ -1745,6 +1748,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(red__lease_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(red__destroy_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(red__lost_wakeup, setup, teardown),
+        cmocka_unit_test_setup_teardown(red__processes, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
