@@ -56,6 +56,10 @@ struct rlock__renewal {
     int last_err;      /* why the last failed call failed */
     char last_msg[256];
     bool running; /* the timer is armed or a round is under way */
+    /* A round's calls are being sent: a call that fails at once runs its
+     * callback from inside the walk, and the notes it would apply must
+     * wait, since adding may rebuild the table under the walk. */
+    bool walking;
     bool closed;
     int in_flight; /* calls of the current round still out */
     uint64_t next_seq;
@@ -629,12 +633,14 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     drain(r);
     int64_t now = rlock__now_ms();
     r->round_failed = false;
+    r->walking = true;
     for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
         size_t pos = 0;
         while (pos < r->table[s].cap && !r->closed) {
             send_chunk(r, (rlock__renew_script)s, &pos, now);
         }
     }
+    r->walking = false;
     if (r->in_flight > 0) {
         arm_expiry(r);
     }
@@ -728,6 +734,9 @@ void rlock__renewal_cancel(rlock__renewal *r, rlock__renew_script script, const 
 
 /* Applies the queued notes in order (loop thread). */
 static void drain(rlock__renewal *r) {
+    if (r->walking) {
+        return; /* applied by the next drain */
+    }
     pthread_mutex_lock(&r->notes_mu);
     note *n = r->notes_head;
     r->notes_head = r->notes_tail = NULL;
