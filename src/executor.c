@@ -19,7 +19,7 @@ typedef struct sent {
 
 struct rlock__cmd {
     rlock__list all_node;  /* in x->all while submitted */
-    rlock__list wait_node; /* in x->waiting while CMD_WAITING */
+    rlock__list wait_node; /* in x->waiting while CMD_WAITING, x->sent while CMD_SENT */
     rlock__executor *x;
     enum cmd_state state;
     int attempt; /* 0 for the first */
@@ -34,6 +34,7 @@ struct rlock__cmd {
     sent *wait_in_flight; /* the WAIT behind the script (rlock__executor_sync_replicas) */
     redisReply *held;     /* the script's answer, a copy, until WAIT's is back */
     int64_t wait_end_ms;  /* 0: none (rlock__cmd_give_up_at) */
+    int64_t reply_by_ms;  /* CMD_SENT: when the reply is late */
     char numkeys[12];
     int argc;
     const char **argv; /* [EVALSHA, sha, numkeys, ...] for scripts */
@@ -50,6 +51,13 @@ struct rlock__executor {
     const rlock__script *const *preload;
     rlock__list all;     /* every submitted, unfinished command */
     rlock__list waiting; /* waiting for a ready connection, in order */
+    /* Written and waiting for their reply, in the order written: each has
+     * timeout_ms from its write, so the first is the first to time out,
+     * and one timer (armed for it) serves them all. A command's own timer
+     * would put every command in flight in libev's timer heap, which
+     * keeps its size after a burst. */
+    rlock__list sent;
+    ev_timer sent_timer;
     bool closed;
     /* rlock__executor_sync_replicas */
     bool sync;
@@ -76,6 +84,22 @@ static void arm(rlock__cmd *cmd, int64_t ms) {
     }
     ev_timer_set(&cmd->timer, (double)ms / 1000.0, 0.);
     ev_timer_start(ev, &cmd->timer);
+}
+
+/* Arms the sent timer for the first command in x->sent (none: stopped). */
+static void arm_sent(rlock__executor *x) {
+    struct ev_loop *ev = ev_of(x);
+    ev_timer_stop(ev, &x->sent_timer);
+    if (rlock__list_empty(&x->sent)) {
+        return;
+    }
+    if (ev_depth(ev) == 0) {
+        ev_now_update(ev); /* as in arm() */
+    }
+    const rlock__cmd *first = RLOCK__CONTAINER_OF(x->sent.next, rlock__cmd, wait_node);
+    int64_t in = first->reply_by_ms - rlock__now_ms();
+    ev_timer_set(&x->sent_timer, (double)(in > 0 ? in : 0) / 1000.0, 0.);
+    ev_timer_start(ev, &x->sent_timer);
 }
 
 /* One allocation: the command, its argv and argvlen arrays, and the bytes. */
@@ -360,6 +384,9 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
         return; /* the attempt timed out or the command finished; nobody waits */
     }
     cmd->in_flight = NULL;
+    /* Out of x->sent; its timer, armed for the first, re-arms when it
+     * fires for a command that has left. */
+    rlock__list_remove(&cmd->wait_node);
     redisReply *reply = r;
     if (reply == NULL) {
         char why[300];
@@ -432,7 +459,13 @@ static void send_now(rlock__cmd *cmd) {
             request_info(x); /* its answer comes first: WAIT then follows the script's */
         }
     }
-    arm(cmd, x->cfg->timeout_ms);
+    ev_timer_stop(ev_of(x), &cmd->timer); /* a retry's pause is over */
+    cmd->reply_by_ms = rlock__now_ms() + x->cfg->timeout_ms;
+    bool first = rlock__list_empty(&x->sent);
+    rlock__list_push_back(&x->sent, &cmd->wait_node);
+    if (first) {
+        arm_sent(x);
+    }
 }
 
 static void start_attempt(rlock__cmd *cmd) {
@@ -475,7 +508,7 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
         attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
         break;
     }
-    case CMD_SENT:
+    case CMD_SENT: /* its answer is back and the WAIT behind it is not */
         x->stats.timeouts++;
         detach(cmd);
         snprintf(why, sizeof(why), "no reply within timeout_ms (%lld ms)",
@@ -490,6 +523,28 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     case CMD_NEW:
         break;
     }
+}
+
+/* The first written commands are late: each attempt fails (a timeout). */
+static void on_sent_timer(struct ev_loop *ev, ev_timer *w, int revents) {
+    (void)ev;
+    (void)revents;
+    rlock__executor *x = w->data;
+    int64_t now = rlock__now_ms();
+    while (!rlock__list_empty(&x->sent)) {
+        rlock__cmd *cmd = RLOCK__CONTAINER_OF(x->sent.next, rlock__cmd, wait_node);
+        if (cmd->reply_by_ms > now) {
+            break;
+        }
+        rlock__list_remove(&cmd->wait_node);
+        x->stats.timeouts++;
+        detach(cmd);
+        char why[320];
+        snprintf(why, sizeof(why), "no reply within timeout_ms (%lld ms)",
+                 (long long)x->cfg->timeout_ms);
+        attempt_failed(cmd, RLOCK_ERR_TIMEOUT, why); /* may send more: they queue behind */
+    }
+    arm_sent(x);
 }
 
 int rlock__executor_create(rlock__loop *loop, rlock__conn *conn, const rlock_config *cfg,
@@ -507,6 +562,9 @@ int rlock__executor_create(rlock__loop *loop, rlock__conn *conn, const rlock_con
     x->preload = preload;
     rlock__list_init(&x->all);
     rlock__list_init(&x->waiting);
+    rlock__list_init(&x->sent);
+    ev_init(&x->sent_timer, on_sent_timer);
+    x->sent_timer.data = x;
     x->replicas = -1;
     return RLOCK_OK;
 }
@@ -582,6 +640,9 @@ void rlock__executor_close(rlock__executor *x) {
     while (!rlock__list_empty(&x->all)) {
         rlock__cmd *cmd = RLOCK__CONTAINER_OF(x->all.next, rlock__cmd, all_node);
         finish(cmd, RLOCK_ERR_CLOSED, "the client was destroyed", NULL);
+    }
+    if (ev_of(x) != NULL) {
+        ev_timer_stop(ev_of(x), &x->sent_timer);
     }
 }
 

@@ -196,6 +196,55 @@ static void test_late_reply_is_dropped(void **state) {
     assert_int_equal(rlock__executor_get_stats(f->x).timeouts, 1);
 }
 
+/* Records when the callback ran, besides what record() does. */
+typedef struct {
+    result r;
+    int64_t at_ms;
+} timed;
+
+static void record_at(int err, const char *msg, const redisReply *reply, void *arg) {
+    timed *t = arg;
+    record(err, msg, reply, &t->r);
+    t->at_ms = rt_now_ms();
+}
+
+/* Commands written to a stopped server at different moments each time out
+ * timeout_ms after their own write (one timer serves every command in
+ * flight): not with the first, and not a whole timeout after it. */
+static void test_each_reply_timeout_counts_from_its_write(void **state) {
+    fx *f = *state;
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+    int64_t timeout = f->cfg.timeout_ms;
+    static timed first, second;
+    memset(&first, 0, sizeof(first));
+    memset(&second, 0, sizeof(second));
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock__executor_submit(f->x, add_cmd("1", "1"), record_at, &first), RLOCK_OK);
+    bool never = false;
+    rt_run_loop_until(f->ev, &never, timeout / 2); /* half a timeout later */
+    int64_t t1 = rt_now_ms();
+    assert_int_equal(rlock__executor_submit(f->x, add_cmd("2", "2"), record_at, &second), RLOCK_OK);
+    assert_true(rt_run_loop_until(f->ev, &second.r.done, 5000));
+    assert_true(first.r.done);
+    assert_int_equal(first.r.err, RLOCK_ERR_TIMEOUT);
+    assert_int_equal(second.r.err, RLOCK_ERR_TIMEOUT);
+    print_message("timed out %lld and %lld ms after their writes (timeout %lld ms)\n",
+                  (long long)(first.at_ms - t0), (long long)(second.at_ms - t1),
+                  (long long)timeout);
+    assert_true(first.at_ms - t0 >= timeout - 5);
+    assert_true(second.at_ms - t1 >= timeout - 5);   /* its own full timeout */
+    assert_true(second.at_ms > first.at_ms);         /* not with the first */
+    assert_true(second.at_ms - t1 < timeout + 2000); /* and not far past it */
+    assert_int_equal(rlock__executor_get_stats(f->x).timeouts, 2);
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+    /* The executor works on: a command behind them gets its answer. */
+    result after = {0};
+    assert_int_equal(rlock__executor_submit(f->x, add_cmd("1", "1"), record, &after), RLOCK_OK);
+    assert_true(rt_run_loop_until(f->ev, &after.done, 5000));
+    assert_int_equal(after.err, RLOCK_OK);
+    assert_int_equal(after.value, 2);
+}
+
 /* The connection reports down once when the server dies, and ready again
  * when it is back; commands in flight fail with RLOCK_ERR_CONNECTION. */
 static void test_connection_events(void **state) {
@@ -333,6 +382,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_scripts_loaded_on_every_connect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_pipelined_order, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_reply_is_dropped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_each_reply_timeout_counts_from_its_write, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_connection_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_resubmit_on_failure_does_not_spin, setup, teardown),
         cmocka_unit_test_setup_teardown(test_no_retry_command, setup, teardown),
