@@ -632,6 +632,9 @@ void rlock__executor_sync_replicas(rlock__executor *x, int64_t timeout_ms, bool 
 }
 
 void rlock__executor_close(rlock__executor *x) {
+    if (x->closed) {
+        return; /* destroy closes again, maybe after the loop is gone */
+    }
     x->closed = true;
     if (x->info != NULL) {
         x->info->x = NULL;
@@ -641,7 +644,9 @@ void rlock__executor_close(rlock__executor *x) {
         rlock__cmd *cmd = RLOCK__CONTAINER_OF(x->all.next, rlock__cmd, all_node);
         finish(cmd, RLOCK_ERR_CLOSED, "the client was destroyed", NULL);
     }
-    if (ev_of(x) != NULL) {
+    /* Active only if a command was written, and then the loop is alive
+     * here; a client whose creation failed closes after its loop. */
+    if (ev_is_active(&x->sent_timer)) {
         ev_timer_stop(ev_of(x), &x->sent_timer);
     }
 }
