@@ -451,10 +451,7 @@ static void give_up(acquire_op *op) {
 static void watch(rlock *l, uint64_t thread_id, int64_t sent_ms, rlock_lock_lost_cb lost_cb,
                   void *lost_arg) {
     rlock_client *c = l->client;
-    rlock__lost_sink sink = {.lock_cb = lost_cb,
-                             .lock_arg = lost_arg,
-                             .client_cb = c->cfg.on_lock_lost,
-                             .client_arg = c->cfg.on_lock_lost_arg};
+    rlock__lost_sink sink = {.cb = lost_cb, .arg = lost_arg};
     const char *fields = NULL;
     size_t fields_len = l->ops->renew_fields != NULL ? l->ops->renew_fields(l, &fields) : 0;
     if (rlock__renewal_add(c->renewal, l->ops->renewal, l->name.s, l->name.len, fields, fields_len,
@@ -956,12 +953,11 @@ static int note_watchdog(rlock *l, uint64_t thread_id, int64_t sent_ms, bool add
     if (c->renewal == NULL) {
         return RLOCK_ERR_CLOSED; /* the client is being destroyed */
     }
-    rlock__lost_sink sink = {.client_cb = c->cfg.on_lock_lost,
-                             .client_arg = c->cfg.on_lock_lost_arg};
+    rlock__lost_sink sink = {.cb = NULL, .arg = NULL};
     const char *fields = NULL;
     size_t fields_len = 0;
     if (add) {
-        rlock__object_lost_cb(l, &sink.lock_cb, &sink.lock_arg);
+        rlock__object_lost_cb(l, &sink.cb, &sink.arg);
         fields_len = l->ops->renew_fields != NULL ? l->ops->renew_fields(l, &fields) : 0;
     }
     return rlock__renewal_note(c->renewal, add, l->ops->renewal, l->name.s, l->name.len, fields,

@@ -459,7 +459,7 @@ static void send_now(rlock__cmd *cmd) {
             request_info(x); /* its answer comes first: WAIT then follows the script's */
         }
     }
-    ev_timer_stop(ev_of(x), &cmd->timer); /* a retry's pause is over */
+    ev_timer_stop(ev_of(x), &cmd->timer); /* its wait for a connection is over */
     cmd->reply_by_ms = rlock__now_ms() + x->cfg->timeout_ms;
     bool first = rlock__list_empty(&x->sent);
     rlock__list_push_back(&x->sent, &cmd->wait_node);

@@ -19,12 +19,11 @@
  * settings when a loss is reported. */
 typedef struct owner {
     uint64_t thread_id;
-    uint64_t seq;       /* tells this acquisition from a later one */
-    int64_t renewed_ms; /* when the request that last set the lease was sent */
-    const char *suffix; /* after "<clientId>:<threadId>" in its field */
-    rlock_lock_lost_cb lock_cb;
-    void *lock_arg;
-    int count; /* watchdog holds */
+    uint64_t seq;          /* tells this acquisition from a later one */
+    int64_t renewed_ms;    /* when the request that last set the lease was sent */
+    const char *suffix;    /* after "<clientId>:<threadId>" in its field */
+    rlock__lost_sink sink; /* the handle's callback */
+    int count;             /* watchdog holds */
 } owner;
 
 /* A name in one script's table: one per held lock, so kept small (the
@@ -114,7 +113,7 @@ typedef struct chunk {
 /* A lost lock on its way to the callbacks. */
 typedef struct lost_event {
     rlock__task task;
-    rlock__lost_sink sink;
+    rlock__lost_sink lock, client; /* the handle's callback, the client's */
     rlock_lock_lost_info info;
     char message[256];
     char name[];
@@ -245,11 +244,11 @@ static void remove_owner(rlock__renewal *r, renew_entry *e, owner *o) {
 
 static void deliver_lost(void *arg) {
     lost_event *ev = arg;
-    if (ev->sink.lock_cb != NULL) {
-        ev->sink.lock_cb(&ev->info, ev->sink.lock_arg);
+    if (ev->lock.cb != NULL) {
+        ev->lock.cb(&ev->info, ev->lock.arg);
     }
-    if (ev->sink.client_cb != NULL) {
-        ev->sink.client_cb(&ev->info, ev->sink.client_arg);
+    if (ev->client.cb != NULL) {
+        ev->client.cb(&ev->info, ev->client.arg);
     }
     free(ev);
 }
@@ -259,19 +258,17 @@ static void report_lost(rlock__renewal *r, renew_entry *e, owner *o, int reason,
     r->stats.lost++;
     rlock__log(r->log, RLOCK_LOG_WARN, "lock \"%.*s\" of thread %" PRIu64 " lost: %s",
                (int)(e->len > 200 ? 200 : e->len), e->name, o->thread_id, msg);
-    rlock__lost_sink sink = {.lock_cb = o->lock_cb,
-                             .lock_arg = o->lock_arg,
-                             .client_cb = r->cfg->on_lock_lost,
-                             .client_arg = r->cfg->on_lock_lost_arg};
+    rlock__lost_sink client = {.cb = r->cfg->on_lock_lost, .arg = r->cfg->on_lock_lost_arg};
     lost_event *ev = calloc(1, sizeof(*ev) + e->len + 1);
-    if (ev != NULL && (sink.lock_cb != NULL || sink.client_cb != NULL)) {
+    if (ev != NULL && (o->sink.cb != NULL || client.cb != NULL)) {
         memcpy(ev->name, e->name, e->len);
         /* Cut to the buffer on purpose (a bounded copy, not snprintf,
          * whose truncation GCC warns about at -O3). */
         size_t n = strnlen(msg, sizeof(ev->message) - 1);
         memcpy(ev->message, msg, n);
         ev->message[n] = '\0';
-        ev->sink = sink;
+        ev->lock = o->sink;
+        ev->client = client;
         ev->info = (rlock_lock_lost_info){.name = ev->name,
                                           .name_len = e->len,
                                           .thread_id = o->thread_id,
@@ -697,8 +694,7 @@ static int add_now(rlock__renewal *r, rlock__renew_script script, const char *na
         r->stats.renewing++;
     }
     o->count++;
-    o->lock_cb = sink->lock_cb; /* the latest acquisition's callback */
-    o->lock_arg = sink->lock_arg;
+    o->sink = *sink; /* the latest acquisition's callback */
     if (taken_ms > o->renewed_ms) {
         o->renewed_ms = taken_ms;
     }

@@ -29,13 +29,12 @@
 
 typedef struct rlock__renewal rlock__renewal;
 
-/* Where a lost lock is reported: the lock handle's callback and the
- * client's, each may be NULL. */
+/* The lock handle's lost-lock callback as of the acquisition (cb may be
+ * NULL). The client's own is read from its settings when a loss is
+ * reported. */
 typedef struct rlock__lost_sink {
-    rlock_lock_lost_cb lock_cb;
-    void *lock_arg;
-    rlock_lock_lost_cb client_cb;
-    void *client_arg;
+    rlock_lock_lost_cb cb;
+    void *arg;
 } rlock__lost_sink;
 
 typedef struct rlock__renewal_stats {
