@@ -280,7 +280,6 @@ bool rlock_future_cancel(rlock_future *f) {
     if (rlock__loop_on_thread(f->loop)) {
         cancel_on_loop(f);
     } else {
-        f->task.heap = false;
         rlock__loop_post_task(f->loop, &f->task, cancel_on_loop, f);
     }
     return true;

@@ -41,14 +41,8 @@ typedef struct sync_call {
     pthread_cond_t cv;
 } sync_call;
 
-/* Not inlined: GCC 12 at -O3 follows a caller's stack task (heap false)
- * into the free() below and fails -Werror=free-nonheap-object. */
-__attribute__((noinline)) static void run_task(rlock__task *t) {
-    bool heap = t->heap;
-    t->fn(t->arg);
-    if (heap) {
-        free(t);
-    }
+static void run_task(rlock__task *t) {
+    t->fn(t->arg); /* may free t */
 }
 
 /* Runs the tasks queued so far. Tasks posted meanwhile signal the async
@@ -261,13 +255,27 @@ void rlock__loop_defer(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *
     }
 }
 
+/* A task of rlock__loop_post: its own allocation, freed once it ran. */
+typedef struct posted_task {
+    rlock__task task;
+    rlock__task_fn fn;
+    void *arg;
+} posted_task;
+
+static void run_posted(void *arg) {
+    posted_task *p = arg;
+    p->fn(p->arg);
+    free(p);
+}
+
 int rlock__loop_post(rlock__loop *l, rlock__task_fn fn, void *arg) {
-    rlock__task *t = malloc(sizeof(*t));
-    if (t == NULL) {
+    posted_task *p = malloc(sizeof(*p));
+    if (p == NULL) {
         return RLOCK_ERR_NOMEM;
     }
-    t->heap = true;
-    rlock__loop_post_task(l, t, fn, arg);
+    p->fn = fn;
+    p->arg = arg;
+    rlock__loop_post_task(l, &p->task, run_posted, p);
     return RLOCK_OK;
 }
 
@@ -284,7 +292,6 @@ void rlock__loop_call_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, vo
         fn(arg);
         return;
     }
-    t->heap = false;
     rlock__loop_post_task(l, t, fn, arg);
 }
 
@@ -305,7 +312,6 @@ void rlock__loop_run_sync(rlock__loop *l, rlock__task_fn fn, void *arg) {
     sync_call s = {.fn = fn, .arg = arg};
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.cv, NULL);
-    s.task.heap = false;
     rlock__loop_post_task(l, &s.task, run_sync_task, &s);
     pthread_mutex_lock(&s.mu);
     while (!s.done) {
@@ -348,7 +354,7 @@ bool rlock__loop_close(rlock__loop *l, rlock__task_fn fn, void *arg, rlock__task
     }
     if (l->own && l->thread_started) {
         rlock__loop_run_sync(l, close_on_loop, &call);
-        rlock__task brk = {.heap = false};
+        rlock__task brk = {0};
         rlock__loop_post_task(l, &brk, break_task, l);
         pthread_join(l->thread, NULL);
         l->thread_started = false;

@@ -24,7 +24,6 @@ typedef struct rlock__task {
     struct rlock__task *next;
     rlock__task_fn fn;
     void *arg;
-    bool heap; /* allocated by rlock__loop_post, freed after it ran */
 } rlock__task;
 
 /* app_loop NULL: create a private loop run by rlock__loop_start()'s thread. */

@@ -274,7 +274,6 @@ static void report_lost(rlock__renewal *r, renew_entry *e, owner *o, int reason,
                                           .thread_id = o->thread_id,
                                           .reason = reason,
                                           .message = ev->message};
-        ev->task.heap = false;
         rlock__loop_defer(r->loop, &ev->task, deliver_lost, ev);
     } else {
         free(ev);
