@@ -247,6 +247,7 @@ static void shutdown_on_loop(void *arg) {
     rlock_client *c = arg;
     c->closed = true;
     close_live(c);
+    rlock__deadlines_close(&c->deadlines); /* empty now: the waiting calls are over */
     rlock__renewal_close(c->renewal);
     rlock__executor_close(c->exec); /* fails the acquires in flight too */
     close_connections(c);

@@ -8,6 +8,7 @@
 #include "address.h"
 #include "common.h"
 #include "connection.h"
+#include "deadlines.h"
 #include "direct.h"
 #include "executor.h"
 #include "loop.h"
@@ -42,6 +43,8 @@ struct rlock_client {
     rlock__direct *direct;
     rlock__sentinel *sentinel; /* Sentinel mode's monitor; NULL: single server */
     rlock__list live;          /* rlock__live operations that wait on the loop */
+    /* The waiting lock calls' timers; set up by the first (base_lock.c). */
+    rlock__deadlines deadlines;
     _Atomic uint64_t acquires; /* acquire scripts sent (any thread: the direct path too) */
     _Atomic uint64_t acquired; /* lock calls that took their lock (rlock_stats) */
     _Atomic uint64_t waited;   /* lock calls that had to wait (rlock_stats) */

@@ -23,35 +23,11 @@
 #include "registry.h"
 #include "rlock/errors.h"
 
-typedef struct callback {
-    struct callback *next;
+typedef struct rlock__future_callback {
+    struct rlock__future_callback *next;
     rlock_future_cb fn;
     void *arg;
 } callback;
-
-struct rlock_future {
-    atomic_int refs;
-    int err;
-    /* rlock__fork_generation() at creation, truncated: 4 billion forks
-     * apart would be needed to mistake one process for another. */
-    uint32_t fork_gen;
-    bool done;
-    rlock__loop *loop; /* referenced until the callbacks have run */
-    int64_t value;
-    char *msg;
-    /* The callbacks in the order added. Almost every future gets one, so
-     * the first of a batch waiting to run is kept here (first_fn set)
-     * rather than allocated; the rest queue in the list behind it. */
-    rlock_future_cb first_fn;
-    void *first_arg;
-    callback *callbacks;
-    void (*cancel_fn)(void *ctx);
-    void *cancel_ctx;
-    /* Posts a cancel to the loop thread, then defers the callbacks: one
-     * at a time, since only the winner of settle() uses it, and the loop
-     * is done with a task once its function runs. */
-    rlock__task task;
-};
 
 /* ---- the shared locks ---------------------------------------------------- */
 
@@ -115,9 +91,9 @@ static stripe *stripe_of(const rlock_future *f) {
 
 /* ---- futures ------------------------------------------------------------- */
 
-static rlock_future *alloc_future(rlock__loop *loop, int refs) {
+static rlock_future *alloc_future(rlock__loop *loop, int refs, size_t size) {
     pthread_once(&stripes_once, init_stripes);
-    rlock_future *f = calloc(1, sizeof(*f));
+    rlock_future *f = calloc(1, size);
     if (f == NULL) {
         return NULL;
     }
@@ -142,11 +118,15 @@ static bool forked(const rlock_future *f, const char *fn) {
 }
 
 rlock_future *rlock__future_new(rlock__loop *loop) {
-    return alloc_future(loop, 2);
+    return alloc_future(loop, 2, sizeof(rlock_future));
+}
+
+rlock_future *rlock__future_new_sized(rlock__loop *loop, size_t size) {
+    return alloc_future(loop, 2, size < sizeof(rlock_future) ? sizeof(rlock_future) : size);
 }
 
 rlock_future *rlock__future_failed(rlock__loop *loop, int err, const char *msg) {
-    rlock_future *f = alloc_future(loop, 1);
+    rlock_future *f = alloc_future(loop, 1, sizeof(rlock_future));
     if (f != NULL) {
         f->done = true;
         f->err = err;
@@ -181,7 +161,7 @@ void rlock_future_release(rlock_future *f) {
     }
     rlock__loop_unref(f->loop);
     free(f->msg);
-    free(f);
+    free(f); /* and the operation it begins, if any */
 }
 
 /* The deferred task: runs f's callbacks, and any added meanwhile by other

@@ -6,13 +6,47 @@
 #ifndef RLOCK_FUTURE_INTERNAL_H
 #define RLOCK_FUTURE_INTERNAL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "loop.h"
 #include "rlock/future.h"
 
+/* The state behind rlock_future (future.c works on it; an operation may
+ * embed it, see rlock__future_new_sized). */
+struct rlock_future {
+    atomic_int refs;
+    int err;
+    /* rlock__fork_generation() at creation, truncated: 4 billion forks
+     * apart would be needed to mistake one process for another. */
+    uint32_t fork_gen;
+    bool done;
+    rlock__loop *loop; /* referenced until the callbacks have run */
+    int64_t value;
+    char *msg;
+    /* The callbacks in the order added. Almost every future gets one, so
+     * the first of a batch waiting to run is kept here (first_fn set)
+     * rather than allocated; the rest queue in the list behind it. */
+    rlock_future_cb first_fn;
+    void *first_arg;
+    struct rlock__future_callback *callbacks;
+    void (*cancel_fn)(void *ctx);
+    void *cancel_ctx;
+    /* Posts a cancel to the loop thread, then defers the callbacks: one
+     * at a time, since only the winner of settle() uses it, and the loop
+     * is done with a task once its function runs. */
+    rlock__task task;
+};
+
 rlock_future *rlock__future_new(rlock__loop *loop);
+
+/* A future at the start of a zeroed block of size bytes, for an operation
+ * that embeds its future as its first member: one allocation per call,
+ * freed with the future's last reference (so the operation must not touch
+ * the block after dropping its own). */
+rlock_future *rlock__future_new_sized(rlock__loop *loop, size_t size);
 
 /* A future that is already complete, for calls that fail before starting.
  * Holds only the caller's reference. */

@@ -40,6 +40,7 @@ struct rlock__lock_entry {
     int refs;    /* operations using the entry */
     int permits; /* unlock messages no waiter was there to take */
     rlock__list waiters;
+    rlock__wake_fn wake; /* the waiters' */
     size_t len;
     char name[];
 };
@@ -131,7 +132,7 @@ void rlock__entry_signal(rlock__lock_entry *e) {
     rlock__list *n = e->waiters.next;
     rlock__list_remove(n);
     rlock__waiter *w = RLOCK__CONTAINER_OF(n, rlock__waiter, node);
-    w->wake(w);
+    e->wake(w);
 }
 
 static void wake_all(rlock__lock_entry *e) {
@@ -141,7 +142,7 @@ static void wake_all(rlock__lock_entry *e) {
         rlock__list *n = woken.next;
         rlock__list_remove(n);
         rlock__waiter *w = RLOCK__CONTAINER_OF(n, rlock__waiter, node);
-        w->wake(w);
+        e->wake(w);
     }
 }
 
@@ -317,7 +318,8 @@ bool rlock__entry_take_permit(rlock__lock_entry *e) {
     return true;
 }
 
-void rlock__entry_wait(rlock__lock_entry *e, rlock__waiter *w) {
+void rlock__entry_wait(rlock__lock_entry *e, rlock__waiter *w, rlock__wake_fn wake) {
+    e->wake = wake;
     rlock__list_push_back(&e->waiters, &w->node);
 }
 

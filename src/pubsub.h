@@ -26,12 +26,14 @@
 typedef struct rlock__pubsub rlock__pubsub;
 typedef struct rlock__lock_entry rlock__lock_entry;
 
-/* A waiting operation (Redisson's entry listener). wake runs once per
- * wait, after the waiter has been taken off the entry. */
+/* A waiting operation (Redisson's entry listener): a node in its entry's
+ * queue. The wake function given with it runs once per wait, after the
+ * waiter has been taken off the entry. */
 typedef struct rlock__waiter {
     rlock__list node;
-    void (*wake)(struct rlock__waiter *w);
 } rlock__waiter;
+
+typedef void (*rlock__wake_fn)(rlock__waiter *w);
 
 typedef struct rlock__pubsub_stats {
     uint64_t subscribes;
@@ -79,8 +81,9 @@ uint64_t rlock__entry_generation(const rlock__lock_entry *e);
 /* Takes a banked permit (Semaphore.tryAcquire). */
 bool rlock__entry_take_permit(rlock__lock_entry *e);
 
-/* Waits for the next wake-up. */
-void rlock__entry_wait(rlock__lock_entry *e, rlock__waiter *w);
+/* Waits for the next wake-up. The entry keeps one wake function for all
+ * its waiters (they are all lock calls), so a waiter does not carry one. */
+void rlock__entry_wait(rlock__lock_entry *e, rlock__waiter *w, rlock__wake_fn wake);
 
 /* Wakes the first waiter, or banks a permit (what an unlock message does).
  * A woken waiter that gives up passes its wake-up on with this, so the

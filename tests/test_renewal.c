@@ -696,6 +696,28 @@ static void test_force_unlocked_elsewhere_only_that_lock_lost(void **state) {
  * another (here NULL) once lock returned changes nothing for that hold,
  * and silences later acquisitions; the client's callback still runs.
  * Fifty locks, to catch a callback read after the lock call returned. */
+/* The handle's callback is read when the lock is taken: one set while a
+ * call waits reaches the hold that call then takes. */
+static void test_lost_callback_reaches_a_waiting_call(void **state) {
+    fx *f = *state;
+    lost_log *by_lock = &g_logs[0];
+    rlock_config cfg = wd_config(f, 600);
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "waiting-cb");
+    assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 1), RLOCK_OK);
+    rlock_future *waiter = rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, 2);
+    assert_non_null(waiter);
+    assert_true(RT_STAT_BECOMES(c, entries, 1, 5000)); /* it waits */
+    assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, by_lock), RLOCK_OK);
+    assert_int_equal(unlock_as(l, 1), RLOCK_OK);
+    assert_int_equal(rlock_future_wait(waiter, 10000), RLOCK_OK);
+    assert_int_equal(rlock_future_error(waiter), RLOCK_OK);
+    rlock_future_release(waiter);
+    freeReplyObject(probe(f, "DEL %s", "waiting-cb"));
+    assert_true(calls_reach(by_lock, 1, 5000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+}
+
 #define LATER_LOCKS 50
 
 static void test_lost_callback_applies_to_later_acquisitions(void **state) {
@@ -1149,6 +1171,7 @@ int main(int argc, char **argv) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lost_callback_applies_to_later_acquisitions, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_lost_callback_reaches_a_waiting_call, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_reports_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_outage_lock_survives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_outage_lock_lost, setup, teardown),

@@ -581,9 +581,10 @@ typedef void (*rlock_lock_lost_cb)(const rlock_lock_lost_info *info, void *arg);
 /** Registers cb to run when a lock this handle took under the watchdog is
  * lost (once per owner and acquisition; the watchdog then stops renewing
  * it). It runs on the loop thread, outside library code, and may call
- * anything. It applies to lock and try-lock calls made after it returns
- * (each acquisition keeps the callback it was called with); NULL cb
- * removes it for later calls. The client-wide rlock_config.on_lock_lost
+ * anything. It applies to the locks this handle takes after it returns
+ * (each acquisition keeps the callback set when it took the lock, also a
+ * call that was already waiting); NULL cb removes it for later
+ * acquisitions. The client-wide rlock_config.on_lock_lost
  * runs as well.
  * @param l the lock.
  * @param cb the callback, or NULL.
