@@ -1,9 +1,11 @@
 /* See connection.h.
  *
- * States: BACKOFF -> CONNECTING (TCP + handshake, under connect_timeout)
- * -> READY -> (lost) BACKOFF -> ... and CLOSED at the end. hiredis frees a
- * context itself when its connection fails, so c->ac is cleared in the
- * connect/disconnect callbacks and never touched after. */
+ * States: BACKOFF -> CONNECTING (name lookup, TCP and handshake, all under
+ * connect_timeout) -> READY -> (lost) BACKOFF -> ... and CLOSED at the
+ * end. hiredis frees a context itself when its connection fails, so c->ac
+ * is cleared in the connect/disconnect callbacks and never touched after.
+ * A host name is looked up off the loop thread (resolver.h) before each
+ * attempt, so hiredis is only ever given a numeric address. */
 #define _GNU_SOURCE
 #include "connection.h"
 
@@ -15,6 +17,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "resolver.h"
 #include "rlock/errors.h"
 
 enum conn_state { STATE_BACKOFF, STATE_CONNECTING, STATE_READY, STATE_CLOSED };
@@ -28,7 +31,8 @@ struct rlock__conn {
     rlock__conn_events events;
 
     enum conn_state state;
-    redisAsyncContext *ac; /* NULL unless CONNECTING or READY */
+    redisAsyncContext *ac; /* NULL unless CONNECTING (after the lookup) or READY */
+    rlock__lookup *lookup; /* CONNECTING: the host name's lookup under way */
     ev_timer timer;        /* connect timeout in CONNECTING, back-off in BACKOFF,
                               the PING's reply deadline in READY */
     ev_timer ping_timer;   /* every ping_connection_interval_ms while READY */
@@ -98,6 +102,8 @@ static void went_down(rlock__conn *c, const char *why) {
 /* Drops a context we still own. Inside a hiredis callback the free is
  * deferred by hiredis until the callback returns. */
 static void drop_context(rlock__conn *c, const char *why) {
+    rlock__lookup_cancel(c->lookup);
+    c->lookup = NULL;
     redisAsyncContext *ac = c->ac;
     c->ac = NULL; /* its callbacks see a stranger and stay out */
     went_down(c, why);
@@ -229,9 +235,10 @@ static int send_handshake(rlock__conn *c) {
     return rc;
 }
 
-static void connect_now(rlock__conn *c) {
+/* Opens the hiredis context to host (numeric, or a unix socket path). */
+static void open_context(rlock__conn *c, const char *host) {
     redisAsyncContext *ac = c->addr->is_unix ? redisAsyncConnectUnix(c->addr->path)
-                                             : redisAsyncConnect(c->addr->host, c->addr->port);
+                                             : redisAsyncConnect(host, c->addr->port);
     if (ac == NULL) {
         went_down(c, "out of memory creating a connection");
         return;
@@ -245,7 +252,6 @@ static void connect_now(rlock__conn *c) {
     }
     ac->data = c;
     c->ac = ac;
-    c->state = STATE_CONNECTING;
     if (!c->addr->is_unix) {
         redisEnableKeepAlive(&ac->c); /* the kernel's own check, under the PINGs */
     }
@@ -254,9 +260,31 @@ static void connect_now(rlock__conn *c) {
         redisAsyncSetDisconnectCallback(ac, on_disconnect) != REDIS_OK ||
         send_handshake(c) != REDIS_OK) {
         drop_context(c, "cannot set up the connection");
+    }
+}
+
+static void on_lookup(void *arg, const char *ip, const char *err) {
+    rlock__conn *c = arg;
+    c->lookup = NULL;
+    if (ip == NULL) {
+        went_down(c, err);
         return;
     }
-    arm_timer(c, c->cfg->connect_timeout_ms);
+    open_context(c, ip);
+}
+
+/* went_down() re-arms the timer for the back-off on every failure. */
+static void connect_now(rlock__conn *c) {
+    c->state = STATE_CONNECTING;
+    arm_timer(c, c->cfg->connect_timeout_ms); /* the lookup counts too */
+    if (c->addr->is_unix || rlock__is_numeric_host(c->addr->host)) {
+        open_context(c, c->addr->host);
+        return;
+    }
+    c->lookup = rlock__lookup_start(c->loop, c->addr->host, on_lookup, c);
+    if (c->lookup == NULL) {
+        went_down(c, "cannot start the host name lookup (out of memory or threads)");
+    }
 }
 
 static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
@@ -266,9 +294,15 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     if (c->state == STATE_BACKOFF) {
         connect_now(c);
     } else if (c->state == STATE_CONNECTING) {
-        char why[128];
-        snprintf(why, sizeof(why), "no connection within connect_timeout_ms (%lld ms)",
-                 (long long)c->cfg->connect_timeout_ms);
+        char why[256];
+        if (c->lookup != NULL) {
+            snprintf(why, sizeof(why),
+                     "the lookup of \"%.100s\" took longer than connect_timeout_ms (%lld ms)",
+                     c->addr->host, (long long)c->cfg->connect_timeout_ms);
+        } else {
+            snprintf(why, sizeof(why), "no connection within connect_timeout_ms (%lld ms)",
+                     (long long)c->cfg->connect_timeout_ms);
+        }
         drop_context(c, why);
     } else if (c->state == STATE_READY) {
         char why[128];
@@ -303,7 +337,7 @@ int rlock__conn_create(rlock__loop *loop, const rlock__address *addr, const rloc
 }
 
 void rlock__conn_start(rlock__conn *c) {
-    if (c->state == STATE_BACKOFF && c->ac == NULL) {
+    if (c->state == STATE_BACKOFF && c->ac == NULL && c->lookup == NULL) {
         connect_now(c);
     }
 }
@@ -347,6 +381,8 @@ void rlock__conn_destroy(rlock__conn *c) {
     ev_timer_stop(ev_of(c), &c->timer);
     ev_timer_stop(ev_of(c), &c->ping_timer);
     c->state = STATE_CLOSED;
+    rlock__lookup_cancel(c->lookup);
+    c->lookup = NULL;
     redisAsyncContext *ac = c->ac;
     c->ac = NULL;
     if (ac != NULL) {
