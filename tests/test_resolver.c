@@ -59,32 +59,6 @@ static rlock_config config_at(const char *host, int port, struct ev_loop *loop) 
     return cfg;
 }
 
-/* rlock_client_ping makes one attempt, failing at once while the client
- * is still connecting: this asks until Redis answers or ms have passed. */
-static int ping_within(rlock_client *c, int64_t ms) {
-    int64_t end = rt_now_ms() + ms;
-    int rc;
-    while ((rc = rlock_client_ping(c, 1000)) != RLOCK_OK && rt_now_ms() < end) {
-        rt_sleep_ms(20);
-    }
-    return rc;
-}
-
-/* The same for a connection error whose message contains want. */
-static bool fails_with_within(rlock_client *c, const char *want, int64_t ms) {
-    int64_t end = rt_now_ms() + ms;
-    do {
-        if (rlock_client_ping(c, 1000) == RLOCK_ERR_CONNECTION &&
-            strstr(rlock_last_error(), want) != NULL) {
-            return true;
-        }
-        rt_sleep_ms(20);
-    } while (rt_now_ms() < end);
-    fail_msg("no connection error with \"%s\" within %lld ms; the last: %s", want, (long long)ms,
-             rlock_last_error());
-    return false;
-}
-
 static int lock_unlock(rlock *l) {
     int rc = rlock_lock(l, RLOCK_LEASE_WATCHDOG);
     return rc != RLOCK_OK ? rc : rlock_unlock(l);
@@ -95,7 +69,7 @@ static void test_host_name_connects(void **state) {
     fx *f = *state;
     rlock_config cfg = config_at("localhost", f->redis.port, NULL);
     rlock_client *c = rt_client(&cfg);
-    assert_int_equal(ping_within(c, 10000), RLOCK_OK);
+    assert_int_equal(rt_ping_within(c, 10000), RLOCK_OK);
     assert_int_equal(lock_unlock(rt_lock(c, "resolver:localhost")), RLOCK_OK);
 }
 
@@ -104,7 +78,7 @@ static void test_unknown_name_fails_clearly(void **state) {
     fx *f = *state;
     rlock_config cfg = config_at("gone.rlock.test", f->redis.port, NULL);
     rlock_client *c = rt_client(&cfg);
-    assert_true(fails_with_within(c, "cannot resolve \"gone.rlock.test\"", 5000));
+    assert_true(rt_connect_error_within(c, "cannot resolve \"gone.rlock.test\"", 5000));
 }
 
 /* On one application loop: a client whose lookup takes SLOW_MS is made,
@@ -129,7 +103,7 @@ static void test_slow_lookup_does_not_stall_the_loop(void **state) {
         assert_int_equal(lock_unlock(l), RLOCK_OK);
     }
     int64_t fast_done = rt_now_ms() - t0;
-    int rc = ping_within(slow, 3 * SLOW_MS);
+    int rc = rt_ping_within(slow, 3 * SLOW_MS);
     int64_t slow_ready = rt_now_ms() - t0;
     rlock *sl = rlock_get_lock(slow, "resolver:slow");
     int slow_rc = rc == RLOCK_OK ? lock_unlock(sl) : rc;
@@ -157,7 +131,8 @@ static void test_connect_timeout_covers_the_lookup(void **state) {
     cfg.connect_timeout_ms = 300;
     rlock_client *c = rt_client(&cfg);
     /* The first attempt's timeout, long before its lookup could end. */
-    assert_true(fails_with_within(c, "lookup of \"slow.rlock.test\" took longer", SLOW_MS / 2));
+    assert_true(
+        rt_connect_error_within(c, "lookup of \"slow.rlock.test\" took longer", SLOW_MS / 2));
     rt_drop_client(c); /* lookups under way: their results go nowhere */
     struct timespec ts = {.tv_sec = SLOW_MS / 1000 + 1, .tv_nsec = 0};
     nanosleep(&ts, NULL); /* they end after the client: nothing crashes */

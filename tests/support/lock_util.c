@@ -92,6 +92,29 @@ void rt_free_clients(void) {
     }
 }
 
+int rt_ping_within(rlock_client *c, int64_t ms) {
+    int64_t end = rt_now_ms() + ms;
+    int rc;
+    while ((rc = rlock_client_ping(c, 1000)) != RLOCK_OK && rt_now_ms() < end) {
+        rt_sleep_ms(20);
+    }
+    return rc;
+}
+
+bool rt_connect_error_within(rlock_client *c, const char *want, int64_t ms) {
+    int64_t end = rt_now_ms() + ms;
+    do {
+        if (rlock_client_ping(c, 1000) == RLOCK_ERR_CONNECTION &&
+            strstr(rlock_last_error(), want) != NULL) {
+            return true;
+        }
+        rt_sleep_ms(20);
+    } while (rt_now_ms() < end);
+    fail_msg("no connection error with \"%s\" within %lld ms; the last: %s", want, (long long)ms,
+             rlock_last_error());
+    return false;
+}
+
 /* ---- the lock counters ------------------------------------------------- */
 
 rlock__lock_stats rt_lock_stats(rlock_client *c) {

@@ -35,6 +35,15 @@ void rt_drop_client(rlock_client *c);
 /* For teardown: frees every handle, then every client and its loop. */
 void rt_free_clients(void);
 
+/* rlock_client_ping makes one attempt and fails at once while the client
+ * is still connecting: these ask again until the wanted outcome or ms
+ * have passed. rt_ping_within: the last ping's code (RLOCK_OK: Redis
+ * answered). rt_connect_error_within: true once a ping fails with
+ * RLOCK_ERR_CONNECTION and a message containing want; else the test fails,
+ * naming the last message. */
+int rt_ping_within(rlock_client *c, int64_t ms);
+bool rt_connect_error_within(rlock_client *c, const char *want, int64_t ms);
+
 /* ---- the lock counters ------------------------------------------------- */
 
 rlock__lock_stats rt_lock_stats(rlock_client *c);
