@@ -209,9 +209,11 @@ int rlock__address_parse(const char *text, rlock__address *a, char *err, size_t 
     } else if (strncmp(text, "unix://", 7) == 0) {
         rc = parse_unix(text, text + 7, a, err, errlen);
     } else if (strncmp(text, "rediss://", 9) == 0) {
-        rc = fail(err, errlen, text, "TLS (rediss://) is not supported: use redis://");
+        rc = parse_tcp(text, text + 9, a, err, errlen);
+        a->tls = true;
     } else {
-        rc = fail(err, errlen, text, "expected redis://host:port or unix:///path");
+        rc = fail(err, errlen, text,
+                  "expected redis://host:port, rediss://host:port or unix:///path");
     }
     if (rc != RLOCK_OK) {
         if (rc == RLOCK_ERR_NOMEM) {

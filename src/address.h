@@ -10,6 +10,7 @@
 
 typedef struct rlock__address {
     bool is_unix;
+    bool tls;       /* rediss:// */
     char *host;     /* TCP host, without brackets */
     int port;       /* 6379 when omitted */
     char *path;     /* unix socket path */

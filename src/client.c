@@ -12,6 +12,7 @@
 
 #include "future.h"
 #include "rlock/errors.h"
+#include "tls_stream.h"
 
 /* A UUID v4 (RFC 4122) from the OS's random source, as Java's randomUUID(). */
 static int make_uuid(char out[37]) {
@@ -100,6 +101,8 @@ static void free_parts(rlock_client *c) {
     rlock__pubsub_destroy(c->pubsub);
     rlock__executor_destroy(c->exec);
     rlock__sentinel_destroy(c->sentinel);
+    rlock__tls_ctx_free(c->tls); /* after the connections: they used it */
+    c->tls = NULL;
     c->renewal = NULL;
     c->pubsub = NULL;
     c->exec = NULL;
@@ -144,6 +147,33 @@ static void free_failed(rlock_client *c) {
     free(c);
 }
 
+/* rediss://: the TLS settings, files read now (a missing or bad one fails
+ * the create with its name, rather than every connect later). */
+static int make_tls(rlock_client *c) {
+    const rlock_config *cfg = &c->cfg;
+    rlock__tls_settings s = {.ca_file = cfg->ssl_truststore,
+                             .ca_dir = cfg->ssl_truststore_dir,
+                             .cert_file = cfg->ssl_keystore_cert,
+                             .key_file = cfg->ssl_keystore_key,
+                             .verify_name = cfg->ssl_enable_endpoint_identification != 0,
+                             .verify_peer = cfg->ssl_insecure_skip_verify == 0};
+    char err[400];
+    c->tls = rlock__tls_ctx_new(&s, err, sizeof(err));
+    if (c->tls == NULL) {
+        rlock__set_error_message("rlock_client_create: %s", err);
+        return RLOCK_ERR_INVALID;
+    }
+    /* Read: the copy keeps no pointers into the caller's strings. */
+    c->cfg.ssl_truststore = c->cfg.ssl_truststore_dir = NULL;
+    c->cfg.ssl_keystore_cert = c->cfg.ssl_keystore_key = NULL;
+    if (cfg->ssl_insecure_skip_verify) {
+        rlock__log(&c->log, RLOCK_LOG_WARN,
+                   "ssl_insecure_skip_verify is set: the server's certificate is not checked, "
+                   "so the connection is open to anyone on the network path");
+    }
+    return RLOCK_OK;
+}
+
 int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
     if (out == NULL) {
         rlock__set_error_message("rlock_client_create: out is NULL");
@@ -180,6 +210,10 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         free_failed(c);
         return RLOCK_ERR_NOMEM; /* validated above: only memory can fail here */
     }
+    if (c->addr.tls && (rc = make_tls(c)) != RLOCK_OK) {
+        free_failed(c);
+        return rc;
+    }
     if ((rc = rlock__sentinel_client_init(c)) != RLOCK_OK) {
         free_failed(c); /* Sentinel mode: no sentinel named the master */
         return rc;
@@ -206,7 +240,10 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         (rc = rlock__pubsub_create(c->sub_conn, &c->log, c->id, &c->pubsub)) != RLOCK_OK ||
         (rc = rlock__renewal_create(c->loop, c->exec, &c->cfg, &c->log, c->id, &c->renewal)) !=
             RLOCK_OK ||
+        /* The blocking pool's synchronous connections are hiredis's, which
+         * has no TLS: over rediss:// the blocking calls go through the loop. */
         (cfg->loop == NULL && cfg->blocking_pool_size > 0 && cfg->master_name == NULL &&
+         !c->addr.tls &&
          (rc = rlock__direct_create(&c->cfg, cfg->blocking_pool_size, &c->direct)) != RLOCK_OK) ||
         (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
         rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
@@ -219,6 +256,11 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
          * not send the WAIT. */
         rlock__executor_sync_replicas(c->exec, c->cfg.slaves_sync_timeout_ms,
                                       c->cfg.check_lock_synced_slaves != 0);
+    }
+    if (c->tls != NULL) {
+        bool check_name = c->cfg.ssl_enable_endpoint_identification != 0;
+        rlock__conn_use_tls(c->cmd_conn, c->tls, check_name);
+        rlock__conn_use_tls(c->sub_conn, c->tls, check_name);
     }
     rlock__loop_run_sync(c->loop, start_connections, c);
     *out = c;

@@ -42,6 +42,7 @@ struct rlock_client {
      * began. */
     rlock__direct *direct;
     rlock__sentinel *sentinel; /* Sentinel mode's monitor; NULL: single server */
+    struct ssl_ctx_st *tls;    /* rediss://: the connections' TLS settings; else NULL */
     rlock__list live;          /* rlock__live operations that wait on the loop */
     /* The waiting lock calls' timers; set up by the first (base_lock.c). */
     rlock__deadlines deadlines;

@@ -35,6 +35,7 @@ void rlock_config_init(rlock_config *cfg) {
     cfg->sentinels_discovery = 1;
     cfg->check_lock_synced_slaves = 1;
     cfg->slaves_sync_timeout_ms = 1000;
+    cfg->ssl_enable_endpoint_identification = 1;
 }
 
 static int bad(const char *field, long long value, const char *why) {
@@ -125,6 +126,25 @@ int rlock_config_validate(const rlock_config *cfg) {
                 return RLOCK_ERR_INVALID;
             }
         }
+    }
+    if (cfg->ssl_enable_endpoint_identification != 0 &&
+        cfg->ssl_enable_endpoint_identification != 1) {
+        return bad("ssl_enable_endpoint_identification", cfg->ssl_enable_endpoint_identification,
+                   "must be 0 or 1");
+    }
+    if (cfg->ssl_insecure_skip_verify != 0 && cfg->ssl_insecure_skip_verify != 1) {
+        return bad("ssl_insecure_skip_verify", cfg->ssl_insecure_skip_verify, "must be 0 or 1");
+    }
+    if ((cfg->ssl_keystore_cert == NULL) != (cfg->ssl_keystore_key == NULL)) {
+        rlock__set_error_message("rlock_config.ssl_keystore_cert and ssl_keystore_key: give "
+                                 "both (mutual TLS) or neither");
+        return RLOCK_ERR_INVALID;
+    }
+    if (cfg->master_name != NULL && cfg->address != NULL &&
+        strncmp(cfg->address, "rediss://", 9) == 0) {
+        rlock__set_error_message("rlock_config.address: TLS (rediss://) with Sentinel "
+                                 "(master_name) is not supported yet");
+        return RLOCK_ERR_INVALID;
     }
     if ((rc = rlock__sentinel_validate(cfg)) != RLOCK_OK) {
         return rc;

@@ -19,6 +19,7 @@
 
 #include "resolver.h"
 #include "rlock/errors.h"
+#include "tls_stream.h"
 
 enum conn_state { STATE_BACKOFF, STATE_CONNECTING, STATE_READY, STATE_CLOSED };
 
@@ -33,13 +34,15 @@ struct rlock__conn {
     enum conn_state state;
     redisAsyncContext *ac; /* NULL unless CONNECTING (after the lookup) or READY */
     rlock__lookup *lookup; /* CONNECTING: the host name's lookup under way */
-    ev_timer timer;        /* connect timeout in CONNECTING, back-off in BACKOFF,
-                              the PING's reply deadline in READY */
-    ev_timer ping_timer;   /* every ping_connection_interval_ms while READY */
-    bool ping;             /* this connection sends keep-alive PINGs */
-    int failures;          /* consecutive failed attempts, for the back-off */
-    uint64_t reconnects;   /* times ready after a loss or a failed attempt */
-    int handshake_left;    /* replies still expected before READY */
+    SSL_CTX *tls;          /* rediss://: c->ac is then a TLS stream's stand-in */
+    bool tls_check_name;
+    ev_timer timer;      /* connect timeout in CONNECTING, back-off in BACKOFF,
+                            the PING's reply deadline in READY */
+    ev_timer ping_timer; /* every ping_connection_interval_ms while READY */
+    bool ping;           /* this connection sends keep-alive PINGs */
+    int failures;        /* consecutive failed attempts, for the back-off */
+    uint64_t reconnects; /* times ready after a loss or a failed attempt */
+    int handshake_left;  /* replies still expected before READY */
     char last_error[256];
 };
 
@@ -47,6 +50,24 @@ static void connect_now(rlock__conn *c);
 
 static struct ev_loop *ev_of(rlock__conn *c) {
     return rlock__loop_ev(c->loop);
+}
+
+/* The two kinds of context, hiredis's and the TLS stream's, behind one
+ * pair of calls. */
+static int ctx_command(rlock__conn *c, redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
+                       int argc, const char **argv, const size_t *argvlen) {
+    if (c->tls != NULL) {
+        return rlock__tls_command(rlock__tls_of(ac), fn, privdata, argc, argv, argvlen);
+    }
+    return redisAsyncCommandArgv(ac, fn, privdata, argc, argv, argvlen);
+}
+
+static void ctx_free(rlock__conn *c, redisAsyncContext *ac) {
+    if (c->tls != NULL) {
+        rlock__tls_free(rlock__tls_of(ac));
+    } else {
+        redisAsyncFree(ac);
+    }
 }
 
 /* Equal jitter: half the doubled delay, plus a random part of the other half. */
@@ -108,7 +129,7 @@ static void drop_context(rlock__conn *c, const char *why) {
     c->ac = NULL; /* its callbacks see a stranger and stay out */
     went_down(c, why);
     if (ac != NULL) {
-        redisAsyncFree(ac);
+        ctx_free(c, ac);
     }
 }
 
@@ -169,10 +190,11 @@ static void on_ping_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     if (c->state != STATE_READY || ev_is_active(&c->timer)) {
         return; /* the previous PING is still within its deadline */
     }
-    int rc =
-        c->events.probe != NULL
-            ? c->events.probe(c, c->events.arg)
-            : (redisAsyncCommand(c->ac, on_ping_reply, NULL, "PING") == REDIS_OK ? RLOCK_OK : -1);
+    const char *argv[1] = {"PING"};
+    size_t argvlen[1] = {4};
+    int rc = c->events.probe != NULL ? c->events.probe(c, c->events.arg)
+             : ctx_command(c, c->ac, on_ping_reply, NULL, 1, argv, argvlen) == REDIS_OK ? RLOCK_OK
+                                                                                        : -1;
     if (rc == RLOCK_OK) {
         arm_timer(c, c->cfg->timeout_ms);
     }
@@ -203,40 +225,69 @@ static void on_disconnect(const redisAsyncContext *ac, int status) {
     went_down(c, why);
 }
 
+/* One handshake command: words, NULL-terminated (at most 3). */
+static int handshake_cmd(rlock__conn *c, const char *const *words) {
+    const char *argv[3];
+    size_t argvlen[3];
+    int argc = 0;
+    for (; words[argc] != NULL && argc < 3; argc++) {
+        argv[argc] = words[argc];
+        argvlen[argc] = strlen(words[argc]);
+    }
+    c->handshake_left++;
+    return ctx_command(c, c->ac, on_handshake_reply, NULL, argc, argv, argvlen);
+}
+
 /* AUTH and SELECT go first; PING last proves the server answers (a stopped
  * server still accepts TCP connections). Queued before the TCP connect
- * completes; hiredis writes them once it does. */
+ * completes; they are written once it does. */
 static int send_handshake(rlock__conn *c) {
     const rlock__address *a = c->addr;
-    int rc = REDIS_OK;
     c->handshake_left = 0;
+    int rc = REDIS_OK;
     if (a->password != NULL) {
-        if (a->user != NULL) {
-            rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "AUTH %s %s", a->user,
-                                   a->password);
-        } else {
-            rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "AUTH %s", a->password);
-        }
-        c->handshake_left++;
+        rc = a->user != NULL
+                 ? handshake_cmd(c, (const char *[]){"AUTH", a->user, a->password, NULL})
+                 : handshake_cmd(c, (const char *[]){"AUTH", a->password, NULL});
     }
     if (rc == REDIS_OK && a->db > 0) {
-        rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "SELECT %d", a->db);
-        c->handshake_left++;
+        char db[16];
+        snprintf(db, sizeof(db), "%d", a->db);
+        rc = handshake_cmd(c, (const char *[]){"SELECT", db, NULL});
     }
     if (rc == REDIS_OK && c->cfg->client_name != NULL) {
-        rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "CLIENT SETNAME %s",
-                               c->cfg->client_name);
-        c->handshake_left++;
+        rc = handshake_cmd(c, (const char *[]){"CLIENT", "SETNAME", c->cfg->client_name, NULL});
     }
     if (rc == REDIS_OK) {
-        rc = redisAsyncCommand(c->ac, on_handshake_reply, NULL, "PING");
-        c->handshake_left++;
+        rc = handshake_cmd(c, (const char *[]){"PING", NULL});
     }
     return rc;
 }
 
+/* rediss://: a TLS stream stands in for hiredis's context. */
+static void open_tls(rlock__conn *c, const char *ip) {
+    char why[256];
+    rlock__tls_stream *t =
+        rlock__tls_open(ev_of(c), c->tls, ip, c->addr->port, c->addr->host, c->tls_check_name,
+                        on_connect, on_disconnect, c, why, sizeof(why));
+    if (t == NULL) {
+        char msg[300];
+        snprintf(msg, sizeof(msg), "connect failed: %s", why);
+        went_down(c, msg);
+        return;
+    }
+    c->ac = rlock__tls_context(t);
+    if (send_handshake(c) != REDIS_OK) {
+        drop_context(c, "cannot set up the connection");
+    }
+}
+
 /* Opens the hiredis context to host (numeric, or a unix socket path). */
 static void open_context(rlock__conn *c, const char *host) {
+    if (c->tls != NULL) {
+        open_tls(c, host);
+        return;
+    }
     redisAsyncContext *ac = c->addr->is_unix ? redisAsyncConnectUnix(c->addr->path)
                                              : redisAsyncConnect(host, c->addr->port);
     if (ac == NULL) {
@@ -357,7 +408,7 @@ const char *rlock__conn_last_error(const rlock__conn *c) {
 int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int argc,
                      const char **argv, const size_t *argvlen) {
     if (c->state != STATE_READY ||
-        redisAsyncCommandArgv(c->ac, fn, privdata, argc, argv, argvlen) != REDIS_OK) {
+        ctx_command(c, c->ac, fn, privdata, argc, argv, argvlen) != REDIS_OK) {
         return RLOCK_ERR_CONNECTION;
     }
     return RLOCK_OK;
@@ -387,13 +438,22 @@ void rlock__conn_destroy(rlock__conn *c) {
     c->ac = NULL;
     if (ac != NULL) {
         ac->data = NULL;
-        redisAsyncFree(ac); /* runs pending callbacks with NULL replies */
+        ctx_free(c, ac); /* runs pending callbacks with NULL replies */
     }
     free(c);
 }
 
 void rlock__conn_close_forked(rlock__conn *c) {
-    if (c != NULL && c->ac != NULL && c->ac->c.fd >= 0) {
-        close(c->ac->c.fd);
+    if (c == NULL || c->ac == NULL) {
+        return;
     }
+    int fd = c->tls != NULL ? rlock__tls_fd(rlock__tls_of(c->ac)) : c->ac->c.fd;
+    if (fd >= 0) {
+        close(fd);
+    }
+}
+
+void rlock__conn_use_tls(rlock__conn *c, SSL_CTX *ctx, bool check_name) {
+    c->tls = ctx;
+    c->tls_check_name = check_name;
 }

@@ -71,4 +71,10 @@ void rlock__conn_destroy(rlock__conn *c);
  * nothing else (the parent's loop thread owns the connection's state). */
 void rlock__conn_close_forked(rlock__conn *c);
 
+/* rediss://: connect with TLS under ctx (owned by the caller, outliving
+ * c), checking that the certificate names the address's host when
+ * check_name. Before the first connect. */
+typedef struct ssl_ctx_st SSL_CTX;
+void rlock__conn_use_tls(rlock__conn *c, SSL_CTX *ctx, bool check_name);
+
 #endif

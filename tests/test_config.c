@@ -310,9 +310,20 @@ static void test_address_missing_scheme(void **state) {
     parse_bad("redis:/h:1", "redis:/h:1", "redis://");
 }
 
-static void test_address_tls_unsupported(void **state) {
+static void test_address_tls(void **state) {
     (void)state;
-    parse_bad("rediss://h:1", "rediss://h:1", "TLS");
+    rlock__address a;
+    parse_ok("rediss://u:p@h:1/2", &a);
+    assert_true(a.tls);
+    assert_string_equal(a.host, "h");
+    assert_int_equal(a.port, 1);
+    assert_string_equal(a.user, "u");
+    assert_int_equal(a.db, 2);
+    rlock__address_free(&a);
+    parse_ok("redis://h:1", &a);
+    assert_false(a.tls);
+    rlock__address_free(&a);
+    parse_bad("rediss://", "rediss://", "host");
 }
 
 static void test_address_empty_host(void **state) {
@@ -614,10 +625,11 @@ static void test_client_create_rejects_bad_config(void **state) {
 
     rlock_config_init(&cfg);
     cfg.address = "rediss://h:1";
+    cfg.ssl_truststore = "/nonexistent/ca.pem";
     c = (rlock_client *)(void *)&dummy;
     assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
     assert_null(c);
-    assert_non_null(strstr(rlock_last_error(), "TLS"));
+    assert_non_null(strstr(rlock_last_error(), "ssl_truststore"));
 
     c = (rlock_client *)(void *)&dummy;
     assert_int_equal(rlock_client_create(NULL, &c), RLOCK_ERR_INVALID);
@@ -735,7 +747,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_address_unix),
         cmocka_unit_test(test_address_null_and_empty),
         cmocka_unit_test(test_address_missing_scheme),
-        cmocka_unit_test(test_address_tls_unsupported),
+        cmocka_unit_test(test_address_tls),
         cmocka_unit_test(test_address_empty_host),
         cmocka_unit_test(test_address_bad_port),
         cmocka_unit_test(test_address_bad_db),

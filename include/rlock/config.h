@@ -123,6 +123,38 @@ typedef struct rlock_config {
      * rlock_client_create. NULL or "" (default): none. */
     const char *client_name;
 
+    /** @name TLS
+     * For rediss:// addresses: the connections speak TLS 1.2 or 1.3 and
+     * check the server's certificate, as Redisson does with its ssl*
+     * settings (here file paths in PEM form). Ignored for redis:// and
+     * unix:// addresses. The files are read at rlock_client_create. See
+     * docs/runtime.md ("TLS").
+     * @{ */
+
+    /** sslTruststore: a PEM file of the CA certificates the server's
+     * certificate must chain to. NULL (default), with ssl_truststore_dir
+     * NULL too: the system's CA certificates. */
+    const char *ssl_truststore;
+    /** A directory of CA certificates named by their hashes (as `openssl
+     * rehash` makes them), besides or instead of ssl_truststore. NULL
+     * (default): none. */
+    const char *ssl_truststore_dir;
+    /** sslKeystore, for mutual TLS: the client's certificate (PEM; any
+     * intermediate certificates after it). NULL (default): none. */
+    const char *ssl_keystore_cert;
+    /** The private key of ssl_keystore_cert (PEM, not encrypted). */
+    const char *ssl_keystore_key;
+    /** sslEnableEndpointIdentification: the server's certificate must name
+     * the address's host (its DNS name, or its IP address when the host is
+     * an IP literal). 1 (default) or 0. */
+    int ssl_enable_endpoint_identification;
+    /** UNSAFE: 1 accepts any certificate the server shows, without checking
+     * who signed it or whom it names, so anyone on the network path can
+     * read and change the traffic. For tests against a server with a
+     * throwaway certificate only. 0 (default). */
+    int ssl_insecure_skip_verify;
+    /** @} */
+
     /** @name Redis Sentinel
      * Redisson's SentinelServersConfig. With master_name set, the client
      * asks the sentinels where the master of that name is, connects there,

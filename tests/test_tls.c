@@ -1,0 +1,237 @@
+/* TLS (rediss://) end to end, against real TLS-only redis-servers with
+ * certificates made for the test (tests/support/tls_env.c): locking and
+ * pub/sub wake-ups over TLS, mutual TLS, each way a certificate can fail
+ * (untrusted, wrong name, expired) with a message that says which, a
+ * server that never answers the handshake, reconnecting after a restart,
+ * and the settings' own errors. Label "tls". */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "fixture.h"
+#include "lock_util.h"
+#include "rt_main.h"
+#include "test_util.h"
+#include "tls_env.h"
+
+#define WITHIN_MS 8000 /* a connection's outcome, on a shared machine */
+
+typedef struct fx {
+    rt_tls_env env;
+    rt_redis redis;
+    bool started;
+} fx;
+
+static int setup(void **state) {
+    fx *f = calloc(1, sizeof(*f));
+    if (f == NULL || rt_tls_env_make(&f->env) != 0) {
+        free(f);
+        return -1;
+    }
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state) {
+    fx *f = *state;
+    rt_free_clients();
+    if (f->started) {
+        rt_redis_stop(&f->redis);
+    }
+    rt_tls_env_free(&f->env);
+    free(f);
+    return 0;
+}
+
+static void start(fx *f, const char *cert, const char *key, bool require_client_cert) {
+    assert_int_equal(rt_tls_redis_start(&f->redis, &f->env, cert, key, require_client_cert), 0);
+    f->started = true;
+}
+
+/* Settings for host:port of f's server, trusting the test CA. */
+static rlock_config tls_config(fx *f, const char *host) {
+    static char address[128];
+    snprintf(address, sizeof(address), "rediss://%s:%d", host, f->redis.port);
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    cfg.address = address;
+    cfg.ssl_truststore = f->env.ca_cert;
+    cfg.timeout_ms = 1000;
+    cfg.connect_timeout_ms = 2000;
+    cfg.reconnect_delay_max_ms = 500;
+    return cfg;
+}
+
+/* Owner 1 takes the lock, owner 2 waits for it (a pub/sub wake-up), then
+ * both unlock: the command and the pub/sub connection both work. */
+static void lock_and_wake(rlock_client *c, const char *name) {
+    rlock *l = rt_lock(c, name);
+    assert_int_equal(rt_finish(rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, 1), NULL), RLOCK_OK);
+    rlock_future *waiter = rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, 2);
+    assert_non_null(waiter);
+    assert_true(RT_STAT_BECOMES(c, entries, 1, WITHIN_MS)); /* it waits */
+    assert_int_equal(rt_finish(rlock_unlock_async(l, 1), NULL), RLOCK_OK);
+    assert_int_equal(rt_finish(waiter, NULL), RLOCK_OK);
+    assert_int_equal(rt_finish(rlock_unlock_async(l, 2), NULL), RLOCK_OK);
+}
+
+static void test_lock_over_tls_by_name_and_by_ip(void **state) {
+    fx *f = *state;
+    start(f, f->env.server_cert, f->env.server_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    rlock_client *by_name = rt_client(&cfg);
+    assert_int_equal(rt_ping_within(by_name, WITHIN_MS), RLOCK_OK);
+    lock_and_wake(by_name, "tls:name");
+    cfg = tls_config(f, "127.0.0.1"); /* checked against the certificate's IP address */
+    rlock_client *by_ip = rt_client(&cfg);
+    assert_int_equal(rt_ping_within(by_ip, WITHIN_MS), RLOCK_OK);
+    lock_and_wake(by_ip, "tls:ip");
+    /* The blocking calls work too (through the loop: the blocking pool is
+     * plain hiredis). */
+    rlock *l = rt_lock(by_ip, "tls:blocking");
+    assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+}
+
+static void test_mutual_tls(void **state) {
+    fx *f = *state;
+    start(f, f->env.server_cert, f->env.server_key, true);
+    rlock_config cfg = tls_config(f, "localhost");
+    cfg.ssl_keystore_cert = f->env.client_cert;
+    cfg.ssl_keystore_key = f->env.client_key;
+    rlock_client *with_cert = rt_client(&cfg);
+    assert_int_equal(rt_ping_within(with_cert, WITHIN_MS), RLOCK_OK);
+    lock_and_wake(with_cert, "tls:mutual");
+    /* Without a certificate the server refuses it: never ready. */
+    cfg = tls_config(f, "localhost");
+    rlock_client *without = rt_client(&cfg);
+    assert_int_equal(rlock_client_ping(without, 1500), RLOCK_ERR_CONNECTION);
+}
+
+static void test_untrusted_certificate(void **state) {
+    fx *f = *state;
+    start(f, f->env.untrusted_cert, f->env.untrusted_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    rlock_client *c = rt_client(&cfg);
+    assert_true(rt_connect_error_within(c, "certificate verification failed", WITHIN_MS));
+    assert_non_null(strstr(rlock_last_error(), "issuer"));
+}
+
+static void test_wrong_name(void **state) {
+    fx *f = *state;
+    start(f, f->env.wrong_name_cert, f->env.wrong_name_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    rlock_client *c = rt_client(&cfg);
+    assert_true(rt_connect_error_within(c, "certificate verification failed: hostname mismatch",
+                                        WITHIN_MS));
+    /* With the name check off (sslEnableEndpointIdentification false) the
+     * same certificate is accepted: it is signed by the trusted CA. */
+    cfg.ssl_enable_endpoint_identification = 0;
+    rlock_client *unchecked = rt_client(&cfg);
+    assert_int_equal(rt_ping_within(unchecked, WITHIN_MS), RLOCK_OK);
+}
+
+static void test_expired_certificate(void **state) {
+    fx *f = *state;
+    start(f, f->env.expired_cert, f->env.expired_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    rlock_client *c = rt_client(&cfg);
+    assert_true(rt_connect_error_within(c, "certificate has expired", WITHIN_MS));
+}
+
+static void test_insecure_skip_verify_accepts_any(void **state) {
+    fx *f = *state;
+    start(f, f->env.untrusted_cert, f->env.untrusted_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    cfg.ssl_truststore = NULL;
+    cfg.ssl_insecure_skip_verify = 1;
+    rlock_client *c = rt_client(&cfg);
+    assert_int_equal(rt_ping_within(c, WITHIN_MS), RLOCK_OK);
+    lock_and_wake(c, "tls:insecure");
+}
+
+/* A server that accepts TCP connections and then says nothing: the
+ * connect timeout covers the handshake, and nothing hangs. */
+static void test_handshake_timeout(void **state) {
+    fx *f = *state;
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(ls >= 0);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    assert_int_equal(bind(ls, (struct sockaddr *)&a, sizeof(a)), 0);
+    assert_int_equal(listen(ls, 16), 0); /* the kernel completes the TCP handshakes */
+    socklen_t len = sizeof(a);
+    assert_int_equal(getsockname(ls, (struct sockaddr *)&a, &len), 0);
+    f->redis.port = ntohs(a.sin_port);
+    rlock_config cfg = tls_config(f, "127.0.0.1");
+    cfg.connect_timeout_ms = 300;
+    rlock_client *c = rt_client(&cfg);
+    int64_t t0 = rt_now_ms();
+    bool seen = rt_connect_error_within(c, "connect_timeout_ms (300 ms)", WITHIN_MS);
+    int64_t took = rt_now_ms() - t0;
+    rt_drop_client(c);
+    close(ls);
+    assert_true(seen);
+    assert_true(took < WITHIN_MS);
+}
+
+static void test_reconnect_after_restart(void **state) {
+    fx *f = *state;
+    start(f, f->env.server_cert, f->env.server_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    rlock_client *c = rt_client(&cfg);
+    assert_int_equal(rt_ping_within(c, WITHIN_MS), RLOCK_OK);
+    lock_and_wake(c, "tls:before");
+    assert_int_equal(rt_redis_restart(&f->redis), 0);
+    assert_int_equal(rt_ping_within(c, WITHIN_MS), RLOCK_OK);
+    lock_and_wake(c, "tls:after");
+    rlock_stats st;
+    assert_int_equal(rlock_client_stats(c, &st), RLOCK_OK);
+    assert_true(st.reconnects >= 1);
+}
+
+static void test_settings_errors(void **state) {
+    fx *f = *state;
+    f->redis.port = 6379; /* no server: every call here fails before connecting */
+    rlock_config cfg = tls_config(f, "localhost");
+    rlock_client *c = NULL;
+    cfg.ssl_truststore = "/nonexistent/ca.pem";
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
+    if (strstr(rlock_last_error(), "ssl_truststore") == NULL) {
+        fail_msg("%s", rlock_last_error());
+    }
+    cfg = tls_config(f, "localhost");
+    cfg.ssl_keystore_cert = f->env.client_cert; /* without its key */
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "ssl_keystore_key"));
+    cfg.ssl_keystore_key = f->env.server_key; /* not the certificate's key */
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "does not match"));
+    cfg = tls_config(f, "localhost");
+    cfg.ssl_insecure_skip_verify = 2;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
+    assert_null(c);
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_lock_over_tls_by_name_and_by_ip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mutual_tls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_untrusted_certificate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wrong_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expired_certificate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_insecure_skip_verify_accepts_any, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handshake_timeout, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_after_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_settings_errors, setup, teardown),
+    };
+    return RT_RUN_TESTS(tests, argc, argv);
+}
