@@ -1,6 +1,8 @@
-/* Key slots and the CLUSTER SLOTS map (src/cluster_slots.c): the slot
- * vectors of the cluster spec, binary keys, and replies built by hand,
- * malformed ones rejected. No Redis needed. */
+/* Key slots and the CLUSTER SLOTS map (src/cluster_slots.c). The slot
+ * vectors and malformed replies need no Redis; the rest runs against a real
+ * cluster (tests/support/redis_cluster.c): the map covers every slot, our
+ * slot is CLUSTER KEYSLOT's, and the master the map names takes the key
+ * without a MOVED. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -14,8 +16,11 @@
 #include <hiredis/hiredis.h>
 
 #include "cluster_slots.h"
+#include "redis_cluster.h"
 #include "rlock/errors.h"
 #include "rt_main.h"
+
+#define NAMES 1000
 
 static uint16_t slot_of(const char *s) {
     return rlock__key_slot(s, strlen(s));
@@ -232,6 +237,174 @@ static void test_parse_by_hand(void **state) {
     rlock__slot_map_free(m);
 }
 
+/* ---- a real cluster ---- */
+
+static int setup(void **state) {
+    rt_cluster *c = calloc(1, sizeof(*c));
+    if (c == NULL || rt_cluster_start(c) != 0) {
+        free(c);
+        return -1;
+    }
+    *state = c;
+    return 0;
+}
+
+static int teardown(void **state) {
+    rt_cluster *c = *state;
+    if (c != NULL) {
+        rt_cluster_stop(c);
+        free(c);
+    }
+    return 0;
+}
+
+static rlock__slot_map *map_from(rt_redis *n) {
+    redisReply *r = rt_redis_command(n, "CLUSTER SLOTS");
+    assert_non_null(r);
+    rlock__slot_map *m = NULL;
+    char err[256] = "";
+    int rc = rlock__slot_map_parse(r, &m, err, sizeof(err));
+    freeReplyObject(r);
+    if (rc != 0) {
+        fail_msg("CLUSTER SLOTS from port %d: %d %s", n->port, rc, err);
+    }
+    return m;
+}
+
+/* The keys checked: a name, and Redisson's pub/sub channel of the lock of
+ * that name (its hash tag keeps it in the lock's slot). */
+static int key_of(char *buf, size_t cap, int i) {
+    return i < NAMES ? snprintf(buf, cap, "lock:%d", i)
+                     : snprintf(buf, cap, "redisson_lock__channel:{lock:%d}", i - NAMES);
+}
+
+static void test_cluster_map_covers_all_slots(void **state) {
+    rt_cluster *c = *state;
+    /* From a master and from a replica: the same picture. */
+    for (int k = 0; k < 2; k++) {
+        rt_redis *from = &c->nodes[k == 0 ? 0 : RT_CLUSTER_NODES - 1];
+        rlock__slot_map *m = map_from(from);
+        assert_int_equal(rlock__slot_map_covered(m), RLOCK__CLUSTER_SLOTS);
+        assert_int_equal(rlock__slot_map_masters(m), RT_CLUSTER_MASTERS);
+        for (int s = 0; s < RLOCK__CLUSTER_SLOTS; s++) {
+            assert_non_null(rlock__slot_map_master(m, (uint16_t)s));
+        }
+        /* Every node of the cluster once: a master or a master's replica. */
+        int seen[RT_CLUSTER_NODES] = {0};
+        for (size_t i = 0; i < rlock__slot_map_masters(m); i++) {
+            const rlock__cluster_node *n = rlock__slot_map_node(m, i);
+            assert_string_equal(n->addr.host, "127.0.0.1");
+            rt_redis *r = rt_cluster_node(c, n->addr.port);
+            assert_non_null(r);
+            seen[r - c->nodes]++;
+            assert_int_equal(n->n_replicas, RT_CLUSTER_REPLICAS);
+            for (size_t j = 0; j < n->n_replicas; j++) {
+                assert_string_equal(n->replicas[j].host, "127.0.0.1");
+                r = rt_cluster_node(c, n->replicas[j].port);
+                assert_non_null(r);
+                seen[r - c->nodes]++;
+            }
+        }
+        for (int i = 0; i < RT_CLUSTER_NODES; i++) {
+            assert_int_equal(seen[i], 1);
+        }
+        rlock__slot_map_free(m);
+    }
+}
+
+static void test_cluster_keyslot_matches_server(void **state) {
+    rt_cluster *c = *state;
+    redisContext *ctx = rt_redis_connect(&c->nodes[0], 5000, true);
+    assert_non_null(ctx);
+    char key[64];
+    /* Pipelined: every question sent, then every answer read. */
+    for (int i = 0; i < 2 * NAMES; i++) {
+        int len = key_of(key, sizeof(key), i);
+        assert_int_equal(redisAppendCommand(ctx, "CLUSTER KEYSLOT %b", key, (size_t)len), REDIS_OK);
+    }
+    /* The vectors, binary ones too, asked of Redis as well. */
+    static const struct {
+        const char *key;
+        size_t len;
+    } odd[] = {{"123456789", 9},
+               {"{user1000}.following", 20},
+               {"foo{}{bar}", 10},
+               {"foo{{bar}}zap", 13},
+               {"foo{bar}{zap}", 13},
+               {"", 0},
+               {"ab\0c", 4},
+               {"{a\0b}x", 6},
+               {"}{a}", 4}};
+    size_t n_odd = sizeof(odd) / sizeof(odd[0]);
+    for (size_t i = 0; i < n_odd; i++) {
+        assert_int_equal(redisAppendCommand(ctx, "CLUSTER KEYSLOT %b", odd[i].key, odd[i].len),
+                         REDIS_OK);
+    }
+    for (int i = 0; i < 2 * NAMES + (int)n_odd; i++) {
+        redisReply *r = NULL;
+        assert_int_equal(redisGetReply(ctx, (void **)&r), REDIS_OK);
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+        uint16_t ours;
+        if (i < 2 * NAMES) {
+            int len = key_of(key, sizeof(key), i);
+            ours = rlock__key_slot(key, (size_t)len);
+        } else {
+            size_t j = (size_t)i - 2 * NAMES;
+            ours = rlock__key_slot(odd[j].key, odd[j].len);
+        }
+        if (r->integer != ours) {
+            fail_msg("key %d: CLUSTER KEYSLOT %lld, ours %u", i, r->integer, (unsigned)ours);
+        }
+        freeReplyObject(r);
+    }
+    redisFree(ctx);
+}
+
+static void test_cluster_set_on_named_master(void **state) {
+    rt_cluster *c = *state;
+    rlock__slot_map *m = map_from(&c->nodes[RT_CLUSTER_NODES - 1]);
+    size_t n_masters = rlock__slot_map_masters(m);
+    assert_int_equal(n_masters, RT_CLUSTER_MASTERS);
+    redisContext *ctx[RT_CLUSTER_MASTERS];
+    for (size_t i = 0; i < n_masters; i++) {
+        const rlock__cluster_node *n = rlock__slot_map_node(m, i);
+        struct timeval tv = {.tv_sec = 5};
+        ctx[i] = redisConnectWithTimeout(n->addr.host, n->addr.port, tv);
+        assert_non_null(ctx[i]);
+        assert_int_equal(ctx[i]->err, 0);
+        assert_int_equal(redisSetTimeout(ctx[i], tv), REDIS_OK);
+    }
+    char key[64];
+    for (int i = 0; i < 2 * NAMES; i++) {
+        int len = key_of(key, sizeof(key), i);
+        const rlock__cluster_node *n = rlock__slot_map_master(m, rlock__key_slot(key, (size_t)len));
+        assert_non_null(n);
+        size_t at = (size_t)(n - rlock__slot_map_node(m, 0));
+        assert_true(at < n_masters);
+        redisReply *r = redisCommand(ctx[at], "SET %b %d", key, (size_t)len, i);
+        assert_non_null(r);
+        if (r->type != REDIS_REPLY_STATUS || strcmp(r->str, "OK") != 0) {
+            fail_msg("SET %s on port %d: %s", key, n->addr.port,
+                     r->type == REDIS_REPLY_ERROR ? r->str : "not OK");
+        }
+        freeReplyObject(r);
+        /* The check can fail: another master answers MOVED for the key. */
+        if (i % 100 == 0) {
+            r = redisCommand(ctx[(at + 1) % n_masters], "SET %b %d", key, (size_t)len, i);
+            assert_non_null(r);
+            assert_int_equal(r->type, REDIS_REPLY_ERROR);
+            assert_true(strncmp(r->str, "MOVED ", 6) == 0);
+            assert_int_equal(atoi(r->str + 6), rlock__key_slot(key, (size_t)len));
+            freeReplyObject(r);
+        }
+    }
+    for (size_t i = 0; i < n_masters; i++) {
+        redisFree(ctx[i]);
+    }
+    rlock__slot_map_free(m);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_keyslot_vectors),
@@ -240,6 +413,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_empty_reply_covers_nothing),
         cmocka_unit_test(test_parse_by_hand),
+        cmocka_unit_test_setup_teardown(test_cluster_map_covers_all_slots, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_keyslot_matches_server, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_set_on_named_master, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
