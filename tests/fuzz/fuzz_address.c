@@ -113,7 +113,7 @@ static char *unparse(const rlock__address *a) {
         snprintf(out, cap, "unix://%s", a->path);
         return out;
     }
-    strcpy(out, "redis://");
+    strcpy(out, a->tls ? "rediss://" : "redis://");
     if (a->password != NULL) {
         if (a->user != NULL) {
             append_escaped(out, cap, a->user);
@@ -141,8 +141,9 @@ static void check_ok(const char *text, const rlock__address *a) {
         CHECK(a->path != NULL && a->path[0] == '/' && strlen(a->path) < 108);
         CHECK(strcmp(a->path, text + 7) == 0);
         CHECK(a->host == NULL && a->user == NULL && a->password == NULL && a->db == 0);
+        CHECK(!a->tls);
     } else {
-        CHECK(strncmp(text, "redis://", 8) == 0);
+        CHECK(strncmp(text, a->tls ? "rediss://" : "redis://", a->tls ? 9 : 8) == 0);
         CHECK(a->path == NULL);
         CHECK(a->host != NULL && a->host[0] != '\0');
         for (const char *p = a->host; *p != '\0'; p++) {
@@ -169,7 +170,7 @@ static void check_ok(const char *text, const rlock__address *a) {
                 err);
         abort();
     }
-    CHECK(a->is_unix == b.is_unix && a->port == b.port && a->db == b.db);
+    CHECK(a->is_unix == b.is_unix && a->tls == b.tls && a->port == b.port && a->db == b.db);
     CHECK(same_str(a->host, b.host) && same_str(a->path, b.path));
     CHECK(same_str(a->user, b.user) && same_str(a->password, b.password));
     rlock__address_free(&b);
