@@ -89,6 +89,10 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
             o->hold_us = parse_long(f, v);
         } else if (strcmp(f, "--read-pct") == 0) {
             o->read_pct = parse_long(f, v);
+        } else if (strcmp(f, "--tls-addr") == 0) {
+            o->tls_addr = v;
+        } else if (strcmp(f, "--tls-ca") == 0) {
+            o->tls_ca = v;
         } else if (strcmp(f, "--periods") == 0) {
             o->periods = (int)parse_long(f, v);
         } else {
@@ -99,9 +103,15 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
     if (strcmp(o->variant, "default") != 0 && strcmp(o->variant, "tuned") != 0 &&
         strcmp(o->variant, "fair") != 0 && strcmp(o->variant, "handoff") != 0 &&
         strcmp(o->variant, "rw") != 0 && strcmp(o->variant, "lock") != 0 &&
-        strcmp(o->variant, "multi") != 0 && strcmp(o->variant, "multi-tuned") != 0) {
+        strcmp(o->variant, "multi") != 0 && strcmp(o->variant, "multi-tuned") != 0 &&
+        strcmp(o->variant, "tls") != 0) {
         fprintf(stderr, "rlock_bench: --variant is default, tuned, fair, handoff (s1-s5), multi "
-                        "or multi-tuned (s1), rw or lock (s6)\n");
+                        "or multi-tuned (s1), tls (s1, s2), rw or lock (s6)\n");
+        exit(2);
+    }
+    if (strcmp(o->variant, "tls") == 0 && (o->tls_addr == NULL || o->tls_ca == NULL)) {
+        fprintf(stderr,
+                "rlock_bench: --variant tls needs --tls-addr HOST:PORT and --tls-ca FILE\n");
         exit(2);
     }
     if (o->n < 1 || o->k < 1 || o->iters < 0 || o->seconds <= 0 || o->periods < 1 ||
@@ -157,9 +167,16 @@ rlock_client *bench_client(const bench_opts *o, struct ev_loop *loop, int64_t wa
 rlock_client *bench_client_at(const bench_opts *o, const char *addr, struct ev_loop *loop,
                               int64_t watchdog_ms) {
     char address[256];
-    snprintf(address, sizeof(address), "redis://%s", addr);
     rlock_config cfg;
     rlock_config_init(&cfg);
+    if (strcmp(o->variant, "tls") == 0 && addr == o->addr) {
+        /* The rlock client over TLS; the plain connections the scenario
+         * makes for itself (its probes) stay on --addr. */
+        snprintf(address, sizeof(address), "rediss://%s", o->tls_addr);
+        cfg.ssl_truststore = o->tls_ca;
+    } else {
+        snprintf(address, sizeof(address), "redis://%s", addr);
+    }
     cfg.address = address;
     cfg.loop = loop;
     if (watchdog_ms > 0) {

@@ -195,7 +195,7 @@ def targets(res):
         r = ratio(s1["p50_us"], best["p50_us"])
         add("S1", "p50 (default) below every peer's", "< the best peer's p50",
             "%s µs vs %s %s µs" % (fmt(s1["p50_us"]), label(best), fmt(best["p50_us"])), r, r < 1)
-    s2 = res.ok("S2", impl="rlock")
+    s2 = res.ok("S2", impl="rlock", variant="default")
     if s2 and half_ceiling:
         best = max(s2, key=lambda x: x.get("pairs_per_s") or 0)
         r = ratio(best["pairs_per_s"], half_ceiling)
@@ -527,7 +527,8 @@ def page(data, tg, made, md_path, plot_note):
       "(rlock: `rlock_lock_async` then `rlock_unlock_async` from the completion callbacks, "
       "on the application's libev loop); pairs finished per second over the measured "
       "window, after a warm-up. The node peers run the same chains on their one client.\n")
-    s2 = res.ok("S2")
+    # Over TLS (variant tls) has a section of its own, below.
+    s2 = [r for r in res.ok("S2") if r.get("variant", "default") != "tls"]
     ks = sorted({r["k"] for r in s2})
     impls = [i for i in IMPLS if any(r["impl"] == i for r in s2)]
     rows = []
@@ -568,6 +569,7 @@ def page(data, tg, made, md_path, plot_note):
               "about %s pairs/s.\n" % (per_pair, best["k"], per_call, per_pair / per_call,
                                         fmt(1e6 / per_pair)))
     skipped_note(res, "S2", w)
+    tls_section(res, w)
 
     # S3
     w("## S3 — contended handoff\n")
@@ -692,6 +694,35 @@ def page(data, tg, made, md_path, plot_note):
     if plot_note:
         w("*Plots: %s*\n" % plot_note)
     return "\n".join(L)
+
+
+def tls_section(res, w):
+    """S1 and S2 over TLS beside the same over plain TCP, from the same run."""
+    s1p, s1t = res.one("S1", impl="rlock", variant="default"), res.one("S1", impl="rlock",
+                                                                      variant="tls")
+    s2t = res.ok("S2", impl="rlock", variant="tls")
+    if not s1t and not s2t:
+        return
+    w("### S1 and S2 over TLS\n")
+    w("The same scenarios with the client connected to the same redis-server's TLS port "
+      "(`rediss://`, TLS 1.3, an EC P-256 certificate made for the run; the client checks "
+      "it against the run's CA). The blocking pool has no TLS yet, so `rlock_lock` and "
+      "`rlock_unlock` go through the client's I/O thread here (as S1 `handoff` does over "
+      "plain TCP); the scenarios' own probes (the same-moment round trip) stay on the plain "
+      "port.\n")
+    rows = []
+    if s1p and s1t:
+        h = res.one("S1", impl="rlock", variant="handoff")
+        rows.append(["S1 p50 µs (lower is better)", fmt(s1p["p50_us"]),
+                     fmt(h["p50_us"]) if h else "—", fmt(s1t["p50_us"]),
+                     fmt(ratio(s1t["p50_us"], h["p50_us"]), 2) if h else "—"])
+    for t in sorted(s2t, key=lambda r: r["k"]):
+        p = res.one("S2", impl="rlock", variant="default", k=t["k"])
+        rows.append(["S2 pairs/s, K = %d" % t["k"], fmt(p["pairs_per_s"]) if p else "—", "—",
+                     fmt(t["pairs_per_s"]),
+                     fmt(ratio(t["pairs_per_s"], p["pairs_per_s"]), 2) if p else "—"])
+    w(table(["measure", "plain (default)", "plain (handoff)", "TLS",
+             "TLS ÷ plain (handoff for S1, default for S2)"], rows) + "\n")
 
 
 def s6_section(res, w):

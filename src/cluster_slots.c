@@ -157,7 +157,7 @@ static int add_master(rlock__slot_map *m, const redisReply *e, const addr_view *
         }
     }
     for (size_t i = 0; i < n_replicas; i++) {
-        addr_view r;
+        addr_view r = {0};
         read_addr(e->element[3 + i], &r, entry, err, errlen); /* read_entry checked it */
         node->replicas[i].port = r.port;
         node->replicas[i].host = dup_host(&r);
@@ -200,7 +200,7 @@ static int read_entry(rlock__slot_map *m, const redisReply *e, size_t entry, cha
     }
     /* Every node is checked, in every entry, before anything is kept; the
      * master (element 2) last, so a is left holding it. */
-    addr_view a;
+    addr_view a = {0};
     for (size_t i = e->elements; i-- > 2;) {
         int rc = read_addr(e->element[i], &a, entry, err, errlen);
         if (rc != 0) {

@@ -68,7 +68,9 @@ static void ssl_error(char *buf, size_t len, const char *what) {
         snprintf(detail, sizeof(detail), "%s", errno != 0 ? strerror(errno) : "unknown error");
     }
     ERR_clear_error();
-    snprintf(buf, len, "%s: %s", what, detail);
+    /* Cut to fit (errstr is 128 bytes): the start says what failed. */
+    size_t room = len > strlen(what) + 3 ? len - strlen(what) - 3 : 0;
+    snprintf(buf, len, "%s: %.*s", what, (int)room, detail);
 }
 
 SSL_CTX *rlock__tls_ctx_new(const rlock__tls_settings *s, char *err, size_t errlen) {
