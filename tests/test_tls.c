@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <ev.h>
 
 #include "fixture.h"
 #include "lock_util.h"
@@ -78,7 +79,13 @@ static void lock_and_wake(rlock_client *c, const char *name) {
     assert_int_equal(rt_finish(rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, 1), NULL), RLOCK_OK);
     rlock_future *waiter = rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, 2);
     assert_non_null(waiter);
-    assert_true(RT_STAT_BECOMES(c, entries, 1, WITHIN_MS)); /* it waits */
+    /* Until it waits on the channel; the future's wait runs the loop when
+     * the client is on the application's. */
+    int64_t end = rt_now_ms() + WITHIN_MS;
+    while (rt_lock_stats(c).entries < 1 && rt_now_ms() < end) {
+        assert_int_equal(rlock_future_wait(waiter, 20), RLOCK_ERR_TIMEOUT);
+    }
+    assert_int_equal(rt_lock_stats(c).entries, 1);
     assert_int_equal(rt_finish(rlock_unlock_async(l, 1), NULL), RLOCK_OK);
     assert_int_equal(rt_finish(waiter, NULL), RLOCK_OK);
     assert_int_equal(rt_finish(rlock_unlock_async(l, 2), NULL), RLOCK_OK);
@@ -98,6 +105,21 @@ static void test_lock_over_tls_by_name_and_by_ip(void **state) {
     /* The blocking calls work too (through the loop: the blocking pool is
      * plain hiredis). */
     rlock *l = rt_lock(by_ip, "tls:blocking");
+    assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+}
+
+/* The same on the application's own loop (cfg.loop): the stream's
+ * watchers live on that loop. */
+static void test_lock_over_tls_on_app_loop(void **state) {
+    fx *f = *state;
+    start(f, f->env.server_cert, f->env.server_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    cfg.loop = ev_loop_new(EVFLAG_AUTO);
+    rlock_client *c = rt_client(&cfg); /* destroys the loop with the client */
+    assert_int_equal(rt_ping_within(c, WITHIN_MS), RLOCK_OK);
+    lock_and_wake(c, "tls:app-loop");
+    rlock *l = rt_lock(c, "tls:app-loop:blocking");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
 }
@@ -224,6 +246,7 @@ static void test_settings_errors(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_lock_over_tls_by_name_and_by_ip, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lock_over_tls_on_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mutual_tls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_untrusted_certificate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_name, setup, teardown),
