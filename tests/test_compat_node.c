@@ -16,7 +16,13 @@
  * node-redisson 1.0.4 puts the name in braces unless it STARTS with '{'
  * (Redisson and rlock: unless it CONTAINS '{'), so for a name such as
  * "a{b}" it waits and publishes on another channel. Exclusion still holds;
- * only the wake-up falls back to each side's retry at the lease's end. */
+ * only the wake-up falls back to each side's retry at the lease's end.
+ *
+ * The *_over_tls tests run the same exchanges over TLS, against a TLS-only
+ * redis-server (tests/support/tls_env.h): C trusts the test CA through
+ * ssl_truststore, the peer through its ca=<file> argument (ioredis's
+ * tls.ca). The assertions' own connections (probe, listen_on) use the
+ * server's plain unix socket. */
 #define _GNU_SOURCE
 
 #include <setjmp.h>
@@ -36,6 +42,7 @@
 #include "fixture.h"
 #include "lock_util.h"
 #include "peer_proc.h"
+#include "tls_env.h"
 
 #ifndef RT_NODE
 #define RT_NODE ""
@@ -53,6 +60,17 @@ typedef rt_fx fx;
 #define EXIT_TIMEOUT_MS 10000
 
 static _Atomic int g_lost; /* a watchdog-held lock of C's was lost: the reason */
+
+/* Over TLS (setup_tls): the certificates, and the CA both sides trust;
+ * g_tls_ca is NULL for the plain tests. g_address, when set, is the
+ * address both sides use instead of the server's own. */
+static rt_tls_env g_tls;
+static const char *g_tls_ca;
+static char g_address[128];
+
+static const char *address(const rt_fx *f) {
+    return g_address[0] != '\0' ? g_address : f->redis.address;
+}
 
 static void note_lost(const rlock_lock_lost_info *info, void *arg) {
     (void)arg;
@@ -109,9 +127,9 @@ static void need_node(void) {
     }
 }
 
-/* Starts `node peer.js <address> <name> <args...>` (args NULL-terminated),
- * its stdin and stdout on pipes, its stderr the test's. It is killed when
- * this thread exits, and by teardown. */
+/* Starts `node peer.js <address> <name> <args...>` (args NULL-terminated,
+ * then ca=<file> over TLS), its stdin and stdout on pipes, its stderr the
+ * test's. It is killed when this thread exits, and by teardown. */
 static peer *peer_start(fx *f, const char *name, ...) {
     need_node();
     peer *p = NULL;
@@ -123,19 +141,24 @@ static peer *peer_start(fx *f, const char *name, ...) {
     assert_non_null(p);
     char script[1024];
     snprintf(script, sizeof(script), "%s/peer.js", compat_dir());
+    char ca[RT_TLS_PATH_MAX + 8];
     const char *argv[16];
     int n = 0;
     argv[n++] = node_path();
     argv[n++] = script;
-    argv[n++] = f->redis.address;
+    argv[n++] = address(f);
     argv[n++] = name;
     va_list ap;
     va_start(ap, name);
     const char *a;
-    while ((a = va_arg(ap, const char *)) != NULL && n < 15) {
+    while ((a = va_arg(ap, const char *)) != NULL && n < 14) {
         argv[n++] = a;
     }
     va_end(ap);
+    if (g_tls_ca != NULL) {
+        snprintf(ca, sizeof(ca), "ca=%s", g_tls_ca);
+        argv[n++] = ca;
+    }
     argv[n] = NULL;
 
     rt_proc_start(p, argv);
@@ -213,8 +236,9 @@ static rlock_future *g_future;
 static redisContext *g_probe; /* a plain connection for assertions */
 
 static rlock_client *client(fx *f, int64_t watchdog_ms) {
-    rlock_config cfg = rt_config(f->redis.address);
-    cfg.timeout_ms = 3000; /* room for valgrind */
+    rlock_config cfg = rt_config(address(f));
+    cfg.ssl_truststore = g_tls_ca; /* NULL for plain TCP */
+    cfg.timeout_ms = 3000;         /* room for valgrind */
     if (watchdog_ms > 0) {
         cfg.lock_watchdog_timeout_ms = watchdog_ms;
     }
@@ -534,6 +558,40 @@ static void test_brace_inside_name_excludes_but_channels_differ(void **state) {
     peer_expect_exit_ok(p);
 }
 
+/* Over TLS, by the server's IP address (127.0.0.1, in the certificate's
+ * IP SANs): C's unlock message wakes node-redisson's waiter and node's
+ * wakes C's, each side's commands and subscriber on TLS connections. A
+ * peer that does not trust the test CA gets no connection at all, so the
+ * peers above did verify the server. */
+static void test_node_compat_over_tls(void **state) {
+    fx *f = *state;
+    assert_non_null(g_tls_ca);
+    assert_non_null(strstr(address(f), "rediss://127.0.0.1:"));
+    rlock_client *c = client(f, 0);
+    c_holds_node_waits(f, c, "compat:tls", LONG_LEASE_MS, 1, QUIET_MS);
+    node_holds_c_waits(f, c, "compat:tls", LONG_LEASE_MS, 30000, 1, QUIET_MS);
+
+    g_tls_ca = NULL; /* this peer gets no ca=: Node's default CAs only */
+    peer *p = peer_start(f, "compat:tls", "hold", "-1", NULL);
+    g_tls_ca = g_tls.ca_cert;
+    peer_expect(p, "START", START_TIMEOUT_MS);
+    peer_expect(p, "ERROR", START_TIMEOUT_MS);
+    assert_int_equal(peer_wait_exit(p, EXIT_TIMEOUT_MS), 1);
+    expect_unlocked(f, "compat:tls");
+}
+
+/* Over TLS by host name ("rediss://localhost:PORT": node sends it as SNI
+ * and both sides check it against the certificate's DNS name), with
+ * reentrant holds under 2 s watchdogs, held for 3 s: renewals over TLS
+ * keep the other side out, and the last unlock wakes it. */
+static void test_node_compat_over_tls_by_name(void **state) {
+    fx *f = *state;
+    snprintf(g_address, sizeof(g_address), "rediss://localhost:%d", f->redis.port);
+    rlock_client *c = client(f, 2000);
+    c_holds_node_waits(f, c, "compat:tls:name", RLOCK_LEASE_WATCHDOG, 2, 3000);
+    node_holds_c_waits(f, c, "compat:tls:name", 0, 2000, 2, 3000);
+}
+
 static int setup(void **state) {
     g_lost = 0;
     signal(SIGPIPE, SIG_IGN); /* a write to a peer that died fails instead */
@@ -557,6 +615,37 @@ static int teardown(void **state) {
     return rt_fx_teardown(state);
 }
 
+/* A TLS-only server presenting the test CA's certificate for localhost
+ * and 127.0.0.1; no client certificate asked for. */
+static int setup_tls(void **state) {
+    g_lost = 0;
+    signal(SIGPIPE, SIG_IGN);
+    fx *f = calloc(1, sizeof(*f));
+    if (f == NULL) {
+        return -1;
+    }
+    if (rt_tls_env_make(&g_tls) != 0) {
+        free(f);
+        return -1;
+    }
+    if (rt_tls_redis_start(&f->redis, &g_tls, g_tls.server_cert, g_tls.server_key, false) != 0) {
+        rt_tls_env_free(&g_tls);
+        free(f);
+        return -1;
+    }
+    g_tls_ca = g_tls.ca_cert;
+    *state = f;
+    return 0;
+}
+
+static int teardown_tls(void **state) {
+    int rc = teardown(state); /* stops the server before its certificates go */
+    rt_tls_env_free(&g_tls);
+    g_tls_ca = NULL;
+    g_address[0] = '\0';
+    return rc;
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_c_holder_excludes_node_and_wakes_it, setup, teardown),
@@ -566,6 +655,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_watchdogs_keep_the_other_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_brace_inside_name_excludes_but_channels_differ, setup,
                                         teardown),
+        cmocka_unit_test_setup_teardown(test_node_compat_over_tls, setup_tls, teardown_tls),
+        cmocka_unit_test_setup_teardown(test_node_compat_over_tls_by_name, setup_tls, teardown_tls),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -1,8 +1,13 @@
 'use strict';
 // A node-redisson peer for tests/test_compat_node.c.
 //
-//   node peer.js <redis-url> <lock-name> hold <hold_ms> [lease=<ms>] [times=<n>] [watchdog=<ms>]
-//   node peer.js <redis-url> <lock-name> wait [lease=<ms>] [watchdog=<ms>]
+//   node peer.js <redis-url> <lock-name> hold <hold_ms> [lease=<ms>] [times=<n>] [watchdog=<ms>] [ca=<file>]
+//   node peer.js <redis-url> <lock-name> wait [lease=<ms>] [watchdog=<ms>] [ca=<file>]
+//
+// <redis-url> is redis://, rediss:// (TLS) or unix://. For rediss://,
+// ca=<file> is the PEM CA file to trust instead of Node's default CAs (the
+// C side's ssl_truststore); the server's certificate is checked against the
+// URL's host (a name, or an IP address in the certificate's IP SANs).
 //
 // hold: takes the lock <times> times (reentrant, default 1), prints LOCKED,
 //   and keeps it. Each "unlock" line on stdin releases one hold (printing
@@ -23,6 +28,8 @@
 //   UNLOCKED <t>                   released the last hold
 //   ERROR <message>                then exits with status 1
 // Diagnostics go to stderr.
+const fs = require('fs');
+const net = require('net');
 const { Redisson } = require('node-redisson');
 
 function now() {
@@ -39,8 +46,10 @@ function die(message) {
     process.exit(1);
 }
 
-// ioredis takes options, not a URL, through node-redisson.
-function redisOptions(url) {
+// ioredis takes options, not a URL, through node-redisson: its
+// config.redis.options are spread into each `new Redis(...)` (the command
+// connection and the subscriber both), so `tls` applies to both.
+function redisOptions(url, ca) {
     const u = new URL(url);
     const o = {
         // Fail instead of retrying for ever when the server is gone.
@@ -51,11 +60,29 @@ function redisOptions(url) {
         o.path = decodeURIComponent(u.pathname);
         return o;
     }
-    if (u.protocol !== 'redis:') {
+    if (u.protocol !== 'redis:' && u.protocol !== 'rediss:') {
         die('unsupported address ' + url);
     }
     o.host = u.hostname.replace(/^\[(.*)\]$/, '$1');
     o.port = u.port ? Number(u.port) : 6379;
+    if (u.protocol === 'rediss:') {
+        // tls.connect's options. Without servername Node checks the
+        // certificate against `host`; SNI may not carry an IP address, so
+        // servername is set for a host name only.
+        o.tls = { rejectUnauthorized: true };
+        if (ca !== undefined) {
+            try {
+                o.tls.ca = fs.readFileSync(ca, 'utf8');
+            } catch (e) {
+                die('cannot read ca=' + ca + ': ' + e.message);
+            }
+        }
+        if (net.isIP(o.host) === 0) {
+            o.tls.servername = o.host;
+        }
+    } else if (ca !== undefined) {
+        die('ca= needs a rediss:// address');
+    }
     if (u.username) {
         o.username = decodeURIComponent(u.username);
     }
@@ -70,7 +97,7 @@ function redisOptions(url) {
 
 function parseArgs(argv) {
     if (argv.length < 3) {
-        die('usage: peer.js <redis-url> <lock-name> hold <hold_ms> [k=v...] | wait [k=v...]');
+        die('usage: peer.js <redis-url> <lock-name> hold <hold_ms> [k=v...] | wait [k=v...] (k: lease, times, watchdog, ca)');
     }
     const a = { url: argv[0], name: argv[1], action: argv[2], hold: -1, lease: 0, times: 1, watchdog: 30000 };
     let rest = argv.slice(3);
@@ -84,6 +111,10 @@ function parseArgs(argv) {
         die('unknown action ' + a.action);
     }
     for (const kv of rest) {
+        if (kv.startsWith('ca=') && kv.length > 3) {
+            a.ca = kv.slice(3);
+            continue;
+        }
         const m = /^(lease|times|watchdog)=(-?[0-9]+)$/.exec(kv);
         if (!m) {
             die('bad option ' + kv);
@@ -96,7 +127,7 @@ function parseArgs(argv) {
 async function main() {
     const a = parseArgs(process.argv.slice(2));
     const redisson = new Redisson({
-        redis: { options: redisOptions(a.url) },
+        redis: { options: redisOptions(a.url, a.ca) },
         lockWatchdogTimeout: BigInt(a.watchdog),
     });
     for (const r of [redisson.redis, redisson.commandExecutor.subscribeRedis]) {
