@@ -314,6 +314,32 @@ static void dispatch(rlock__tls_stream *s, redisReply *r) {
     freeReplyObject(r);
 }
 
+/* n bytes off the connection: hands out the whole replies they complete.
+ * false: s is gone (a protocol error, or freed inside a callback). */
+static bool take_bytes(rlock__tls_stream *s, const char *buf, size_t n) {
+    if (redisReaderFeed(s->reader, buf, n) != REDIS_OK) {
+        set_error(s, "out of memory reading a reply");
+        broke(s);
+        return false;
+    }
+    void *reply = NULL;
+    for (;;) {
+        if (redisReaderGetReply(s->reader, &reply) != REDIS_OK) {
+            set_error(s, "protocol error: %.90s", s->reader->errstr);
+            broke(s);
+            return false;
+        }
+        if (reply == NULL) {
+            return true;
+        }
+        dispatch(s, reply);
+        if (s->free_asked) {
+            destroy(s);
+            return false;
+        }
+    }
+}
+
 /* Reads what there is and hands out whole replies. false: s is gone. */
 static bool read_some(rlock__tls_stream *s) {
     char buf[16384];
@@ -341,26 +367,8 @@ static bool read_some(rlock__tls_stream *s) {
             broke(s);
             return false;
         }
-        if (redisReaderFeed(s->reader, buf, (size_t)n) != REDIS_OK) {
-            set_error(s, "out of memory reading a reply");
-            broke(s);
+        if (!take_bytes(s, buf, (size_t)n)) {
             return false;
-        }
-        void *reply = NULL;
-        for (;;) {
-            if (redisReaderGetReply(s->reader, &reply) != REDIS_OK) {
-                set_error(s, "protocol error: %.90s", s->reader->errstr);
-                broke(s);
-                return false;
-            }
-            if (reply == NULL) {
-                break;
-            }
-            dispatch(s, reply);
-            if (s->free_asked) {
-                destroy(s);
-                return false;
-            }
         }
     }
 }
@@ -566,10 +574,34 @@ int rlock__tls_command(rlock__tls_stream *s, redisCallbackFn *fn, void *privdata
         }
         s->tail = p;
     }
-    if (s->state == S_OPEN) {
+    if (s->state == S_OPEN && s->fd >= 0) {
         ev_io_start(s->ev, &s->wio); /* written from the loop, as hiredis does */
     }
     return REDIS_OK;
+}
+
+rlock__tls_stream *rlock__tls_open_unconnected(struct ev_loop *ev,
+                                               redisDisconnectCallback *on_disconnect, void *data) {
+    rlock__tls_stream *s = calloc(1, sizeof(*s));
+    if (s == NULL) {
+        return NULL;
+    }
+    s->fd = -1;
+    s->ev = ev;
+    s->ac.errstr = s->ac.c.errstr;
+    s->ac.data = data;
+    s->on_disconnect = on_disconnect;
+    s->reader = redisReaderCreate();
+    if (s->reader == NULL) {
+        free(s);
+        return NULL;
+    }
+    s->state = S_OPEN;
+    return s;
+}
+
+bool rlock__tls_feed(rlock__tls_stream *s, const char *buf, size_t n) {
+    return take_bytes(s, buf, n);
 }
 
 void rlock__tls_free(rlock__tls_stream *s) {

@@ -69,4 +69,13 @@ void rlock__tls_free(rlock__tls_stream *s);
 
 int rlock__tls_fd(const rlock__tls_stream *s);
 
+/* For the fuzzer of the read path (tests/fuzz/fuzz_tls_read.c): a stream
+ * with no socket and no TLS, open from the start, whose bytes come from
+ * rlock__tls_feed as if read off the connection. false: the stream is
+ * gone (it broke on a protocol error and ran on_disconnect, or was freed
+ * inside a callback). */
+rlock__tls_stream *rlock__tls_open_unconnected(struct ev_loop *ev,
+                                               redisDisconnectCallback *on_disconnect, void *data);
+bool rlock__tls_feed(rlock__tls_stream *s, const char *buf, size_t n);
+
 #endif
