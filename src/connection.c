@@ -34,8 +34,9 @@ struct rlock__conn {
     enum conn_state state;
     redisAsyncContext *ac; /* NULL unless CONNECTING (after the lookup) or READY */
     rlock__lookup *lookup; /* CONNECTING: the host name's lookup under way */
-    SSL_CTX *tls;          /* rediss://: c->ac is then a TLS stream's stand-in */
+    SSL_CTX *tls;          /* rediss://: the TLS settings */
     bool tls_check_name;
+    bool on_stream;      /* c->ac is a stream's stand-in (TLS, or the fuzzer's plain) */
     ev_timer timer;      /* connect timeout in CONNECTING, back-off in BACKOFF,
                             the PING's reply deadline in READY */
     ev_timer ping_timer; /* every ping_connection_interval_ms while READY */
@@ -54,16 +55,18 @@ static struct ev_loop *ev_of(rlock__conn *c) {
 
 /* The two kinds of context, hiredis's and the TLS stream's, behind one
  * pair of calls. */
+bool rlock__conn_plain_on_stream;
+
 static int ctx_command(rlock__conn *c, redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
                        int argc, const char **argv, const size_t *argvlen) {
-    if (c->tls != NULL) {
+    if (c->on_stream) {
         return rlock__tls_command(rlock__tls_of(ac), fn, privdata, argc, argv, argvlen);
     }
     return redisAsyncCommandArgv(ac, fn, privdata, argc, argv, argvlen);
 }
 
 static void ctx_free(rlock__conn *c, redisAsyncContext *ac) {
-    if (c->tls != NULL) {
+    if (c->on_stream) {
         rlock__tls_free(rlock__tls_of(ac));
     } else {
         redisAsyncFree(ac);
@@ -264,12 +267,15 @@ static int send_handshake(rlock__conn *c) {
     return rc;
 }
 
-/* rediss://: a TLS stream stands in for hiredis's context. */
-static void open_tls(rlock__conn *c, const char *ip) {
+/* rediss:// (and the fuzzer's plain stream): the library's stream stands in
+ * for hiredis's context. */
+static void open_stream(rlock__conn *c, const char *ip) {
     char why[256];
+    bool unix_socket = c->addr->is_unix;
     rlock__tls_stream *t =
-        rlock__tls_open(ev_of(c), c->tls, ip, c->addr->port, c->addr->host, c->tls_check_name,
-                        on_connect, on_disconnect, c, why, sizeof(why));
+        rlock__tls_open(ev_of(c), c->tls, unix_socket ? c->addr->path : ip, c->addr->port,
+                        unix_socket ? "" : c->addr->host, c->tls_check_name, on_connect,
+                        on_disconnect, c, why, sizeof(why));
     if (t == NULL) {
         char msg[300];
         snprintf(msg, sizeof(msg), "connect failed: %s", why);
@@ -284,8 +290,8 @@ static void open_tls(rlock__conn *c, const char *ip) {
 
 /* Opens the hiredis context to host (numeric, or a unix socket path). */
 static void open_context(rlock__conn *c, const char *host) {
-    if (c->tls != NULL) {
-        open_tls(c, host);
+    if (c->on_stream) {
+        open_stream(c, host);
         return;
     }
     redisAsyncContext *ac = c->addr->is_unix ? redisAsyncConnectUnix(c->addr->path)
@@ -377,6 +383,7 @@ int rlock__conn_create(rlock__loop *loop, const rlock__address *addr, const rloc
     c->log = log;
     c->name = name;
     c->events = events;
+    c->on_stream = rlock__conn_plain_on_stream;
     c->state = STATE_BACKOFF;
     ev_timer_init(&c->timer, on_timer, 0., 0.);
     c->timer.data = c;
@@ -447,7 +454,7 @@ void rlock__conn_close_forked(rlock__conn *c) {
     if (c == NULL || c->ac == NULL) {
         return;
     }
-    int fd = c->tls != NULL ? rlock__tls_fd(rlock__tls_of(c->ac)) : c->ac->c.fd;
+    int fd = c->on_stream ? rlock__tls_fd(rlock__tls_of(c->ac)) : c->ac->c.fd;
     if (fd >= 0) {
         close(fd);
     }
@@ -456,4 +463,5 @@ void rlock__conn_close_forked(rlock__conn *c) {
 void rlock__conn_use_tls(rlock__conn *c, SSL_CTX *ctx, bool check_name) {
     c->tls = ctx;
     c->tls_check_name = check_name;
+    c->on_stream = true;
 }

@@ -77,4 +77,11 @@ void rlock__conn_close_forked(rlock__conn *c);
 typedef struct ssl_ctx_st SSL_CTX;
 void rlock__conn_use_tls(rlock__conn *c, SSL_CTX *ctx, bool check_name);
 
+/* For the reply fuzzer (tests/fuzz/fuzz_replies.c): when set, connections
+ * created from then on carry plain TCP and unix sockets on the library's
+ * own stream (tls_stream.c without TLS) instead of hiredis's async
+ * context, so every server behaviour the fuzzer plays also reaches the
+ * stream that TLS connections use. Never set by the library. */
+extern bool rlock__conn_plain_on_stream;
+
 #endif

@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -273,6 +274,10 @@ static void tcp_connected(rlock__tls_stream *s) {
         connect_failed(s);
         return;
     }
+    if (s->ssl == NULL) {
+        opened(s); /* plain: nothing to shake hands over */
+        return;
+    }
     s->state = S_HANDSHAKE;
     handshake(s);
 }
@@ -340,8 +345,38 @@ static bool take_bytes(rlock__tls_stream *s, const char *buf, size_t n) {
     }
 }
 
+/* read_some without TLS. */
+static bool read_plain(rlock__tls_stream *s) {
+    char buf[16384];
+    for (;;) {
+        ssize_t n = read(s->fd, buf, sizeof(buf));
+        if (n > 0) {
+            if (!take_bytes(s, buf, (size_t)n)) {
+                return false;
+            }
+            continue;
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            return true;
+        }
+        if (n == 0) {
+            set_error(s, "Server closed the connection");
+        } else {
+            set_error(s, "%s", strerror(errno));
+        }
+        broke(s);
+        return false;
+    }
+}
+
 /* Reads what there is and hands out whole replies. false: s is gone. */
 static bool read_some(rlock__tls_stream *s) {
+    if (s->ssl == NULL) {
+        return read_plain(s);
+    }
     char buf[16384];
     for (;;) {
         ERR_clear_error();
@@ -379,6 +414,21 @@ static bool write_some(rlock__tls_stream *s) {
         ERR_clear_error();
         errno = 0;
         size_t left = s->len - s->off;
+        if (s->ssl == NULL) {
+            /* MSG_NOSIGNAL: a closed peer is an error here, not SIGPIPE. */
+            ssize_t n = send(s->fd, s->out + s->off, left, MSG_NOSIGNAL);
+            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+                ev_io_start(s->ev, &s->wio);
+                return true;
+            }
+            if (n < 0) {
+                set_error(s, "%s", strerror(errno));
+                broke(s);
+                return false;
+            }
+            s->off += (size_t)n;
+            continue;
+        }
         int n = SSL_write(s->ssl, s->out + s->off, left > INT32_MAX ? INT32_MAX : (int)left);
         if (n <= 0) {
             int e = SSL_get_error(s->ssl, n);
@@ -423,13 +473,24 @@ static void on_io(struct ev_loop *ev, ev_io *w, int revents) {
 
 /* ---- the API --------------------------------------------------------------------- */
 
+/* A non-blocking socket connecting to ip:port, or to the unix socket at
+ * ip when it starts with '/'. */
 static int open_socket(const char *ip, int port, char *err, size_t errlen) {
     struct sockaddr_storage ss;
     socklen_t sl;
     memset(&ss, 0, sizeof(ss));
     struct sockaddr_in *a4 = (struct sockaddr_in *)&ss;
     struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
-    if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
+    struct sockaddr_un *au = (struct sockaddr_un *)&ss;
+    if (ip[0] == '/') {
+        if (strlen(ip) >= sizeof(au->sun_path)) {
+            snprintf(err, errlen, "unix socket path too long");
+            return -1;
+        }
+        au->sun_family = AF_UNIX;
+        strcpy(au->sun_path, ip);
+        sl = sizeof(*au);
+    } else if (inet_pton(AF_INET, ip, &a4->sin_addr) == 1) {
         a4->sin_family = AF_INET;
         a4->sin_port = htons((uint16_t)port);
         sl = sizeof(*a4);
@@ -447,14 +508,25 @@ static int open_socket(const char *ip, int port, char *err, size_t errlen) {
         return -1;
     }
     int one = 1;
-    (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-    (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    if (ss.ss_family != AF_UNIX) {
+        (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    }
     if (connect(fd, (struct sockaddr *)&ss, sl) != 0 && errno != EINPROGRESS) {
         snprintf(err, errlen, "%s", strerror(errno));
         close(fd);
         return -1;
     }
     return fd;
+}
+
+static rlock__tls_stream *start_connect(rlock__tls_stream *s) {
+    ev_io_init(&s->rio, on_io, s->fd, EV_READ);
+    ev_io_init(&s->wio, on_io, s->fd, EV_WRITE);
+    s->rio.data = s->wio.data = s;
+    s->state = S_TCP;
+    ev_io_start(s->ev, &s->wio); /* writable: the connect is done */
+    return s;
 }
 
 rlock__tls_stream *rlock__tls_open(struct ev_loop *ev, SSL_CTX *ctx, const char *ip, int port,
@@ -474,11 +546,19 @@ rlock__tls_stream *rlock__tls_open(struct ev_loop *ev, SSL_CTX *ctx, const char 
     s->on_connect = on_connect;
     s->on_disconnect = on_disconnect;
     s->reader = redisReaderCreate();
-    s->ssl = SSL_new(ctx);
-    if (s->reader == NULL || s->ssl == NULL) {
+    s->ssl = ctx != NULL ? SSL_new(ctx) : NULL;
+    if (s->reader == NULL || (ctx != NULL && s->ssl == NULL)) {
         snprintf(err, errlen, "out of memory");
         destroy(s);
         return NULL;
+    }
+    if (ctx == NULL) { /* plain (the reply fuzzer's second transport) */
+        s->fd = open_socket(ip, port, err, errlen);
+        if (s->fd < 0) {
+            destroy(s);
+            return NULL;
+        }
+        return start_connect(s);
     }
     /* The name the certificate must carry: the host as the address gave
      * it (not the address it resolved to). SNI only for names. */
@@ -504,12 +584,7 @@ rlock__tls_stream *rlock__tls_open(struct ev_loop *ev, SSL_CTX *ctx, const char 
         return NULL;
     }
     SSL_set_connect_state(s->ssl);
-    ev_io_init(&s->rio, on_io, s->fd, EV_READ);
-    ev_io_init(&s->wio, on_io, s->fd, EV_WRITE);
-    s->rio.data = s->wio.data = s;
-    s->state = S_TCP;
-    ev_io_start(ev, &s->wio); /* writable: the connect is done */
-    return s;
+    return start_connect(s);
 }
 
 redisAsyncContext *rlock__tls_context(rlock__tls_stream *s) {

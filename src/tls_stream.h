@@ -38,14 +38,16 @@ void rlock__tls_ctx_free(SSL_CTX *ctx);
 
 typedef struct rlock__tls_stream rlock__tls_stream;
 
-/* Connects to ip:port (numeric) and then shakes hands, presenting
+/* Connects to ip:port (numeric; a path starting with '/' is a unix
+ * socket) and then shakes hands, presenting
  * server_name (the host name of the address) as SNI and, with check_name,
  * requiring the certificate to carry it (an IP literal is checked against
  * the certificate's IP addresses and sends no SNI). on_connect(ac, REDIS_OK) runs once the
  * TLS handshake is done; on failure on_connect(ac, REDIS_ERR) runs with
  * errstr saying why, then the stream frees itself (as hiredis does).
  * data becomes the stand-in context's data. NULL (err set) when even the
- * socket could not be made. */
+ * socket could not be made. ctx NULL: no TLS at all, the same stream over
+ * a plain connection (for the reply fuzzer, see connection.h). */
 rlock__tls_stream *rlock__tls_open(struct ev_loop *ev, SSL_CTX *ctx, const char *ip, int port,
                                    const char *server_name, bool check_name,
                                    redisConnectCallback *on_connect,

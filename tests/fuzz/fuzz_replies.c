@@ -28,6 +28,11 @@
  * server never sends those (see safe_reply): they would only find hiredis's
  * limits again and again.
  *
+ * Over a unix socket (config bit 0 clear), config bit 1 runs the client's
+ * connections on the library's own stream (src/tls_stream.c, the TLS
+ * connections' transport, here without TLS) rather than on hiredis's
+ * async context, so both transports meet every misbehaviour.
+ *
  * The input is a config byte, then records, each a tag byte and its
  * arguments (missing bytes read as 0). Reply records answer the commands
  * the server receives, in order, whichever connection they come on; action
@@ -58,6 +63,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "connection.h"
 #include "rlock/rlock.h"
 #include "rlock__scripts_all.h"
 
@@ -1524,6 +1530,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     } else {
         snprintf(g_address, sizeof(g_address), "unix://%s", g_path);
     }
+    /* Over a unix socket, bit 1 picks the transport: the library's own
+     * stream (the one TLS connections use, here without TLS) instead of
+     * hiredis's async context. */
+    rlock__conn_plain_on_stream = !r->tcp && (config & 2) != 0;
     rlock_config cfg;
     rlock_config_init(&cfg);
     cfg.address = g_address;

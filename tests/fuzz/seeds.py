@@ -14,6 +14,7 @@ import sys
 
 # config bits
 TCP, PASSWORD, USER, DB, PING, LONG_WATCHDOG, RETRY, BATCH1 = (1 << i for i in range(8))
+STREAM = PASSWORD  # without TCP: the connections run on the library's own stream
 # argument values (indexes into fuzz_replies.c's tables)
 LOCK_A, LOCK_A_TAGGED, LOCK_B = 0, 1, 2
 WATCHDOG, LEASE_5, LEASE_40, LEASE_LONG = 0, 1, 2, 3
@@ -162,7 +163,10 @@ def main():
             config, parts = parts[0], parts[1:]
         with open(os.path.join(out, name), "wb") as f:
             f.write(bytes([config]) + b"".join(parts))
-    print(f"{len(SEEDS)} seeds in {out}", file=sys.stderr)
+        if not config & TCP:  # the same over the other transport
+            with open(os.path.join(out, "stream-" + name), "wb") as f:
+                f.write(bytes([config | STREAM]) + b"".join(parts))
+    print(f"{len(SEEDS)} seeds (and their stream twins) in {out}", file=sys.stderr)
 
 
 if __name__ == "__main__":
