@@ -52,9 +52,10 @@ struct rlock__tls_stream {
     void *push_privdata;
     redisConnectCallback *on_connect;
     redisDisconnectCallback *on_disconnect;
-    int depth;       /* inside our callbacks */
-    bool free_asked; /* rlock__tls_free inside a callback */
-    bool closing;    /* failed or freed: no more commands */
+    int depth;             /* inside our callbacks */
+    bool free_asked;       /* rlock__tls_free inside a callback */
+    bool read_wants_write; /* SSL_read must go on once the socket is writable */
+    bool closing;          /* failed or freed: no more commands */
 };
 
 /* ---- the SSL_CTX ----------------------------------------------------------- */
@@ -388,7 +389,8 @@ static bool read_some(rlock__tls_stream *s) {
                 return true;
             }
             if (e == SSL_ERROR_WANT_WRITE) {
-                ev_io_start(s->ev, &s->wio); /* a TLS key update wants out */
+                s->read_wants_write = true; /* a TLS key update wants out */
+                ev_io_start(s->ev, &s->wio);
                 return true;
             }
             if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && errno == 0)) {
@@ -432,8 +434,14 @@ static bool write_some(rlock__tls_stream *s) {
         int n = SSL_write(s->ssl, s->out + s->off, left > INT32_MAX ? INT32_MAX : (int)left);
         if (n <= 0) {
             int e = SSL_get_error(s->ssl, n);
-            if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
+            if (e == SSL_ERROR_WANT_WRITE) {
                 ev_io_start(s->ev, &s->wio);
+                return true;
+            }
+            if (e == SSL_ERROR_WANT_READ) {
+                /* TLS wants the peer's bytes first: the read watcher (always
+                 * on while open) brings on_io back, which writes again. */
+                ev_io_stop(s->ev, &s->wio);
                 return true;
             }
             if (e == SSL_ERROR_SYSCALL && errno != 0) {
@@ -448,7 +456,9 @@ static bool write_some(rlock__tls_stream *s) {
         s->off += (size_t)n;
     }
     s->off = s->len = 0;
-    ev_io_stop(s->ev, &s->wio);
+    if (!s->read_wants_write) {
+        ev_io_stop(s->ev, &s->wio);
+    }
     return true;
 }
 
@@ -463,7 +473,12 @@ static void on_io(struct ev_loop *ev, ev_io *w, int revents) {
         handshake(s);
         return;
     }
-    if ((revents & EV_READ) != 0 && !read_some(s)) {
+    bool read_now = (revents & EV_READ) != 0;
+    if ((revents & EV_WRITE) != 0 && s->read_wants_write) {
+        s->read_wants_write = false;
+        read_now = true;
+    }
+    if (read_now && !read_some(s)) {
         return;
     }
     if ((revents & EV_WRITE) != 0 || s->len > s->off) {
