@@ -346,6 +346,21 @@ static bool take_bytes(rlock__tls_stream *s, const char *buf, size_t n) {
     }
 }
 
+/* A read or write failed for good (e: SSL_get_error's verdict;
+ * SSL_ERROR_SYSCALL for a plain socket, with errno 0 at its end): says
+ * why, and the stream breaks. */
+static void io_failed(rlock__tls_stream *s, int e, const char *what) {
+    if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && errno == 0)) {
+        set_error(s, "Server closed the connection");
+    } else if (e == SSL_ERROR_SYSCALL) {
+        set_error(s, "%s", strerror(errno));
+    } else {
+        ssl_error(s->ac.c.errstr, sizeof(s->ac.c.errstr), what);
+        s->ac.err = REDIS_ERR_IO;
+    }
+    broke(s);
+}
+
 /* read_some without TLS. */
 static bool read_plain(rlock__tls_stream *s) {
     char buf[16384];
@@ -364,11 +379,9 @@ static bool read_plain(rlock__tls_stream *s) {
             return true;
         }
         if (n == 0) {
-            set_error(s, "Server closed the connection");
-        } else {
-            set_error(s, "%s", strerror(errno));
+            errno = 0; /* the end of the stream */
         }
-        broke(s);
+        io_failed(s, SSL_ERROR_SYSCALL, "read");
         return false;
     }
 }
@@ -393,15 +406,7 @@ static bool read_some(rlock__tls_stream *s) {
                 ev_io_start(s->ev, &s->wio);
                 return true;
             }
-            if (e == SSL_ERROR_ZERO_RETURN || (e == SSL_ERROR_SYSCALL && errno == 0)) {
-                set_error(s, "Server closed the connection");
-            } else if (e == SSL_ERROR_SYSCALL) {
-                set_error(s, "%s", strerror(errno));
-            } else {
-                ssl_error(s->ac.c.errstr, sizeof(s->ac.c.errstr), "TLS read");
-                s->ac.err = REDIS_ERR_IO;
-            }
-            broke(s);
+            io_failed(s, e, "TLS read");
             return false;
         }
         if (!take_bytes(s, buf, (size_t)n)) {
@@ -424,8 +429,7 @@ static bool write_some(rlock__tls_stream *s) {
                 return true;
             }
             if (n < 0) {
-                set_error(s, "%s", strerror(errno));
-                broke(s);
+                io_failed(s, SSL_ERROR_SYSCALL, "write");
                 return false;
             }
             s->off += (size_t)n;
@@ -444,13 +448,7 @@ static bool write_some(rlock__tls_stream *s) {
                 ev_io_stop(s->ev, &s->wio);
                 return true;
             }
-            if (e == SSL_ERROR_SYSCALL && errno != 0) {
-                set_error(s, "%s", strerror(errno));
-            } else {
-                ssl_error(s->ac.c.errstr, sizeof(s->ac.c.errstr), "TLS write");
-                s->ac.err = REDIS_ERR_IO;
-            }
-            broke(s);
+            io_failed(s, e, "TLS write");
             return false;
         }
         s->off += (size_t)n;

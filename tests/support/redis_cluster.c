@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "spawn.h"
 #include "test_util.h"
 
 #define RT_CLUSTER_SLOTS 16384
@@ -118,39 +119,11 @@ static int create_cluster(rt_cluster *c) {
         fprintf(stderr, "rt_cluster: pipe: %s\n", strerror(errno));
         return -1;
     }
-    fflush(NULL);
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = rt_spawn(bin, argv, pipefd[1], "rt_cluster");
     if (pid < 0) {
-        fprintf(stderr, "rt_cluster: fork: %s\n", strerror(errno));
         close(pipefd[0]);
         close(pipefd[1]);
         return -1;
-    }
-    if (pid == 0) {
-        /* Only async-signal-safe calls: dies with the test process, its
-         * output goes to the pipe, no other descriptor of ours leaks in. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) {
-            _exit(127);
-        }
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) {
-            dup2(devnull, 0);
-        }
-        dup2(pipefd[1], 1);
-        dup2(pipefd[1], 2);
-#ifdef SYS_close_range
-        syscall(SYS_close_range, 3U, ~0U, 0U);
-#endif
-        execvp(bin, (char *const *)argv);
-        static const char msg[] = "rt_cluster: execvp redis-cli failed\n";
-        ssize_t ignored = write(2, msg, sizeof(msg) - 1);
-        (void)ignored;
-        _exit(127);
     }
     close(pipefd[1]);
     static char out[RT_CLUSTER_OUTPUT_MAX];

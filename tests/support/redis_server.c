@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "spawn.h"
 #include "test_util.h"
 
 #define RT_START_TIMEOUT_MS 5000
@@ -392,27 +393,10 @@ static bool answers_ping(rt_redis *r) {
 
 /* ---- spawning ---- */
 
-static void close_inherited_fds(void) {
-    /* hiredis/test sockets lack CLOEXEC; a copy held by redis would keep them open. */
-#ifdef SYS_close_range
-    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0) {
-        return;
-    }
-#endif
-    long max = sysconf(_SC_OPEN_MAX);
-    if (max < 0 || max > 65536) {
-        max = 65536;
-    }
-    for (int fd = 3; fd < max; fd++) {
-        close(fd);
-    }
-}
-
 static int spawn_server(rt_redis *r) {
     char port_str[16];
     snprintf(port_str, sizeof(port_str), "%d", r->socket_path[0] != '\0' ? 0 : r->port);
 
-    /* Everything is prepared before fork: only async-signal-safe calls in the child. */
     const char *argv[60];
     int n = 0;
     const char *bin = getenv("RT_REDIS_SERVER");
@@ -484,36 +468,10 @@ static int spawn_server(rt_redis *r) {
         fprintf(stderr, "rt_redis: open %s: %s\n", r->logfile, strerror(errno));
         return -1;
     }
-    fflush(NULL); /* don't let the child inherit (and never flush) buffered output twice */
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = rt_spawn(bin, argv, logfd, "rt_redis");
     if (pid < 0) {
-        fprintf(stderr, "rt_redis: fork: %s\n", strerror(errno));
         close(logfd);
         return -1;
-    }
-    if (pid == 0) {
-        /* Die with the test process; re-check in case the parent died before prctl. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) {
-            _exit(127);
-        }
-        /* A blocked mask survives exec and could make redis ignore SIGTERM. */
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) {
-            dup2(devnull, 0);
-        }
-        dup2(logfd, 1);
-        dup2(logfd, 2);
-        close_inherited_fds();
-        execvp(bin, (char *const *)argv);
-        static const char msg[] = "rt_redis: execvp redis-server failed\n";
-        ssize_t ignored = write(2, msg, sizeof(msg) - 1);
-        (void)ignored;
-        _exit(127);
     }
     close(logfd);
     r->pid = pid;

@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "spawn.h"
 #include "test_util.h"
 
 #define RT_TLS_CMD_TIMEOUT_MS 10000 /* one openssl / redis-cli run; keygen on EC is ~ms */
@@ -107,38 +108,10 @@ static int run_bounded(const char *const *argv, const char *out_path, int64_t ti
         fprintf(stderr, "rt_tls: open %s: %s\n", out_path, strerror(errno));
         return -1;
     }
-    fflush(NULL); /* don't let the child inherit (and flush) buffered output */
-    pid_t parent = getpid();
-    pid_t pid = fork();
+    pid_t pid = rt_spawn(argv[0], argv, outfd, "rt_tls");
     if (pid < 0) {
-        fprintf(stderr, "rt_tls: fork: %s\n", strerror(errno));
         close(outfd);
         return -1;
-    }
-    if (pid == 0) {
-        /* Die with the test process, so an aborted test leaves no openssl behind. */
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (getppid() != parent) {
-            _exit(127);
-        }
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int devnull = open("/dev/null", O_RDONLY);
-        if (devnull >= 0) {
-            dup2(devnull, 0);
-        }
-        dup2(outfd, 1);
-        dup2(outfd, 2);
-#ifdef SYS_close_range
-        /* Test sockets lack CLOEXEC; a copy held by the child would keep them open. */
-        syscall(SYS_close_range, 3U, ~0U, 0U);
-#endif
-        execvp(argv[0], (char *const *)argv);
-        static const char msg[] = "rt_tls: execvp failed\n";
-        ssize_t ignored = write(2, msg, sizeof(msg) - 1);
-        (void)ignored;
-        _exit(127);
     }
     close(outfd);
     int64_t deadline = rt_now_ms() + timeout_ms;
