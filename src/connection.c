@@ -53,10 +53,10 @@ static struct ev_loop *ev_of(rlock__conn *c) {
     return rlock__loop_ev(c->loop);
 }
 
-/* The two kinds of context, hiredis's and the TLS stream's, behind one
- * pair of calls. */
 bool rlock__conn_plain_on_stream;
 
+/* The two kinds of context, hiredis's and the library's stream, behind one
+ * pair of calls. */
 static int ctx_command(rlock__conn *c, redisAsyncContext *ac, redisCallbackFn *fn, void *privdata,
                        int argc, const char **argv, const size_t *argvlen) {
     if (c->on_stream) {

@@ -241,6 +241,12 @@ static void test_settings_errors(void **state) {
     cfg.ssl_insecure_skip_verify = 2;
     assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
     assert_null(c);
+    /* Sentinel over TLS is not there yet: refused, saying so. */
+    cfg = tls_config(f, "localhost");
+    cfg.master_name = "mymaster";
+    cfg.sentinel_addresses = "redis://127.0.0.1:26379";
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "Sentinel"));
 }
 
 int main(int argc, char **argv) {

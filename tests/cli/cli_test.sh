@@ -206,6 +206,59 @@ sentinel)
     run env -u RLOCK_SENTINELS "$RLOCK" status cli:sent
     [ "$rc" -eq 64 ] || fail "--master-name without sentinels gave $rc, not 64"
     ;;
+tls)
+    # A TLS-only server of the case's own, with a CA and a certificate made
+    # here: exec and unlock --kind go over rediss://; status refuses it.
+    (cd "$WORK" &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+            -out ca.crt -days 2 -subj /CN=cli-ca &&
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key \
+            -out srv.csr -subj /CN=127.0.0.1 &&
+        printf 'subjectAltName=IP:127.0.0.1\n' >srv.ext &&
+        openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+            -extfile srv.ext -out srv.crt) >"$WORK/openssl.log" 2>&1 ||
+        fail "openssl: $(cat "$WORK/openssl.log")"
+    up=0
+    for _ in 1 2 3 4 5; do
+        tport=$((20000 + RANDOM % 30000))
+        redis-cli -p "$tport" PING >/dev/null 2>&1 && continue
+        redis-server --port 0 --tls-port "$tport" --bind 127.0.0.1 --save '' --appendonly no \
+            --tls-cert-file "$WORK/srv.crt" --tls-key-file "$WORK/srv.key" \
+            --tls-ca-cert-file "$WORK/ca.crt" --tls-auth-clients no --dir "$WORK" \
+            >"$WORK/tls-redis.log" 2>&1 &
+        for _ in $(seq 50); do
+            if redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" PING 2>/dev/null |
+                grep -q PONG; then
+                up=1
+                break
+            fi
+            sleep 0.1
+        done
+        [ "$up" = 1 ] && break
+    done
+    [ "$up" = 1 ] || fail "the TLS redis-server did not start: $(cat "$WORK/tls-redis.log")"
+    export RLOCK_ADDRESS="rediss://127.0.0.1:$tport"
+    out=$("$RLOCK" exec --tls-ca "$WORK/ca.crt" cli:tls -- echo inside)
+    [ "$out" = inside ] || fail "exec over TLS printed \"$out\""
+    RLOCK_TLS_CA="$WORK/ca.crt" "$RLOCK" exec cli:tls2 -- sh -c "sleep 3" &
+    holder=$!
+    for _ in $(seq 100); do
+        [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" EXISTS cli:tls2)" = 1 ] && break
+        sleep 0.1
+    done
+    [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" EXISTS cli:tls2)" = 1 ] ||
+        fail "exec over TLS (CA from RLOCK_TLS_CA) did not take the lock"
+    run "$RLOCK" unlock --force --kind lock --tls-ca "$WORK/ca.crt" cli:tls2
+    [ "$rc" -eq 0 ] || fail "unlock --force --kind over TLS gave $rc, not 0"
+    wait "$holder" || true
+    # Not trusted (the system's CAs do not know the test CA): no lock.
+    run "$RLOCK" exec --wait 1500 cli:tls3 -- true
+    [ "$rc" -ne 0 ] || fail "exec trusted a certificate it should not"
+    run "$RLOCK" exec --tls-insecure --wait 3000 cli:tls3 -- true
+    [ "$rc" -eq 0 ] || fail "exec --tls-insecure gave $rc"
+    run "$RLOCK" status --tls-ca "$WORK/ca.crt" cli:tls
+    [ "$rc" -eq 69 ] || fail "status over TLS gave $rc, not 69"
+    ;;
 usage)
     "$RLOCK" --help | grep -q '^Exit status:' || fail "--help has no exit statuses"
     run "$RLOCK" exec --bogus x -- true
