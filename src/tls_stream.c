@@ -290,9 +290,13 @@ static bool push_shaped(const redisReply *r) {
         r->element[0]->type != REDIS_REPLY_STRING) {
         return false;
     }
+    /* Sharded pub/sub's too (Redis 7: SSUBSCRIBE, smessage), which hiredis
+     * 0.14's async context cannot route: a cluster's unlock messages will
+     * come this way. */
     const char *k = r->element[0]->str;
     return strcasecmp(k, "message") == 0 || strcasecmp(k, "subscribe") == 0 ||
-           strcasecmp(k, "unsubscribe") == 0;
+           strcasecmp(k, "unsubscribe") == 0 || strcasecmp(k, "smessage") == 0 ||
+           strcasecmp(k, "ssubscribe") == 0 || strcasecmp(k, "sunsubscribe") == 0;
 }
 
 /* One reply to its callback. */
@@ -614,7 +618,9 @@ int rlock__tls_fd(const rlock__tls_stream *s) {
 
 static bool is_pubsub_command(const char *name, size_t len) {
     return (len == 9 && strncasecmp(name, "SUBSCRIBE", 9) == 0) ||
-           (len == 11 && strncasecmp(name, "UNSUBSCRIBE", 11) == 0);
+           (len == 11 && strncasecmp(name, "UNSUBSCRIBE", 11) == 0) ||
+           (len == 10 && strncasecmp(name, "SSUBSCRIBE", 10) == 0) ||
+           (len == 12 && strncasecmp(name, "SUNSUBSCRIBE", 12) == 0);
 }
 
 int rlock__tls_command(rlock__tls_stream *s, redisCallbackFn *fn, void *privdata, int argc,

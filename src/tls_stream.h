@@ -58,7 +58,8 @@ redisAsyncContext *rlock__tls_context(rlock__tls_stream *s);
 rlock__tls_stream *rlock__tls_of(redisAsyncContext *ac);
 
 /* Queues a command (written once connected). SUBSCRIBE and UNSUBSCRIBE
- * replies, and messages, all go to the callback of the latest of them,
+ * replies (and SSUBSCRIBE's and SUNSUBSCRIBE's, sharded pub/sub), and
+ * messages, all go to the callback of the latest of them,
  * as the pub/sub connection uses one handler for everything. REDIS_OK, or
  * REDIS_ERR when the stream is closing or out of memory (fn never runs). */
 int rlock__tls_command(rlock__tls_stream *s, redisCallbackFn *fn, void *privdata, int argc,
