@@ -4,6 +4,7 @@
 
 #include <ev.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -192,7 +193,17 @@ int rlock__loop_start(rlock__loop *l) {
     if (!l->own) {
         return RLOCK_OK;
     }
-    if (pthread_create(&l->thread, NULL, thread_main, l) != 0) {
+    /* The I/O thread runs with every signal blocked (it inherits the mask
+     * set around its creation): the process's signals go to the
+     * application's threads, and a write to a connection the server closed
+     * fails with EPIPE instead of raising SIGPIPE, which would end a
+     * program that keeps SIGPIPE's default. */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    int rc = pthread_create(&l->thread, NULL, thread_main, l);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
         return RLOCK_ERR_NOMEM;
     }
     l->thread_started = true;

@@ -7,6 +7,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,7 +114,11 @@ rlock__lookup *rlock__lookup_start(rlock__loop *loop, const char *host, rlock__l
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         /* getaddrinfo needs little stack; keep the thread light. */
         pthread_attr_setstacksize(&attr, 256 * 1024);
+        sigset_t all, old; /* no signal for the lookup thread, as the I/O thread */
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         started = pthread_create(&t, &attr, run, q) == 0;
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&attr);
     }
     if (!started) {

@@ -1,7 +1,10 @@
 /* rlock_future on its own: complete-once, callbacks, waits from threads,
- * and the race between cancel and completion. No Redis needed: the
- * operation side is driven directly on a private loop thread. */
+ * and the race between cancel and completion; and the private loop
+ * thread's signal mask. No Redis needed: the operation side is driven
+ * directly on a private loop thread. */
+#define _GNU_SOURCE
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -362,8 +365,34 @@ static void test_cancel_after_loop_closed(void **state) {
     rlock_future_release(f);
 }
 
+/* What the loop thread's signal mask holds. */
+static void read_mask(void *arg) {
+    pthread_sigmask(SIG_SETMASK, NULL, (sigset_t *)arg);
+}
+
+/* The own I/O thread blocks every signal: the process's go to the
+ * application's threads, and a write to a closed connection fails with
+ * EPIPE instead of raising SIGPIPE. The caller's mask is left as it was. */
+static void test_io_thread_blocks_signals(void **state) {
+    (void)state;
+    sigset_t before, after, loop_mask;
+    pthread_sigmask(SIG_SETMASK, NULL, &before);
+    rlock__loop *l = new_loop();
+    sigemptyset(&loop_mask);
+    rlock__loop_run_sync(l, read_mask, &loop_mask);
+    close_loop(l);
+    assert_true(sigismember(&loop_mask, SIGPIPE));
+    assert_true(sigismember(&loop_mask, SIGINT));
+    assert_true(sigismember(&loop_mask, SIGTERM));
+    pthread_sigmask(SIG_SETMASK, NULL, &after);
+    for (int sig = 1; sig < 32; sig++) {
+        assert_int_equal(sigismember(&after, sig), sigismember(&before, sig));
+    }
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_io_thread_blocks_signals),
         cmocka_unit_test(test_completes_once_with_value),
         cmocka_unit_test(test_error_has_message_and_no_value),
         cmocka_unit_test(test_callbacks_in_order),
