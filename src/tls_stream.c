@@ -546,14 +546,12 @@ static rlock__tls_stream *start_connect(rlock__tls_stream *s) {
     return s;
 }
 
-rlock__tls_stream *rlock__tls_open(struct ev_loop *ev, SSL_CTX *ctx, const char *ip, int port,
-                                   const char *server_name, bool check_name,
-                                   redisConnectCallback *on_connect,
-                                   redisDisconnectCallback *on_disconnect, void *data, char *err,
-                                   size_t errlen) {
+/* A stream with its reader and stand-in context, no socket yet; NULL when
+ * out of memory. */
+static rlock__tls_stream *new_stream(struct ev_loop *ev, redisConnectCallback *on_connect,
+                                     redisDisconnectCallback *on_disconnect, void *data) {
     rlock__tls_stream *s = calloc(1, sizeof(*s));
     if (s == NULL) {
-        snprintf(err, errlen, "out of memory");
         return NULL;
     }
     s->fd = -1;
@@ -563,8 +561,25 @@ rlock__tls_stream *rlock__tls_open(struct ev_loop *ev, SSL_CTX *ctx, const char 
     s->on_connect = on_connect;
     s->on_disconnect = on_disconnect;
     s->reader = redisReaderCreate();
+    if (s->reader == NULL) {
+        free(s);
+        return NULL;
+    }
+    return s;
+}
+
+rlock__tls_stream *rlock__tls_open(struct ev_loop *ev, SSL_CTX *ctx, const char *ip, int port,
+                                   const char *server_name, bool check_name,
+                                   redisConnectCallback *on_connect,
+                                   redisDisconnectCallback *on_disconnect, void *data, char *err,
+                                   size_t errlen) {
+    rlock__tls_stream *s = new_stream(ev, on_connect, on_disconnect, data);
+    if (s == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
+    }
     s->ssl = ctx != NULL ? SSL_new(ctx) : NULL;
-    if (s->reader == NULL || (ctx != NULL && s->ssl == NULL)) {
+    if (ctx != NULL && s->ssl == NULL) {
         snprintf(err, errlen, "out of memory");
         destroy(s);
         return NULL;
@@ -676,21 +691,10 @@ int rlock__tls_command(rlock__tls_stream *s, redisCallbackFn *fn, void *privdata
 
 rlock__tls_stream *rlock__tls_open_unconnected(struct ev_loop *ev,
                                                redisDisconnectCallback *on_disconnect, void *data) {
-    rlock__tls_stream *s = calloc(1, sizeof(*s));
-    if (s == NULL) {
-        return NULL;
+    rlock__tls_stream *s = new_stream(ev, NULL, on_disconnect, data);
+    if (s != NULL) {
+        s->state = S_OPEN;
     }
-    s->fd = -1;
-    s->ev = ev;
-    s->ac.errstr = s->ac.c.errstr;
-    s->ac.data = data;
-    s->on_disconnect = on_disconnect;
-    s->reader = redisReaderCreate();
-    if (s->reader == NULL) {
-        free(s);
-        return NULL;
-    }
-    s->state = S_OPEN;
     return s;
 }
 

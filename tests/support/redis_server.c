@@ -204,7 +204,7 @@ static void remove_dir(const char *dir) {
     remove_tree(dir, 1);
 }
 
-static int pick_free_port(void) {
+int rt_probe_port(int want) {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) {
         return -1;
@@ -213,7 +213,7 @@ static int pick_free_port(void) {
     memset(&sa, 0, sizeof(sa));
     sa.sin_family = AF_INET;
     sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = 0;
+    sa.sin_port = htons((uint16_t)want);
     socklen_t len = sizeof(sa);
     int port = -1;
     if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
@@ -597,7 +597,7 @@ static int start_server(rt_redis *r, const rt_redis_opts *opts, bool persistent)
     for (int attempt = 0; attempt < RT_START_ATTEMPTS; attempt++) {
         if (!opts->unix_socket) {
             /* Racy by nature (the port is free only until we close it): hence the retries. */
-            r->port = pick_free_port();
+            r->port = rt_probe_port(0);
             if (r->port <= 0) {
                 fprintf(stderr, "rt_redis: cannot pick a free port: %s\n", strerror(errno));
                 break;

@@ -58,6 +58,11 @@ typedef struct rt_redis {
  * Returns 0, or -1 after printing the tail of its log to stderr.
  * The struct must not be moved/copied while the server is in use (opts points into it).
  */
+/* Binds a loopback TCP socket to port want (0: any) and closes it: the
+ * port it got, or -1. A port found free is free only until then: a caller
+ * retries when its server then fails to bind. */
+int rt_probe_port(int want);
+
 int rt_redis_start(rt_redis *r, const rt_redis_opts *opts);
 
 /*

@@ -345,29 +345,6 @@ void rt_tls_env_free(rt_tls_env *e) {
 
 /* ---- the server ---- */
 
-/* Binds a loopback TCP socket to port (0: any) and closes it: the port it got, or -1. The same
- * approach as redis_server.c's pick_free_port (static there); a port found free is free only
- * until closed, so the caller retries when the server then fails to bind. */
-static int probe_port(int want) {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
-        return -1;
-    }
-    struct sockaddr_in sa;
-    memset(&sa, 0, sizeof(sa));
-    sa.sin_family = AF_INET;
-    sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    sa.sin_port = htons((uint16_t)want);
-    socklen_t len = sizeof(sa);
-    int port = -1;
-    if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
-        getsockname(fd, (struct sockaddr *)&sa, &len) == 0) {
-        port = ntohs(sa.sin_port);
-    }
-    close(fd);
-    return port;
-}
-
 /* PING over TLS with redis-cli. --insecure: the server may present a bad cert on purpose; this
  * only checks that the TLS listener is up and serving. The client cert is offered whenever the
  * server demands one. Output goes to a scratch file in the env dir. */
@@ -418,7 +395,7 @@ int rt_tls_redis_start(rt_redis *r, const rt_tls_env *e, const char *cert, const
         return -1;
     }
     for (int attempt = 0; attempt < RT_TLS_START_ATTEMPTS; attempt++) {
-        int port = probe_port(0);
+        int port = rt_probe_port(0);
         if (port <= 0) {
             fprintf(stderr, "rt_tls: cannot pick a free port: %s\n", strerror(errno));
             return -1;
@@ -448,7 +425,7 @@ int rt_tls_redis_start(rt_redis *r, const rt_tls_env *e, const char *cert, const
          * exits on a failed bind): then try another port. Any other failure (a bad cert or key)
          * would fail again, and leaves the port free. */
         if (rt_redis_start(r, &opts) != 0) {
-            if (probe_port(port) == port) {
+            if (rt_probe_port(port) == port) {
                 return -1;
             }
             continue;
