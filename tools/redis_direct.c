@@ -75,16 +75,18 @@ static void split_userinfo(const char *rest, const char **end, const char **at) 
     }
 }
 
-redisContext *cli_direct_connect(const char *address, int timeout_ms, char *err, size_t errlen) {
+redisContext *cli_direct_connect(const char *address, const cli_tls *tls, int timeout_ms, char *err,
+                                 size_t errlen) {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     redisContext *c = NULL;
     char *host = NULL, *user = NULL, *password = NULL;
     int port = 6379, db = 0;
+    bool is_tls = strncmp(address, "rediss://", 9) == 0;
 
     if (strncmp(address, "unix://", 7) == 0) {
         c = redisConnectUnixWithTimeout(address + 7, tv);
-    } else if (strncmp(address, "redis://", 8) == 0) {
-        const char *rest = address + 8;
+    } else if (strncmp(address, "redis://", 8) == 0 || is_tls) {
+        const char *rest = address + (is_tls ? 9 : 8);
         const char *slash = strchr(rest, '/');
         const char *end = NULL, *at = NULL;
         split_userinfo(rest, &end, &at);
@@ -124,9 +126,20 @@ redisContext *cli_direct_connect(const char *address, int timeout_ms, char *err,
             snprintf(err, errlen, "bad address: no host");
             goto fail;
         }
-        c = redisConnectWithTimeout(host, port, tv);
+        if (is_tls) {
+            static const cli_tls defaults = {0};
+            int fd =
+                cli_tls_relay(host, port, tls != NULL ? tls : &defaults, timeout_ms, err, errlen);
+            if (fd < 0) {
+                goto fail;
+            }
+            c = redisConnectFd(fd);
+        } else {
+            c = redisConnectWithTimeout(host, port, tv);
+        }
     } else {
-        snprintf(err, errlen, "bad address: use redis://host:port or unix:///path");
+        snprintf(err, errlen,
+                 "bad address: use redis://host:port, rediss://host:port or unix:///path");
         goto fail;
     }
     if (c == NULL || c->err) {
@@ -209,7 +222,7 @@ int cli_sentinel_master(const char *sentinels, const char *master_name, const ch
             e[-1] = '\0';
         }
         char why[256];
-        redisContext *c = cli_direct_connect(s, 2000, why, sizeof why);
+        redisContext *c = cli_direct_connect(s, NULL, 2000, why, sizeof why);
         if (c == NULL) {
             snprintf(err, errlen, "sentinel %s: %s", s, why);
             continue;

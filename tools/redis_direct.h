@@ -2,6 +2,7 @@
  * lock hash's holders, the read/write lock's mode, the fair lock's queue.
  * Parses the same addresses as rlock_config.address:
  *   redis://[[user]:password@]host[:port][/db]   (host may be [IPv6])
+ *   rediss://...                                  (TLS, through tls_relay.h)
  *   unix:///path/to/socket */
 #ifndef RLOCK_TOOL_REDIS_DIRECT_H
 #define RLOCK_TOOL_REDIS_DIRECT_H
@@ -10,9 +11,12 @@
 
 #include <hiredis/hiredis.h>
 
+#include "tls_relay.h"
+
 /* A connected, authenticated, SELECTed context, or NULL with a reason in
  * err. The caller redisFree()s it. */
-redisContext *cli_direct_connect(const char *address, int timeout_ms, char *err, size_t errlen);
+redisContext *cli_direct_connect(const char *address, const cli_tls *tls, int timeout_ms, char *err,
+                                 size_t errlen);
 
 /* Asks the sentinels (comma-separated, as rlock_config.sentinel_addresses)
  * in turn where the master named master_name is, and writes address (a

@@ -104,9 +104,6 @@ static const char usage_text[] =
     "  --tls-insecure        rediss://: accept any certificate (UNSAFE: anyone\n"
     "                        on the network path can read and change the\n"
     "                        traffic; for throwaway test servers)\n"
-    "                        Over rediss://, exec and unlock --kind work;\n"
-    "                        status, watch and unlock without --kind read the\n"
-    "                        lock over a plain connection and refuse it\n"
     "\n"
     "Exit status:\n"
     "  exec     COMMAND's status, 128+N when signal N killed it;\n"
@@ -636,16 +633,12 @@ out:
 /* ---- status and unlock ---------------------------------------------------- */
 
 static redisContext *direct(const options *o) {
-    if (strncmp(o->address, "rediss://", 9) == 0) {
-        /* hiredis 0.14's synchronous connections have no TLS. */
-        fprintf(stderr,
-                "rlock: %s: status, watch and unlock without --kind read the lock over "
-                "a plain connection, which rediss:// (TLS) does not offer yet\n",
-                o->address);
-        return NULL;
-    }
     char err[300];
-    redisContext *c = cli_direct_connect(o->address, 5000, err, sizeof err);
+    cli_tls tls = {.ca_file = o->tls_ca,
+                   .cert_file = o->tls_cert,
+                   .key_file = o->tls_key,
+                   .insecure = o->tls_insecure};
+    redisContext *c = cli_direct_connect(o->address, &tls, 5000, err, sizeof err);
     if (c == NULL) {
         fprintf(stderr, "rlock: %s: %s\n", o->address, err);
     }

@@ -208,7 +208,7 @@ sentinel)
     ;;
 tls)
     # A TLS-only server of the case's own, with a CA and a certificate made
-    # here: exec and unlock --kind go over rediss://; status refuses it.
+    # here: every command goes over rediss://.
     (cd "$WORK" &&
         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
             -out ca.crt -days 2 -subj /CN=cli-ca &&
@@ -248,19 +248,31 @@ tls)
     done
     [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" EXISTS cli:tls2)" = 1 ] ||
         fail "exec over TLS (CA from RLOCK_TLS_CA) did not take the lock"
-    run "$RLOCK" unlock --force --kind lock --tls-ca "$WORK/ca.crt" cli:tls2
-    [ "$rc" -eq 0 ] || fail "unlock --force --kind over TLS gave $rc, not 0"
+    export RLOCK_TLS_CA="$WORK/ca.crt"
+    "$RLOCK" status cli:tls2 | grep -q '^cli:tls2: locked$' || fail "status over TLS"
+    "$RLOCK" watch --timeout 500 cli:tls2 >"$WORK/events" || fail "watch over TLS"
+    grep -q 'cli:tls2: locked by' "$WORK/events" || fail "watch over TLS showed no holder"
+    run "$RLOCK" unlock --force cli:tls2
+    [ "$rc" -eq 0 ] || fail "unlock --force over TLS gave $rc, not 0"
+    run "$RLOCK" status cli:tls2
+    [ "$rc" -eq 1 ] || fail "status over TLS after the unlock gave $rc, not 1"
+    unset RLOCK_TLS_CA
     wait "$holder" || true
     # Not trusted (the system's CAs do not know the test CA): no lock.
     run "$RLOCK" exec --wait 1500 cli:tls3 -- true
     [ "$rc" -ne 0 ] || fail "exec trusted a certificate it should not"
     run "$RLOCK" exec --tls-insecure --wait 3000 cli:tls3 -- true
     [ "$rc" -eq 0 ] || fail "exec --tls-insecure gave $rc"
-    run "$RLOCK" status --tls-ca "$WORK/ca.crt" cli:tls
-    [ "$rc" -eq 69 ] || fail "status over TLS gave $rc, not 69"
+    run "$RLOCK" status cli:tls3
+    [ "$rc" -eq 69 ] || fail "status with an untrusted certificate gave $rc, not 69"
+    run "$RLOCK" status --tls-insecure cli:tls3
+    [ "$rc" -eq 1 ] || fail "status --tls-insecure gave $rc, not 1"
     ;;
 usage)
-    "$RLOCK" --help | grep -q '^Exit status:' || fail "--help has no exit statuses"
+    # Into a file first: grep -q would stop reading early, and with
+    # pipefail the SIGPIPE rlock then gets would fail the pipeline.
+    "$RLOCK" --help >"$WORK/help"
+    grep -q '^Exit status:' "$WORK/help" || fail "--help has no exit statuses"
     run "$RLOCK" exec --bogus x -- true
     [ "$rc" -eq 64 ] || fail "a bad option gave $rc, not 64"
     run "$RLOCK" exec x
