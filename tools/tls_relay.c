@@ -26,6 +26,16 @@ typedef struct relay {
     int local_fd; /* ours of the pair; hiredis has the other */
 } relay;
 
+/* The relays started, each ended and joined at exit (end_relays): a
+ * thread still freeing its TLS state as the process exits would leave it
+ * half freed, which leak checkers report. */
+#define RELAYS_MAX 8
+static struct {
+    pthread_t thread;
+    int local_fd; /* closed by end_relays, after the join */
+} relays[RELAYS_MAX];
+static int relay_count;
+
 static int64_t now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -90,7 +100,8 @@ static bool write_all(int fd, const char *buf, size_t len) {
     return true;
 }
 
-static void relay_free(relay *r) {
+/* Frees r; its local end too unless keep_local (end_relays closes it). */
+static void relay_free(relay *r, bool keep_local) {
     if (r->ssl != NULL) {
         SSL_free(r->ssl);
     }
@@ -98,10 +109,19 @@ static void relay_free(relay *r) {
     if (r->tls_fd >= 0) {
         close(r->tls_fd);
     }
-    if (r->local_fd >= 0) {
+    if (r->local_fd >= 0 && !keep_local) {
         close(r->local_fd);
     }
     free(r);
+}
+
+static void end_relays(void) {
+    for (int i = 0; i < relay_count; i++) {
+        shutdown(relays[i].local_fd, SHUT_RDWR); /* the pump reads its end */
+        pthread_join(relays[i].thread, NULL);
+        close(relays[i].local_fd);
+    }
+    relay_count = 0;
 }
 
 /* Copies bytes both ways until either side closes. */
@@ -139,7 +159,8 @@ static void *pump(void *arg) {
             break; /* the server closed, or TLS failed */
         }
     }
-    relay_free(r); /* hiredis then reads the end of its stream */
+    shutdown(r->local_fd, SHUT_RDWR); /* hiredis then reads the end of its stream */
+    relay_free(r, true);
     return NULL;
 }
 
@@ -233,7 +254,7 @@ int cli_tls_relay(const char *host, int port, const cli_tls *tls, int timeout_ms
     int pair[2] = {-1, -1};
     r->ctx = make_ctx(tls, err, errlen);
     if (r->ctx == NULL || (r->tls_fd = tcp_connect(host, port, deadline, err, errlen)) < 0) {
-        relay_free(r);
+        relay_free(r, false);
         return -1;
     }
     r->ssl = SSL_new(r->ctx);
@@ -246,7 +267,7 @@ int cli_tls_relay(const char *host, int port, const cli_tls *tls, int timeout_ms
         (!tls->insecure && (literal ? X509_VERIFY_PARAM_set1_ip_asc(param, host)
                                     : X509_VERIFY_PARAM_set1_host(param, host, 0)) != 1)) {
         fail(err, errlen, "cannot set up TLS");
-        relay_free(r);
+        relay_free(r, false);
         return -1;
     }
     for (;;) {
@@ -264,32 +285,45 @@ int cli_tls_relay(const char *host, int port, const cli_tls *tls, int timeout_ms
                 fail(err, errlen,
                      now_ms() >= deadline ? "TLS handshake: timed out" : "TLS handshake failed");
             }
-            relay_free(r);
+            relay_free(r, false);
             return -1;
         }
     }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
         snprintf(err, errlen, "socketpair: %s", strerror(errno));
-        relay_free(r);
+        relay_free(r, false);
         return -1;
     }
     r->local_fd = pair[0];
+    if (relay_count == RELAYS_MAX) {
+        snprintf(err, errlen, "too many TLS connections");
+        close(pair[1]);
+        relay_free(r, false);
+        return -1;
+    }
+    if (relay_count == 0 && atexit(end_relays) != 0) {
+        snprintf(err, errlen, "cannot register the TLS relays' end");
+        close(pair[1]);
+        relay_free(r, false);
+        return -1;
+    }
     /* The relay thread takes no signal: the command's own handlers (watch
      * stops on SIGINT) run on the main thread. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
     pthread_t t;
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t, &attr, pump, r);
-    pthread_attr_destroy(&attr);
+    int rc = pthread_create(&t, NULL, pump, r);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc == 0) {
+        relays[relay_count].thread = t;
+        relays[relay_count].local_fd = pair[0];
+        relay_count++;
+    }
     if (rc != 0) {
         snprintf(err, errlen, "cannot start the TLS relay thread");
         close(pair[1]);
-        relay_free(r);
+        relay_free(r, false);
         return -1;
     }
     return pair[1];
