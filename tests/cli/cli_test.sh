@@ -41,6 +41,17 @@ wait_line() {
     fail "no line matching $2"
 }
 
+# Runs "$@" every 0.1 s until it succeeds, at most $1 times; its status.
+retry() {
+    local tries="$1"
+    shift
+    for _ in $(seq "$tries"); do
+        "$@" && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
 # Runs "$@" and sets rc to its exit status (set -e would stop at a failure).
 run() {
     rc=0
@@ -177,15 +188,10 @@ sentinel)
         printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor clim 127.0.0.1 %s 1\n' \
             "$sport" "$WORK" "$port" >"$WORK/sentinel.conf"
         redis-server "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
-        for _ in $(seq 100); do
-            if redis-cli -p "$sport" SENTINEL get-master-addr-by-name clim 2>/dev/null |
-                grep -q .; then
-                up=1
-                break
-            fi
-            sleep 0.1
-        done
-        [ "$up" = 1 ] && break
+        names_master() {
+            [ -n "$(redis-cli -p "$sport" SENTINEL get-master-addr-by-name clim 2>/dev/null)" ]
+        }
+        retry 100 names_master && up=1 && break
     done
     [ "$up" = 1 ] || fail "the sentinel did not start: $(cat "$WORK/sentinel.log")"
     export RLOCK_MASTER_NAME=clim RLOCK_SENTINELS="redis://127.0.0.1:$sport"
@@ -226,15 +232,10 @@ tls)
             --tls-cert-file "$WORK/srv.crt" --tls-key-file "$WORK/srv.key" \
             --tls-ca-cert-file "$WORK/ca.crt" --tls-auth-clients no --dir "$WORK" \
             >"$WORK/tls-redis.log" 2>&1 &
-        for _ in $(seq 50); do
-            if redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" PING 2>/dev/null |
-                grep -q PONG; then
-                up=1
-                break
-            fi
-            sleep 0.1
-        done
-        [ "$up" = 1 ] && break
+        answers_tls() {
+            [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" PING 2>/dev/null)" = PONG ]
+        }
+        retry 50 answers_tls && up=1 && break
     done
     [ "$up" = 1 ] || fail "the TLS redis-server did not start: $(cat "$WORK/tls-redis.log")"
     export RLOCK_ADDRESS="rediss://127.0.0.1:$tport"
@@ -242,12 +243,10 @@ tls)
     [ "$out" = inside ] || fail "exec over TLS printed \"$out\""
     RLOCK_TLS_CA="$WORK/ca.crt" "$RLOCK" exec cli:tls2 -- sh -c "sleep 3" &
     holder=$!
-    for _ in $(seq 100); do
-        [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" EXISTS cli:tls2)" = 1 ] && break
-        sleep 0.1
-    done
-    [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" EXISTS cli:tls2)" = 1 ] ||
-        fail "exec over TLS (CA from RLOCK_TLS_CA) did not take the lock"
+    held_tls2() {
+        [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" EXISTS cli:tls2)" = 1 ]
+    }
+    retry 100 held_tls2 || fail "exec over TLS (CA from RLOCK_TLS_CA) did not take the lock"
     export RLOCK_TLS_CA="$WORK/ca.crt"
     "$RLOCK" status cli:tls2 | grep -q '^cli:tls2: locked$' || fail "status over TLS"
     "$RLOCK" watch --timeout 500 cli:tls2 >"$WORK/events" || fail "watch over TLS"
