@@ -182,7 +182,9 @@ typedef struct rlock_config {
 
     /** scanInterval: how often the client asks a sentinel where the master
      * is (and, with sentinels_discovery, which sentinels there are), on
-     * top of the +switch-master messages it subscribes to. Default 1000. */
+     * top of the +switch-master messages it subscribes to; in Cluster mode,
+     * how often it reads the slot map again. Default 1000 (Redisson's
+     * Sentinel default; its ClusterServersConfig's is 5000). */
     int64_t scan_interval_ms;
 
     /** checkSentinelsList: rlock_client_create fails unless at least two
@@ -210,6 +212,27 @@ typedef struct rlock_config {
     /** slavesSyncTimeout: WAIT's timeout in ms (Redisson's Config).
      * Default 1000. */
     int64_t slaves_sync_timeout_ms;
+    /** @} */
+
+    /** @name Redis Cluster
+     * Redisson's ClusterServersConfig. With cluster_node_addresses set, the
+     * client reads the cluster's slot map (CLUSTER SLOTS) from the first of
+     * those nodes that answers, keeps a command and a pub/sub connection to
+     * every master, sends each script to the master that owns its lock's
+     * slot, follows MOVED and ASK redirections, waits for unlocks with
+     * sharded pub/sub (SSUBSCRIBE) on that master, and reads the map again
+     * every scan_interval_ms and after each MOVED (see docs/topology.md).
+     * address then gives only the nodes' user and password: its host and
+     * port are not used. check_lock_synced_slaves and
+     * slaves_sync_timeout_ms apply as in Sentinel mode.
+     * @{ */
+
+    /** nodeAddresses: some of the cluster's nodes, comma-separated
+     * ("redis://127.0.0.1:7000,redis://127.0.0.1:7001"; the port is 6379
+     * when left out). At least one, at most 64; the client learns the
+     * others from the slot map. NULL (default): not a cluster. Cannot be
+     * combined with master_name. */
+    const char *cluster_node_addresses;
     /** @} */
 } rlock_config;
 
