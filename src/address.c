@@ -231,3 +231,46 @@ void rlock__address_free(rlock__address *a) {
     free(a->password);
     memset(a, 0, sizeof(*a));
 }
+
+/* Calls fn on each comma-separated item of list (spaces trimmed). Stops
+ * at fn's first error. */
+int rlock__address_each(const char *list, int (*fn)(const char *item, void *arg), void *arg) {
+    const char *p = list;
+    for (;;) {
+        while (*p == ' ' || *p == '\t') {
+            p++;
+        }
+        const char *end = strchr(p, ',');
+        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
+        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) {
+            n--;
+        }
+        char *item = strndup(p, n);
+        if (item == NULL) {
+            return RLOCK_ERR_NOMEM;
+        }
+        int rc = fn(item, arg);
+        free(item);
+        if (rc != RLOCK_OK || end == NULL) {
+            return rc;
+        }
+        p = end + 1;
+    }
+}
+
+/* dst = host:port with user, password and db copied. */
+int rlock__address_make(rlock__address *dst, const char *host, int port, const char *user,
+                        const char *password, int db) {
+    memset(dst, 0, sizeof(*dst));
+    dst->host = strdup(host);
+    dst->port = port;
+    dst->db = db;
+    dst->user = user != NULL ? strdup(user) : NULL;
+    dst->password = password != NULL ? strdup(password) : NULL;
+    if (dst->host == NULL || (user != NULL && dst->user == NULL) ||
+        (password != NULL && dst->password == NULL)) {
+        rlock__address_free(dst);
+        return RLOCK_ERR_NOMEM;
+    }
+    return RLOCK_OK;
+}

@@ -23,4 +23,14 @@ typedef struct rlock__address {
 int rlock__address_parse(const char *text, rlock__address *out, char *err, size_t errlen);
 void rlock__address_free(rlock__address *a);
 
+/* Calls fn on each comma-separated item of list (spaces around trimmed;
+ * an empty item is passed as ""). Stops at fn's first error and returns
+ * it; RLOCK_ERR_NOMEM when an item cannot be copied. */
+int rlock__address_each(const char *list, int (*fn)(const char *item, void *arg), void *arg);
+
+/* dst = host:port with user, password and db copied (user and password
+ * may be NULL). 0 or RLOCK_ERR_NOMEM. */
+int rlock__address_make(rlock__address *dst, const char *host, int port, const char *user,
+                        const char *password, int db);
+
 #endif

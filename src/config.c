@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "address.h"
+#include "cluster.h"
 #include "common.h"
 #include "rlock/config.h"
 #include "rlock/errors.h"
@@ -49,6 +50,24 @@ static int check_ms(const char *field, int64_t v) {
     }
     if (v > RLOCK__MAX_SETTING_MS) {
         return bad(field, (long long)v, "must be at most 365 days (31536000000 ms)");
+    }
+    return RLOCK_OK;
+}
+
+/* What Sentinel and Cluster mode share: the rescans and the synced
+ * replicas. */
+static int check_topology(const rlock_config *cfg) {
+    if (cfg->master_name == NULL && cfg->cluster_node_addresses == NULL) {
+        return RLOCK_OK;
+    }
+    int rc;
+    if ((rc = check_ms("scan_interval_ms", cfg->scan_interval_ms)) != RLOCK_OK ||
+        /* WAIT's timeout goes to Redis in ms; 0 would make WAIT block for ever. */
+        (rc = check_ms("slaves_sync_timeout_ms", cfg->slaves_sync_timeout_ms)) != RLOCK_OK) {
+        return rc;
+    }
+    if (cfg->check_lock_synced_slaves != 0 && cfg->check_lock_synced_slaves != 1) {
+        return bad("check_lock_synced_slaves", cfg->check_lock_synced_slaves, "must be 0 or 1");
     }
     return RLOCK_OK;
 }
@@ -146,7 +165,8 @@ int rlock_config_validate(const rlock_config *cfg) {
                                  "(master_name) is not supported yet");
         return RLOCK_ERR_INVALID;
     }
-    if ((rc = rlock__sentinel_validate(cfg)) != RLOCK_OK) {
+    if ((rc = rlock__sentinel_validate(cfg)) != RLOCK_OK ||
+        (rc = rlock__cluster_validate(cfg)) != RLOCK_OK || (rc = check_topology(cfg)) != RLOCK_OK) {
         return rc;
     }
     if (cfg->log_level < RLOCK_LOG_ERROR || cfg->log_level > RLOCK_LOG_DEBUG) {

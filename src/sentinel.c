@@ -20,6 +20,7 @@
 #include "connection.h"
 #include "direct.h"
 #include "rlock/errors.h"
+#include "sync_connect.h"
 
 #define MAX_SENTINELS 64
 #define MASTER_NAME_MAX 256
@@ -62,32 +63,6 @@ struct rlock__sentinel {
 static int invalid(const char *fmt, const char *a, const char *b) {
     rlock__set_error_message(fmt, a, b);
     return RLOCK_ERR_INVALID;
-}
-
-/* Calls fn on each comma-separated item of list (spaces trimmed). Stops
- * at fn's first error. */
-static int each_address(const char *list, int (*fn)(const char *item, void *arg), void *arg) {
-    const char *p = list;
-    for (;;) {
-        while (*p == ' ' || *p == '\t') {
-            p++;
-        }
-        const char *end = strchr(p, ',');
-        size_t n = end != NULL ? (size_t)(end - p) : strlen(p);
-        while (n > 0 && (p[n - 1] == ' ' || p[n - 1] == '\t')) {
-            n--;
-        }
-        char *item = strndup(p, n);
-        if (item == NULL) {
-            return RLOCK_ERR_NOMEM;
-        }
-        int rc = fn(item, arg);
-        free(item);
-        if (rc != RLOCK_OK || end == NULL) {
-            return rc;
-        }
-        p = end + 1;
-    }
 }
 
 typedef struct check_ctx {
@@ -141,7 +116,7 @@ int rlock__sentinel_validate(const rlock_config *cfg) {
                        "at least one sentinel is needed with master_name", "");
     }
     check_ctx k = {0};
-    int rc = each_address(cfg->sentinel_addresses, check_one, &k);
+    int rc = rlock__address_each(cfg->sentinel_addresses, check_one, &k);
     if (rc != RLOCK_OK) {
         return rc;
     }
@@ -151,49 +126,18 @@ int rlock__sentinel_validate(const rlock_config *cfg) {
     if (cfg->sentinel_username != NULL && cfg->sentinel_password == NULL) {
         return invalid("rlock_config.sentinel_username: %s%s", "set without sentinel_password", "");
     }
-    if (cfg->scan_interval_ms <= 0 || cfg->scan_interval_ms > RLOCK__MAX_SETTING_MS) {
-        rlock__set_error_message("rlock_config.scan_interval_ms = %lld: must be a positive number "
-                                 "of milliseconds, at most 365 days",
-                                 (long long)cfg->scan_interval_ms);
-        return RLOCK_ERR_INVALID;
-    }
-    const char *flag =
-        cfg->check_sentinels_list != 0 && cfg->check_sentinels_list != 1 ? "check_sentinels_list"
-        : cfg->sentinels_discovery != 0 && cfg->sentinels_discovery != 1 ? "sentinels_discovery"
-        : cfg->check_lock_synced_slaves != 0 && cfg->check_lock_synced_slaves != 1
-            ? "check_lock_synced_slaves"
-            : NULL;
+    const char *flag = cfg->check_sentinels_list != 0 && cfg->check_sentinels_list != 1
+                           ? "check_sentinels_list"
+                       : cfg->sentinels_discovery != 0 && cfg->sentinels_discovery != 1
+                           ? "sentinels_discovery"
+                           : NULL;
     if (flag != NULL) {
         return invalid("rlock_config.%s: must be 0 or 1%s", flag, "");
-    }
-    /* WAIT's timeout goes to Redis in ms; 0 would make WAIT block for ever. */
-    if (cfg->slaves_sync_timeout_ms <= 0 || cfg->slaves_sync_timeout_ms > RLOCK__MAX_SETTING_MS) {
-        rlock__set_error_message("rlock_config.slaves_sync_timeout_ms = %lld: must be a positive "
-                                 "number of milliseconds, at most 365 days",
-                                 (long long)cfg->slaves_sync_timeout_ms);
-        return RLOCK_ERR_INVALID;
     }
     return RLOCK_OK;
 }
 
 /* ---- nodes ------------------------------------------------------------------ */
-
-/* dst = host:port with user and password copied (db 0: sentinels have none). */
-static int addr_make(rlock__address *dst, const char *host, int port, const char *user,
-                     const char *password, int db) {
-    memset(dst, 0, sizeof(*dst));
-    dst->host = strdup(host);
-    dst->port = port;
-    dst->db = db;
-    dst->user = user != NULL ? strdup(user) : NULL;
-    dst->password = password != NULL ? strdup(password) : NULL;
-    if (dst->host == NULL || (user != NULL && dst->user == NULL) ||
-        (password != NULL && dst->password == NULL)) {
-        rlock__address_free(dst);
-        return RLOCK_ERR_NOMEM;
-    }
-    return RLOCK_OK;
-}
 
 static int find_node(const rlock__sentinel *s, const char *host, int port) {
     for (int i = 0; i < s->count; i++) {
@@ -218,7 +162,7 @@ static int add_node(rlock__sentinel *s, const char *host, int port, bool given,
     const char *user = s->password != NULL ? s->username : like != NULL ? like->user : NULL;
     const char *password = s->password != NULL ? s->password : like != NULL ? like->password : NULL;
     node *n = &s->nodes[s->count];
-    if (addr_make(&n->addr, host, port, user, password, 0) != RLOCK_OK) {
+    if (rlock__address_make(&n->addr, host, port, user, password, 0) != RLOCK_OK) {
         return -1;
     }
     n->given = given;
@@ -314,43 +258,11 @@ static void update_nodes(rlock__sentinel *s, const redisReply *r, bool prune) {
 
 /* ---- start-up, on the calling thread (Redisson's doConnect) ------------------ */
 
-static struct timeval tv_of(int64_t ms) {
-    return (struct timeval){.tv_sec = (time_t)(ms / 1000),
-                            .tv_usec = (suseconds_t)(ms % 1000) * 1000};
-}
-
-/* A synchronous connection to a sentinel, AUTH done. NULL with why. */
-static redisContext *connect_sync(const rlock_config *cfg, const rlock__address *a, char *why,
-                                  size_t whylen) {
-    redisContext *ctx = redisConnectWithTimeout(a->host, a->port, tv_of(cfg->connect_timeout_ms));
-    if (ctx == NULL || ctx->err || redisSetTimeout(ctx, tv_of(cfg->timeout_ms)) != REDIS_OK) {
-        snprintf(why, whylen, "%s:%d: %.200s", a->host, a->port,
-                 ctx != NULL ? ctx->errstr : "out of memory");
-        redisFree(ctx);
-        return NULL;
-    }
-    if (a->password != NULL) {
-        redisReply *r = a->user != NULL ? redisCommand(ctx, "AUTH %s %s", a->user, a->password)
-                                        : redisCommand(ctx, "AUTH %s", a->password);
-        bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
-        if (!ok) {
-            snprintf(why, whylen, "%s:%d: AUTH: %.200s", a->host, a->port,
-                     r != NULL ? r->str : ctx->errstr);
-        }
-        freeReplyObject(r);
-        if (!ok) {
-            redisFree(ctx);
-            return NULL;
-        }
-    }
-    return ctx;
-}
-
 /* Asks node i where the master is. RLOCK_OK with host (malloc'd) and port. */
 static int ask_sync(rlock__sentinel *s, int i, char **host, int *port, char *why, size_t whylen) {
     const rlock_config *cfg = &s->client->cfg;
     const rlock__address *a = &s->nodes[i].addr;
-    redisContext *ctx = connect_sync(cfg, a, why, whylen);
+    redisContext *ctx = rlock__connect_sync(cfg, a, why, whylen);
     if (ctx == NULL) {
         return RLOCK_ERR_CONNECTION;
     }
@@ -380,7 +292,7 @@ static int ask_sync(rlock__sentinel *s, int i, char **host, int *port, char *why
 
 static bool answers(const rlock_config *cfg, const rlock__address *a) {
     char why[300];
-    redisContext *ctx = connect_sync(cfg, a, why, sizeof(why));
+    redisContext *ctx = rlock__connect_sync(cfg, a, why, sizeof(why));
     redisReply *r = ctx != NULL ? redisCommand(ctx, "PING") : NULL;
     bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
     freeReplyObject(r);
@@ -410,7 +322,7 @@ int rlock__sentinel_client_init(rlock_client *c) {
     if (s->master_name == NULL || s->addresses == NULL ||
         (cfg->sentinel_username != NULL && s->username == NULL) ||
         (cfg->sentinel_password != NULL && s->password == NULL) ||
-        each_address(s->addresses, add_given, s) != RLOCK_OK) {
+        rlock__address_each(s->addresses, add_given, s) != RLOCK_OK) {
         return RLOCK_ERR_NOMEM;
     }
     ev_timer_init(&s->scan, NULL, 0., 0.);
@@ -578,8 +490,8 @@ static void check_candidate(rlock__sentinel *s, const char *host, int port) {
         check_finish(s->check); /* a newer answer wins */
     }
     role_check *k = calloc(1, sizeof(*k));
-    if (k == NULL ||
-        addr_make(&k->addr, host, port, c->addr.user, c->addr.password, c->addr.db) != RLOCK_OK) {
+    if (k == NULL || rlock__address_make(&k->addr, host, port, c->addr.user, c->addr.password,
+                                         c->addr.db) != RLOCK_OK) {
         free(k);
         return;
     }
@@ -716,7 +628,7 @@ static void use_node(rlock__sentinel *s, int i) {
     s->ask_made_ms = rlock__now_ms();
     s->asked_ms = 0;
     s->pending = 0;
-    if (addr_make(&s->cur_addr, a->host, a->port, a->user, a->password, 0) != RLOCK_OK) {
+    if (rlock__address_make(&s->cur_addr, a->host, a->port, a->user, a->password, 0) != RLOCK_OK) {
         s->ask_failed = true; /* the next scan tries again */
         return;
     }
