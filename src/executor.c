@@ -30,6 +30,9 @@ struct rlock__cmd {
     bool no_retry;
     bool written;         /* some attempt reached the connection */
     bool capped;          /* waiting for a connection ends at wait_end_ms + timeout_ms */
+    bool keyless;         /* routed nowhere else (rlock__cmd_keyless) */
+    bool asking;          /* an ASK redirection: ASKING goes out first, once */
+    int redirects;        /* MOVED and ASK followed so far */
     int wait_replicas;    /* the WAIT out asks for this many */
     sent *wait_in_flight; /* the WAIT behind the script (rlock__executor_sync_replicas) */
     redisReply *held;     /* the script's answer, a copy, until WAIT's is back */
@@ -59,6 +62,8 @@ struct rlock__executor {
     rlock__list sent;
     ev_timer sent_timer;
     bool closed;
+    rlock__route_fn route; /* Cluster mode: which executor serves a command */
+    void *route_arg;
     /* rlock__executor_sync_replicas */
     bool sync;
     bool sync_check;
@@ -69,6 +74,16 @@ struct rlock__executor {
 };
 
 static void start_attempt(rlock__cmd *cmd);
+
+/* A command answered MOVED or ASK this often is failed: the cluster's map
+ * keeps changing under it (Redisson stops at its retry attempts too). */
+#define MAX_REDIRECTS 16
+
+static void ignore_reply(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)ac;
+    (void)r;
+    (void)privdata;
+}
 
 static struct ev_loop *ev_of(rlock__executor *x) {
     return rlock__loop_ev(x->loop);
@@ -183,6 +198,20 @@ void rlock__cmd_no_retry(rlock__cmd *cmd) {
 
 void rlock__cmd_give_up_at(rlock__cmd *cmd, int64_t wait_end_ms) {
     cmd->wait_end_ms = wait_end_ms > 0 ? wait_end_ms : 1;
+}
+
+void rlock__cmd_keyless(rlock__cmd *cmd) {
+    cmd->keyless = true;
+}
+
+bool rlock__cmd_key(const rlock__cmd *cmd, const char **key, size_t *len) {
+    int at = cmd->script != NULL ? 3 : 1; /* EVALSHA sha numkeys key ...; CMD key ... */
+    if (cmd->keyless || cmd->argc <= at || (cmd->script != NULL && cmd->numkeys[0] == '0')) {
+        return false;
+    }
+    *key = cmd->argv[at];
+    *len = cmd->argvlen[at];
+    return true;
 }
 
 /* Lets go of the attempt out: its replies, if any come, are dropped. */
@@ -376,6 +405,67 @@ static void send_wait(rlock__cmd *cmd) {
     cmd->wait_replicas = x->replicas;
 }
 
+/* ---- Cluster routing ------------------------------------------------------- */
+
+/* Hands cmd (on no queue, its timer stopped) to another node's executor. */
+static void move_to(rlock__cmd *cmd, rlock__executor *to) {
+    rlock__list_remove(&cmd->all_node);
+    cmd->x = to;
+    rlock__list_push_back(&to->all, &cmd->all_node);
+}
+
+/* The executor the route names for cmd now, or cmd's own. */
+static rlock__executor *routed(rlock__executor *x, const rlock__cmd *cmd, const char *redirect,
+                               bool moved) {
+    if (x->route == NULL) {
+        return x;
+    }
+    rlock__executor *to = x->route(x->route_arg, cmd, redirect, moved);
+    return to != NULL && !to->closed ? to : x;
+}
+
+/* An error Redis answers without running the command, for a state that
+ * passes: a slot being migrated (TRYAGAIN), a cluster or master down, a
+ * server loading its data or busy with a script, a replica (READONLY).
+ * Redisson retries these after retryInterval, within its attempts
+ * (RedisRetryException, RedisReadonlyException). */
+static bool try_again(const char *err) {
+    static const char *const words[] = {"TRYAGAIN", "CLUSTERDOWN", "MASTERDOWN", "LOADING",
+                                        "BUSY",     "NOREPLICAS",  "READONLY"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++) {
+        size_t n = strlen(words[i]);
+        if (strncmp(err, words[i], n) == 0 && (err[n] == ' ' || err[n] == '\0')) {
+            return true;
+        }
+    }
+    return false;
+}
+
+/* A MOVED or ASK answer: Redis did not run the command, so it goes at once
+ * to the node named (ASK: after ASKING, for this one command). true when
+ * it was taken on. */
+static bool follow_redirect(rlock__cmd *cmd, const char *err) {
+    rlock__executor *x = cmd->x;
+    bool moved = strncmp(err, "MOVED ", 6) == 0;
+    if (x->route == NULL || (!moved && strncmp(err, "ASK ", 4) != 0) ||
+        cmd->redirects >= MAX_REDIRECTS) {
+        return false;
+    }
+    const char *addr = strchr(err + (moved ? 6 : 4), ' '); /* after the slot */
+    if (addr == NULL) {
+        return false;
+    }
+    rlock__executor *to = routed(x, cmd, addr + 1, moved);
+    detach(cmd); /* a WAIT behind it answers for nothing */
+    cmd->redirects++;
+    cmd->asking = !moved;
+    if (to != x) {
+        move_to(cmd, to);
+    }
+    start_attempt(cmd);
+    return true;
+}
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     sent *s = privdata;
     rlock__cmd *cmd = s->cmd;
@@ -409,6 +499,16 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
             start_attempt(cmd);
             return;
         }
+        if (follow_redirect(cmd, reply->str)) {
+            return;
+        }
+        if (try_again(reply->str)) {
+            /* Not run: even a no-retry command may go again. */
+            cmd->written = false;
+            detach(cmd);
+            attempt_failed(cmd, RLOCK_ERR_REDIS, reply->str);
+            return;
+        }
         finish(cmd, RLOCK_ERR_REDIS, reply->str, NULL);
         return;
     }
@@ -436,6 +536,15 @@ static void send_now(rlock__cmd *cmd) {
         return;
     }
     s->cmd = cmd;
+    if (cmd->asking) {
+        /* Its answer comes before the command's and is not needed: an ASKING
+         * that failed makes the command answer MOVED or ASK again. */
+        static const char *asking[1] = {"ASKING"};
+        static const size_t asking_len[1] = {6};
+        if (rlock__conn_send(x->conn, ignore_reply, NULL, 1, asking, asking_len) == RLOCK_OK) {
+            cmd->asking = false;
+        }
+    }
     if (rlock__conn_send(x->conn, on_reply, s, cmd->argc, cmd->argv, cmd->argvlen) != RLOCK_OK) {
         free(s);
         attempt_failed(cmd, RLOCK_ERR_CONNECTION, "the connection refused the command");
@@ -515,11 +624,17 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
                  (long long)x->cfg->timeout_ms);
         attempt_failed(cmd, RLOCK_ERR_TIMEOUT, why);
         break;
-    case CMD_PAUSED:
+    case CMD_PAUSED: {
         cmd->attempt++;
         x->stats.retries++;
+        /* The slot may have another master by now (a failover). */
+        rlock__executor *to = routed(x, cmd, NULL, false);
+        if (to != x) {
+            move_to(cmd, to);
+        }
         start_attempt(cmd);
         break;
+    }
     case CMD_NEW:
         break;
     }
@@ -574,6 +689,7 @@ int rlock__executor_submit(rlock__executor *x, rlock__cmd *cmd, rlock__cmd_cb cb
         rlock__cmd_free(cmd);
         return RLOCK_ERR_CLOSED;
     }
+    x = routed(x, cmd, NULL, false);
     cmd->x = x;
     cmd->cb = cb;
     cmd->arg = arg;
@@ -584,18 +700,13 @@ int rlock__executor_submit(rlock__executor *x, rlock__cmd *cmd, rlock__cmd_cb cb
     return RLOCK_OK;
 }
 
-static void on_script_loaded(redisAsyncContext *ac, void *r, void *privdata) {
-    (void)ac;
-    (void)r;
-    (void)privdata; /* best effort: EVALSHA falls back to EVAL anyway */
-}
-
 void rlock__executor_on_ready(rlock__executor *x) {
     static const char *load = "LOAD";
     for (const rlock__script *const *s = x->preload; s != NULL && *s != NULL; s++) {
         const char *argv[] = {"SCRIPT", load, (*s)->body};
         size_t argvlen[] = {6, 4, (*s)->len};
-        if (rlock__conn_send(x->conn, on_script_loaded, NULL, 3, argv, argvlen) == RLOCK_OK) {
+        /* Best effort: EVALSHA falls back to EVAL anyway. */
+        if (rlock__conn_send(x->conn, ignore_reply, NULL, 3, argv, argvlen) == RLOCK_OK) {
             x->stats.script_loads++;
         }
     }
@@ -623,6 +734,11 @@ void rlock__executor_on_down(rlock__executor *x, const char *why) {
         rlock__list_remove(&cmd->wait_node);
         attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
     }
+}
+
+void rlock__executor_set_route(rlock__executor *x, rlock__route_fn fn, void *arg) {
+    x->route = fn;
+    x->route_arg = arg;
 }
 
 void rlock__executor_sync_replicas(rlock__executor *x, int64_t timeout_ms, bool check) {

@@ -76,9 +76,27 @@ void rlock__cmd_no_retry(rlock__cmd *cmd);
  * gets its full timeout_ms for the reply. */
 void rlock__cmd_give_up_at(rlock__cmd *cmd, int64_t wait_end_ms);
 
-/* Takes cmd and runs it (loop thread). Returns 0, then cb runs exactly
- * once; or RLOCK_ERR_CLOSED after rlock__executor_close(), then cb never
- * runs and cmd is freed. */
+/* Routes nowhere else in Cluster mode: for a command about the cluster
+ * itself (CLUSTER SLOTS), whose second word is no key. */
+void rlock__cmd_keyless(rlock__cmd *cmd);
+
+/* The key a command is routed by: a script's first key, a command's
+ * second word. false when it has none. */
+bool rlock__cmd_key(const rlock__cmd *cmd, const char **key, size_t *len);
+
+/* Cluster mode (Redisson's ClusterConnectionManager with RedisExecutor's
+ * redirections): returns the executor of the node that should run cmd,
+ * or NULL to leave it where it is. redirect NULL: by cmd's key, asked at
+ * submit and before each retry (the slot may have a new master after a
+ * failover). Otherwise "host:port" from a MOVED (moved) or ASK answer;
+ * the command is then sent there at once, after ASKING for an ASK. */
+typedef rlock__executor *(*rlock__route_fn)(void *arg, const rlock__cmd *cmd, const char *redirect,
+                                            bool moved);
+void rlock__executor_set_route(rlock__executor *x, rlock__route_fn fn, void *arg);
+
+/* Takes cmd and runs it (loop thread), on the executor the route picks
+ * if one is set. Returns 0, then cb runs exactly once; or RLOCK_ERR_CLOSED after
+ * rlock__executor_close(), then cb never runs and cmd is freed. */
 int rlock__executor_submit(rlock__executor *x, rlock__cmd *cmd, rlock__cmd_cb cb, void *arg);
 
 /* Sentinel mode (Redisson's syncedEval outside single-server mode): every
