@@ -465,3 +465,7 @@ void rlock__conn_use_tls(rlock__conn *c, SSL_CTX *ctx, bool check_name) {
     c->tls_check_name = check_name;
     c->on_stream = true;
 }
+
+void rlock__conn_use_stream(rlock__conn *c) {
+    c->on_stream = true;
+}

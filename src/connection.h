@@ -77,6 +77,12 @@ void rlock__conn_close_forked(rlock__conn *c);
 typedef struct ssl_ctx_st SSL_CTX;
 void rlock__conn_use_tls(rlock__conn *c, SSL_CTX *ctx, bool check_name);
 
+/* Carries c on the library's stream (tls_stream.c, plain when no TLS)
+ * instead of hiredis's async context: for a pub/sub connection that must
+ * receive sharded pushes (SSUBSCRIBE), which hiredis 0.14 cannot route.
+ * Before the first connect. */
+void rlock__conn_use_stream(rlock__conn *c);
+
 /* For the reply fuzzer (tests/fuzz/fuzz_replies.c): when set, connections
  * created from then on carry plain TCP and unix sockets on the library's
  * own stream (tls_stream.c without TLS) instead of hiredis's async

@@ -51,6 +51,9 @@ struct rlock__pubsub {
     channel_sub *subs;  /* uthash head, by channel */
     char keepalive[64]; /* rlock__keepalive:{<clientId>} */
     size_t keepalive_len;
+    bool sharded;               /* SSUBSCRIBE (Cluster mode) */
+    void (*dropped)(void *arg); /* Redis unsubscribed a channel of ours */
+    void *dropped_arg;
     rlock__pubsub_stats stats;
 };
 
@@ -81,9 +84,16 @@ int rlock__pubsub_probe(rlock__pubsub *ps) {
     return rlock__conn_send(ps->conn, on_reply, ps, 2, argv, argvlen);
 }
 
+void rlock__pubsub_set_sharded(rlock__pubsub *ps, void (*dropped)(void *arg), void *arg) {
+    ps->sharded = true;
+    ps->dropped = dropped;
+    ps->dropped_arg = arg;
+}
+
 static void send_subscribe(channel_sub *sub) {
-    const char *argv[2] = {"SUBSCRIBE", sub->channel};
-    size_t argvlen[2] = {9, sub->len};
+    bool sh = sub->ps->sharded;
+    const char *argv[2] = {sh ? "SSUBSCRIBE" : "SUBSCRIBE", sub->channel};
+    size_t argvlen[2] = {sh ? 10u : 9u, sub->len};
     if (rlock__conn_send(sub->ps->conn, on_reply, sub->ps, 2, argv, argvlen) == RLOCK_OK) {
         sub->sent = true;
         sub->outstanding++;
@@ -100,8 +110,9 @@ static void leave(channel_sub *sub) {
     sub->want = false;
     sub->confirmed = false;
     if (sub->sent) {
-        const char *argv[2] = {"UNSUBSCRIBE", sub->channel};
-        size_t argvlen[2] = {11, sub->len};
+        bool sh = sub->ps->sharded;
+        const char *argv[2] = {sh ? "SUNSUBSCRIBE" : "UNSUBSCRIBE", sub->channel};
+        size_t argvlen[2] = {sh ? 12u : 11u, sub->len};
         sub->sent = false;
         if (rlock__conn_send(sub->ps->conn, on_reply, sub->ps, 2, argv, argvlen) == RLOCK_OK) {
             sub->outstanding++;
@@ -198,14 +209,27 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     if (sub == NULL) {
         return;
     }
-    if (strcmp(kind->str, "message") == 0) {
+    /* Sharded pub/sub's words carry an "s" in front. */
+    const char *k = kind->str + (ps->sharded && kind->str[0] == 's');
+    if (strcmp(k, "message") == 0) {
         if (sub->want) {
             on_message(sub, reply->element[2]);
         }
         return;
     }
-    bool subscribe = strcmp(kind->str, "subscribe") == 0;
-    if (!subscribe && strcmp(kind->str, "unsubscribe") != 0) {
+    bool subscribe = strcmp(k, "subscribe") == 0;
+    if (!subscribe && strcmp(k, "unsubscribe") != 0) {
+        return;
+    }
+    if (sub->outstanding == 0 && !subscribe && sub->want) {
+        /* Unasked: a cluster moved the channel's slot to another master
+         * (Redis 7 then unsubscribes its shard channels). Its owner finds
+         * where it lives now (rlock__pubsub_rehome). */
+        sub->sent = false;
+        sub->confirmed = false;
+        if (ps->dropped != NULL) {
+            ps->dropped(ps->dropped_arg);
+        }
         return;
     }
     if (sub->outstanding > 0 && --sub->outstanding > 0) {
@@ -300,6 +324,59 @@ rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channe
         send_subscribe(sub);
     }
     return e;
+}
+
+/* Moves sub, with its entries, to the table of to, and subscribes there. */
+static void move_sub(channel_sub *sub, rlock__pubsub *to) {
+    uint64_t n = 0;
+    for (rlock__list *i = sub->entries.next; i != &sub->entries; i = i->next) {
+        n++;
+    }
+    sub->ps->stats.entries -= n;
+    to->stats.entries += n;
+    HASH_DEL(sub->ps->subs, sub); /* the old connection's replies now find nothing */
+    sub->sent = false;
+    sub->confirmed = false;
+    sub->outstanding = 0;
+    channel_sub *there = NULL;
+    HASH_FIND(hh, to->subs, sub->channel, sub->len, there);
+    if (there == NULL) {
+        sub->ps = to;
+        HASH_ADD_KEYPTR(hh, to->subs, sub->channel, sub->len, sub);
+        send_subscribe(sub);
+        return;
+    }
+    /* Waiters subscribed there already: join them, and try again, since
+     * an unlock may have been announced there before they joined. */
+    rlock__list moved;
+    rlock__list_take(&sub->entries, &moved);
+    free(sub);
+    while (!rlock__list_empty(&moved)) {
+        rlock__lock_entry *e = RLOCK__CONTAINER_OF(moved.next, rlock__lock_entry, node);
+        rlock__list_remove(&e->node);
+        e->sub = there;
+        rlock__list_push_back(&there->entries, &e->node);
+        wake_all(e);
+    }
+    if (!there->want) {
+        there->want = true;
+        send_subscribe(there);
+    }
+}
+
+void rlock__pubsub_rehome(rlock__pubsub *ps, rlock__pubsub_owner_fn owner, void *arg) {
+    channel_sub *sub, *tmp;
+    HASH_ITER(hh, ps->subs, sub, tmp) {
+        if (!sub->want) {
+            continue;
+        }
+        rlock__pubsub *to = owner(arg, sub->channel, sub->len);
+        if (to != NULL && to != ps) {
+            move_sub(sub, to);
+        } else if (!sub->sent) {
+            send_subscribe(sub); /* dropped by Redis, and still ours */
+        }
+    }
 }
 
 bool rlock__entry_confirmed(const rlock__lock_entry *e) {

@@ -58,6 +58,20 @@ int rlock__pubsub_probe(rlock__pubsub *ps);
 void rlock__pubsub_on_ready(rlock__pubsub *ps);
 void rlock__pubsub_on_down(rlock__pubsub *ps);
 
+/* Cluster mode: SSUBSCRIBE and SUNSUBSCRIBE (Redisson's sharded
+ * subscription on Redis 7), on a connection that carries sharded pushes
+ * (the library's stream: rlock__conn_use_stream). dropped runs when Redis
+ * unsubscribes a channel no one asked to leave (its slot moved). */
+void rlock__pubsub_set_sharded(rlock__pubsub *ps, void (*dropped)(void *arg), void *arg);
+
+/* Cluster mode, after the slot map changed: each channel waited on whose
+ * owner (the pub/sub of the master serving its slot; NULL: unknown) is
+ * another moves there with its entries and subscribes again, its waiters
+ * trying again once confirmed; a channel Redis dropped that is still ours
+ * subscribes again. */
+typedef rlock__pubsub *(*rlock__pubsub_owner_fn)(void *arg, const char *channel, size_t len);
+void rlock__pubsub_rehome(rlock__pubsub *ps, rlock__pubsub_owner_fn owner, void *arg);
+
 /* Frees the table; every entry must have been released. */
 void rlock__pubsub_destroy(rlock__pubsub *ps);
 
