@@ -1,6 +1,8 @@
 /* See renewal.h. */
 #include "renewal.h"
 
+#include "cluster_slots.h"
+
 #include <ev.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -60,6 +62,7 @@ struct rlock__renewal {
      * wait, since adding may rebuild the table under the walk. */
     bool walking;
     bool closed;
+    bool by_slot;  /* Cluster mode: one call's names share a slot */
     int in_flight; /* calls of the current round still out */
     uint64_t next_seq;
     rlock__renewal_stats stats;
@@ -457,11 +460,6 @@ static size_t read_key_prefix(const char *name, size_t len, char *out) {
     return len + 2;
 }
 
-/* Sends one call of script's renewal for up to batch-size locks of its
- * table, starting at *next; moves *next past them.
- * LockTask:     KEYS names;           ARGV lease, each name's first owner's field.
- * ReadLockTask: KEYS name, prefix...; ARGV lease, then per name its owner
- *               count and their fields. */
 /* Sends a renew call (cmd NULL: out of memory), ch its callback's data. */
 static void submit_chunk(rlock__renewal *r, rlock__cmd *cmd, chunk *ch) {
     if (cmd != NULL) {
@@ -534,24 +532,52 @@ static void send_fast_multi(rlock__renewal *r, size_t *pos, int64_t now) {
     submit_chunk(r, cmd, ch);
 }
 
-static void send_chunk(rlock__renewal *r, rlock__renew_script script, size_t *pos, int64_t now) {
-    if (script == RLOCK__RENEW_FAST_MULTI) {
-        send_fast_multi(r, pos, now);
-        return;
+/* A round's names, in the order it sends them. */
+typedef struct ordered {
+    renew_entry *e;
+    uint32_t slot; /* Cluster mode's key slot, else 0 */
+} ordered;
+
+static int by_slot(const void *a, const void *b) {
+    const ordered *x = a, *y = b;
+    return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* The names of a table in the order a round sends them: the table's, or
+ * in Cluster mode grouped by slot, since the keys of one call must share a
+ * slot there (Redisson's RenewalTask.slot2names). NULL when out of memory
+ * or empty. */
+static ordered *round_order(const rlock__renewal *r, const rlock__name_set *t, size_t *n) {
+    *n = 0;
+    ordered *list = t->live > 0 ? malloc(t->live * sizeof(*list)) : NULL;
+    if (list == NULL) {
+        return NULL;
     }
-    const rlock__name_set *t = &r->table[script];
+    size_t pos = 0;
+    for (renew_entry *e; *n < t->live && (e = next_entry(t, &pos)) != NULL; pos++) {
+        list[(*n)++] = (ordered){.e = e, .slot = r->by_slot ? rlock__key_slot(e->name, e->len) : 0};
+    }
+    if (r->by_slot) {
+        qsort(list, *n, sizeof(*list), by_slot);
+    }
+    return list;
+}
+
+/* Sends one call of script's renewal for up to batch-size names of list
+ * from *at (in Cluster mode, those sharing its slot), and moves *at past
+ * them.
+ * LockTask:     KEYS names;           ARGV lease, each name's first owner's field.
+ * ReadLockTask: KEYS name, prefix...; ARGV lease, then per name its owner
+ *               count and their fields. */
+static void send_chunk(rlock__renewal *r, rlock__renew_script script, const ordered *list, size_t n,
+                       size_t *at, int64_t now) {
     bool read = script == RLOCK__RENEW_READ;
     int max = r->cfg->lock_watchdog_batch_size;
     size_t names_len = 0;
     int nkeys = 0, nitems = 0;
-    size_t p = *pos;
-    for (renew_entry *e; nkeys < max && (e = next_entry(t, &p)) != NULL; p++, nkeys++) {
-        names_len += e->len + (read ? e->len + 2 : 0);
-        nitems += (int)renewed_owners(e);
-    }
-    if (nkeys == 0) {
-        *pos = t->cap;
-        return;
+    for (size_t i = *at; nkeys < max && i < n && list[i].slot == list[*at].slot; i++, nkeys++) {
+        names_len += list[i].e->len + (read ? list[i].e->len + 2 : 0);
+        nitems += (int)renewed_owners(list[i].e);
     }
     int keyc = read ? 2 * nkeys : nkeys;
     int argc = keyc + 1 + nitems + (read ? nkeys : 0);
@@ -567,7 +593,7 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, size_t *po
         fields == NULL) {
         /* Out of memory: skip them this round; the deadline check in a
          * later round still reports them if it goes on. */
-        *pos = p;
+        *at += (size_t)nkeys;
         if (ch != NULL) {
             free(ch->names);
         }
@@ -586,7 +612,8 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, size_t *po
     argvlen[a] = (size_t)snprintf(nums[nkeys], sizeof(nums[0]), "%" PRId64,
                                   r->cfg->lock_watchdog_timeout_ms);
     argv[a++] = nums[nkeys];
-    for (renew_entry *e; ch->nkeys < nkeys && (e = next_entry(t, pos)) != NULL; (*pos)++) {
+    for (; ch->nkeys < nkeys; (*at)++) {
+        renew_entry *e = list[*at].e;
         int k = ch->nkeys++;
         size_t name_off = off;
         memcpy(ch->names + off, e->name, e->len);
@@ -631,10 +658,19 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     r->round_failed = false;
     r->walking = true;
     for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
-        size_t pos = 0;
-        while (pos < r->table[s].cap && !r->closed) {
-            send_chunk(r, (rlock__renew_script)s, &pos, now);
+        if (s == RLOCK__RENEW_FAST_MULTI) { /* one name per call */
+            size_t pos = 0;
+            while (pos < r->table[s].cap && !r->closed) {
+                send_fast_multi(r, &pos, now);
+            }
+            continue;
         }
+        size_t n, at = 0;
+        ordered *list = round_order(r, &r->table[s], &n);
+        while (at < n && !r->closed) {
+            send_chunk(r, (rlock__renew_script)s, list, n, &at, now);
+        }
+        free(list); /* NULL when out of memory: as send_chunk's, skipped this round */
     }
     r->walking = false;
     if (r->in_flight > 0) {
@@ -831,6 +867,10 @@ void rlock__renewal_cancel_all(rlock__renewal *r, rlock__renew_script script, co
     }
     rlock__name_set_compact(&r->table[script]);
     stop_if_idle(r);
+}
+
+void rlock__renewal_by_slot(rlock__renewal *r) {
+    r->by_slot = true;
 }
 
 void rlock__renewal_close(rlock__renewal *r) {

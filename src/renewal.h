@@ -71,6 +71,11 @@ void rlock__renewal_cancel(rlock__renewal *r, rlock__renew_script script, const 
 void rlock__renewal_cancel_all(rlock__renewal *r, rlock__renew_script script, const char *name,
                                size_t len);
 
+/* Cluster mode: each renew call carries names of one slot only, the
+ * calls of a round grouped by slot (Redisson's RenewalTask.slot2names),
+ * so each goes to the master serving that slot. */
+void rlock__renewal_by_slot(rlock__renewal *r);
+
 /* Stops renewing for good and empties the table (client shutdown). */
 void rlock__renewal_close(rlock__renewal *r);
 void rlock__renewal_destroy(rlock__renewal *r);
