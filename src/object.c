@@ -20,6 +20,10 @@ const rlock_config *rlock__object_cfg(const rlock *l) {
     return &l->client->cfg;
 }
 
+const char *rlock__object_publish(const rlock *l) {
+    return rlock__object_cfg(l)->cluster_node_addresses != NULL ? "spublish" : "publish";
+}
+
 void rlock__object_ref(rlock *l) {
     atomic_fetch_add(&l->refs, 1);
 }

@@ -94,6 +94,11 @@ void rlock__key_free(rlock__key *k);
 /* The client's settings (kinds do not see the client). */
 const rlock_config *rlock__object_cfg(const rlock *l);
 
+/* The command the unlock scripts announce an unlock with (Redisson's
+ * getSubscribeService().getPublishCommand()): "spublish" in Cluster mode,
+ * where waiters listen with sharded pub/sub, else "publish". */
+const char *rlock__object_publish(const rlock *l);
+
 /* Writes the owner's hash field (Redisson's getLockName(threadId)):
  * "<clientId>:<threadId>" and the kind's field suffix. */
 size_t rlock__owner_field(const rlock *l, uint64_t thread_id, char out[RLOCK__FIELD_MAX]);

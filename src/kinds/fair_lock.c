@@ -58,7 +58,7 @@ static rlock__cmd *fair_unlock(const rlock *l, uint64_t thread_id, const char *l
     rlock__args_int(&a, atomic_load(&l->lease_ms));
     rlock__args_owner(&a, l, thread_id);
     rlock__args_int(&a, rlock__wall_ms());
-    rlock__args_lit(&a, "publish");
+    rlock__args_lit(&a, rlock__object_publish(l));
     rlock__args_int(&a, latch_ms);
     return rlock__args_script(&a, &rlock__script_fair_lock_unlock);
 }
@@ -70,7 +70,7 @@ static rlock__cmd *fair_force_unlock(const rlock *l) {
     rlock__args_channel(&a, l);
     rlock__args_lit(&a, "0");
     rlock__args_int(&a, rlock__wall_ms());
-    rlock__args_lit(&a, "publish");
+    rlock__args_lit(&a, rlock__object_publish(l));
     return rlock__args_script(&a, &rlock__script_fair_lock_force_unlock);
 }
 

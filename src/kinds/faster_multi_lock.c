@@ -85,7 +85,7 @@ static rlock__cmd *fm_unlock(const rlock *l, uint64_t thread_id, const char *lat
     print_i64(lease, atomic_load(&l->lease_ms));
     print_i64(latch_for, latch_ms);
     print_i64(now, rlock__wall_ms());
-    const char *fixed[6] = {owner, "0", lease, "publish", latch_for, now};
+    const char *fixed[6] = {owner, "0", lease, rlock__object_publish(l), latch_for, now};
     rlock__key ch;
     if (!rlock__object_channel_key(l, &ch)) {
         return NULL;
@@ -100,7 +100,7 @@ static rlock__cmd *fm_unlock(const rlock *l, uint64_t thread_id, const char *lat
 
 /* forceUnlockAsync: message, publish, fields. */
 static rlock__cmd *fm_force_unlock(const rlock *l) {
-    const char *fixed[2] = {"0", "publish"};
+    const char *fixed[2] = {"0", rlock__object_publish(l)};
     rlock__key ch;
     if (!rlock__object_channel_key(l, &ch)) {
         return NULL;

@@ -37,7 +37,7 @@ rlock__cmd *rlock__lock_unlock(const rlock *l, uint64_t thread_id, const char *l
     rlock__args_lit(&a, "0"); /* LockPubSub.UNLOCK_MESSAGE */
     rlock__args_int(&a, atomic_load(&l->lease_ms));
     rlock__args_owner(&a, l, thread_id);
-    rlock__args_lit(&a, "publish");
+    rlock__args_lit(&a, rlock__object_publish(l));
     rlock__args_int(&a, latch_ms);
     return rlock__args_script(&a, &rlock__script_lock_unlock);
 }
@@ -48,7 +48,7 @@ rlock__cmd *rlock__lock_force_unlock(const rlock *l) {
     rlock__args_key(&a, l->name.s, l->name.len);
     rlock__args_channel(&a, l);
     rlock__args_lit(&a, "0");
-    rlock__args_lit(&a, "publish");
+    rlock__args_lit(&a, rlock__object_publish(l));
     return rlock__args_script(&a, &rlock__script_lock_force_unlock);
 }
 

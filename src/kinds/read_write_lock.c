@@ -123,7 +123,7 @@ static rlock__cmd *read_unlock(const rlock *l, uint64_t thread_id, const char *l
     rlock__args_key(&a, latch, latch_len);
     rlock__args_lit(&a, "0"); /* LockPubSub.UNLOCK_MESSAGE */
     rlock__args_owner(&a, l, thread_id);
-    rlock__args_lit(&a, "publish");
+    rlock__args_lit(&a, rlock__object_publish(l));
     rlock__args_int(&a, latch_ms);
     rlock__cmd *cmd = rlock__args_script(&a, &rlock__script_read_lock_unlock);
     free(n.buf);
@@ -136,7 +136,7 @@ static rlock__cmd *read_force_unlock(const rlock *l) {
     rlock__args_key(&a, l->name.s, l->name.len);
     rlock__args_channel(&a, l);
     rlock__args_lit(&a, "0"); /* LockPubSub.UNLOCK_MESSAGE */
-    rlock__args_lit(&a, "publish");
+    rlock__args_lit(&a, rlock__object_publish(l));
     return rlock__args_script(&a, &rlock__script_read_lock_force_unlock);
 }
 
@@ -179,7 +179,7 @@ static rlock__cmd *write_unlock(const rlock *l, uint64_t thread_id, const char *
     rlock__args_lit(&a, "1"); /* LockPubSub.READ_UNLOCK_MESSAGE */
     rlock__args_int(&a, atomic_load(&l->lease_ms));
     rlock__args_owner(&a, l, thread_id);
-    rlock__args_lit(&a, "publish");
+    rlock__args_lit(&a, rlock__object_publish(l));
     rlock__args_int(&a, latch_ms);
     return rlock__args_script(&a, &rlock__script_write_lock_unlock);
 }
@@ -190,7 +190,7 @@ static rlock__cmd *write_force_unlock(const rlock *l) {
     rlock__args_key(&a, l->name.s, l->name.len);
     rlock__args_channel(&a, l);
     rlock__args_lit(&a, "1"); /* LockPubSub.READ_UNLOCK_MESSAGE */
-    rlock__args_lit(&a, "publish");
+    rlock__args_lit(&a, rlock__object_publish(l));
     return rlock__args_script(&a, &rlock__script_write_lock_force_unlock);
 }
 
