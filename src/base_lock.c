@@ -586,7 +586,9 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
         bool own_channel = l->ops->waiter_channel != NULL;
         const char *en = own_channel ? ch : l->name.s;
         size_t en_len = own_channel ? ch_len : l->name.len;
-        op->entry = ch_len > 0 ? rlock__pubsub_subscribe(c->pubsub, ch, ch_len, en, en_len) : NULL;
+        op->entry = ch_len > 0 ? rlock__pubsub_subscribe(rlock__client_pubsub(c, ch, ch_len), ch,
+                                                         ch_len, en, en_len)
+                               : NULL;
         if (buf != own) {
             free(buf);
         }

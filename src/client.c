@@ -81,6 +81,7 @@ static int sub_probe(rlock__conn *conn, void *arg) {
 
 static void start_connections(void *arg) {
     rlock_client *c = arg;
+    rlock__cluster_client_start(c); /* before they connect: the pub/sub's stream */
     rlock__conn_start(c->cmd_conn);
     rlock__conn_start(c->sub_conn);
     rlock__sentinel_client_start(c);
@@ -89,6 +90,7 @@ static void start_connections(void *arg) {
 static void close_connections(void *arg) {
     rlock_client *c = arg;
     rlock__sentinel_client_close(c);
+    rlock__cluster_client_close(c);
     rlock__conn_destroy(c->cmd_conn);
     rlock__conn_destroy(c->sub_conn);
     c->cmd_conn = c->sub_conn = NULL;
@@ -101,6 +103,8 @@ static void free_parts(rlock_client *c) {
     rlock__pubsub_destroy(c->pubsub);
     rlock__executor_destroy(c->exec);
     rlock__sentinel_destroy(c->sentinel);
+    rlock__cluster_destroy(c->cluster);
+    c->cluster = NULL;
     rlock__tls_ctx_free(c->tls); /* after the connections: they used it */
     c->tls = NULL;
     c->renewal = NULL;
@@ -214,8 +218,10 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         free_failed(c);
         return rc;
     }
-    if ((rc = rlock__sentinel_client_init(c)) != RLOCK_OK) {
-        free_failed(c); /* Sentinel mode: no sentinel named the master */
+    if ((rc = rlock__sentinel_client_init(c)) != RLOCK_OK ||
+        (rc = rlock__cluster_client_init(c)) != RLOCK_OK) {
+        /* No sentinel named the master, or no cluster node gave its map. */
+        free_failed(c);
         return rc;
     }
     if ((rc = make_uuid(c->id)) != RLOCK_OK) {
@@ -243,7 +249,7 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         /* The blocking pool's synchronous connections are hiredis's, which
          * has no TLS: over rediss:// the blocking calls go through the loop. */
         (cfg->loop == NULL && cfg->blocking_pool_size > 0 && cfg->master_name == NULL &&
-         !c->addr.tls &&
+         cfg->cluster_node_addresses == NULL && !c->addr.tls &&
          (rc = rlock__direct_create(&c->cfg, cfg->blocking_pool_size, &c->direct)) != RLOCK_OK) ||
         (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
         rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
@@ -265,6 +271,11 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
     rlock__loop_run_sync(c->loop, start_connections, c);
     *out = c;
     return RLOCK_OK;
+}
+
+rlock__pubsub *rlock__client_pubsub(rlock_client *c, const char *channel, size_t len) {
+    rlock__pubsub *ps = c->cluster != NULL ? rlock__cluster_pubsub(c->cluster, channel, len) : NULL;
+    return ps != NULL ? ps : c->pubsub;
 }
 
 void rlock__client_track(rlock_client *c, rlock__live *op) {
@@ -317,6 +328,7 @@ void rlock_client_destroy(rlock_client *c) {
         rlock__conn_close_forked(c->cmd_conn);
         rlock__conn_close_forked(c->sub_conn);
         rlock__sentinel_close_forked(c->sentinel);
+        rlock__cluster_close_forked(c->cluster);
         return;
     }
     if (!rlock__loop_close(c->loop, shutdown_on_loop, c, free_client, c)) {
@@ -336,6 +348,7 @@ typedef struct stats_call {
 static void read_stats(void *arg) {
     stats_call *s = arg;
     s->stats = rlock__executor_get_stats(s->client->exec);
+    rlock__cluster_add_stats(s->client->cluster, &s->stats, NULL, NULL);
 }
 
 typedef struct lock_stats_call {
@@ -347,6 +360,7 @@ static void read_lock_stats(void *arg) {
     lock_stats_call *s = arg;
     rlock_client *c = s->client;
     rlock__pubsub_stats ps = rlock__pubsub_get_stats(c->pubsub);
+    rlock__cluster_add_stats(c->cluster, NULL, &ps, NULL);
     rlock__renewal_stats rs = rlock__renewal_get_stats(c->renewal);
     s->stats = (rlock__lock_stats){.subscribes = ps.subscribes,
                                    .unsubscribes = ps.unsubscribes,
@@ -422,6 +436,7 @@ static void read_public_stats(void *arg) {
     s->stats.renewal_calls = rs.renew_evals;
     s->stats.lost_locks = rs.lost;
     s->stats.reconnects = rlock__conn_reconnects(c->cmd_conn) + rlock__conn_reconnects(c->sub_conn);
+    rlock__cluster_add_stats(c->cluster, NULL, NULL, &s->stats.reconnects);
 }
 
 int rlock_client_stats(rlock_client *c, rlock_stats *out) {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "address.h"
+#include "cluster.h"
 #include "common.h"
 #include "connection.h"
 #include "deadlines.h"
@@ -42,6 +43,7 @@ struct rlock_client {
      * began. */
     rlock__direct *direct;
     rlock__sentinel *sentinel; /* Sentinel mode's monitor; NULL: single server */
+    rlock__cluster *cluster;   /* Cluster mode's nodes and map; NULL: not a cluster */
     struct ssl_ctx_st *tls;    /* rediss://: the connections' TLS settings; else NULL */
     rlock__list live;          /* rlock__live operations that wait on the loop */
     /* The waiting lock calls' timers; set up by the first (base_lock.c). */
@@ -81,6 +83,11 @@ void rlock__client_untrack(rlock__live *op); /* harmless when not tracked */
 rlock_future *rlock__client_run(rlock_client *c, rlock__cmd *cmd);
 
 #define RLOCK__NIL_VALUE INT64_MIN
+
+/* Where to wait for an unlock announced on channel: in Cluster mode the
+ * pub/sub of the master serving its slot, else the client's (loop
+ * thread). */
+rlock__pubsub *rlock__client_pubsub(rlock_client *c, const char *channel, size_t len);
 
 /* The executor's counters, read on the loop thread (any thread may ask). */
 rlock__executor_stats rlock__client_stats(rlock_client *c);

@@ -277,6 +277,10 @@ const rlock__cluster_node *rlock__slot_map_master(const rlock__slot_map *m, uint
     return &m->nodes[m->node_of[slot]];
 }
 
+int rlock__slot_map_master_index(const rlock__slot_map *m, uint16_t slot) {
+    return slot < RLOCK__CLUSTER_SLOTS && m->node_of[slot] != NO_NODE ? m->node_of[slot] : -1;
+}
+
 size_t rlock__slot_map_covered(const rlock__slot_map *m) {
     return m->covered;
 }

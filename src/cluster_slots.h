@@ -45,6 +45,8 @@ void rlock__slot_map_free(rlock__slot_map *m);
 
 /* The master serving slot, or NULL when no node covers it. */
 const rlock__cluster_node *rlock__slot_map_master(const rlock__slot_map *m, uint16_t slot);
+/* The index of slot's master (as rlock__slot_map_node's), or -1. */
+int rlock__slot_map_master_index(const rlock__slot_map *m, uint16_t slot);
 /* How many slots some master covers (RLOCK__CLUSTER_SLOTS when all are). */
 size_t rlock__slot_map_covered(const rlock__slot_map *m);
 /* The masters, each once: 0 <= i < rlock__slot_map_masters(m). */

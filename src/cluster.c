@@ -1,0 +1,625 @@
+/* See cluster.h. Redisson's ClusterConnectionManager: the slot map read at
+ * start and on every scan, a node (entry) per master, and the routing of
+ * each command by its key's slot, with RedisExecutor's MOVED and ASK. */
+#define _GNU_SOURCE
+#include "cluster.h"
+
+#include <ev.h>
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "address.h"
+#include "client.h"
+#include "cluster_slots.h"
+#include "common.h"
+#include "connection.h"
+#include "rlock/errors.h"
+#include "script.h"
+#include "sync_connect.h"
+
+#define MAX_SEEDS 64
+#define NO_NODE UINT16_MAX
+/* A scan soon after a MOVED or a dropped channel, but no more often. */
+#define SOON_S 0.05
+/* ask_seed's answer once a seed gave the map: stops the walk. */
+#define FOUND 1
+
+/* A master's connections. Node 0's are the client's own (cmd_conn,
+ * sub_conn, exec, pubsub), made and closed by client.c. */
+typedef struct cnode {
+    rlock__cluster *cl;
+    rlock__address addr; /* host, port, and the client's user and password */
+    rlock__conn *cmd, *sub;
+    rlock__executor *x;
+    rlock__pubsub *ps;
+    bool own; /* false for node 0 */
+    char cmd_name[300], sub_name[300];
+} cnode;
+
+typedef struct scan_req {
+    rlock__cluster *cl; /* NULL once given up on */
+    char host[256];     /* the node asked: a map's "" hosts are its */
+} scan_req;
+
+struct rlock__cluster {
+    rlock_client *client;
+    char *seeds; /* copy of cluster_node_addresses */
+    cnode **nodes;
+    size_t n_nodes, cap_nodes;
+    uint16_t node_of[RLOCK__CLUSTER_SLOTS]; /* index in nodes, or NO_NODE */
+    /* The map read at create, applied once the loop runs. */
+    rlock__slot_map *first_map;
+    char first_host[256];
+    ev_timer scan, soon;
+    scan_req *scan_out;
+    int64_t scan_sent_ms;
+    size_t scan_next; /* the node asked next, in turn */
+    uint64_t scans;
+    bool started, closed;
+};
+
+/* ---- settings --------------------------------------------------------------- */
+
+static int invalid(const char *fmt, const char *arg) {
+    rlock__set_error_message(fmt, arg);
+    return RLOCK_ERR_INVALID;
+}
+
+typedef struct seed_check {
+    int count;
+} seed_check;
+
+static int check_seed(const char *item, void *arg) {
+    seed_check *k = arg;
+    if (item[0] == '\0') {
+        return invalid("rlock_config.cluster_node_addresses: an empty entry%s (a stray comma?)",
+                       "");
+    }
+    char err[512];
+    rlock__address a;
+    int rc = rlock__address_parse(item, &a, err, sizeof(err));
+    if (rc != RLOCK_OK) {
+        rlock__set_error_message("rlock_config.cluster_node_addresses: %s", err);
+        return rc;
+    }
+    bool is_unix = a.is_unix, tls = a.tls;
+    rlock__address_free(&a);
+    if (is_unix || tls) {
+        rlock__set_error_message("rlock_config.cluster_node_addresses: \"%s\": %s", item,
+                                 is_unix ? "cluster nodes are reached over TCP (redis://host:port)"
+                                         : "TLS (rediss://) with Cluster is not supported yet");
+        return RLOCK_ERR_INVALID;
+    }
+    if (++k->count > MAX_SEEDS) {
+        return invalid("rlock_config.cluster_node_addresses: more than %s nodes", "64");
+    }
+    return RLOCK_OK;
+}
+
+int rlock__cluster_validate(const rlock_config *cfg) {
+    if (cfg->cluster_node_addresses == NULL) {
+        return RLOCK_OK;
+    }
+    if (cfg->master_name != NULL) {
+        return invalid("rlock_config.cluster_node_addresses: set together with master_name; "
+                       "choose Cluster or Sentinel%s",
+                       "");
+    }
+    if (cfg->cluster_node_addresses[0] == '\0') {
+        return invalid("rlock_config.cluster_node_addresses: empty%s (NULL: not a cluster)", "");
+    }
+    seed_check k = {0};
+    int rc = rlock__address_each(cfg->cluster_node_addresses, check_seed, &k);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    char err[512];
+    rlock__address a;
+    if (cfg->address != NULL && rlock__address_parse(cfg->address, &a, err, sizeof(err)) == 0) {
+        bool tls = a.tls;
+        int db = a.db;
+        rlock__address_free(&a);
+        if (tls) {
+            return invalid("rlock_config.address: TLS (rediss://) with Cluster "
+                           "(cluster_node_addresses) is not supported yet%s",
+                           "");
+        }
+        if (db > 0) {
+            return invalid("rlock_config.address: a database number with Cluster "
+                           "(cluster_node_addresses): a cluster has only database 0%s",
+                           "");
+        }
+    }
+    return RLOCK_OK;
+}
+
+/* ---- the first map, on the creating thread ------------------------------------ */
+
+typedef struct first_ask {
+    rlock__cluster *cl;
+    char why[512];
+} first_ask;
+
+/* Asks one seed for the map; RLOCK_OK (stops the walk) once one gave it. */
+static int ask_seed(const char *item, void *arg) {
+    first_ask *q = arg;
+    rlock_client *c = q->cl->client;
+    char err[512];
+    rlock__address seed, a;
+    if (rlock__address_parse(item, &seed, err, sizeof(err)) != RLOCK_OK) {
+        return RLOCK_ERR_CONNECTION; /* validated: only memory fails here */
+    }
+    /* A seed's own user:pass@ if it has one, else the address's. */
+    bool own = seed.password != NULL;
+    int rc = rlock__address_make(&a, seed.host, seed.port, own ? seed.user : c->addr.user,
+                                 own ? seed.password : c->addr.password, 0);
+    rlock__address_free(&seed);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    redisContext *ctx = rlock__connect_sync(&c->cfg, &a, q->why, sizeof(q->why));
+    redisReply *r = ctx != NULL ? redisCommand(ctx, "CLUSTER SLOTS") : NULL;
+    rc = RLOCK_ERR_CONNECTION;
+    if (ctx != NULL && r == NULL) {
+        snprintf(q->why, sizeof(q->why), "%s:%d: %.200s", a.host, a.port, ctx->errstr);
+    } else if (r != NULL) {
+        rlock__slot_map *m = NULL;
+        if (rlock__slot_map_parse(r, &m, err, sizeof(err)) != RLOCK_OK) {
+            snprintf(q->why, sizeof(q->why), "%s:%d: %.300s", a.host, a.port, err);
+        } else if (rlock__slot_map_covered(m) == 0) {
+            snprintf(q->why, sizeof(q->why), "%s:%d: no slot is assigned to a master yet", a.host,
+                     a.port);
+            rlock__slot_map_free(m);
+        } else {
+            q->cl->first_map = m;
+            snprintf(q->cl->first_host, sizeof(q->cl->first_host), "%s", a.host);
+            rc = RLOCK_OK;
+        }
+    }
+    freeReplyObject(r);
+    redisFree(ctx);
+    rlock__address_free(&a);
+    return rc == RLOCK_OK ? FOUND : RLOCK_OK; /* else the next seed */
+}
+
+int rlock__cluster_client_init(rlock_client *c) {
+    if (c->cfg.cluster_node_addresses == NULL) {
+        return RLOCK_OK;
+    }
+    rlock__cluster *cl = calloc(1, sizeof(*cl));
+    if (cl == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    c->cluster = cl;
+    cl->client = c;
+    memset(cl->node_of, 0xff, sizeof(cl->node_of));
+    ev_timer_init(&cl->scan, NULL, 0., 0.);
+    ev_timer_init(&cl->soon, NULL, 0., 0.);
+    if ((cl->seeds = strdup(c->cfg.cluster_node_addresses)) == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    c->cfg.cluster_node_addresses = cl->seeds;
+    first_ask q = {.cl = cl, .why = "no node given"};
+    int rc = rlock__address_each(cl->seeds, ask_seed, &q);
+    if (rc != FOUND && rc != RLOCK_OK) {
+        return rc; /* out of memory */
+    }
+    if (cl->first_map == NULL) {
+        rlock__set_error_message("rlock_client_create: no cluster node gave its slot map "
+                                 "(CLUSTER SLOTS): %s",
+                                 q.why);
+        return RLOCK_ERR_CONNECTION;
+    }
+    /* Node 0, the client's own connections: the first master. Before the
+     * loop exists, as Sentinel's: its thread reads c->addr once the
+     * connections start. */
+    const rlock__cluster_node *first = rlock__slot_map_node(cl->first_map, 0);
+    char *host = strdup(first->addr.host[0] != '\0' ? first->addr.host : cl->first_host);
+    if (host == NULL) {
+        return RLOCK_ERR_NOMEM;
+    }
+    free(c->addr.host);
+    c->addr.host = host;
+    c->addr.port = first->addr.port;
+    c->addr.is_unix = false;
+    return RLOCK_OK;
+}
+
+/* ---- nodes, on the loop thread ------------------------------------------------ */
+
+static void scan_soon(rlock__cluster *cl);
+
+static void node_cmd_ready(rlock__conn *conn, void *arg) {
+    (void)conn;
+    rlock__executor_on_ready(((cnode *)arg)->x);
+}
+
+static void node_cmd_down(rlock__conn *conn, const char *why, void *arg) {
+    (void)conn;
+    rlock__executor_on_down(((cnode *)arg)->x, why);
+}
+
+static void node_sub_ready(rlock__conn *conn, void *arg) {
+    (void)conn;
+    rlock__pubsub_on_ready(((cnode *)arg)->ps);
+}
+
+static void node_sub_down(rlock__conn *conn, const char *why, void *arg) {
+    (void)conn;
+    (void)why;
+    rlock__pubsub_on_down(((cnode *)arg)->ps);
+}
+
+static int node_sub_probe(rlock__conn *conn, void *arg) {
+    (void)conn;
+    return rlock__pubsub_probe(((cnode *)arg)->ps);
+}
+
+static void dropped(void *arg) {
+    scan_soon(arg);
+}
+
+static rlock__executor *route(void *arg, const rlock__cmd *cmd, const char *redirect, bool moved);
+
+static void free_node(cnode *n) {
+    if (n == NULL) {
+        return;
+    }
+    if (n->own) {
+        rlock__conn_destroy(n->cmd);
+        rlock__conn_destroy(n->sub);
+        rlock__pubsub_destroy(n->ps);
+        rlock__executor_destroy(n->x);
+    }
+    rlock__address_free(&n->addr);
+    free(n);
+}
+
+/* What every node's parts share, node 0's included. */
+static void set_up_parts(rlock__cluster *cl, cnode *n) {
+    rlock_client *c = cl->client;
+    rlock__executor_set_route(n->x, route, cl);
+    rlock__pubsub_set_sharded(n->ps, dropped, cl);
+    rlock__conn_use_stream(n->sub); /* hiredis 0.14 cannot route sharded pushes */
+    rlock__executor_sync_replicas(n->x, c->cfg.slaves_sync_timeout_ms,
+                                  c->cfg.check_lock_synced_slaves != 0);
+}
+
+/* A node for another master: its connections start at once once the
+ * cluster runs. NULL when out of memory. */
+static cnode *make_node(rlock__cluster *cl, const char *host, int port) {
+    rlock_client *c = cl->client;
+    cnode *n = calloc(1, sizeof(*n));
+    if (n == NULL) {
+        return NULL;
+    }
+    n->cl = cl;
+    n->own = true;
+    snprintf(n->cmd_name, sizeof(n->cmd_name), "command %s:%d", host, port);
+    snprintf(n->sub_name, sizeof(n->sub_name), "pubsub %s:%d", host, port);
+    rlock__conn_events ce = {.ready = node_cmd_ready, .down = node_cmd_down, .arg = n};
+    rlock__conn_events se = {
+        .ready = node_sub_ready, .down = node_sub_down, .probe = node_sub_probe, .arg = n};
+    if (rlock__address_make(&n->addr, host, port, c->addr.user, c->addr.password, 0) != RLOCK_OK ||
+        rlock__conn_create(c->loop, &n->addr, &c->cfg, &c->log, n->cmd_name, true, ce, &n->cmd) !=
+            RLOCK_OK ||
+        rlock__conn_create(c->loop, &n->addr, &c->cfg, &c->log, n->sub_name, true, se, &n->sub) !=
+            RLOCK_OK ||
+        rlock__executor_create(c->loop, n->cmd, &c->cfg, &c->log, rlock__scripts_all, &n->x) !=
+            RLOCK_OK ||
+        rlock__pubsub_create(n->sub, &c->log, c->id, &n->ps) != RLOCK_OK) {
+        free_node(n);
+        return NULL;
+    }
+    set_up_parts(cl, n);
+    return n;
+}
+
+static bool add_node(rlock__cluster *cl, cnode *n) {
+    if (cl->n_nodes == cl->cap_nodes) {
+        size_t cap = cl->cap_nodes == 0 ? 8 : 2 * cl->cap_nodes;
+        cnode **nodes = cap < NO_NODE ? realloc(cl->nodes, cap * sizeof(*nodes)) : NULL;
+        if (nodes == NULL) {
+            return false;
+        }
+        cl->nodes = nodes;
+        cl->cap_nodes = cap;
+    }
+    cl->nodes[cl->n_nodes++] = n;
+    return true;
+}
+
+/* The index of the node at host:port, made (and started) when new;
+ * NO_NODE when out of memory. */
+static uint16_t node_at(rlock__cluster *cl, const char *host, int port) {
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        if (cl->nodes[i]->addr.port == port && strcmp(cl->nodes[i]->addr.host, host) == 0) {
+            return (uint16_t)i;
+        }
+    }
+    if (cl->closed) {
+        return NO_NODE;
+    }
+    cnode *n = make_node(cl, host, port);
+    if (n == NULL || !add_node(cl, n)) {
+        rlock__log(&cl->client->log, RLOCK_LOG_ERROR,
+                   "out of memory adding cluster node %s:%d; its slots are not served", host, port);
+        free_node(n);
+        return NO_NODE;
+    }
+    rlock__log(&cl->client->log, RLOCK_LOG_INFO, "cluster node %s:%d added", host, port);
+    rlock__conn_start(n->cmd);
+    rlock__conn_start(n->sub);
+    return (uint16_t)(cl->n_nodes - 1);
+}
+
+/* ---- routing ------------------------------------------------------------------ */
+
+static rlock__executor *route(void *arg, const rlock__cmd *cmd, const char *redirect, bool moved) {
+    rlock__cluster *cl = arg;
+    const char *key;
+    size_t len;
+    bool keyed = rlock__cmd_key(cmd, &key, &len);
+    if (redirect == NULL) {
+        uint16_t i = keyed ? cl->node_of[rlock__key_slot(key, len)] : NO_NODE;
+        return i != NO_NODE ? cl->nodes[i]->x : NULL;
+    }
+    /* "host:port" (Redis's last ':' parts an IPv6 host from the port);
+     * "" as the host: the node does not know its own, so it is the one
+     * the client reached first. */
+    const char *colon = strrchr(redirect, ':');
+    int port = colon != NULL ? atoi(colon + 1) : 0;
+    if (colon == NULL || port <= 0 || port > 65535 || colon - redirect >= 256) {
+        return NULL;
+    }
+    char host[256];
+    snprintf(host, sizeof(host), "%.*s", (int)(colon - redirect), redirect);
+    uint16_t i = node_at(cl, host[0] != '\0' ? host : cl->nodes[0]->addr.host, port);
+    if (i == NO_NODE) {
+        return NULL;
+    }
+    if (moved) {
+        /* The slot lives there now (Redisson updates its entry at once);
+         * the scan brings the rest of the map. */
+        if (keyed) {
+            cl->node_of[rlock__key_slot(key, len)] = i;
+        }
+        scan_soon(cl);
+    }
+    return cl->nodes[i]->x;
+}
+
+static rlock__pubsub *owner_of(void *arg, const char *channel, size_t len) {
+    rlock__cluster *cl = arg;
+    uint16_t i = cl->node_of[rlock__key_slot(channel, len)];
+    return i != NO_NODE ? cl->nodes[i]->ps : NULL;
+}
+
+rlock__pubsub *rlock__cluster_pubsub(rlock__cluster *cl, const char *channel, size_t len) {
+    return owner_of(cl, channel, len);
+}
+
+/* ---- the slot map --------------------------------------------------------------- */
+
+/* Points each slot at its master's node (made when new); a channel whose
+ * slot changed master moves there. from: the host the map came from. */
+static void apply_map(rlock__cluster *cl, const rlock__slot_map *m, const char *from) {
+    size_t masters = rlock__slot_map_masters(m);
+    uint16_t *to_node = calloc(masters > 0 ? masters : 1, sizeof(*to_node));
+    if (to_node == NULL) {
+        return; /* the next scan tries again */
+    }
+    for (size_t i = 0; i < masters; i++) {
+        const rlock__cluster_addr *a = &rlock__slot_map_node(m, i)->addr;
+        to_node[i] = node_at(cl, a->host[0] != '\0' ? a->host : from, a->port);
+    }
+    size_t changed = 0;
+    for (uint16_t slot = 0; slot < RLOCK__CLUSTER_SLOTS; slot++) {
+        int mi = rlock__slot_map_master_index(m, slot);
+        uint16_t n = mi >= 0 ? to_node[mi] : NO_NODE;
+        changed += cl->node_of[slot] != n;
+        cl->node_of[slot] = n;
+    }
+    free(to_node);
+    if (cl->scans++ == 0 || changed == 0) {
+        return; /* the first map: nothing moved */
+    }
+    rlock__log(&cl->client->log, RLOCK_LOG_INFO,
+               "cluster slot map: %zu slot(s) now served by another master (%zu of 16384 "
+               "covered)",
+               changed, rlock__slot_map_covered(m));
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        rlock__pubsub_rehome(cl->nodes[i]->ps, owner_of, cl);
+    }
+}
+
+static void on_slots(redisAsyncContext *ac, void *r, void *privdata) {
+    (void)ac;
+    scan_req *q = privdata;
+    rlock__cluster *cl = q->cl;
+    const redisReply *reply = r;
+    if (cl != NULL) {
+        cl->scan_out = NULL;
+        rlock__slot_map *m = NULL;
+        char err[256];
+        if (reply != NULL && rlock__slot_map_parse(reply, &m, err, sizeof(err)) == RLOCK_OK) {
+            if (rlock__slot_map_covered(m) > 0) { /* a node just restarted knows none */
+                apply_map(cl, m, q->host);
+            }
+            rlock__slot_map_free(m);
+        } else if (reply != NULL) {
+            rlock__log(&cl->client->log, RLOCK_LOG_WARN, "cluster scan at %s: %s", q->host, err);
+        }
+    }
+    free(q);
+}
+
+/* Asks the next node with a ready connection for the map, unless a
+ * question is out and not yet late (then it is given up on). */
+static void send_scan(rlock__cluster *cl) {
+    int64_t now = rlock__now_ms();
+    if (cl->scan_out != NULL) {
+        if (now - cl->scan_sent_ms < cl->client->cfg.timeout_ms) {
+            return;
+        }
+        cl->scan_out->cl = NULL; /* that node does not answer: ask another */
+        cl->scan_out = NULL;
+    }
+    for (size_t k = 0; k < cl->n_nodes; k++) {
+        size_t i = (cl->scan_next + k) % cl->n_nodes;
+        cnode *n = cl->nodes[i];
+        if (!rlock__conn_is_ready(n->cmd)) {
+            continue;
+        }
+        scan_req *q = malloc(sizeof(*q));
+        if (q == NULL) {
+            return;
+        }
+        q->cl = cl;
+        snprintf(q->host, sizeof(q->host), "%s", n->addr.host);
+        const char *argv[2] = {"CLUSTER", "SLOTS"};
+        size_t argvlen[2] = {7, 5};
+        if (rlock__conn_send(n->cmd, on_slots, q, 2, argv, argvlen) != RLOCK_OK) {
+            free(q);
+            continue;
+        }
+        cl->scan_out = q;
+        cl->scan_sent_ms = now;
+        cl->scan_next = i + 1;
+        return;
+    }
+}
+
+static void on_scan_timer(struct ev_loop *ev, ev_timer *w, int revents) {
+    (void)ev;
+    (void)revents;
+    send_scan(w->data);
+}
+
+static void scan_soon(rlock__cluster *cl) {
+    struct ev_loop *ev = rlock__loop_ev(cl->client->loop);
+    if (cl->started && !cl->closed && !ev_is_active(&cl->soon)) {
+        ev_timer_set(&cl->soon, SOON_S, 0.);
+        ev_timer_start(ev, &cl->soon);
+    }
+}
+
+/* ---- life --------------------------------------------------------------------- */
+
+void rlock__cluster_client_start(rlock_client *c) {
+    rlock__cluster *cl = c->cluster;
+    if (cl == NULL) {
+        return;
+    }
+    cnode *first = calloc(1, sizeof(*first));
+    if (first == NULL ||
+        rlock__address_make(&first->addr, c->addr.host, c->addr.port, NULL, NULL, 0) != RLOCK_OK ||
+        !add_node(cl, first)) {
+        free_node(first); /* node_of stays empty: commands go to node 0's executor */
+        rlock__log(&c->log, RLOCK_LOG_ERROR, "out of memory starting Cluster mode");
+        return;
+    }
+    first->cl = cl;
+    first->cmd = c->cmd_conn;
+    first->sub = c->sub_conn;
+    first->x = c->exec;
+    first->ps = c->pubsub;
+    set_up_parts(cl, first);
+    rlock__renewal_by_slot(c->renewal);
+    cl->started = true;
+    apply_map(cl, cl->first_map, cl->first_host);
+    rlock__slot_map_free(cl->first_map);
+    cl->first_map = NULL;
+    struct ev_loop *ev = rlock__loop_ev(c->loop);
+    double every = (double)c->cfg.scan_interval_ms / 1000.0;
+    ev_timer_init(&cl->scan, on_scan_timer, every, every);
+    cl->scan.data = cl;
+    ev_timer_start(ev, &cl->scan);
+    ev_timer_init(&cl->soon, on_scan_timer, SOON_S, 0.);
+    cl->soon.data = cl;
+}
+
+void rlock__cluster_client_close(rlock_client *c) {
+    rlock__cluster *cl = c->cluster;
+    if (cl == NULL || cl->closed) {
+        return;
+    }
+    cl->closed = true;
+    if (cl->started) {
+        struct ev_loop *ev = rlock__loop_ev(c->loop);
+        ev_timer_stop(ev, &cl->scan);
+        ev_timer_stop(ev, &cl->soon);
+    }
+    if (cl->scan_out != NULL) {
+        cl->scan_out->cl = NULL;
+        cl->scan_out = NULL;
+    }
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        cnode *n = cl->nodes[i];
+        if (n->own) {
+            rlock__executor_close(n->x); /* fails what is in flight there */
+            rlock__conn_destroy(n->cmd);
+            rlock__conn_destroy(n->sub);
+            n->cmd = n->sub = NULL;
+        }
+    }
+}
+
+void rlock__cluster_destroy(rlock__cluster *cl) {
+    if (cl == NULL) {
+        return;
+    }
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        free_node(cl->nodes[i]);
+    }
+    free(cl->nodes);
+    rlock__slot_map_free(cl->first_map);
+    free(cl->seeds);
+    free(cl);
+}
+
+void rlock__cluster_close_forked(rlock__cluster *cl) {
+    for (size_t i = 0; cl != NULL && i < cl->n_nodes; i++) {
+        if (cl->nodes[i]->own) {
+            rlock__conn_close_forked(cl->nodes[i]->cmd);
+            rlock__conn_close_forked(cl->nodes[i]->sub);
+        }
+    }
+}
+
+void rlock__cluster_add_stats(const rlock__cluster *cl, rlock__executor_stats *x,
+                              rlock__pubsub_stats *ps, uint64_t *reconnects) {
+    for (size_t i = 0; cl != NULL && i < cl->n_nodes; i++) {
+        const cnode *n = cl->nodes[i];
+        if (!n->own) {
+            continue;
+        }
+        if (x != NULL) {
+            rlock__executor_stats s = rlock__executor_get_stats(n->x);
+            x->sent += s.sent;
+            x->evalsha += s.evalsha;
+            x->eval += s.eval;
+            x->retries += s.retries;
+            x->timeouts += s.timeouts;
+            x->script_loads += s.script_loads;
+        }
+        if (ps != NULL) {
+            rlock__pubsub_stats s = rlock__pubsub_get_stats(n->ps);
+            ps->subscribes += s.subscribes;
+            ps->unsubscribes += s.unsubscribes;
+            ps->entries += s.entries;
+            ps->messages += s.messages;
+            ps->confirms += s.confirms;
+        }
+        if (reconnects != NULL && n->cmd != NULL) {
+            *reconnects += rlock__conn_reconnects(n->cmd) + rlock__conn_reconnects(n->sub);
+        }
+    }
+}
+
+uint64_t rlock__cluster_scans(const rlock__cluster *cl) {
+    return cl != NULL ? cl->scans : 0;
+}
