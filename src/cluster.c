@@ -111,6 +111,9 @@ int rlock__cluster_validate(const rlock_config *cfg) {
     if (cfg->cluster_node_addresses[0] == '\0') {
         return invalid("rlock_config.cluster_node_addresses: empty%s (NULL: not a cluster)", "");
     }
+    if (cfg->check_slots_coverage != 0 && cfg->check_slots_coverage != 1) {
+        return invalid("rlock_config.check_slots_coverage: must be 0 or 1%s", "");
+    }
     seed_check k = {0};
     int rc = rlock__address_each(cfg->cluster_node_addresses, check_seed, &k);
     if (rc != RLOCK_OK) {
@@ -169,9 +172,14 @@ static int ask_seed(const char *item, void *arg) {
         rlock__slot_map *m = NULL;
         if (rlock__slot_map_parse(r, &m, err, sizeof(err)) != RLOCK_OK) {
             snprintf(q->why, sizeof(q->why), "%s:%d: %.300s", a.host, a.port, err);
-        } else if (rlock__slot_map_covered(m) == 0) {
-            snprintf(q->why, sizeof(q->why), "%s:%d: no slot is assigned to a master yet", a.host,
-                     a.port);
+        } else if (rlock__slot_map_covered(m) == 0 ||
+                   (c->cfg.check_slots_coverage &&
+                    rlock__slot_map_covered(m) < RLOCK__CLUSTER_SLOTS)) {
+            /* Redisson's checkSlotsCoverage ("Not all slots covered!"). */
+            snprintf(q->why, sizeof(q->why),
+                     "%s:%d: %zu of the 16384 slots have a master (check_slots_coverage = 0 "
+                     "starts anyway)",
+                     a.host, a.port, rlock__slot_map_covered(m));
             rlock__slot_map_free(m);
         } else {
             q->cl->first_map = m;

@@ -33,6 +33,7 @@ void rlock_config_init(rlock_config *cfg) {
     cfg->log_level = RLOCK_LOG_INFO;
     cfg->scan_interval_ms = 1000;
     cfg->check_sentinels_list = 1;
+    cfg->check_slots_coverage = 1;
     cfg->sentinels_discovery = 1;
     cfg->check_lock_synced_slaves = 1;
     cfg->slaves_sync_timeout_ms = 1000;

@@ -233,6 +233,12 @@ typedef struct rlock_config {
      * others from the slot map. NULL (default): not a cluster. Cannot be
      * combined with master_name. */
     const char *cluster_node_addresses;
+
+    /** checkSlotsCoverage: rlock_client_create fails unless the slot map
+     * it reads assigns every one of the 16384 slots to a master. 1
+     * (default, as Redisson) or 0 (start with what is covered; locks
+     * whose slot has no master fail until a scan finds one). */
+    int check_slots_coverage;
     /** @} */
 } rlock_config;
 
