@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -257,4 +258,377 @@ int rt_cluster_start(rt_cluster *c) {
         return -1;
     }
     return 0;
+}
+
+/* ---- looking at the cluster ---- */
+
+#define RT_CLUSTER_CMD_MS 5000
+#define RT_CLUSTER_AGREE_MS 10000
+#define RT_CLUSTER_MIGRATE_BATCH 100
+#define RT_CLUSTER_MIGRATE_TIMEOUT_MS 5000
+
+bool rt_cluster_live(const rt_redis *n) {
+    return n->pid > 0 && !n->paused;
+}
+
+static void free_reply(redisReply *r) {
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+}
+
+/* Prints a command's failure: no reply, or the error. */
+static void print_failure(const char *what, const rt_redis *n, const redisReply *r) {
+    fprintf(stderr, "rt_cluster: %s on port %d: %s\n", what, n->port,
+            r == NULL                       ? "no answer"
+            : r->type == REDIS_REPLY_ERROR  ? r->str
+            : r->type == REDIS_REPLY_STATUS ? r->str
+                                            : "unexpected reply");
+}
+
+static bool reply_ok(const redisReply *r) {
+    return r != NULL && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0;
+}
+
+int rt_cluster_myid(rt_redis *n, char id[RT_CLUSTER_ID_LEN + 1]) {
+    redisReply *r = rt_redis_command(n, "CLUSTER MYID");
+    int rc = -1;
+    if (r != NULL && r->type == REDIS_REPLY_STRING && r->len == RT_CLUSTER_ID_LEN) {
+        memcpy(id, r->str, RT_CLUSTER_ID_LEN);
+        id[RT_CLUSTER_ID_LEN] = '\0';
+        rc = 0;
+    } else {
+        print_failure("CLUSTER MYID", n, r);
+    }
+    free_reply(r);
+    return rc;
+}
+
+int rt_cluster_keyslot(rt_cluster *c, const char *key, size_t len) {
+    for (int i = 0; i < c->n_nodes; i++) {
+        if (!rt_cluster_live(&c->nodes[i])) {
+            continue;
+        }
+        redisReply *r = rt_redis_command(&c->nodes[i], "CLUSTER KEYSLOT %b", key, len);
+        int slot = r != NULL && r->type == REDIS_REPLY_INTEGER ? (int)r->integer : -1;
+        free_reply(r);
+        if (slot >= 0) {
+            return slot;
+        }
+    }
+    return -1;
+}
+
+/* A CLUSTER SLOTS reply into ports (16384 entries, 0 where uncovered). */
+static bool owners_from(const redisReply *r, int *ports) {
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+        return false;
+    }
+    memset(ports, 0, RT_CLUSTER_SLOTS * sizeof(*ports));
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+            e->element[0]->type != REDIS_REPLY_INTEGER ||
+            e->element[1]->type != REDIS_REPLY_INTEGER ||
+            e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2 ||
+            e->element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
+            return false;
+        }
+        long long start = e->element[0]->integer, end = e->element[1]->integer;
+        if (start < 0 || end >= RT_CLUSTER_SLOTS || start > end) {
+            return false;
+        }
+        for (long long s = start; s <= end; s++) {
+            ports[s] = (int)e->element[2]->element[1]->integer;
+        }
+    }
+    return true;
+}
+
+/* One node's map into ports; false when it gave none. */
+static bool node_owners(rt_redis *n, int *ports) {
+    redisReply *r = rt_redis_command(n, "CLUSTER SLOTS");
+    bool ok = owners_from(r, ports);
+    free_reply(r);
+    return ok;
+}
+
+int rt_cluster_slot_owners(rt_cluster *c, int *ports) {
+    for (int i = 0; i < c->n_nodes; i++) {
+        if (rt_cluster_live(&c->nodes[i]) && node_owners(&c->nodes[i], ports)) {
+            return 0;
+        }
+    }
+    return -1;
+}
+
+rt_redis *rt_cluster_master_of(rt_cluster *c, int slot) {
+    static int ports[RT_CLUSTER_SLOTS];
+    if (slot < 0 || slot >= RT_CLUSTER_SLOTS || rt_cluster_slot_owners(c, ports) != 0) {
+        return NULL;
+    }
+    return rt_cluster_node(c, ports[slot]);
+}
+
+int rt_cluster_masters(rt_cluster *c, rt_redis **out, int max) {
+    static int ports[RT_CLUSTER_SLOTS];
+    if (rt_cluster_slot_owners(c, ports) != 0) {
+        return -1;
+    }
+    int n = 0;
+    for (int i = 0; i < c->n_nodes && n < max; i++) {
+        for (int s = 0; s < RT_CLUSTER_SLOTS; s++) {
+            if (ports[s] == c->nodes[i].port) {
+                out[n++] = &c->nodes[i];
+                break;
+            }
+        }
+    }
+    return n;
+}
+
+redisReply *rt_cluster_asking_command(rt_redis *n, const char *fmt, ...) {
+    redisContext *ctx = rt_redis_connect(n, 2000, true);
+    if (ctx == NULL) {
+        return NULL;
+    }
+    redisReply *r = redisCommand(ctx, "ASKING");
+    bool ok = reply_ok(r);
+    free_reply(r);
+    r = NULL;
+    if (ok) {
+        va_list ap;
+        va_start(ap, fmt);
+        r = redisvCommand(ctx, fmt, ap);
+        va_end(ap);
+    }
+    redisFree(ctx);
+    return r;
+}
+
+/* ---- moving a slot ---- */
+
+static int setslot(rt_redis *n, int slot, const char *how, const char *id) {
+    redisReply *r = rt_redis_command(n, "CLUSTER SETSLOT %d %s %s", slot, how, id);
+    int rc = reply_ok(r) ? 0 : -1;
+    if (rc != 0) {
+        char what[64];
+        snprintf(what, sizeof(what), "CLUSTER SETSLOT %d %s", slot, how);
+        print_failure(what, n, r);
+    }
+    free_reply(r);
+    return rc;
+}
+
+int rt_cluster_migrate_begin(rt_cluster *c, int slot, rt_redis *from, rt_redis *to) {
+    (void)c;
+    char from_id[RT_CLUSTER_ID_LEN + 1], to_id[RT_CLUSTER_ID_LEN + 1];
+    if (rt_cluster_myid(from, from_id) != 0 || rt_cluster_myid(to, to_id) != 0) {
+        return -1;
+    }
+    /* The target first: once the source says ASK, the target must take it. */
+    if (setslot(to, slot, "IMPORTING", from_id) != 0 ||
+        setslot(from, slot, "MIGRATING", to_id) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+int rt_cluster_migrate_keys(rt_cluster *c, int slot, rt_redis *from, rt_redis *to) {
+    (void)c;
+    redisContext *ctx = rt_redis_connect(from, RT_CLUSTER_CMD_MS, true);
+    if (ctx == NULL) {
+        fprintf(stderr, "rt_cluster: cannot reach port %d to migrate slot %d\n", from->port, slot);
+        return -1;
+    }
+    int moved = 0;
+    char port[16];
+    char timeout[16];
+    snprintf(port, sizeof(port), "%d", to->port);
+    snprintf(timeout, sizeof(timeout), "%d", RT_CLUSTER_MIGRATE_TIMEOUT_MS);
+    for (;;) {
+        redisReply *keys =
+            redisCommand(ctx, "CLUSTER GETKEYSINSLOT %d %d", slot, RT_CLUSTER_MIGRATE_BATCH);
+        if (keys == NULL || keys->type != REDIS_REPLY_ARRAY) {
+            print_failure("CLUSTER GETKEYSINSLOT", from, keys);
+            free_reply(keys);
+            moved = -1;
+            break;
+        }
+        if (keys->elements == 0) {
+            freeReplyObject(keys);
+            break;
+        }
+        /* MIGRATE host port "" 0 timeout KEYS k...: binary-safe. */
+        size_t argc = 7 + keys->elements;
+        const char **argv = calloc(argc, sizeof(*argv));
+        size_t *lens = calloc(argc, sizeof(*lens));
+        if (argv == NULL || lens == NULL) {
+            free(argv);
+            free(lens);
+            freeReplyObject(keys);
+            moved = -1;
+            break;
+        }
+        const char *head[] = {"MIGRATE", "127.0.0.1", port, "", "0", timeout, "KEYS"};
+        for (size_t i = 0; i < 7; i++) {
+            argv[i] = head[i];
+            lens[i] = strlen(head[i]);
+        }
+        for (size_t i = 0; i < keys->elements; i++) {
+            argv[7 + i] = keys->element[i]->str;
+            lens[7 + i] = keys->element[i]->len;
+        }
+        redisReply *r = redisCommandArgv(ctx, (int)argc, argv, lens);
+        bool ok = reply_ok(r);
+        if (!ok) {
+            print_failure("MIGRATE", from, r);
+        }
+        free_reply(r);
+        free(argv);
+        free(lens);
+        size_t n = keys->elements;
+        freeReplyObject(keys);
+        if (!ok) {
+            moved = -1;
+            break;
+        }
+        moved += (int)n;
+    }
+    redisFree(ctx);
+    return moved;
+}
+
+/* Whether every live node's map names port for slot; else why not in why. */
+static bool all_agree(rt_cluster *c, int slot, int port, char *why, size_t whylen) {
+    static int ports[RT_CLUSTER_SLOTS];
+    for (int i = 0; i < c->n_nodes; i++) {
+        rt_redis *n = &c->nodes[i];
+        if (!rt_cluster_live(n)) {
+            continue;
+        }
+        if (!node_owners(n, ports)) {
+            snprintf(why, whylen, "port %d gave no CLUSTER SLOTS", n->port);
+            return false;
+        }
+        if (ports[slot] != port) {
+            snprintf(why, whylen, "port %d says slot %d is on port %d", n->port, slot, ports[slot]);
+            return false;
+        }
+    }
+    return true;
+}
+
+int rt_cluster_migrate_end(rt_cluster *c, int slot, rt_redis *to) {
+    char to_id[RT_CLUSTER_ID_LEN + 1];
+    if (rt_cluster_myid(to, to_id) != 0 || setslot(to, slot, "NODE", to_id) != 0) {
+        return -1;
+    }
+    /* Every other live master; replicas refuse SETSLOT and learn it from
+     * their masters. */
+    for (int i = 0; i < c->n_nodes; i++) {
+        rt_redis *n = &c->nodes[i];
+        if (n == to || !rt_cluster_live(n)) {
+            continue;
+        }
+        redisReply *role = rt_redis_command(n, "ROLE");
+        bool master = role != NULL && role->type == REDIS_REPLY_ARRAY && role->elements > 0 &&
+                      role->element[0]->type == REDIS_REPLY_STRING &&
+                      strcmp(role->element[0]->str, "master") == 0;
+        free_reply(role);
+        if (master && setslot(n, slot, "NODE", to_id) != 0) {
+            return -1;
+        }
+    }
+    int64_t deadline = rt_now_ms() + RT_CLUSTER_AGREE_MS;
+    char why[128] = "";
+    while (!all_agree(c, slot, to->port, why, sizeof(why))) {
+        if (rt_now_ms() >= deadline) {
+            fprintf(stderr, "rt_cluster: slot %d not on port %d everywhere within %d ms: %s\n",
+                    slot, to->port, RT_CLUSTER_AGREE_MS, why);
+            return -1;
+        }
+        rt_sleep_ms(20);
+    }
+    return 0;
+}
+
+int rt_cluster_migrate_slot(rt_cluster *c, int slot, rt_redis *to) {
+    rt_redis *from = rt_cluster_master_of(c, slot);
+    if (from == NULL) {
+        fprintf(stderr, "rt_cluster: no master known for slot %d\n", slot);
+        return -1;
+    }
+    if (from == to) {
+        return 0;
+    }
+    if (rt_cluster_migrate_begin(c, slot, from, to) != 0 ||
+        rt_cluster_migrate_keys(c, slot, from, to) < 0 ||
+        rt_cluster_migrate_end(c, slot, to) != 0) {
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- after a failover ---- */
+
+static bool cluster_ok(rt_redis *n) {
+    redisReply *r = rt_redis_command(n, "CLUSTER INFO");
+    bool ok =
+        r != NULL && r->type == REDIS_REPLY_STRING && strstr(r->str, "cluster_state:ok") != NULL;
+    free_reply(r);
+    return ok;
+}
+
+rt_redis *rt_cluster_wait_slot_served(rt_cluster *c, int slot, int64_t timeout_ms) {
+    static int ports[RT_CLUSTER_SLOTS];
+    if (slot < 0 || slot >= RT_CLUSTER_SLOTS) {
+        return NULL;
+    }
+    int64_t deadline = rt_now_ms() + timeout_ms;
+    char why[160] = "no live node";
+    for (;;) {
+        rt_redis *master = NULL;
+        bool agreed = false;
+        for (int i = 0; i < c->n_nodes; i++) {
+            rt_redis *n = &c->nodes[i];
+            if (!rt_cluster_live(n)) {
+                continue;
+            }
+            if (!cluster_ok(n)) {
+                snprintf(why, sizeof(why), "port %d: no cluster_state:ok", n->port);
+                agreed = false;
+                break;
+            }
+            if (!node_owners(n, ports)) {
+                snprintf(why, sizeof(why), "port %d gave no CLUSTER SLOTS", n->port);
+                agreed = false;
+                break;
+            }
+            rt_redis *m = rt_cluster_node(c, ports[slot]);
+            if (m == NULL || !rt_cluster_live(m)) {
+                snprintf(why, sizeof(why), "port %d says slot %d is on port %d, not live", n->port,
+                         slot, ports[slot]);
+                agreed = false;
+                break;
+            }
+            if (master != NULL && m != master) {
+                snprintf(why, sizeof(why), "port %d says slot %d is on port %d, others %d", n->port,
+                         slot, m->port, master->port);
+                agreed = false;
+                break;
+            }
+            master = m;
+            agreed = true;
+        }
+        if (agreed) {
+            return master;
+        }
+        if (rt_now_ms() >= deadline) {
+            fprintf(stderr, "rt_cluster: slot %d not served within %lld ms: %s\n", slot,
+                    (long long)timeout_ms, why);
+            return NULL;
+        }
+        rt_sleep_ms(50);
+    }
 }
