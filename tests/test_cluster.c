@@ -1267,6 +1267,149 @@ static void test_cluster_processes_counter(void **state) {
     assert_int_equal(exists_on(owner, counter_lock), 0);
 }
 
+/* ---- 8. processes through a failover ---------------------------------------- */
+
+#define FO_PROCS 3
+#define FO_PROC_ROUNDS 30
+#define FO_PROC_HOLD_US 20000
+#define FO_PROC_BOUND_MS 90000
+static const char fo_lock[] = "failover-counter";
+
+static long file_counter(const char *path) {
+    FILE *fp = fopen(path, "r");
+    long v = -1;
+    if (fp != NULL) {
+        if (fscanf(fp, "%ld", &v) != 1) {
+            v = -1;
+        }
+        fclose(fp);
+    }
+    return v;
+}
+
+static bool file_counter_set(const char *path, long v) {
+    FILE *fp = fopen(path, "w");
+    if (fp == NULL) {
+        return false;
+    }
+    bool ok = fprintf(fp, "%ld\n", v) > 0;
+    return fclose(fp) == 0 && ok;
+}
+
+/* A child: FO_PROC_ROUNDS increments of the counter file under the lock,
+ * each a read, a pause and a write (two holders at once would lose one),
+ * trying again while the lock's master is gone. The counter lives in a
+ * file, not in Redis, so that what is checked is the lock's exclusion,
+ * not the data's replication. Exit 0, or the step that went wrong. */
+static int failover_child(fx *f, const char *path) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    rlock_config cfg = cluster_config(f);
+    cfg.log = NULL;
+    cfg.lock_watchdog_timeout_ms = SHORT_WATCHDOG_MS; /* a stranded hold ends soon */
+    rlock_client *c = NULL;
+    if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
+        return 10;
+    }
+    rlock *l = rlock_get_lock(c, fo_lock);
+    int64_t until = rt_now_ms() + FO_PROC_BOUND_MS;
+    for (int i = 0; l != NULL && i < FO_PROC_ROUNDS; i++) {
+        bool acquired = false;
+        while (rlock_try_lock(l, 1000, RLOCK_LEASE_WATCHDOG, &acquired) != RLOCK_OK || !acquired) {
+            if (rt_now_ms() > until) {
+                return 11;
+            }
+            usleep(50000);
+        }
+        long v = file_counter(path);
+        usleep(FO_PROC_HOLD_US);
+        if (v < 0 || !file_counter_set(path, v + 1)) {
+            return 12;
+        }
+        /* An unlock lost with the old master leaves the hold to its
+         * lease: the others wait for it, the count is not at risk. */
+        rlock_unlock(l);
+    }
+    rlock_free(l);
+    rlock_client_destroy(c);
+    return l != NULL ? 0 : 13;
+}
+
+/* Processes take turns on one lock under the watchdog while its master is
+ * SIGKILLed and the cluster promotes its replica: every process finishes,
+ * every increment counts (each acquire was confirmed by the replica before
+ * it returned: WAIT, check_lock_synced_slaves), and the increments go on
+ * after the kill. The longest pause in the counter around the kill is the
+ * window the failover cost (printed; docs/reliability.md). */
+static void test_cluster_failover_processes_counter(void **state) {
+    fx *f = *state;
+    char path[] = "/tmp/rlock-cluster-counter-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_true(file_counter_set(path, 0));
+    rt_redis *owner = rt_cluster_master_of(&f->cl, (uint16_t)slot_of(fo_lock));
+    assert_non_null(owner);
+    pid_t pids[FO_PROCS];
+    for (int p = 0; p < FO_PROCS; p++) {
+        pids[p] = fork();
+        assert_true(pids[p] >= 0);
+        if (pids[p] == 0) {
+            _exit(failover_child(f, path));
+        }
+    }
+    int64_t until = rt_now_ms() + 30000;
+    while (file_counter(path) < FO_PROC_ROUNDS / 2 && rt_now_ms() < until) {
+        rt_sleep_ms(5);
+    }
+    long at_kill = file_counter(path);
+    assert_true(at_kill >= FO_PROC_ROUNDS / 2);
+    int64_t t_kill = rt_now_ms();
+    assert_int_equal(rt_redis_kill(owner), 0);
+    /* Watch the counter: the longest pause between two increments after
+     * the kill is the window the failover cost. */
+    long last = file_counter(path);
+    int64_t t_prev = t_kill, window = -1;
+    int64_t deadline = t_kill + FO_PROC_BOUND_MS;
+    int left = FO_PROCS;
+    int status[FO_PROCS];
+    bool done[FO_PROCS] = {false};
+    while (left > 0 && rt_now_ms() < deadline) {
+        long v = file_counter(path);
+        if (v > last) {
+            int64_t now = rt_now_ms();
+            window = now - t_prev > window ? now - t_prev : window;
+            t_prev = now;
+        }
+        last = v > last ? v : last;
+        for (int p = 0; p < FO_PROCS; p++) {
+            if (!done[p] && waitpid(pids[p], &status[p], WNOHANG) == pids[p]) {
+                done[p] = true;
+                left--;
+            }
+        }
+        rt_sleep_ms(5);
+    }
+    for (int p = 0; p < FO_PROCS; p++) {
+        if (!done[p]) {
+            kill(pids[p], SIGKILL);
+            waitpid(pids[p], &status[p], 0);
+            fail_msg("process %d did not finish within %d ms of the kill", p, FO_PROC_BOUND_MS);
+        }
+        if (!WIFEXITED(status[p]) || WEXITSTATUS(status[p]) != 0) {
+            fail_msg("process %d: %s %d", p, WIFEXITED(status[p]) ? "exit status" : "signal",
+                     WIFEXITED(status[p]) ? WEXITSTATUS(status[p]) : WTERMSIG(status[p]));
+        }
+    }
+    long final = file_counter(path);
+    fprintf(stderr,
+            "cluster failover with %d processes: counter %ld at the kill, %ld at the end; "
+            "longest pause between increments after the kill %lld ms\n",
+            FO_PROCS, at_kill, final, (long long)window);
+    unlink(path);
+    assert_int_equal(final, FO_PROCS * FO_PROC_ROUNDS);
+    assert_true(window >= 0);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cluster_settings_checked),
@@ -1278,6 +1421,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_cluster_master_failover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_processes_counter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_failover_processes_counter, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
