@@ -812,7 +812,10 @@ def cluster_section(res, w):
           "calls per round are then the sum over the slots the held names touch of "
           "ceil(names in the slot / 100), not ceil(N / 100); with N distinct names over "
           "16384 slots, a slot rarely holds more than a few, so that is about the number "
-          "of slots touched, 16384 × (1 − (1 − 1/16384)^N) on average. *Predicted* below is "
+          "of slots touched: 16384 × (1 − (1 − 1/16384)^N) on average for random keys "
+          "(*on average* below); the run's names differ only in a counter, which CRC16 does "
+          "not scatter like random keys, so the slots they touch vary from run to run around "
+          "that. *Predicted* below is "
           "that sum for the run's own names, each slot's calls counted for the master "
           "owning it by `CLUSTER SLOTS`; *Redis counted* is the `cmdstat_evalsha` plus "
           "`cmdstat_eval` calls (`INFO commandstats`) each master ran during the watched "
@@ -861,11 +864,12 @@ def cluster_section(res, w):
             notes.append(what)
         w("Measured: " + ". ".join(notes) + ". Each call costs Redis a fixed overhead (a "
           "command, a script run) besides its names, so a round of mostly one-name calls "
-          "costs more CPU than the single server's batches of 100; the per-round load "
-          "spreads over the masters as the slots do. An application that holds many locks "
+          "should cost more CPU than the single server's batches of 100; the measured ratio "
+          "holds that and also three processes taking turns on one CPU. The load spreads "
+          "over the masters as the slots do. An application that holds many locks "
           "on a cluster and wants the single server's batching can give related names one "
           "hash tag (`{tag}` in the name), at the price of putting them all on one master. "
-          "This run measured N = %s on the cluster, not 100 000, to keep the run short: "
+          "This run measured N = %s on the cluster, not 100,000, to keep the run short: "
           "there the names would touch nearly all 16384 slots, so a round would be about "
           "16384 calls.\n" % ", ".join(fmt(c["n"]) for c in s4c))
     skipped_note(res, "S2", w, only="cluster")
