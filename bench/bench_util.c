@@ -93,6 +93,8 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
             o->tls_addr = v;
         } else if (strcmp(f, "--tls-ca") == 0) {
             o->tls_ca = v;
+        } else if (strcmp(f, "--cluster-nodes") == 0) {
+            o->cluster_nodes = v;
         } else if (strcmp(f, "--periods") == 0) {
             o->periods = (int)parse_long(f, v);
         } else {
@@ -104,15 +106,29 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
         strcmp(o->variant, "fair") != 0 && strcmp(o->variant, "handoff") != 0 &&
         strcmp(o->variant, "rw") != 0 && strcmp(o->variant, "lock") != 0 &&
         strcmp(o->variant, "multi") != 0 && strcmp(o->variant, "multi-tuned") != 0 &&
-        strcmp(o->variant, "tls") != 0) {
+        strcmp(o->variant, "tls") != 0 && strcmp(o->variant, "cluster") != 0) {
         fprintf(stderr, "rlock_bench: --variant is default, tuned, fair, handoff (s1-s5), multi "
-                        "or multi-tuned (s1), tls (s1, s2), rw or lock (s6)\n");
+                        "or multi-tuned (s1), tls (s1, s2), cluster (s2, s4), rw or lock (s6)\n");
         exit(2);
     }
     if (strcmp(o->variant, "tls") == 0 && (o->tls_addr == NULL || o->tls_ca == NULL)) {
         fprintf(stderr,
                 "rlock_bench: --variant tls needs --tls-addr HOST:PORT and --tls-ca FILE\n");
         exit(2);
+    }
+    if (bench_cluster(o)) {
+        size_t nodes = 1, len = 0;
+        for (const char *p = o->cluster_nodes != NULL ? o->cluster_nodes : ""; *p != '\0'; p++) {
+            nodes += *p == ',';
+            len++;
+        }
+        if (len == 0 || nodes > BENCH_MAX_NODES) {
+            fprintf(stderr,
+                    "rlock_bench: --variant cluster needs --cluster-nodes "
+                    "HOST:PORT[,HOST:PORT...] (at most %d)\n",
+                    BENCH_MAX_NODES);
+            exit(2);
+        }
     }
     if (o->n < 1 || o->k < 1 || o->iters < 0 || o->seconds <= 0 || o->periods < 1 ||
         o->watchdog_ms < 3 || o->hold_us < 0 || o->read_pct < 0 || o->read_pct > 100) {
@@ -164,12 +180,47 @@ rlock_client *bench_client(const bench_opts *o, struct ev_loop *loop, int64_t wa
     return bench_client_at(o, o->addr, loop, watchdog_ms);
 }
 
+bool bench_cluster(const bench_opts *o) {
+    return strcmp(o->variant, "cluster") == 0;
+}
+
+/* "redis://" before each of --cluster-nodes: cluster_node_addresses. */
+static char *seed_addresses(const char *nodes) {
+    size_t n = 1;
+    for (const char *p = nodes; *p != '\0'; p++) {
+        n += *p == ',';
+    }
+    char *out = malloc(strlen(nodes) + n * strlen("redis://") + 1);
+    if (out == NULL) {
+        bench_die("out of memory");
+    }
+    char *w = out;
+    for (const char *p = nodes;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        w += sprintf(w, "%sredis://%.*s", w == out ? "" : ",", (int)len, p);
+        if (end == NULL) {
+            break;
+        }
+        p = end + 1;
+    }
+    return out;
+}
+
 rlock_client *bench_client_at(const bench_opts *o, const char *addr, struct ev_loop *loop,
                               int64_t watchdog_ms) {
     char address[256];
+    char *seeds = NULL;
     rlock_config cfg;
     rlock_config_init(&cfg);
-    if (strcmp(o->variant, "tls") == 0 && addr == o->addr) {
+    if (bench_cluster(o) && addr == o->addr) {
+        /* The rlock client on the cluster; address gives only credentials
+         * (none here). The scenario's own plain connections are its
+         * business (bench_nodes for the nodes). */
+        seeds = seed_addresses(o->cluster_nodes);
+        cfg.cluster_node_addresses = seeds;
+        snprintf(address, sizeof(address), "redis://127.0.0.1");
+    } else if (strcmp(o->variant, "tls") == 0 && addr == o->addr) {
         /* The rlock client over TLS; the plain connections the scenario
          * makes for itself (its probes) stay on --addr. */
         snprintf(address, sizeof(address), "rediss://%s", o->tls_addr);
@@ -189,6 +240,7 @@ rlock_client *bench_client_at(const bench_opts *o, const char *addr, struct ev_l
     if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
         bench_die("client: %s", rlock_last_error());
     }
+    free(seeds); /* the client keeps a copy */
     return c;
 }
 
@@ -240,6 +292,67 @@ double bench_redis_cpu(redisContext *r) {
     return cpu;
 }
 
+uint64_t bench_redis_script_calls(redisContext *r) {
+    redisReply *reply = bench_cmd(r, "INFO commandstats");
+    uint64_t calls = 0;
+    static const char *const keys[] = {"cmdstat_evalsha:calls=", "cmdstat_eval:calls="};
+    for (size_t i = 0; reply->type == REDIS_REPLY_STRING && i < 2; i++) {
+        const char *p = strstr(reply->str, keys[i]);
+        if (p != NULL) {
+            calls += strtoull(p + strlen(keys[i]), NULL, 10);
+        }
+    }
+    freeReplyObject(reply);
+    return calls;
+}
+
+void bench_nodes_open(const bench_opts *o, bench_nodes *ns) {
+    memset(ns, 0, sizeof(*ns));
+    const char *p = bench_cluster(o) ? o->cluster_nodes : o->addr;
+    for (;;) {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        if (ns->n == BENCH_MAX_NODES || len >= sizeof(ns->addr[0])) {
+            bench_die("too many nodes, or a node's address too long");
+        }
+        memcpy(ns->addr[ns->n], p, len);
+        ns->addr[ns->n][len] = '\0';
+        ns->r[ns->n] = bench_redis_at(ns->addr[ns->n]);
+        ns->n++;
+        if (end == NULL) {
+            break;
+        }
+        p = end + 1;
+    }
+}
+
+void bench_nodes_close(bench_nodes *ns) {
+    for (size_t i = 0; i < ns->n; i++) {
+        if (ns->r[i] != NULL) {
+            redisFree(ns->r[i]);
+            ns->r[i] = NULL;
+        }
+    }
+}
+
+double bench_nodes_cpu(const bench_nodes *ns, double *each) {
+    double sum = 0;
+    for (size_t i = 0; i < ns->n; i++) {
+        double c = bench_redis_cpu(ns->r[i]);
+        sum += c;
+        if (each != NULL) {
+            each[i] = c;
+        }
+    }
+    return sum;
+}
+
+void bench_nodes_script_calls(const bench_nodes *ns, uint64_t *each) {
+    for (size_t i = 0; i < ns->n; i++) {
+        each[i] = bench_redis_script_calls(ns->r[i]);
+    }
+}
+
 void bench_unique_name(char *buf, size_t len, const char *tag) {
     snprintf(buf, len, "bench:%s:%ld:%lld", tag, (long)getpid(), (long long)bench_now_ns());
 }
@@ -252,7 +365,7 @@ void bench_run_until(struct ev_loop *loop, const bool *flag) {
 
 /* ---- the JSON line ---------------------------------------------------- */
 
-static char json[4096];
+static char json[16384]; /* room for per-node arrays */
 static size_t json_len;
 
 static void json_add(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -321,6 +434,31 @@ void bench_json_bool(const char *key, bool v) {
     json_add(",");
     json_string(key);
     json_add(":%s", v ? "true" : "false");
+}
+
+void bench_json_nums(const char *key, const double *v, size_t n) {
+    json_add(",");
+    json_string(key);
+    json_add(":[");
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(v[i])) {
+            json_add("%s%.6g", i > 0 ? "," : "", v[i]);
+        } else {
+            json_add("%snull", i > 0 ? "," : "");
+        }
+    }
+    json_add("]");
+}
+
+void bench_json_strs(const char *key, char (*v)[128], size_t n) {
+    json_add(",");
+    json_string(key);
+    json_add(":[");
+    for (size_t i = 0; i < n; i++) {
+        json_add("%s", i > 0 ? "," : "");
+        json_string(v[i]);
+    }
+    json_add("]");
 }
 
 void bench_json_end(void) {

@@ -26,6 +26,9 @@ import tempfile
 IMPLS = ["rlock", "node-redisson", "redlock", "redis-semaphore", "redis-py"]
 POLLING = ["redlock", "redis-semaphore", "redis-py"]  # wait by retrying on a timer
 MIN_HANDOFFS = 10  # fewer, and a peer's handoff p50 is not compared
+# Variants with a section of their own, left out of the scenario's main
+# table, plot and targets: over TLS (S1, S2), on a Redis Cluster (S2, S4).
+OWN_SECTION = ("tls", "cluster")
 
 
 # ---- gathering -------------------------------------------------------------
@@ -236,7 +239,7 @@ def targets(res):
         counter_ok = row.get("counter_ok")
         add("S3", "counter, P = %d (%s)" % (p, v), "= P × N", "%s of %s" % (
             fmt(row.get("counter")), fmt(row.get("expected"))), None, counter_ok)
-    for row in sorted(res.ok("S4", impl="rlock"), key=lambda x: x["n"]):
+    for row in sorted(res.ok("S4", impl="rlock", variant="default"), key=lambda x: x["n"]):
         n = row["n"]
         t = math.ceil(n / 100)
         add("S4", "renewal EVALs per period, N = %s" % fmt(n), "≤ ceil(N/100) = %s" % fmt(t),
@@ -326,7 +329,7 @@ def plots(res, img, tmp):
                 {"s1.dat": data}, tmp)
         made["s1"] = out
 
-    s2 = res.ok("S2")
+    s2 = [r for r in res.ok("S2") if r.get("variant", "default") not in OWN_SECTION]
     if s2:
         impls = [i for i in IMPLS if any(r["impl"] == i for r in s2)]
         files, plots_ = {}, []
@@ -527,8 +530,9 @@ def page(data, tg, made, md_path, plot_note):
       "(rlock: `rlock_lock_async` then `rlock_unlock_async` from the completion callbacks, "
       "on the application's libev loop); pairs finished per second over the measured "
       "window, after a warm-up. The node peers run the same chains on their one client.\n")
-    # Over TLS (variant tls) has a section of its own, below.
-    s2 = [r for r in res.ok("S2") if r.get("variant", "default") != "tls"]
+    # Over TLS (variant tls) has a section of its own, below; on a cluster
+    # (variant cluster) too, after S6.
+    s2 = [r for r in res.ok("S2") if r.get("variant", "default") not in OWN_SECTION]
     ks = sorted({r["k"] for r in s2})
     impls = [i for i in IMPLS if any(r["impl"] == i for r in s2)]
     rows = []
@@ -568,7 +572,10 @@ def page(data, tg, made, md_path, plot_note):
               "lock's key, where S0 re-enters one key. At that cost Redis alone would allow "
               "about %s pairs/s.\n" % (per_pair, best["k"], per_call, per_pair / per_call,
                                         fmt(1e6 / per_pair)))
-    skipped_note(res, "S2", w)
+    skipped_note(res, "S2", w, exclude=("cluster",))
+    if res.ok("S2", variant="cluster"):
+        w("S2 on a three-master Redis Cluster: [its own section](#s2-and-s4-on-a-three-master-"
+          "redis-cluster), after S6.\n")
     tls_section(res, w)
 
     # S3
@@ -637,7 +644,8 @@ def page(data, tg, made, md_path, plot_note):
       "handles still allocated, and after `rlock_free` of every handle (the watchdog "
       "renews by name, so holding a lock needs no handle).\n")
     rows = []
-    for r in sorted(res.ok("S4"), key=lambda r: r["n"]):
+    s4 = res.ok("S4", variant="default")  # on a cluster: its own section
+    for r in sorted(s4, key=lambda r: r["n"]):
         rows.append([fmt(r["n"]), fmt(r["acquire_s"], 2), r["rounds"],
                      fmt(r["renew_evals_per_round"]), fmt(r["renew_evals_target"]),
                      fmt(r["redis_cpu_ms_per_round"]), fmt(r["redis_cpu_pct"], 2),
@@ -647,7 +655,7 @@ def page(data, tg, made, md_path, plot_note):
     w(table(["N", "taking them, s", "rounds", "EVALs per round", "ceil(N/100)",
              "Redis CPU ms per round", "Redis CPU %", "idle Redis CPU %", "bytes per handle",
              "bytes per lock, handles kept", "bytes per lock, handles freed", "lost"], rows) + "\n")
-    big = max(res.ok("S4"), key=lambda r: r["n"], default=None)
+    big = max(s4, key=lambda r: r["n"], default=None)
     if big:
         w("A round sends ceil(N/100) EVALs at once and the next round starts a period after "
           "the last answer, so the time between rounds is the period plus the round's own "
@@ -660,7 +668,10 @@ def page(data, tg, made, md_path, plot_note):
                              * big["watch_s"] / max(big["rounds"], 1) * 1000) * 1000 / big["n"],
                             2),
                         fmt(big["handle_bytes_per_lock"]), big.get("name_bytes", "~40")))
-    skipped_note(res, "S4", w)
+    skipped_note(res, "S4", w, exclude=("cluster",))
+    if res.ok("S4", variant="cluster"):
+        w("S4 on a three-master Redis Cluster, where a renewal call carries names of one slot "
+          "only: [its own section](#s2-and-s4-on-a-three-master-redis-cluster), after S6.\n")
 
     # S5
     w("## S5 — waiters at scale\n")
@@ -690,6 +701,7 @@ def page(data, tg, made, md_path, plot_note):
     skipped_note(res, "S5", w)
 
     s6_section(res, w)
+    cluster_section(res, w)
 
     if plot_note:
         w("*Plots: %s*\n" % plot_note)
@@ -723,6 +735,145 @@ def tls_section(res, w):
                      fmt(ratio(t["pairs_per_s"], p["pairs_per_s"]), 2) if p else "—"])
     w(table(["measure", "plain (default)", "plain (handoff)", "TLS",
              "TLS ÷ plain (handoff for S1, default for S2)"], rows) + "\n")
+
+
+def slots_expected(n, slots=16384):
+    """How many distinct slots n random keys fall in, on average."""
+    return slots * (1 - (1 - 1 / slots) ** n)
+
+
+def per_node(values, digits=0):
+    return " / ".join(fmt(v, digits) if v is not None and v >= 0 else "—" for v in values or [])
+
+
+def cluster_section(res, w):
+    """S2 and S4 on the run's three-master Redis Cluster beside the single server."""
+    s2c = sorted(res.ok("S2", impl="rlock", variant="cluster"), key=lambda r: r["k"])
+    s4c = sorted(res.ok("S4", impl="rlock", variant="cluster"), key=lambda r: r["n"])
+    skipped = [r for r in res.skipped("S2") + res.skipped("S4") if r.get("variant") == "cluster"]
+    if not s2c and not s4c and not skipped:
+        return
+    m = res.data.get("machine", {})
+    w("## S2 and S4 on a three-master Redis Cluster\n")
+    w("`bench/run` also starts a Redis Cluster of its own: three masters without replicas "
+      "(`--cluster-enabled yes`, made with `redis-cli --cluster create`, the 16384 slots split "
+      "in three), and runs S2 and S4 with the client on it (`rlock_bench … --variant cluster "
+      "--cluster-nodes` the three masters, set as `cluster_node_addresses`). The client reads "
+      "the slot map (`CLUSTER SLOTS`), keeps a connection per master and sends each lock's "
+      "scripts to the master owning the slot of the lock's name; without replicas no `WAIT` "
+      "follows them. The lock names are distinct and carry no hash tag, so they spread over "
+      "the slots, hence over the masters. The scenarios are otherwise the ones above; their "
+      "Redis figures (CPU, scripts run) are read from every master with `INFO` and summed, "
+      "or given per master in the order of their ports (a / b / c).\n")
+    w("**Not a scaling figure.** The three masters are pinned to the same CPU as the single "
+      "server (placement: %s; this machine has %s CPUs), so together they have what the "
+      "single server had alone, plus the cost of three processes taking turns on it, while "
+      "the client runs where it ran before. What the comparison shows is what routing over several "
+      "masters costs the client and Redis, not what a cluster on three machines would "
+      "give.\n" % (m.get("placement", "—"), m.get("nproc", "—")))
+    if s2c:
+        w("### S2 — async throughput on the cluster\n")
+        rows = []
+        for c in s2c:
+            p = res.one("S2", impl="rlock", variant="default", k=c["k"])
+            rows.append([c["k"], fmt(p["pairs_per_s"]) if p else "—", fmt(c["pairs_per_s"]),
+                         fmt(ratio(c["pairs_per_s"], p["pairs_per_s"]), 2) if p else "—",
+                         fmt(p.get("p50_us")) if p else "—", fmt(c.get("p50_us")),
+                         fmt(p.get("redis_cpu_pct"), 0) if p else "—",
+                         fmt(c.get("redis_cpu_pct"), 0), per_node(c.get("node_redis_cpu_pct")),
+                         per_node(c.get("node_evals_per_s"))])
+        w(table(["K", "single server pairs/s", "cluster pairs/s", "cluster ÷ single",
+                 "single pair p50 µs", "cluster pair p50 µs", "single Redis CPU %",
+                 "cluster Redis CPU % (sum)", "per master CPU %", "per master scripts/s"],
+                rows) + "\n")
+        text = ("At K = 1 the one lock name lives in one slot, so one master does all the "
+                "work (the per-master columns) and the others idle: a pair is the same two "
+                "round trips as on the single server, so the two should be close, and how far "
+                "apart they are says how much the machine's load moved between the two moments "
+                "(the single server's rows come from S2 above, the cluster's from the end of "
+                "the run). ")
+        best = max(s2c, key=lambda r: r["pairs_per_s"])
+        p = res.one("S2", impl="rlock", variant="default", k=best["k"])
+        if p:
+            text += ("The cluster's best is %s pairs/s at K = %d, %.2f × the single server's "
+                     "%s at that K, with the masters together using %s %% of a CPU (one CPU "
+                     "is all they have here). " % (
+                         fmt(best["pairs_per_s"]), best["k"],
+                         best["pairs_per_s"] / p["pairs_per_s"], fmt(p["pairs_per_s"]),
+                         fmt(best.get("redis_cpu_pct"), 0)))
+        text += ("With many names in flight the scripts spread over the three masters about "
+                 "evenly (the per-master scripts/s), as the slots do.\n")
+        w(text)
+    if s4c:
+        w("### S4 — the watchdog on the cluster\n")
+        w("On a cluster every key of one script must hash to the same slot, so the "
+          "watchdog groups the names it renews by slot (Redisson's `RenewalTask`, "
+          "`slot2names`): a renewal call carries up to 100 names *of one slot*. The "
+          "calls per round are then the sum over the slots the held names touch of "
+          "ceil(names in the slot / 100), not ceil(N / 100); with N distinct names over "
+          "16384 slots, a slot rarely holds more than a few, so that is about the number "
+          "of slots touched: 16384 × (1 − (1 − 1/16384)^N) on average for random keys "
+          "(*on average* below); the run's names differ only in a counter, which CRC16 does "
+          "not scatter like random keys, so the slots they touch vary from run to run around "
+          "that. *Predicted* below is "
+          "that sum for the run's own names, each slot's calls counted for the master "
+          "owning it by `CLUSTER SLOTS`; *Redis counted* is the `cmdstat_evalsha` plus "
+          "`cmdstat_eval` calls (`INFO commandstats`) each master ran during the watched "
+          "rounds, per round.\n")
+        rows = []
+        for c in s4c:
+            p = res.one("S4", impl="rlock", variant="default", n=c["n"])
+            rows.append([fmt(c["n"]), c["rounds"],
+                         fmt(p["renew_evals_per_round"]) if p else "—",
+                         fmt(c["renew_evals_per_round"]), fmt(c.get("redis_evals_per_round")),
+                         fmt(c.get("slots_touched")), fmt(slots_expected(c["n"])),
+                         fmt(c.get("renew_calls_expected")),
+                         per_node(c.get("node_renew_calls_per_round")),
+                         per_node(c.get("node_renew_calls_expected")),
+                         fmt(p["redis_cpu_ms_per_round"]) if p else "—",
+                         fmt(c["redis_cpu_ms_per_round"]),
+                         per_node(c.get("node_redis_cpu_ms_per_round"), 1), fmt(c["lost"])])
+        w(table(["N", "rounds", "single server calls per round", "cluster calls per round "
+                 "(client)", "(Redis counted, sum)", "slots touched", "on average",
+                 "predicted", "per master, Redis counted", "per master, predicted",
+                 "single Redis CPU ms per round", "cluster (sum)", "per master",
+                 "lost"], rows) + "\n")
+        notes = []
+        for c in s4c:
+            n, calls, exp = c["n"], c["renew_evals_per_round"], c.get("renew_calls_expected")
+            red = c.get("redis_evals_per_round")
+            nodes, nexp = c.get("node_renew_calls_per_round"), c.get("node_renew_calls_expected")
+            what = "N = %s: %s calls per round (Redis counted %s), %.1f × ceil(N/100) = %s" % (
+                fmt(n), fmt(calls), fmt(red), calls / math.ceil(n / 100),
+                fmt(math.ceil(n / 100)))
+            if exp:
+                what += ("; the prediction from the slots touched (%s) %s" % (
+                    fmt(exp), "matches exactly" if abs(calls - exp) < 0.5 else
+                    "is off by %s (%.1f %%)" % (fmt(calls - exp), 100 * (calls - exp) / exp)))
+            if nodes and nexp and len(nodes) == len(nexp) and all(x >= 0 for x in nexp):
+                off = max(abs(a - b) for a, b in zip(nodes, nexp))
+                what += ("; per master %s (%s predicted, %s each if split evenly)" % (
+                    per_node(nodes), "all as" if off < 0.5 else "up to %s off from what is"
+                    % fmt(off), fmt(calls / len(nodes))))
+            p = res.one("S4", impl="rlock", variant="default", n=n)
+            if p and p["redis_cpu_ms_per_round"]:
+                what += ("; Redis CPU per round %s ms over the masters against %s ms on the "
+                         "single server (%.1f ×)" % (
+                             fmt(c["redis_cpu_ms_per_round"]), fmt(p["redis_cpu_ms_per_round"]),
+                             c["redis_cpu_ms_per_round"] / p["redis_cpu_ms_per_round"]))
+            notes.append(what)
+        w("Measured: " + ". ".join(notes) + ". Each call costs Redis a fixed overhead (a "
+          "command, a script run) besides its names, so a round of mostly one-name calls "
+          "should cost more CPU than the single server's batches of 100; the measured ratio "
+          "holds that and also three processes taking turns on one CPU. The load spreads "
+          "over the masters as the slots do. An application that holds many locks "
+          "on a cluster and wants the single server's batching can give related names one "
+          "hash tag (`{tag}` in the name), at the price of putting them all on one master. "
+          "This run measured N = %s on the cluster, not 100,000, to keep the run short: "
+          "there the names would touch nearly all 16384 slots, so a round would be about "
+          "16384 calls.\n" % ", ".join(fmt(c["n"]) for c in s4c))
+    skipped_note(res, "S2", w, only="cluster")
+    skipped_note(res, "S4", w, only="cluster")
 
 
 def s6_section(res, w):
@@ -799,8 +950,9 @@ def s6_section(res, w):
     skipped_note(res, "S6", w)
 
 
-def skipped_note(res, scenario, w):
-    sk = res.skipped(scenario)
+def skipped_note(res, scenario, w, exclude=(), only=None):
+    sk = [r for r in res.skipped(scenario) if r.get("variant", "default") not in exclude
+          and (only is None or r.get("variant", "default") == only)]
     if sk:
         w("Not measured: " + "; ".join(
             "%s%s: %s" % (label(r), "".join(" %s = %s" % (k, r[k]) for k in ("k", "procs", "n", "w")

@@ -1,7 +1,8 @@
 /* S2, async throughput: one client on this thread's libev loop keeps K
  * chains going on K distinct locks, each chain lock -> unlock -> lock ...,
- * all on the client's one command connection. Counts the pairs finished
- * in a measured window after a warm-up. */
+ * all on the client's one command connection (variant cluster: one per
+ * master; the K names, distinct and without hash tags, spread over the
+ * slots). Counts the pairs finished in a measured window after a warm-up. */
 #include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -94,8 +95,12 @@ typedef struct window {
     uint64_t pairs0, pairs1;
     rlock_client *client;
     rlock__executor_stats x0, x1;
-    redisContext *redis; /* INFO cpu at both ends: is Redis the limit? */
+    bench_nodes nodes; /* INFO cpu at both ends: is Redis the limit? */
     double cpu0, cpu1;
+    /* variant cluster: each node's CPU and scripts at both ends */
+    double node_cpu0[BENCH_MAX_NODES], node_cpu1[BENCH_MAX_NODES];
+    uint64_t node_calls0[BENCH_MAX_NODES], node_calls1[BENCH_MAX_NODES];
+    bool cluster;
 } window;
 
 static void on_window_start(struct ev_loop *loop, ev_timer *w, int revents) {
@@ -104,7 +109,10 @@ static void on_window_start(struct ev_loop *loop, ev_timer *w, int revents) {
     win->t0 = bench_now_ns();
     win->pairs0 = win->s->pairs;
     win->x0 = rlock__client_stats(win->client);
-    win->cpu0 = bench_redis_cpu(win->redis);
+    win->cpu0 = bench_nodes_cpu(&win->nodes, win->node_cpu0);
+    if (win->cluster) {
+        bench_nodes_script_calls(&win->nodes, win->node_calls0);
+    }
     win->s->measuring = true;
 }
 
@@ -114,7 +122,10 @@ static void on_window_end(struct ev_loop *loop, ev_timer *w, int revents) {
     win->t1 = bench_now_ns();
     win->pairs1 = win->s->pairs;
     win->x1 = rlock__client_stats(win->client);
-    win->cpu1 = bench_redis_cpu(win->redis);
+    win->cpu1 = bench_nodes_cpu(&win->nodes, win->node_cpu1);
+    if (win->cluster) {
+        bench_nodes_script_calls(&win->nodes, win->node_calls1);
+    }
     win->s->measuring = false;
     win->s->stopping = true;
 }
@@ -138,7 +149,8 @@ int bench_s2(const bench_opts *o) {
         chains[i].owner = (uint64_t)i + 1;
         chains[i].s = &s;
     }
-    window win = {.s = &s, .client = c, .redis = bench_redis(o)};
+    window win = {.s = &s, .client = c, .cluster = bench_cluster(o)};
+    bench_nodes_open(o, &win.nodes);
     ev_timer start, end;
     ev_timer_init(&start, on_window_start, WARMUP_S, 0.);
     ev_timer_init(&end, on_window_end, WARMUP_S + o->seconds, 0.);
@@ -155,7 +167,7 @@ int bench_s2(const bench_opts *o) {
     }
     rlock_client_destroy(c);
     ev_loop_destroy(loop);
-    redisFree(win.redis);
+    bench_nodes_close(&win.nodes);
 
     double secs = (double)(win.t1 - win.t0) / 1e9;
     double pairs = (double)(win.pairs1 - win.pairs0);
@@ -169,6 +181,19 @@ int bench_s2(const bench_opts *o) {
     bench_json_num("commands_per_pair",
                    pairs > 0 ? (double)(win.x1.sent - win.x0.sent) / pairs : 0);
     bench_json_num("redis_cpu_pct", (win.cpu1 - win.cpu0) / secs * 100.0);
+    if (win.cluster) {
+        /* Redis CPU above is the nodes' sum (% of one CPU); here each
+         * node's, and its scripts per second (how the pairs spread). */
+        double cpu[BENCH_MAX_NODES], rate[BENCH_MAX_NODES];
+        for (size_t i = 0; i < win.nodes.n; i++) {
+            cpu[i] = (win.node_cpu1[i] - win.node_cpu0[i]) / secs * 100.0;
+            rate[i] = (double)(win.node_calls1[i] - win.node_calls0[i]) / secs;
+        }
+        bench_json_int("nodes", (int64_t)win.nodes.n);
+        bench_json_strs("node_addrs", win.nodes.addr, win.nodes.n);
+        bench_json_nums("node_redis_cpu_pct", cpu, win.nodes.n);
+        bench_json_nums("node_evals_per_s", rate, win.nodes.n);
+    }
     bench_json_int("errors", (int64_t)s.errors);
     bench_json_end();
     free(s.lat);
