@@ -390,8 +390,10 @@ static rlock__executor *route(void *arg, const rlock__cmd *cmd, const char *redi
         return NULL;
     }
     if (moved) {
-        /* The slot lives there now (Redisson updates its entry at once);
-         * the scan brings the rest of the map. */
+        /* The slot lives there now. Redisson sends only this command
+         * there and leaves the map to its next scan; pointing the slot
+         * there at once spares the commands after it a MOVED each, and a
+         * scan soon brings the rest of the map. */
         if (keyed) {
             cl->node_of[rlock__key_slot(key, len)] = i;
         }
