@@ -508,6 +508,78 @@ static void expect_woken(rlock_future *f, int64_t t0, const char *what) {
     assert_true(rt_now_ms() - t0 < WAKE_BOUND_MS);
 }
 
+/* A waiter follows its channel: the slot of the lock it waits for moves to
+ * another master while it waits (and, in the second half, that master is
+ * then killed and its replica promoted). Redis unsubscribes the channel
+ * on the old master; the client subscribes it on the new one, and the
+ * holder's unlock, now published there, wakes the waiter long before the
+ * holder's lease would. */
+static void test_cluster_waiter_follows_its_slot(void **state) {
+    fx *f = *state;
+    rt_cluster *cl = &f->cl;
+    rlock_config cfg = cluster_config(f);
+    rlock_client *a = cluster_client(&cfg);
+    rlock_client *b = cluster_client(&cfg);
+    static masters m;
+    masters_open(cl, &m);
+    masters_close(&m);
+    char name[NAME_LEN], channel[NAME_LEN + 32];
+    int k = 0;
+    name_on(&m, 0, "follow", &k, name, NAME_LEN);
+    channel_of(name, channel, sizeof(channel));
+    int slot = slot_of(name);
+    rlock *la = rlock_get_lock(a, name);
+    rlock *lb = rlock_get_lock(b, name);
+    assert_non_null(la);
+    assert_non_null(lb);
+    uint64_t tid = rlock_new_owner_id();
+
+    /* 1. A migration while b waits. */
+    CHECK_RC(rlock_lock(la, LONG_LEASE_MS), "holder's lock");
+    rlock_future *fb = rlock_try_lock_async(lb, WAITER_WAIT_MS, LONG_LEASE_MS, tid);
+    assert_non_null(fb);
+    if (!until_shard_subscribed(m.node[0], channel, NULL, 5000)) {
+        fail_msg("no SSUBSCRIBE to %s on port %d within 5 s", channel, m.node[0]->port);
+    }
+    assert_int_equal(rt_cluster_migrate_slot(cl, slot, m.node[1]), 0);
+    if (!until_shard_subscribed(m.node[1], channel, NULL, 10000)) {
+        fail_msg("the waiter's channel %s did not follow slot %d to port %d within 10 s", channel,
+                 slot, m.node[1]->port);
+    }
+    assert_false(rlock_future_is_done(fb));
+    int64_t t0 = rt_now_ms();
+    CHECK_RC(rlock_unlock(la), "holder's unlock after the migration");
+    expect_woken(fb, t0, "waiter after its slot migrated");
+    assert_int_equal(finish(rlock_unlock_async(lb, tid), CALL_MS, NULL), RLOCK_OK);
+
+    /* 2. A failover of the new master while b waits. */
+    CHECK_RC(rlock_lock(la, LONG_LEASE_MS), "holder's lock before the failover");
+    fb = rlock_try_lock_async(lb, WAITER_WAIT_MS, LONG_LEASE_MS, tid);
+    assert_non_null(fb);
+    if (!until_shard_subscribed(m.node[1], channel, NULL, 5000)) {
+        fail_msg("no SSUBSCRIBE to %s on port %d within 5 s", channel, m.node[1]->port);
+    }
+    assert_int_equal(rt_redis_kill(m.node[1]), 0);
+    rt_redis *promoted = rt_cluster_wait_slot_served(cl, slot, 30000);
+    assert_non_null(promoted);
+    if (!until_shard_subscribed(promoted, channel, NULL, 10000)) {
+        fail_msg("the waiter's channel %s did not follow slot %d to the promoted port %d within "
+                 "10 s",
+                 channel, slot, promoted->port);
+    }
+    /* The hold replicated before the lock call returned (WAIT). */
+    assert_int_equal(exists_on(promoted, name), 1);
+    assert_false(rlock_future_is_done(fb));
+    t0 = rt_now_ms();
+    CHECK_RC(rlock_unlock(la), "holder's unlock after the failover");
+    expect_woken(fb, t0, "waiter after its master failed over");
+    assert_int_equal(finish(rlock_unlock_async(lb, tid), CALL_MS, NULL), RLOCK_OK);
+    rlock_free(la);
+    rlock_free(lb);
+    rlock_client_destroy(b);
+    rlock_client_destroy(a);
+}
+
 /* The fair lock (three keys and a waiter's own channel), the read/write
  * lock and the fenced lock (its token key) on a name on each master: all
  * of a lock's keys share its name's slot, so each script runs whole on
@@ -1418,6 +1490,7 @@ int main(int argc, char **argv) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cluster_other_kinds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_moved_after_slot_migration, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_waiter_follows_its_slot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_master_failover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_processes_counter, setup, teardown),
