@@ -1347,27 +1347,6 @@ static void test_cluster_processes_counter(void **state) {
 #define FO_PROC_BOUND_MS 90000
 static const char fo_lock[] = "failover-counter";
 
-static long file_counter(const char *path) {
-    FILE *fp = fopen(path, "r");
-    long v = -1;
-    if (fp != NULL) {
-        if (fscanf(fp, "%ld", &v) != 1) {
-            v = -1;
-        }
-        fclose(fp);
-    }
-    return v;
-}
-
-static bool file_counter_set(const char *path, long v) {
-    FILE *fp = fopen(path, "w");
-    if (fp == NULL) {
-        return false;
-    }
-    bool ok = fprintf(fp, "%ld\n", v) > 0;
-    return fclose(fp) == 0 && ok;
-}
-
 /* A child: FO_PROC_ROUNDS increments of the counter file under the lock,
  * each a read, a pause and a write (two holders at once would lose one),
  * trying again while the lock's master is gone. The counter lives in a
@@ -1392,9 +1371,9 @@ static int failover_child(fx *f, const char *path) {
             }
             usleep(50000);
         }
-        long v = file_counter(path);
+        long v = rt_counter_file_read(path);
         usleep(FO_PROC_HOLD_US);
-        if (v < 0 || !file_counter_set(path, v + 1)) {
+        if (v < 0 || !rt_counter_file_write(path, v + 1)) {
             return 12;
         }
         /* An unlock lost with the old master leaves the hold to its
@@ -1418,7 +1397,7 @@ static void test_cluster_failover_processes_counter(void **state) {
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    assert_true(file_counter_set(path, 0));
+    assert_true(rt_counter_file_write(path, 0));
     rt_redis *owner = rt_cluster_master_of(&f->cl, (uint16_t)slot_of(fo_lock));
     assert_non_null(owner);
     pid_t pids[FO_PROCS];
@@ -1430,23 +1409,23 @@ static void test_cluster_failover_processes_counter(void **state) {
         }
     }
     int64_t until = rt_now_ms() + 30000;
-    while (file_counter(path) < FO_PROC_ROUNDS / 2 && rt_now_ms() < until) {
+    while (rt_counter_file_read(path) < FO_PROC_ROUNDS / 2 && rt_now_ms() < until) {
         rt_sleep_ms(5);
     }
-    long at_kill = file_counter(path);
+    long at_kill = rt_counter_file_read(path);
     assert_true(at_kill >= FO_PROC_ROUNDS / 2);
     int64_t t_kill = rt_now_ms();
     assert_int_equal(rt_redis_kill(owner), 0);
     /* Watch the counter: the longest pause between two increments after
      * the kill is the window the failover cost. */
-    long last = file_counter(path);
+    long last = rt_counter_file_read(path);
     int64_t t_prev = t_kill, window = -1;
     int64_t deadline = t_kill + FO_PROC_BOUND_MS;
     int left = FO_PROCS;
     int status[FO_PROCS];
     bool done[FO_PROCS] = {false};
     while (left > 0 && rt_now_ms() < deadline) {
-        long v = file_counter(path);
+        long v = rt_counter_file_read(path);
         if (v > last) {
             int64_t now = rt_now_ms();
             window = now - t_prev > window ? now - t_prev : window;
@@ -1472,7 +1451,7 @@ static void test_cluster_failover_processes_counter(void **state) {
                      WIFEXITED(status[p]) ? WEXITSTATUS(status[p]) : WTERMSIG(status[p]));
         }
     }
-    long final = file_counter(path);
+    long final = rt_counter_file_read(path);
     fprintf(stderr,
             "cluster failover with %d processes: counter %ld at the kill, %ld at the end; "
             "longest pause between increments after the kill %lld ms\n",

@@ -494,27 +494,6 @@ static void test_sentinel_unknown_master(void **state) {
 #define FO_HOLD_US 20000
 #define FO_CHILD_BOUND_MS 90000
 
-static long read_counter(const char *path) {
-    FILE *fp = fopen(path, "r");
-    long v = -1;
-    if (fp != NULL) {
-        if (fscanf(fp, "%ld", &v) != 1) {
-            v = -1;
-        }
-        fclose(fp);
-    }
-    return v;
-}
-
-static bool write_counter(const char *path, long v) {
-    FILE *fp = fopen(path, "w");
-    if (fp == NULL) {
-        return false;
-    }
-    bool ok = fprintf(fp, "%ld\n", v) > 0;
-    return fclose(fp) == 0 && ok;
-}
-
 /* A child: FO_ROUNDS increments of the counter file under the lock,
  * each a read, a pause and a write (two holders at once would lose one),
  * retrying a lock call that fails while the master is gone. Exit 0, or
@@ -537,9 +516,9 @@ static int failover_child(rt_sentinel_env *e, const char *path) {
             }
             usleep(100000);
         }
-        long v = read_counter(path);
+        long v = rt_counter_file_read(path);
         usleep(FO_HOLD_US);
-        if (v < 0 || !write_counter(path, v + 1)) {
+        if (v < 0 || !rt_counter_file_write(path, v + 1)) {
             return 12;
         }
         /* An unlock lost with the old master leaves the hold to its
@@ -561,7 +540,7 @@ static void test_sentinel_failover_processes_counter(void **state) {
     int fd = mkstemp(path);
     assert_true(fd >= 0);
     close(fd);
-    assert_true(write_counter(path, 0));
+    assert_true(rt_counter_file_write(path, 0));
     pid_t pids[FO_PROCS];
     for (int p = 0; p < FO_PROCS; p++) {
         pids[p] = fork();
@@ -571,10 +550,10 @@ static void test_sentinel_failover_processes_counter(void **state) {
         }
     }
     int64_t until = rt_now_ms() + 20000;
-    while (read_counter(path) < FO_ROUNDS / 2 && rt_now_ms() < until) {
+    while (rt_counter_file_read(path) < FO_ROUNDS / 2 && rt_now_ms() < until) {
         rt_sleep_ms(10);
     }
-    long at_kill = read_counter(path);
+    long at_kill = rt_counter_file_read(path);
     assert_true(at_kill >= FO_ROUNDS / 2);
     int old_port = e->servers[0].port;
     assert_int_equal(rt_redis_kill(&e->servers[0]), 0);
@@ -584,7 +563,7 @@ static void test_sentinel_failover_processes_counter(void **state) {
         assert_true(WIFEXITED(status));
         assert_int_equal(WEXITSTATUS(status), 0);
     }
-    long final = read_counter(path);
+    long final = rt_counter_file_read(path);
     fprintf(stderr, "failover with %d processes: counter %ld at the kill, %ld at the end\n",
             FO_PROCS, at_kill, final);
     assert_int_equal(final, FO_PROCS * FO_ROUNDS);

@@ -3,6 +3,7 @@
 #include "test_util.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <time.h>
 
 #include <ev.h>
@@ -59,4 +60,25 @@ bool rt_run_loop_until(struct ev_loop *loop, const volatile bool *flag, int64_t 
     }
     ev_timer_stop(loop, &tick);
     return *flag;
+}
+
+long rt_counter_file_read(const char *path) {
+    FILE *fp = fopen(path, "r");
+    long v = -1;
+    if (fp != NULL) {
+        if (fscanf(fp, "%ld", &v) != 1) {
+            v = -1;
+        }
+        fclose(fp);
+    }
+    return v;
+}
+
+bool rt_counter_file_write(const char *path, long v) {
+    FILE *fp = fopen(path, "w");
+    if (fp == NULL) {
+        return false;
+    }
+    bool ok = fprintf(fp, "%ld\n", v) > 0;
+    return fclose(fp) == 0 && ok;
 }

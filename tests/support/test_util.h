@@ -23,4 +23,10 @@ bool rt_wait_until(bool (*cond)(void *arg), void *arg, int64_t timeout_ms);
  */
 bool rt_run_loop_until(struct ev_loop *loop, const volatile bool *flag, int64_t timeout_ms);
 
+/* A counter kept in a file, for processes taking turns under a lock: the
+ * value, or -1 when the file cannot be read. */
+long rt_counter_file_read(const char *path);
+/* Writes v; false when the file cannot be written. */
+bool rt_counter_file_write(const char *path, long v);
+
 #endif
