@@ -189,12 +189,19 @@ static void on_message(channel_sub *sub, const redisReply *payload) {
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     (void)ac;
     const redisReply *reply = r;
+    rlock__pubsub *ps = privdata;
+    if (reply != NULL && reply->type == REDIS_REPLY_ERROR && ps->dropped != NULL &&
+        strncmp(reply->str, "MOVED ", 6) == 0) {
+        /* An SSUBSCRIBE sent by a map that was out of date: the next one
+         * moves the channel where it belongs. */
+        ps->dropped(ps->dropped_arg);
+        return;
+    }
     if (reply == NULL || reply->type != REDIS_REPLY_ARRAY || reply->elements < 3 ||
         reply->element[0]->type != REDIS_REPLY_STRING ||
         reply->element[1]->type != REDIS_REPLY_STRING) {
         return; /* a dropped connection (reported as down) or not ours */
     }
-    rlock__pubsub *ps = privdata;
     const redisReply *kind = reply->element[0];
     const redisReply *channel = reply->element[1];
     if (channel->len == ps->keepalive_len &&
