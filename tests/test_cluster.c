@@ -684,6 +684,47 @@ static void test_cluster_other_kinds(void **state) {
         CHECK_RC(rlock_unlock(fl), "fenced unlock again");
         assert_int_equal(exists_on(owner, name), 0);
         rlock_free(fl);
+
+        /* Spin: no pub/sub; the waiter's back-off retries find it free. */
+        name_on(&m, j, "spin", &k, name, sizeof(name));
+        rlock *sa = rlock_get_spin_lock(a, name);
+        rlock *sb = rlock_get_spin_lock(b, name);
+        assert_non_null(sa);
+        assert_non_null(sb);
+        CHECK_RC(rlock_lock(sa, LONG_LEASE_MS), "spin lock");
+        assert_int_equal(exists_on(owner, name), 1);
+        rlock_future *sw = rlock_try_lock_async(sb, WAITER_WAIT_MS, LONG_LEASE_MS, tid);
+        assert_non_null(sw);
+        rt_sleep_ms(100);
+        assert_false(rlock_future_is_done(sw));
+        t0 = rt_now_ms();
+        CHECK_RC(rlock_unlock(sa), "spin unlock");
+        expect_woken(sw, t0, "spin waiter");
+        assert_int_equal(finish(rlock_unlock_async(sb, tid), CALL_MS, NULL), RLOCK_OK);
+        assert_int_equal(exists_on(owner, name), 0);
+        rlock_free(sa);
+        rlock_free(sb);
+
+        /* Faster multi-lock: one hash of fields on the group's master. */
+        name_on(&m, j, "fmulti", &k, name, sizeof(name));
+        const char *va[2] = {"x", "y"}, *vb[1] = {"y"};
+        rlock *ma = rlock_get_faster_multi_lock(a, name, va, 2);
+        rlock *mb = rlock_get_faster_multi_lock(b, name, vb, 1);
+        assert_non_null(ma);
+        assert_non_null(mb);
+        CHECK_RC(rlock_lock(ma, LONG_LEASE_MS), "faster multi-lock");
+        assert_int_equal(exists_on(owner, name), 1);
+        rlock_future *mw = rlock_try_lock_async(mb, WAITER_WAIT_MS, LONG_LEASE_MS, tid);
+        assert_non_null(mw);
+        rt_sleep_ms(100);
+        assert_false(rlock_future_is_done(mw)); /* "y" is a's */
+        t0 = rt_now_ms();
+        CHECK_RC(rlock_unlock(ma), "faster multi-lock unlock");
+        expect_woken(mw, t0, "faster multi-lock waiter");
+        assert_int_equal(finish(rlock_unlock_async(mb, tid), CALL_MS, NULL), RLOCK_OK);
+        assert_int_equal(exists_on(owner, name), 0);
+        rlock_free(ma);
+        rlock_free(mb);
     }
     rlock_client_destroy(b);
     rlock_client_destroy(a);
