@@ -9,7 +9,11 @@
  *   - paused: the driver stopped its worker during the hold or its lock call
  *     (every such pause outlasts the lease);
  *   - lost: the lost-lock callback named its owner;
- *   - lease: it took a lease and ran past it, counted from the lock call.
+ *   - lease: it took a lease and ran past it, counted from the lock call;
+ *   - failover (cluster mode only): it intersects the window of a fault
+ *     that moved the lock's slot to another master (faults.log's
+ *     "[failover]": from the kill or pause of the old master until every
+ *     live node named the new one).
  * Anything else is unexplained: two holders the library let in.
  *
  * The counter. A hold that read r and sent a SET (W record) wrote r + 1 when
@@ -27,7 +31,10 @@
  *     used. Culpable: tainted, in an explained overlap, or stale;
  * and y is then stale (it re-read a value a culpable write put back, and
  * its own write is a re-write too); otherwise it is unexplained, whatever
- * y's SET status. The pairs are judged in the order of y's GET, so that
+ * y's SET status. In cluster mode a pair that does not overlap is also
+ * explained when y's hold intersects a failover window: its GET may have
+ * been answered by the deposed master before it learnt of the failover (a
+ * stale read; README.md, "Cluster mode"). The pairs are judged in the order of y's GET, so that
  * staleness flows forward down the chain a rollback starts, through writes
  * that got no answer as well (the SET of a stale hold whose answer was lost
  * in a restart is a culpable re-write: tests/chaos/README.md, the fixture).
@@ -61,7 +68,7 @@ typedef struct hold {
     bool lost;
     int lost_reason;
     /* verdict */
-    bool paused, lease_out, tainted, overlapped, explained_overlap;
+    bool paused, lease_out, failover, tainted, overlapped, explained_overlap;
     bool stale; /* read a value a culpable write put back (see check_counter) */
 } hold;
 
@@ -276,11 +283,11 @@ static void show_hold(const char *tag, const hold *h, int64_t base) {
     fprintf(stderr,
             "    %s worker %d owner %" PRIu64
             ": call %.3f, acquired %.3f, left %.3f ms%s; read %lld, "
-            "SET %d%s%s%s\n",
+            "SET %d%s%s%s%s\n",
             tag, h->wid, h->owner, ms_since(h->cs, base), ms_since(h->a, base),
             ms_since(h->u, base), h->cut ? " (killed)" : "", h->got ? h->read : -1, h->set_status,
             h->paused ? ", paused" : "", h->lost ? ", told lost" : "",
-            h->lease_out ? ", past its lease" : "");
+            h->lease_out ? ", past its lease" : "", h->failover ? ", in a failover" : "");
 }
 
 /* Marks the taints of every hold. */
@@ -294,9 +301,20 @@ static void taint(holds *hs, const ch_fault *faults, int nfaults) {
                 h->paused = true;
             }
         }
+        for (int k = 0; k < nfaults; k++) {
+            const ch_fault *f = &faults[k];
+            if (f->failover && intersects(h->cs, h->u, f->t0, f->t1)) {
+                h->failover = true;
+            }
+        }
         h->lease_out = h->lease_ms > 0 && h->u - h->cs >= h->lease_ms * 1000000;
-        h->tainted = h->paused || h->lost || h->lease_out;
+        h->tainted = h->paused || h->lost || h->lease_out || h->failover;
     }
+}
+
+/* A taint of the hold itself, a failover window aside. */
+static bool own_taint(const hold *h) {
+    return h->paused || h->lost || h->lease_out;
 }
 
 static void find_overlaps(holds *hs, int64_t base, ch_results *out) {
@@ -320,11 +338,13 @@ static void find_overlaps(holds *hs, int64_t base, ch_results *out) {
             }
             out->overlaps++;
             o->overlapped = h->overlapped = true;
-            const hold *t = o->tainted ? o : h->tainted ? h : NULL;
-            if (t != NULL) {
+            const hold *t = own_taint(o) ? o : own_taint(h) ? h : NULL;
+            if (t != NULL || o->failover || h->failover) {
                 out->overlaps_explained++;
                 o->explained_overlap = h->explained_overlap = true;
-                if (t->paused) {
+                if (t == NULL) {
+                    out->explained_failover++;
+                } else if (t->paused) {
                     out->explained_paused++;
                 } else if (t->lost) {
                     out->explained_lost++;
@@ -477,16 +497,21 @@ static void check_counter(holds *hs, int64_t base, long long final, ch_results *
     uint64_t shown = 0;
     for (size_t i = 0; i < nd; i++) {
         hold *x = dups[i].first, *y = dups[i].second;
-        bool explained;
+        bool explained, by_failover = false;
         if (intersects(x->a, x->u, y->a, y->u)) {
             explained = x->tainted || y->tainted;
+            by_failover = explained && !own_taint(x) && !own_taint(y);
         } else {
             explained = culpable_rewrite(writers, nw, y->read, x, y);
+            if (!explained && y->failover) {
+                explained = by_failover = true; /* maybe a stale read */
+            }
         }
         out->duplicate_reads++;
         if (explained) {
             y->stale = true;
             out->lost_updates_explained++;
+            out->lost_updates_failover += by_failover;
         } else {
             out->lost_updates_unexplained++;
             if (shown++ < SHOW_MAX) {

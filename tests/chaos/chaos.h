@@ -50,6 +50,18 @@
 #define CH_GAP_MAX_MS 1500
 #define CH_HOLDER_SEARCH_MS 3000 /* how long to look for a holder to kill */
 
+/* Cluster mode (chaos --cluster, README.md "Cluster mode"). A failover
+ * takes about 5 s from a master's death (cluster-node-timeout 2000), so
+ * pauses up to 6 s of a master fail it over about half the time. */
+#define CH_CL_PAUSE_MAX_MS 6000
+#define CH_CL_DOWN_MAX_MS 2000 /* a killed master stays down after its failover */
+#define CH_CL_SERVED_MS 30000  /* bound: the slot served again, every node agreeing */
+#define CH_CL_SYNCED_MS 20000  /* bound: the slot's master has a synced replica again */
+#define CH_CL_WAIT_MS 500      /* the workers' WAIT 1 after each SET */
+#define CH_CL_PROBE_MS 500     /* a worker asking a node for CLUSTER SLOTS */
+#define CH_CL_COUNTER "{" CH_LOCK_NAME "}:counter" /* in the lock's slot */
+#define CH_CL_MAX_NODES 8
+
 /* A single future that has not completed after this is stuck. The longest
  * a healthy operation takes: a lock call cancelled after 4 s, plus an
  * acquire in flight (2 attempts x (connection wait + reply) + the retry
@@ -95,6 +107,14 @@ typedef struct ch_worker_args {
     uint64_t seed;
     const char *path; /* its record file */
     int cheat;        /* > 0: every cheat-th round skips the lock (the analysis's self-check) */
+    /* Cluster mode: seeds for the client, the nodes' ports (a worker finds
+     * the counter slot's master among them) and that slot. */
+    bool cluster;
+    const char *seeds;
+    int ports[CH_CL_MAX_NODES];
+    int nports;
+    int counter_slot;
+    const char *counter; /* the counter's key */
 } ch_worker_args;
 
 /* The worker's body, in the forked child: returns its exit code. */
@@ -108,8 +128,14 @@ enum {
     CH_F_REDIS_RESTART,   /* SIGKILL redis-server, start it again from its AOF */
     CH_F_HOLDER_KILL,     /* SIGKILL a worker that holds the lock */
     CH_F_WORKER_PAUSE,    /* SIGSTOP a worker for longer than its lease */
+    CH_F_MASTER_FAILOVER, /* cluster: SIGKILL the lock's master; restarted, it rejoins as a replica
+                           */
     CH_F_KINDS
 };
+
+/* Whether a kind is one of the mode's (redis_restart: single server only;
+ * master_failover: cluster only). */
+bool ch_kind_in_mode(int kind, bool cluster);
 
 extern const char *const ch_fault_names[CH_F_KINDS];
 
@@ -117,6 +143,11 @@ typedef struct ch_fault {
     int kind;
     int wid;        /* the worker, for CH_F_HOLDER_KILL and CH_F_WORKER_PAUSE */
     int64_t t0, t1; /* CLOCK_MONOTONIC ns: the window */
+    /* Cluster mode: the lock's slot changed master within the window (every
+     * master_failover; a redis_pause that outlasted the failure detection).
+     * faults.log marks it with "[failover]"; t1 is then when every live
+     * node, the old master included, named the new master. */
+    bool failover;
 } ch_fault;
 
 /* ---- analysis ----------------------------------------------------------- */
@@ -150,6 +181,8 @@ typedef struct ch_results {
     uint64_t overlaps, overlaps_explained, overlaps_unexplained; /* pairs of holds */
     uint64_t holds_overlapping;
     uint64_t explained_paused, explained_lost, explained_lease;
+    uint64_t explained_failover;    /* by a failover window alone (cluster mode) */
+    uint64_t lost_updates_failover; /* lost updates explained by a failover alone */
     /* the counter */
     long long final_counter;
     uint64_t lost_updates_explained, lost_updates_unexplained;
@@ -178,6 +211,7 @@ typedef struct ch_run {
     int failures;       /* workers that crashed, hit a sanitizer or exited non-zero */
     bool fatal;         /* the driver could not carry on (or read the counter) */
     int exits_expected; /* workers neither killed nor failed: each must write an X record */
+    bool cluster;       /* cluster mode: its fault kinds (ch_kind_in_mode) */
 } ch_run;
 
 /* The run's verdict: true when it passes (README.md, "The verdict"). */

@@ -2,9 +2,12 @@
  * faults at random for RLOCK_CHAOS_SECONDS, stops everything within bounds,
  * and judges the workers' records (analysis.c). See README.md.
  *
- *   chaos [--budget SECONDS]
+ *   chaos [--cluster] [--budget SECONDS]
  *   chaos --analyze DIR [--expect FILE] [--final-counter N]
  *
+ * --cluster: a Redis Cluster of three masters with a replica each instead
+ * of one server, with master failovers among the faults (README.md,
+ * "Cluster mode"; RLOCK_CHAOS_SECONDS defaults to 45 there).
  * --budget is the ctest TIMEOUT: the run is shortened to fit it. --analyze
  * judges a records directory again, without Redis or workers (replay.c). Settings
  * come from the environment: RLOCK_CHAOS_SECONDS (60), RLOCK_CHAOS_WORKERS
@@ -29,6 +32,7 @@
 #include <hiredis/hiredis.h>
 
 #include "chaos.h"
+#include "redis_cluster.h"
 #include "rlock/rlock.h"
 #include "test_util.h"
 
@@ -36,8 +40,8 @@
  * and the analysis, each bounded above. */
 #define CH_MARGIN_S 150
 
-const char *const ch_fault_names[CH_F_KINDS] = {"client_kill", "redis_pause", "redis_restart",
-                                                "holder_kill", "worker_pause"};
+const char *const ch_fault_names[CH_F_KINDS] = {"client_kill", "redis_pause",  "redis_restart",
+                                                "holder_kill", "worker_pause", "master_failover"};
 
 int64_t ch_now_ns(void) {
     struct timespec ts;
@@ -60,6 +64,13 @@ typedef struct wk {
 
 static struct {
     rt_redis redis;
+    /* cluster mode */
+    bool cluster;
+    rt_cluster cl;
+    int slot;         /* the lock's (and the counter's) */
+    char seeds[1024]; /* cluster_node_addresses */
+    int ports[CH_CL_MAX_NODES];
+    rt_redis *target; /* the driver's connection goes there: the server, or the slot's master */
     char dir[256];
     char fault_log[300];
     ch_slot *slots;
@@ -144,7 +155,13 @@ static bool spawn(int pos) {
                         .lease_ms = w->lease_ms,
                         .seed = D.seed * 31 + (uint64_t)wid + 1,
                         .path = w->path,
-                        .cheat = D.cheat};
+                        .cheat = D.cheat,
+                        .cluster = D.cluster,
+                        .seeds = D.seeds,
+                        .nports = D.cluster ? D.cl.n_nodes : 0,
+                        .counter_slot = D.slot,
+                        .counter = D.cluster ? CH_CL_COUNTER : CH_COUNTER};
+    memcpy(a.ports, D.ports, sizeof(a.ports));
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -364,7 +381,7 @@ static void drop_dc(void) {
 
 static redisReply *dcmd(const char *fmt, ...) {
     if (D.dc == NULL) {
-        D.dc = rt_redis_connect(&D.redis, 2000, true);
+        D.dc = rt_redis_connect(D.target, 2000, true);
         if (D.dc == NULL) {
             return NULL;
         }
@@ -387,7 +404,27 @@ static redisReply *dcmd(const char *fmt, ...) {
 
 /* ---- faults --------------------------------------------------------------- */
 
+/* Cluster mode: the lock slot's master, once every live node agrees on it
+ * (bounded); the driver's connection goes there from then on. NULL (and
+ * the run is fatal) when the slot is not served. */
+static rt_redis *cl_master(void) {
+    rt_redis *m = rt_cluster_wait_slot_served(&D.cl, D.slot, CH_CL_SERVED_MS);
+    if (m == NULL) {
+        say("FATAL: slot %d not served within %d ms", D.slot, CH_CL_SERVED_MS);
+        D.fatal = true;
+        return NULL;
+    }
+    if (m != D.target) {
+        drop_dc();
+        D.target = m;
+    }
+    return m;
+}
+
 static bool fault_client_kill(void) {
+    if (D.cluster && cl_master() == NULL) {
+        return false;
+    }
     redisReply *r = dcmd("CLIENT LIST");
     if (r == NULL || r->type != REDIS_REPLY_STRING) {
         if (r != NULL) {
@@ -405,6 +442,8 @@ static bool fault_client_kill(void) {
         char *id = strstr(line, "id=");
         char *name = strstr(line, " name=");
         bool ours = name != NULL && strncmp(name + 6, CH_DRIVER_NAME, strlen(CH_DRIVER_NAME)) == 0;
+        /* Cluster mode: the replica's replication link is not a worker's. */
+        ours = ours || (D.cluster && strstr(line, " flags=S ") != NULL);
         if (id == line && !ours) {
             ids[n++] = strtoll(id + 3, NULL, 10);
         }
@@ -470,6 +509,118 @@ static bool fault_redis_restart(void) {
     return true;
 }
 
+/* Waits (bounded) until master has a replica that is in sync (INFO
+ * replication: state=online), so that the next fault does not kill a
+ * master whose replica is still loading: that replica would take over
+ * with an old data set. Not fatal: the run goes on after saying so. */
+static void wait_synced(rt_redis *master) {
+    int64_t until = ch_now_ns() + (int64_t)CH_CL_SYNCED_MS * 1000000;
+    while (!D.fatal) {
+        redisReply *r = rt_redis_command(master, "INFO replication");
+        bool ok = r != NULL && r->type == REDIS_REPLY_STRING &&
+                  strstr(r->str, "role:master") != NULL && strstr(r->str, "state=online") != NULL;
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+        if (ok) {
+            return;
+        }
+        if (ch_now_ns() > until) {
+            say("master %d has no synced replica after %d ms; going on", master->port,
+                CH_CL_SYNCED_MS);
+            return;
+        }
+        dsleep(50);
+    }
+}
+
+/* Cluster mode: SIGSTOP the lock slot's master. Longer than the failure
+ * detection (about 3.5 s here), the replica takes over while it is
+ * stopped; resumed, it learns it was deposed and becomes a replica. t1 is
+ * when every live node names the slot's master again (the old one too). */
+static bool fault_cluster_pause(void) {
+    rt_redis *m = cl_master();
+    if (m == NULL) {
+        return false;
+    }
+    int old = m->port;
+    int64_t ms = rand_between(PLAN, CH_REDIS_PAUSE_MIN_MS, CH_CL_PAUSE_MAX_MS);
+    int i = fault_add(CH_F_REDIS_PAUSE, -1, ch_now_ns());
+    drop_dc();
+    if (rt_redis_pause(m) != 0) {
+        say("FATAL: cannot pause the master on port %d", old);
+        D.fatal = true;
+        return false;
+    }
+    dsleep(ms);
+    if (rt_redis_resume(m) != 0) {
+        say("FATAL: cannot resume the master on port %d", old);
+        D.fatal = true;
+        return false;
+    }
+    rt_redis *n = cl_master();
+    if (n != NULL && n == m) {
+        /* A failover may still end after the nodes agreed once. */
+        dsleep(1000);
+        n = cl_master();
+    }
+    if (n == NULL) {
+        return false;
+    }
+    D.faults[i].failover = n != m;
+    fault_done(i,
+               "master %d stopped for %" PRId64 " ms; slot %d on port %d, agreed after %.0f ms%s",
+               old, ms, D.slot, n->port, (double)(ch_now_ns() - D.faults[i].t0) / 1e6,
+               n != m ? " [failover]" : "");
+    wait_synced(n);
+    return true;
+}
+
+/* Cluster mode: SIGKILL the lock slot's master; once its replica serves
+ * the slot, 0 to 2 s later, start it again on its port with its cluster
+ * config file (rt_redis_restart keeps its dir): it rejoins as a replica of
+ * the promoted one and loads its data from it. Restarted before the
+ * failover, a master without persistence would come back empty and keep
+ * its slots: never done. t1 is when every live node, the restarted one
+ * too, names the new master. */
+static bool fault_master_failover(void) {
+    rt_redis *m = cl_master();
+    if (m == NULL) {
+        return false;
+    }
+    int old = m->port;
+    int64_t down = rand_between(PLAN, 0, CH_CL_DOWN_MAX_MS);
+    int i = fault_add(CH_F_MASTER_FAILOVER, -1, ch_now_ns());
+    drop_dc();
+    if (rt_redis_kill(m) != 0) {
+        say("FATAL: cannot kill the master on port %d", old);
+        D.fatal = true;
+        return false;
+    }
+    rt_redis *n = cl_master();
+    if (n == NULL) {
+        return false;
+    }
+    double promoted = (double)(ch_now_ns() - D.faults[i].t0) / 1e6;
+    dsleep(down);
+    if (rt_redis_restart(m) != 0) {
+        say("FATAL: cannot restart the node on port %d", old);
+        D.fatal = true;
+        return false;
+    }
+    n = cl_master();
+    if (n == NULL) {
+        return false;
+    }
+    D.faults[i].failover = true;
+    fault_done(i,
+               "master %d SIGKILLed; slot %d on port %d after %.0f ms; restarted %" PRId64
+               " ms later; all agree after %.0f ms [failover]",
+               old, D.slot, n->port, promoted, down, (double)(ch_now_ns() - D.faults[i].t0) / 1e6);
+    wait_synced(n);
+    return true;
+}
+
 static bool fault_holder_kill(void) {
     int64_t t0;
     int p = stop_a_holder(CH_HOLDER_SEARCH_MS, &t0);
@@ -518,7 +669,9 @@ static bool inject(int kind) {
     case CH_F_CLIENT_KILL:
         return fault_client_kill();
     case CH_F_REDIS_PAUSE:
-        return fault_redis_pause();
+        return D.cluster ? fault_cluster_pause() : fault_redis_pause();
+    case CH_F_MASTER_FAILOVER:
+        return fault_master_failover();
     case CH_F_REDIS_RESTART:
         return fault_redis_restart();
     case CH_F_HOLDER_KILL:
@@ -575,19 +728,23 @@ static void shuffle(int *v, int n) {
 static void fault_phase(int64_t seconds) {
     int64_t deadline = D.t0 + seconds * 1000000000LL;
     int order[CH_F_KINDS];
-    int next = CH_F_KINDS;
+    int nk = 0; /* the mode's kinds */
+    for (int k = 0; k < CH_F_KINDS; k++) {
+        nk += ch_kind_in_mode(k, D.cluster);
+    }
+    int next = nk;
     while (!D.fatal) {
         dsleep(rand_between(PLAN, CH_GAP_MIN_MS, CH_GAP_MAX_MS));
         if (ch_now_ns() >= deadline || D.fatal) {
             break;
         }
-        if (next == CH_F_KINDS) {
+        if (next == nk) {
             /* Each round injects every kind once, in a random order; kinds
              * not injected yet (a try found nothing to do) go first. */
             int n = 0, missing = 0;
             for (int pass = 0; pass < 2; pass++) {
                 for (int k = 0; k < CH_F_KINDS; k++) {
-                    if ((D.injected[k] == 0) == (pass == 0)) {
+                    if (ch_kind_in_mode(k, D.cluster) && (D.injected[k] == 0) == (pass == 0)) {
                         order[n++] = k;
                     }
                 }
@@ -596,7 +753,7 @@ static void fault_phase(int64_t seconds) {
                 }
             }
             shuffle(order, missing);
-            shuffle(order + missing, CH_F_KINDS - missing);
+            shuffle(order + missing, nk - missing);
             next = 0;
         }
         int kind = order[next++];
@@ -681,7 +838,9 @@ static void stop_phase(void) {
 }
 
 static long long final_counter(bool *ok) {
-    redisReply *r = rt_redis_command(&D.redis, "GET %s", CH_COUNTER);
+    rt_redis *m = D.cluster ? cl_master() : &D.redis;
+    redisReply *r =
+        m == NULL ? NULL : rt_redis_command(m, "GET %s", D.cluster ? CH_CL_COUNTER : CH_COUNTER);
     long long v = 0;
     *ok = r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL);
     if (*ok && r->type == REDIS_REPLY_STRING) {
@@ -716,12 +875,45 @@ static void write_run_file(long seconds, int64_t took, long long counter) {
             D.nworkers, took);
     fprintf(f, "final_counter %lld\nfatal %d\nhung_workers %d\nfailed_workers %d\n", counter,
             D.fatal ? 1 : 0, D.hung, D.failures);
+    if (D.cluster) {
+        fprintf(f, "cluster 1\n");
+    }
     fprintf(f, "# worker WID END_NS KILLED FAILED\n");
     for (int i = 0; i < D.nw; i++) {
         fprintf(f, "worker %d %" PRId64 " %d %d\n", D.w[i].wid, D.w[i].end_ns,
                 D.w[i].killed ? 1 : 0, D.w[i].failed ? 1 : 0);
     }
     fclose(f);
+}
+
+/* Cluster mode: the six nodes, the lock's slot (the counter shares it by
+ * its hash tag), the seeds. */
+static int start_cluster(void) {
+    if (rt_cluster_start(&D.cl) != 0) {
+        fprintf(stderr, "chaos: cannot start the cluster\n");
+        return -1;
+    }
+    D.slot = rt_cluster_keyslot(&D.cl, CH_LOCK_NAME, strlen(CH_LOCK_NAME));
+    int cslot = rt_cluster_keyslot(&D.cl, CH_CL_COUNTER, strlen(CH_CL_COUNTER));
+    if (D.slot < 0 || cslot != D.slot) {
+        fprintf(stderr, "chaos: the lock's slot %d is not the counter's %d\n", D.slot, cslot);
+        rt_cluster_stop(&D.cl);
+        return -1;
+    }
+    size_t len = 0;
+    for (int i = 0; i < D.cl.n_nodes && i < CH_CL_MAX_NODES; i++) {
+        D.ports[i] = D.cl.nodes[i].port;
+        len += (size_t)snprintf(D.seeds + len, sizeof(D.seeds) - len, "%s%s", i == 0 ? "" : ",",
+                                D.cl.nodes[i].address);
+    }
+    if (cl_master() == NULL) {
+        rt_cluster_stop(&D.cl);
+        return -1;
+    }
+    printf("chaos: Redis Cluster of %d nodes (%s); lock %s and counter %s in slot %d, on port %d; "
+           "records in %s\n",
+           D.cl.n_nodes, D.seeds, CH_LOCK_NAME, CH_CL_COUNTER, D.slot, D.target->port, D.dir);
+    return 0;
 }
 
 int main(int argc, char **argv) {
@@ -732,13 +924,15 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--budget") == 0 && i + 1 < argc) {
             budget = strtol(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--cluster") == 0) {
+            D.cluster = true;
         } else {
-            fprintf(stderr, "usage: chaos [--budget SECONDS]\n"
+            fprintf(stderr, "usage: chaos [--cluster] [--budget SECONDS]\n"
                             "       chaos --analyze DIR [--expect FILE] [--final-counter N]\n");
             return 2;
         }
     }
-    long seconds = env_long("RLOCK_CHAOS_SECONDS", 60, 1, 86400);
+    long seconds = env_long("RLOCK_CHAOS_SECONDS", D.cluster ? 45 : 60, 1, 86400);
     D.nworkers = (int)env_long("RLOCK_CHAOS_WORKERS", 8, 2, CH_MAX_WORKERS);
     /* The self-check: every worker skips the lock every N-th round; the run
      * must then fail with unexplained overlaps. */
@@ -776,12 +970,19 @@ int main(int argc, char **argv) {
         return 1;
     }
     snprintf(D.fault_log, sizeof(D.fault_log), "%s/faults.log", D.dir);
-    if (rt_redis_start_persistent(&D.redis, NULL) != 0) {
-        fprintf(stderr, "chaos: cannot start redis-server\n");
-        return 1;
+    if (D.cluster) {
+        if (start_cluster() != 0) {
+            return 1;
+        }
+    } else {
+        if (rt_redis_start_persistent(&D.redis, NULL) != 0) {
+            fprintf(stderr, "chaos: cannot start redis-server\n");
+            return 1;
+        }
+        D.target = &D.redis;
+        printf("chaos: redis-server at %s (appendfsync always), records in %s\n", D.redis.address,
+               D.dir);
     }
-    printf("chaos: redis-server at %s (appendfsync always), records in %s\n", D.redis.address,
-           D.dir);
     D.respawn = true;
     for (int p = 0; p < D.nworkers; p++) {
         spawn(p);
@@ -808,7 +1009,11 @@ int main(int argc, char **argv) {
         D.fatal = true;
     }
     drop_dc();
-    rt_redis_stop(&D.redis);
+    if (D.cluster) {
+        rt_cluster_stop(&D.cl);
+    } else {
+        rt_redis_stop(&D.redis);
+    }
     int64_t took = ch_now_ns() - D.t0;
     write_run_file(seconds, took, counter);
 
@@ -835,7 +1040,8 @@ int main(int argc, char **argv) {
                   .nfaults = D.nfaults,
                   .hung = D.hung,
                   .failures = D.failures,
-                  .fatal = D.fatal};
+                  .fatal = D.fatal,
+                  .cluster = D.cluster};
     memcpy(run.injected, D.injected, sizeof(run.injected));
     for (int i = 0; i < D.nw; i++) {
         run.exits_expected += !D.w[i].killed && !D.w[i].failed;

@@ -215,7 +215,11 @@ static int read_faults(replay *r) {
             }
             r->faults = v;
         }
-        r->faults[r->nfaults++] = (ch_fault){.kind = kind, .wid = wid, .t0 = t0, .t1 = t1};
+        r->faults[r->nfaults++] = (ch_fault){.kind = kind,
+                                             .wid = wid,
+                                             .t0 = t0,
+                                             .t1 = t1,
+                                             .failover = strstr(line, "[failover]") != NULL};
         r->run.injected[kind]++;
     }
     fclose(f);
@@ -275,6 +279,8 @@ static int read_run_file(replay *r) {
             r->run.hung = (int)v;
         } else if (strcmp(key, "failed_workers") == 0) {
             r->run.failures = (int)v;
+        } else if (strcmp(key, "cluster") == 0) {
+            r->run.cluster = v != 0;
         } else {
             ok = false;
         }

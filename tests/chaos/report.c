@@ -10,10 +10,14 @@
 #include "chaos.h"
 #include "rlock/rlock.h"
 
+bool ch_kind_in_mode(int kind, bool cluster) {
+    return cluster ? kind != CH_F_REDIS_RESTART : kind != CH_F_MASTER_FAILOVER;
+}
+
 static int never_injected(const ch_run *run) {
     int never = 0;
     for (int k = 0; k < CH_F_KINDS; k++) {
-        never += run->injected[k] == 0;
+        never += ch_kind_in_mode(k, run->cluster) && run->injected[k] == 0;
     }
     return never;
 }
@@ -73,8 +77,10 @@ void ch_print_report(const ch_run *run, const ch_results *res, bool pass) {
            CH_LONG_HOLD_MIN_MS, CH_LONG_HOLD_MAX_MS, res->long_holds, res->killed_holds,
            (double)res->longest_hold_ns / 1e6);
     printf("faults injected:");
-    for (int k = 0; k < CH_F_KINDS; k++) {
-        printf("%s %s %d", k == 0 ? "" : ",", ch_fault_names[k], run->injected[k]);
+    for (int k = 0, n = 0; k < CH_F_KINDS; k++) {
+        if (ch_kind_in_mode(k, run->cluster)) {
+            printf("%s %s %d", n++ == 0 ? "" : ",", ch_fault_names[k], run->injected[k]);
+        }
     }
     printf(" (%d in all)%s\n", run->nfaults, never > 0 ? "  <- a kind was never injected" : "");
     printf("overlapping holds: %" PRIu64 " pairs (%" PRIu64 " holds): explained %" PRIu64
@@ -82,6 +88,10 @@ void ch_print_report(const ch_run *run, const ch_results *res, bool pass) {
            "), unexplained %" PRIu64 "\n",
            res->overlaps, res->holds_overlapping, res->overlaps_explained, res->explained_paused,
            res->explained_lost, res->explained_lease, res->overlaps_unexplained);
+    if (run->cluster) {
+        printf("explained by a failover alone: overlaps %" PRIu64 ", lost updates %" PRIu64 "\n",
+               res->explained_failover, res->lost_updates_failover);
+    }
     printf("lost counter updates: explained %" PRIu64 ", unexplained %" PRIu64
            " (final counter %lld; counter mismatches %" PRIu64 ")\n",
            res->lost_updates_explained, res->lost_updates_unexplained, res->final_counter,
@@ -96,8 +106,10 @@ void ch_print_report(const ch_run *run, const ch_results *res, bool pass) {
     printf("{\"seed\":%" PRIu64 ",\"seconds\":%ld,\"workers\":%d,\"operations\":%" PRIu64
            ",\"faults\":{",
            run->seed, run->seconds, run->nworkers, res->completed);
-    for (int k = 0; k < CH_F_KINDS; k++) {
-        printf("%s\"%s\":%d", k == 0 ? "" : ",", ch_fault_names[k], run->injected[k]);
+    for (int k = 0, n = 0; k < CH_F_KINDS; k++) {
+        if (ch_kind_in_mode(k, run->cluster)) {
+            printf("%s\"%s\":%d", n++ == 0 ? "" : ",", ch_fault_names[k], run->injected[k]);
+        }
     }
     printf("},\"lost_lock_reports\":%" PRIu64 ",\"overlaps_explained\":%" PRIu64
            ",\"overlaps_unexplained\":%" PRIu64 ",\"lost_updates_explained\":%" PRIu64
@@ -153,6 +165,8 @@ bool ch_figure(const ch_run *run, const ch_results *res, const char *name, long 
         {"explained_paused", (long long)res->explained_paused},
         {"explained_lost", (long long)res->explained_lost},
         {"explained_lease", (long long)res->explained_lease},
+        {"explained_failover", (long long)res->explained_failover},
+        {"lost_updates_failover", (long long)res->lost_updates_failover},
         {"final_counter", res->final_counter},
         {"duplicate_reads", (long long)res->duplicate_reads},
         {"counter_mismatches", (long long)res->counter_mismatches},
@@ -162,6 +176,7 @@ bool ch_figure(const ch_run *run, const ch_results *res, const char *name, long 
         {"faults", run->nfaults},
         {"never_injected", never_injected(run)},
         {"fatal", run->fatal},
+        {"cluster", run->cluster},
         {"exits_expected", run->exits_expected},
     };
     for (size_t i = 0; i < sizeof(figures) / sizeof(figures[0]); i++) {

@@ -168,11 +168,79 @@ static void drop_data(worker *w) {
     }
 }
 
+static struct timeval ms_tv(int64_t ms) {
+    return (struct timeval){.tv_sec = (time_t)(ms / 1000), .tv_usec = (long)(ms % 1000) * 1000};
+}
+
+/* The master of slot in a CLUSTER SLOTS reply: its port, or 0. */
+static int slot_owner(const redisReply *r, int slot) {
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+        return 0;
+    }
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
+            e->element[0]->type != REDIS_REPLY_INTEGER ||
+            e->element[1]->type != REDIS_REPLY_INTEGER ||
+            e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2 ||
+            e->element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
+            continue;
+        }
+        if (e->element[0]->integer <= slot && slot <= e->element[1]->integer) {
+            return (int)e->element[2]->element[1]->integer;
+        }
+    }
+    return 0;
+}
+
+/* Cluster mode: the port of the counter slot's master, as the first node
+ * that answers (starting at a different one each time) says. A node just
+ * deposed may still name itself for a moment: a GET it answers then may be
+ * stale, which the analysis puts down to the failover window. 0: none. */
+static int counter_master(worker *w) {
+    static unsigned next;
+    for (int k = 0; k < w->a->nports; k++) {
+        int port = w->a->ports[(next + (unsigned)k) % (unsigned)w->a->nports];
+        redisContext *c = redisConnectWithTimeout("127.0.0.1", port, ms_tv(CH_CL_PROBE_MS));
+        if (c == NULL || c->err != 0 || redisSetTimeout(c, ms_tv(CH_CL_PROBE_MS)) != REDIS_OK) {
+            if (c != NULL) {
+                redisFree(c);
+            }
+            continue;
+        }
+        redisReply *r = redisCommand(c, "CLUSTER SLOTS");
+        int owner = slot_owner(r, w->a->counter_slot);
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+        redisFree(c);
+        if (owner > 0) {
+            next += (unsigned)k + 1;
+            return owner;
+        }
+    }
+    next++;
+    return 0;
+}
+
 static redisContext *data_conn(worker *w) {
     if (w->data != NULL) {
         return w->data;
     }
-    redisContext *c = rt_redis_connect(w->a->redis, CH_DATA_CONNECT_MS, true);
+    redisContext *c;
+    if (w->a->cluster) {
+        int port = counter_master(w);
+        if (port <= 0) {
+            return NULL;
+        }
+        c = redisConnectWithTimeout("127.0.0.1", port, ms_tv(CH_DATA_CONNECT_MS));
+        if (c != NULL && c->err != 0) {
+            redisFree(c);
+            c = NULL;
+        }
+    } else {
+        c = rt_redis_connect(w->a->redis, CH_DATA_CONNECT_MS, true);
+    }
     if (c == NULL) {
         return NULL;
     }
@@ -199,7 +267,7 @@ static bool data_get(worker *w, long long *value) {
     if (c == NULL) {
         return false;
     }
-    redisReply *r = redisCommand(c, "GET %s", CH_COUNTER);
+    redisReply *r = redisCommand(c, "GET %s", w->a->counter);
     bool ok = r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL);
     if (ok) {
         *value = r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
@@ -213,6 +281,38 @@ static bool data_get(worker *w, long long *value) {
     return ok;
 }
 
+/* Cluster mode: SET, then WAIT for the master's replica, pipelined. An
+ * acknowledged SET no replica confirmed (WAIT 0, or no answer to the WAIT)
+ * may be lost in a failover: it counts as no answer (-1), applied or not.
+ * A refused SET (MOVED, CLUSTERDOWN, ...) was not applied (0). */
+static int data_set_synced(worker *w, redisContext *c, long long value) {
+    redisReply *r = NULL, *wr = NULL;
+    int status = -1;
+    if (redisAppendCommand(c, "SET %s %lld", w->a->counter, value) == REDIS_OK &&
+        redisAppendCommand(c, "WAIT 1 %d", CH_CL_WAIT_MS) == REDIS_OK &&
+        redisGetReply(c, (void **)&r) == REDIS_OK && r != NULL) {
+        if (r->type != REDIS_REPLY_STATUS) {
+            status = 0;
+        } else if (redisGetReply(c, (void **)&wr) == REDIS_OK && wr != NULL &&
+                   wr->type == REDIS_REPLY_INTEGER && wr->integer >= 1) {
+            status = 1;
+        }
+    }
+    if (status == -1 && c->err == REDIS_ERR_IO && strstr(c->errstr, "temporarily") != NULL) {
+        rec(w, "T %lld\n", (long long)ch_now_ns()); /* a reply timed out */
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    if (wr != NULL) {
+        freeReplyObject(wr);
+    }
+    if (status != 1) {
+        drop_data(w); /* the WAIT's reply may still be on its way */
+    }
+    return status;
+}
+
 /* 1: acknowledged; 0: refused with an error reply (not applied); -1: no
  * reply, applied or not. */
 static int data_set(worker *w, long long value) {
@@ -220,7 +320,10 @@ static int data_set(worker *w, long long value) {
     if (c == NULL) {
         return 0; /* never sent */
     }
-    redisReply *r = redisCommand(c, "SET %s %lld", CH_COUNTER, value);
+    if (w->a->cluster) {
+        return data_set_synced(w, c, value);
+    }
+    redisReply *r = redisCommand(c, "SET %s %lld", w->a->counter, value);
     int status = r == NULL ? -1 : r->type == REDIS_REPLY_STATUS ? 1 : 0;
     if (r == NULL && c->err == REDIS_ERR_IO && strstr(c->errstr, "temporarily") != NULL) {
         rec(w, "T %lld\n", (long long)ch_now_ns()); /* the reply timed out */
@@ -365,7 +468,11 @@ int ch_worker_main(const ch_worker_args *a) {
     }
     rlock_config cfg;
     rlock_config_init(&cfg);
-    cfg.address = a->redis->address;
+    if (a->cluster) {
+        cfg.cluster_node_addresses = a->seeds;
+    } else {
+        cfg.address = a->redis->address;
+    }
     cfg.timeout_ms = CH_TIMEOUT_MS;
     cfg.retry_attempts = CH_RETRY_ATTEMPTS;
     cfg.retry_interval_ms = CH_RETRY_INTERVAL_MS;
