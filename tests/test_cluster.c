@@ -114,7 +114,7 @@ static int slot_of(const char *key) {
 }
 
 static void channel_of(const char *name, char *out, size_t cap) {
-    snprintf(out, cap, "redisson_lock__channel:{%s}", name);
+    snprintf(out, cap, "redisson_lock__channel:{%.*s}", NAME_LEN, name);
 }
 
 /* An integer reply's value; on anything else fails, naming what came. */
@@ -368,7 +368,7 @@ static void test_cluster_lock_end_to_end(void **state) {
         locks[i] = rlock_get_lock(c, names[i]);
         assert_non_null(locks[i]);
         char what[96];
-        snprintf(what, sizeof(what), "lock %s", names[i]);
+        snprintf(what, sizeof(what), "lock %.*s", NAME_LEN, names[i]);
         if (i % 2 == 0) {
             CHECK_RC(rlock_lock(locks[i], RLOCK_LEASE_WATCHDOG), what);
         } else {
@@ -403,7 +403,7 @@ static void test_cluster_lock_end_to_end(void **state) {
 
     for (int i = 0; i < E2E_NAMES; i++) {
         char what[96];
-        snprintf(what, sizeof(what), "unlock %s", names[i]);
+        snprintf(what, sizeof(what), "unlock %.*s", NAME_LEN, names[i]);
         if (i % 2 == 0) {
             CHECK_RC(rlock_unlock(locks[i]), what);
         } else {
