@@ -367,7 +367,12 @@ static int make_client(const options *o, rlock_client **out) {
     int rc = rlock_client_create(&cfg, out);
     if (rc != RLOCK_OK) {
         fprintf(stderr, "rlock: %s\n", rlock_last_error());
-        return rc == RLOCK_ERR_INVALID ? EXIT_USAGE : EXIT_SOFTWARE;
+        /* Sentinel and Cluster mode ask the servers at create: none
+         * answering is Redis unreachable. */
+        return rc == RLOCK_ERR_INVALID ? EXIT_USAGE
+               : rc == RLOCK_ERR_CONNECTION || rc == RLOCK_ERR_TIMEOUT || rc == RLOCK_ERR_REDIS
+                   ? EXIT_UNAVAILABLE
+                   : EXIT_SOFTWARE;
     }
     return 0;
 }
