@@ -1054,14 +1054,20 @@ static void print_changes(const char *name, const redisReply *was, const redisRe
     }
 }
 
-/* Reads the hash; false when Redis did not answer. A key that is not a
- * hash counts as no lock (said once). */
+/* Reads the hash; false when Redis did not answer, or answered with an
+ * error other than WRONGTYPE (e.g. MOVED: the lock's slot left this
+ * master). A key that is not a hash counts as no lock (said once). */
 static bool read_hash(redisContext *c, const char *name, redisReply **out, bool *said_type) {
     const char *argv[] = {"HGETALL", name};
     redisReply *r = redisCommandArgv(c, 2, argv, NULL);
     *out = NULL;
     if (r == NULL) {
         fprintf(stderr, "rlock: HGETALL %s: %s\n", name, c->errstr);
+        return false;
+    }
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) != 0) {
+        fprintf(stderr, "rlock: HGETALL %s: %s\n", name, r->str);
+        freeReplyObject(r);
         return false;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
