@@ -326,11 +326,20 @@ cluster)
         [ "$(owner_of "$moved")" = "$from" ] && break
     done
     [ "$(owner_of "$moved")" = "$from" ] || fail "no name served by the master at $from"
+    # A watch on the old master learns the slot left it (Redis
+    # unsubscribes it) and stops with 69.
+    "$RLOCK" watch --timeout 20000 "$moved" >"$WORK/moved.events" 2>"$WORK/moved.err" &
+    mwatcher=$!
+    wait_line "$WORK/moved.events" "$moved: not locked\$"
     slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$moved")
     to_id=$(redis-cli -p "$to" CLUSTER MYID)
     [ "$(redis-cli -p "$to" CLUSTER SETSLOT "$slot" NODE "$to_id")" = OK ] &&
         [ "$(redis-cli -p "$from" CLUSTER SETSLOT "$slot" NODE "$to_id")" = OK ] ||
         fail "cannot move slot $slot to the master at $to"
+    run wait "$mwatcher"
+    cat "$WORK/moved.err"
+    [ "$rc" -eq 69 ] || fail "a watch whose slot moved away exited $rc, not 69"
+    grep -q 'its slot moved to another master' "$WORK/moved.err" || fail "no word of the move"
     run "$RLOCK" status --cluster-nodes "redis://127.0.0.1:${nodes[0]}" "$moved"
     [ "$rc" -eq 1 ] || fail "status of a lock whose slot just moved gave $rc, not 1"
     "$RLOCK" exec "$moved" -- sh -c "redis-cli -p $to EXISTS '$moved' >'$WORK/moved'"
