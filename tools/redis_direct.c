@@ -249,3 +249,204 @@ int cli_sentinel_master(const char *sentinels, const char *master_name, const ch
     free(list);
     return rc;
 }
+
+/* ---- Redis Cluster --------------------------------------------------------- */
+
+/* The seed s as the address to connect to: its own user:password@ if it
+ * has one, else address's; its host and port; no db (a cluster has only
+ * db 0). */
+static int seed_address(const char *s, const char *address, char *out, size_t outlen) {
+    const char *rest = s + 8; /* validated by the library: redis:// */
+    const char *end = NULL, *at = NULL;
+    split_userinfo(rest, &end, &at);
+    const char *hostport = at != NULL ? at + 1 : rest;
+    int userinfo = 0;
+    const char *from = rest;
+    if (at != NULL) {
+        userinfo = (int)(at - rest + 1);
+    } else {
+        const char *arest = address + 8, *aend = NULL, *aat = NULL;
+        split_userinfo(arest, &aend, &aat);
+        userinfo = aat != NULL ? (int)(aat - arest + 1) : 0;
+        from = arest;
+    }
+    int n =
+        snprintf(out, outlen, "redis://%.*s%.*s", userinfo, from, (int)(end - hostport), hostport);
+    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+}
+
+/* Asks the node c (reached as node) for key's slot and the master that
+ * serves it: writes the master's host and port. 0, or -1 with a reason. */
+static int slot_master(redisContext *c, const char *node, const char *key, long long *slot,
+                       char *host, size_t hostlen, char *port, size_t portlen, char *err,
+                       size_t errlen) {
+    const char *keyslot[] = {"CLUSTER", "KEYSLOT", key};
+    redisReply *r = redisCommandArgv(c, 3, keyslot, NULL);
+    if (r == NULL || r->type != REDIS_REPLY_INTEGER) {
+        snprintf(err, errlen, "cluster node %s: CLUSTER KEYSLOT: %s", node,
+                 r == NULL                      ? c->errstr
+                 : r->type == REDIS_REPLY_ERROR ? r->str
+                                                : "unexpected reply");
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+        return -1;
+    }
+    *slot = r->integer;
+    freeReplyObject(r);
+    r = redisCommand(c, "CLUSTER SLOTS");
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "cluster node %s: CLUSTER SLOTS: %s", node,
+                 r == NULL                      ? c->errstr
+                 : r->type == REDIS_REPLY_ERROR ? r->str
+                                                : "unexpected reply");
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+        return -1;
+    }
+    /* [[start, end, [host, port, id, ...] (the master), replicas...], ...] */
+    int rc = -1;
+    for (size_t i = 0; i < r->elements && rc != 0; i++) {
+        const redisReply *range = r->element[i];
+        if (range->type != REDIS_REPLY_ARRAY || range->elements < 3 ||
+            range->element[0]->type != REDIS_REPLY_INTEGER ||
+            range->element[1]->type != REDIS_REPLY_INTEGER || *slot < range->element[0]->integer ||
+            *slot > range->element[1]->integer) {
+            continue;
+        }
+        const redisReply *m = range->element[2];
+        if (m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
+            m->element[0]->type != REDIS_REPLY_STRING ||
+            m->element[1]->type != REDIS_REPLY_INTEGER) {
+            continue;
+        }
+        /* "" or "?": the node does not know the master's endpoint; Redis
+         * means the node asked. */
+        const char *h = m->element[0]->str;
+        if (*h == '\0' || strcmp(h, "?") == 0) {
+            h = c->tcp.host != NULL ? c->tcp.host : "";
+        }
+        snprintf(host, hostlen, "%s", h);
+        snprintf(port, portlen, "%lld", m->element[1]->integer);
+        rc = 0;
+    }
+    if (rc != 0) {
+        snprintf(err, errlen, "cluster node %s: no master serves slot %lld (of \"%s\")", node,
+                 *slot, key);
+    }
+    freeReplyObject(r);
+    return rc;
+}
+
+/* Connects to the master at address and asks EXISTS key: 0 when it
+ * serves key's slot; 1 with the master a MOVED reply names in host and
+ * port; -1 with a reason. */
+static int check_master(const char *address, const char *key, char *host, size_t hostlen,
+                        char *port, size_t portlen, char *err, size_t errlen) {
+    char why[256];
+    redisContext *c = cli_direct_connect(address, NULL, 2000, why, sizeof why);
+    if (c == NULL) {
+        snprintf(err, errlen, "the master serving \"%s\": %s", key, why);
+        return -1;
+    }
+    const char *exists[] = {"EXISTS", key};
+    redisReply *r = redisCommandArgv(c, 2, exists, NULL);
+    int rc = -1;
+    if (r == NULL) {
+        snprintf(err, errlen, "the master serving \"%s\": EXISTS: %s", key, c->errstr);
+    } else if (r->type == REDIS_REPLY_INTEGER) {
+        rc = 0;
+    } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "MOVED ", 6) == 0) {
+        /* "MOVED <slot> <host>:<port>", the host empty when Redis does not
+         * know it: the node asked's. */
+        const char *target = strchr(r->str + 6, ' ');
+        const char *colon = target != NULL ? strrchr(target, ':') : NULL;
+        if (colon == NULL) {
+            snprintf(err, errlen, "the master serving \"%s\": EXISTS: %s", key, r->str);
+        } else {
+            target++;
+            if (colon == target) {
+                snprintf(host, hostlen, "%s", c->tcp.host != NULL ? c->tcp.host : "");
+            } else {
+                snprintf(host, hostlen, "%.*s", (int)(colon - target), target);
+            }
+            snprintf(port, portlen, "%s", colon + 1);
+            rc = 1;
+        }
+    } else if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "ASK ", 4) == 0) {
+        snprintf(err, errlen,
+                 "the slot of \"%s\" is being migrated to another master (%s): try again when "
+                 "the migration is done",
+                 key, r->str);
+    } else {
+        snprintf(err, errlen, "the master serving \"%s\": EXISTS: %s", key,
+                 r->type == REDIS_REPLY_ERROR ? r->str : "unexpected reply");
+    }
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return rc;
+}
+
+int cli_cluster_master(const char *nodes, const char *key, const char *address, char *out,
+                       size_t outlen, char *err, size_t errlen) {
+    if (strncmp(address, "redis://", 8) != 0) {
+        snprintf(err, errlen,
+                 "with --cluster-nodes, --address gives only the nodes' user and password: "
+                 "use redis://[[user]:password@]host, not \"%s\"",
+                 address);
+        return -1;
+    }
+    char *list = strdup(nodes);
+    if (list == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(err, errlen, "no cluster node given");
+    int rc = -1;
+    char host[256], port[16];
+    long long slot = -1;
+    char *save = NULL;
+    for (char *s = strtok_r(list, ",", &save); s != NULL && rc != 0;
+         s = strtok_r(NULL, ",", &save)) {
+        while (*s == ' ' || *s == '\t') {
+            s++;
+        }
+        for (char *e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t'); e--) {
+            e[-1] = '\0';
+        }
+        char seed[512], why[256];
+        if (strncmp(s, "redis://", 8) != 0 || seed_address(s, address, seed, sizeof seed) != 0) {
+            snprintf(err, errlen, "cluster node \"%s\": not a redis://host:port address", s);
+            continue;
+        }
+        redisContext *c = cli_direct_connect(seed, NULL, 2000, why, sizeof why);
+        if (c == NULL) {
+            snprintf(err, errlen, "cluster node %s: %s", s, why);
+            continue;
+        }
+        rc = slot_master(c, s, key, &slot, host, sizeof host, port, sizeof port, err, errlen);
+        redisFree(c);
+    }
+    free(list);
+    if (rc != 0) {
+        return -1;
+    }
+    /* The map may have changed since: the master says so with MOVED,
+     * which is followed once. */
+    for (int hop = 0; hop < 2; hop++) {
+        if (with_host(address, host, port, out, outlen, err, errlen) != 0) {
+            return -1;
+        }
+        rc = check_master(out, key, host, sizeof host, port, sizeof port, err, errlen);
+        if (rc <= 0) {
+            return rc;
+        }
+    }
+    snprintf(err, errlen,
+             "slot %lld (of \"%s\") moved twice while rlock looked for its master: try again", slot,
+             key);
+    return -1;
+}

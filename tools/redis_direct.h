@@ -25,4 +25,17 @@ redisContext *cli_direct_connect(const char *address, const cli_tls *tls, int ti
 int cli_sentinel_master(const char *sentinels, const char *master_name, const char *address,
                         char *out, size_t outlen, char *err, size_t errlen);
 
+/* Redis Cluster: asks the nodes (comma-separated redis:// addresses, as
+ * rlock_config.cluster_node_addresses) in turn which slot key is in
+ * (CLUSTER KEYSLOT) and which master serves it (CLUSTER SLOTS), until one
+ * answers both. A node's own user:password@ is used for it, else
+ * address's. Then checks with EXISTS key on that master that it serves
+ * the slot now, and follows one MOVED reply (the map changed in between)
+ * to the master it names. Writes address (a redis:// address: its user
+ * and password are kept) with the master's host and port into out. 0, or
+ * -1 with a reason in err (one that names --address when the address,
+ * not the cluster, is wrong). */
+int cli_cluster_master(const char *nodes, const char *key, const char *address, char *out,
+                       size_t outlen, char *err, size_t errlen);
+
 #endif

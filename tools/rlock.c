@@ -94,6 +94,10 @@ static const char usage_text[] =
     "  --sentinels ADDRS     the sentinels, comma-separated redis:// addresses\n"
     "                        (default $RLOCK_SENTINELS); one that answers is\n"
     "                        enough\n"
+    "  --cluster-nodes ADDRS Redis Cluster: some of its nodes, comma-separated\n"
+    "                        redis:// addresses (default $RLOCK_CLUSTER_NODES);\n"
+    "                        one that answers is enough; --address then gives\n"
+    "                        only their user and password (no TLS yet)\n"
     "  --client-name NAME    CLIENT SETNAME for exec's connections\n"
     "  --tls-ca FILE         rediss://: the CA certificates (PEM) the server's\n"
     "                        must chain to (default $RLOCK_TLS_CA, else the\n"
@@ -131,10 +135,13 @@ typedef struct options {
     const char *address;
     const char *master_name; /* Sentinel mode, with sentinels */
     const char *sentinels;
+    const char *cluster_nodes; /* Redis Cluster mode */
     const char *client_name;
     const char *tls_ca, *tls_cert, *tls_key; /* rediss:// */
     bool tls_insecure;
-    char master_address[512]; /* status, unlock, watch: the master the sentinels name */
+    /* status, unlock, watch: the master the sentinels name, or the one
+     * serving the lock's slot in a cluster */
+    char master_address[512];
     bool has_wait;
     int64_t wait_ms;
     int64_t lease_ms; /* RLOCK_LEASE_WATCHDOG by default */
@@ -165,6 +172,46 @@ static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out
     return true;
 }
 
+static bool given(const char *s) {
+    return s != NULL && *s != '\0';
+}
+
+/* Redis Cluster's settings: no TLS (the library refuses rediss:// with
+ * Cluster), a redis:// --address for the nodes' user and password, and
+ * what the library checks (the nodes' addresses, no db). 0 or EXIT_USAGE. */
+static int check_cluster(const options *o) {
+    const char *tls = strncmp(o->address, "rediss://", 9) == 0        ? "a rediss:// --address"
+                      : strstr(o->cluster_nodes, "rediss://") != NULL ? "a rediss:// node"
+                      : given(o->tls_ca)                              ? "--tls-ca ($RLOCK_TLS_CA)"
+                      : given(o->tls_cert) ? "--tls-cert ($RLOCK_TLS_CERT)"
+                      : given(o->tls_key)  ? "--tls-key ($RLOCK_TLS_KEY)"
+                      : o->tls_insecure    ? "--tls-insecure"
+                                           : NULL;
+    if (tls != NULL) {
+        fprintf(stderr,
+                "rlock: TLS is not supported with Redis Cluster (--cluster-nodes) yet: "
+                "%s was given\nTry 'rlock --help'.\n",
+                tls);
+        return EXIT_USAGE;
+    }
+    if (strncmp(o->address, "redis://", 8) != 0) {
+        fprintf(stderr,
+                "rlock: with --cluster-nodes, --address gives only the nodes' user and "
+                "password: use redis://[[user]:password@]host, not \"%s\"\n",
+                o->address);
+        return EXIT_USAGE;
+    }
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    cfg.address = o->address;
+    cfg.cluster_node_addresses = o->cluster_nodes;
+    if (rlock_config_validate(&cfg) != RLOCK_OK) {
+        fprintf(stderr, "rlock: %s\n", rlock_last_error());
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* Parses argv[first..] for command cmd ("exec", "status", "unlock", "watch");
  * address: one given before the command, or NULL. Returns 0, -1 after
  * --help, or an exit status. */
@@ -178,6 +225,7 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
     }
     o->master_name = getenv("RLOCK_MASTER_NAME");
     o->sentinels = getenv("RLOCK_SENTINELS");
+    o->cluster_nodes = getenv("RLOCK_CLUSTER_NODES");
     o->tls_ca = getenv("RLOCK_TLS_CA");
     o->tls_cert = getenv("RLOCK_TLS_CERT");
     o->tls_key = getenv("RLOCK_TLS_KEY");
@@ -240,6 +288,8 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
             o->master_name = value;
         } else if (strcmp(opt, "--sentinels") == 0) {
             o->sentinels = value;
+        } else if (strcmp(opt, "--cluster-nodes") == 0) {
+            o->cluster_nodes = value;
         } else if (strcmp(opt, "--client-name") == 0) {
             o->client_name = value;
         } else if (strcmp(opt, "--tls-ca") == 0) {
@@ -325,6 +375,22 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
     if (o->master_name != NULL && *o->master_name == '\0') {
         o->master_name = NULL;
     }
+    if (o->cluster_nodes != NULL && *o->cluster_nodes == '\0') {
+        o->cluster_nodes = NULL;
+    }
+    if (o->cluster_nodes != NULL && o->master_name != NULL) {
+        usage_error("--cluster-nodes (Redis Cluster) and --master-name (Redis Sentinel) do not "
+                    "go together: choose one (is $RLOCK_CLUSTER_NODES or $RLOCK_MASTER_NAME "
+                    "set?)%s",
+                    "");
+        return EXIT_USAGE;
+    }
+    if (o->cluster_nodes != NULL) {
+        int code = check_cluster(o);
+        if (code != 0) {
+            return code;
+        }
+    }
     if (o->master_name != NULL && (o->sentinels == NULL || *o->sentinels == '\0')) {
         usage_error("--master-name needs --sentinels (or $RLOCK_SENTINELS)%s", "");
         return EXIT_USAGE;
@@ -335,6 +401,17 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
         char err[512];
         if (cli_sentinel_master(o->sentinels, o->master_name, o->address, o->master_address,
                                 sizeof o->master_address, err, sizeof err) != 0) {
+            fprintf(stderr, "rlock: %s\n", err);
+            return strstr(err, "--address") != NULL ? EXIT_USAGE : EXIT_UNAVAILABLE;
+        }
+        o->address = o->master_address;
+    }
+    if (o->cluster_nodes != NULL && !is_exec) {
+        /* status, unlock and watch read the lock on plain connections: to
+         * the master serving its slot now. */
+        char err[512];
+        if (cli_cluster_master(o->cluster_nodes, o->name, o->address, o->master_address,
+                               sizeof o->master_address, err, sizeof err) != 0) {
             fprintf(stderr, "rlock: %s\n", err);
             return strstr(err, "--address") != NULL ? EXIT_USAGE : EXIT_UNAVAILABLE;
         }
@@ -361,13 +438,23 @@ static int make_client(const options *o, rlock_client **out) {
          * one sentinel that answers is enough. */
         cfg.check_sentinels_list = 0;
     }
+    if (o->cluster_nodes != NULL) {
+        cfg.cluster_node_addresses = o->cluster_nodes;
+        /* Likewise: this one lock's slot matters, not every slot. */
+        cfg.check_slots_coverage = 0;
+    }
     if (o->watchdog_ms > 0) {
         cfg.lock_watchdog_timeout_ms = o->watchdog_ms;
     }
     int rc = rlock_client_create(&cfg, out);
     if (rc != RLOCK_OK) {
         fprintf(stderr, "rlock: %s\n", rlock_last_error());
-        return rc == RLOCK_ERR_INVALID ? EXIT_USAGE : EXIT_SOFTWARE;
+        /* Sentinel and Cluster mode ask the servers at create: none
+         * answering is Redis unreachable. */
+        return rc == RLOCK_ERR_INVALID ? EXIT_USAGE
+               : rc == RLOCK_ERR_CONNECTION || rc == RLOCK_ERR_TIMEOUT || rc == RLOCK_ERR_REDIS
+                   ? EXIT_UNAVAILABLE
+                   : EXIT_SOFTWARE;
     }
     return 0;
 }
@@ -1049,14 +1136,20 @@ static void print_changes(const char *name, const redisReply *was, const redisRe
     }
 }
 
-/* Reads the hash; false when Redis did not answer. A key that is not a
- * hash counts as no lock (said once). */
+/* Reads the hash; false when Redis did not answer, or answered with an
+ * error other than WRONGTYPE (e.g. MOVED: the lock's slot left this
+ * master). A key that is not a hash counts as no lock (said once). */
 static bool read_hash(redisContext *c, const char *name, redisReply **out, bool *said_type) {
     const char *argv[] = {"HGETALL", name};
     redisReply *r = redisCommandArgv(c, 2, argv, NULL);
     *out = NULL;
     if (r == NULL) {
         fprintf(stderr, "rlock: HGETALL %s: %s\n", name, c->errstr);
+        return false;
+    }
+    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) != 0) {
+        fprintf(stderr, "rlock: HGETALL %s: %s\n", name, r->str);
+        freeReplyObject(r);
         return false;
     }
     if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
@@ -1090,28 +1183,35 @@ static char *fair_pattern(const char *name) {
 }
 
 /* Sends SUBSCRIBE and PSUBSCRIBE and waits for their three confirmations,
- * so no unlock published after this returns is missed. */
-static bool subscribe_all(redisContext *c, const char *name) {
+ * so no unlock published after this returns is missed. In a cluster
+ * (sharded), where the unlocks SPUBLISH: SSUBSCRIBE to the two channels,
+ * on the master serving their slot, the lock's; sharded pub/sub has no
+ * patterns, so a fair lock's per-waiter channels are not listened to. */
+static bool subscribe_all(redisContext *c, const char *name, bool sharded) {
     char *lock_channel = prefixed("redisson_lock__channel", name);
     char *rw_channel = prefixed("redisson_rwlock", name);
     char *pattern = fair_pattern(name);
     bool ok = false;
     if (lock_channel != NULL && rw_channel != NULL && pattern != NULL) {
-        const char *sub[] = {"SUBSCRIBE", lock_channel, rw_channel};
+        const char *sub[] = {sharded ? "SSUBSCRIBE" : "SUBSCRIBE", lock_channel, rw_channel};
         const char *psub[] = {"PSUBSCRIBE", pattern};
         ok = redisAppendCommandArgv(c, 3, sub, NULL) == REDIS_OK &&
-             redisAppendCommandArgv(c, 2, psub, NULL) == REDIS_OK;
-        for (int i = 0; ok && i < 3; i++) {
+             (sharded || redisAppendCommandArgv(c, 2, psub, NULL) == REDIS_OK);
+        char why[256] = "unexpected reply";
+        for (int i = 0; ok && i < (sharded ? 2 : 3); i++) {
             void *reply = NULL;
             ok = redisGetReply(c, &reply) == REDIS_OK && reply != NULL &&
                  ((redisReply *)reply)->type == REDIS_REPLY_ARRAY;
+            if (reply != NULL && ((redisReply *)reply)->type == REDIS_REPLY_ERROR) {
+                snprintf(why, sizeof why, "%s", ((redisReply *)reply)->str);
+            }
             if (reply != NULL) {
                 freeReplyObject(reply);
             }
         }
         if (!ok) {
             fprintf(stderr, "rlock: cannot subscribe to %s's channels: %s\n", name,
-                    c->err ? c->errstr : "unexpected reply");
+                    c->err ? c->errstr : why);
         }
     }
     free(lock_channel);
@@ -1120,17 +1220,24 @@ static bool subscribe_all(redisContext *c, const char *name) {
     return ok;
 }
 
-/* Prints the pub/sub messages hiredis has read; true when there was one. */
-static bool print_messages(redisContext *c, const char *name) {
+/* Prints the pub/sub messages hiredis has read; true when there was one.
+ * *dropped: Redis unsubscribed us from a sharded channel (it does when the
+ * channel's slot leaves the master). */
+static bool print_messages(redisContext *c, const char *name, bool *dropped) {
     bool any = false;
     void *reply = NULL;
     while (redisGetReplyFromReader(c, &reply) == REDIS_OK && reply != NULL) {
         const redisReply *r = reply;
-        /* ["message", channel, payload] or ["pmessage", pattern, channel, payload] */
+        /* ["message", channel, payload], ["smessage", channel, payload] or
+         * ["pmessage", pattern, channel, payload] */
         if (r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
             r->element[0]->type == REDIS_REPLY_STRING) {
             bool pmessage = strcmp(r->element[0]->str, "pmessage") == 0;
-            if (pmessage || strcmp(r->element[0]->str, "message") == 0) {
+            if (strcmp(r->element[0]->str, "sunsubscribe") == 0) {
+                *dropped = true;
+            }
+            if (pmessage || strcmp(r->element[0]->str, "message") == 0 ||
+                strcmp(r->element[0]->str, "smessage") == 0) {
                 size_t at = pmessage ? 2 : 1;
                 if (at + 1 < r->elements) {
                     const redisReply *channel = r->element[at], *payload = r->element[at + 1];
@@ -1172,7 +1279,7 @@ static int cmd_watch(const options *o) {
 
     redisContext *sub = direct(o);
     redisContext *reads = sub != NULL ? direct(o) : NULL;
-    if (reads == NULL || !subscribe_all(sub, o->name)) {
+    if (reads == NULL || !subscribe_all(sub, o->name, o->cluster_nodes != NULL)) {
         if (sub != NULL) {
             redisFree(sub);
         }
@@ -1193,7 +1300,16 @@ static int cmd_watch(const options *o) {
     int64_t deadline = o->timeout_ms >= 0 ? now + o->timeout_ms : INT64_MAX;
     int64_t next_read = now + o->interval_ms;
     while (watch_stopped_by == 0) {
-        bool messages = print_messages(sub, o->name);
+        bool dropped = false;
+        bool messages = print_messages(sub, o->name, &dropped);
+        if (dropped) {
+            fprintf(stderr,
+                    "rlock: %s unsubscribed rlock from %s's channels: its slot moved to another "
+                    "master; run rlock watch again\n",
+                    o->address, o->name);
+            code = EXIT_UNAVAILABLE;
+            break;
+        }
         now = monotonic_ms();
         if (messages || now >= next_read) {
             redisReply *cur = NULL;

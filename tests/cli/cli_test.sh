@@ -212,6 +212,156 @@ sentinel)
     run env -u RLOCK_SENTINELS "$RLOCK" status cli:sent
     [ "$rc" -eq 64 ] || fail "--master-name without sentinels gave $rc, not 64"
     ;;
+cluster)
+    # Three cluster-enabled servers of the case's own, a master each (no
+    # replicas, to keep it light): every command finds the lock's master
+    # from the nodes it is given, the first of which does not serve it.
+    nodes=()
+    node_pids=()
+    stop_nodes() {
+        kill "${node_pids[@]}" 2>/dev/null || true
+        for pid in "${node_pids[@]}"; do # bounded: SIGTERM, then SIGKILL after 5 s
+            for _ in $(seq 50); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+            done
+            kill -KILL "$pid" 2>/dev/null || true
+        done
+    }
+    trap 'stop_nodes; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+    for n in 1 2 3; do
+        up=0
+        for _ in 1 2 3 4 5; do # a free port, and a free bus port (port + 10000)
+            p=$((20000 + RANDOM % 25000))
+            redis-cli -p "$p" PING >/dev/null 2>&1 && continue
+            (: <>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null && continue
+            mkdir -p "$WORK/node$p"
+            redis-server --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
+                --cluster-config-file "nodes-$p.conf" --dir "$WORK/node$p" --save '' \
+                --appendonly no >"$WORK/node$p.log" 2>&1 &
+            node_pids+=($!)
+            answers() { [ "$(redis-cli -p "$p" PING 2>/dev/null)" = PONG ]; }
+            retry 50 answers && up=1 && break
+        done
+        [ "$up" = 1 ] || fail "cluster node $n did not start: $(cat "$WORK/node$p.log")"
+        nodes+=("$p")
+    done
+    timeout 30 redis-cli --cluster create "127.0.0.1:${nodes[0]}" "127.0.0.1:${nodes[1]}" \
+        "127.0.0.1:${nodes[2]}" --cluster-yes >"$WORK/create.log" 2>&1 ||
+        fail "redis-cli --cluster create: $(cat "$WORK/create.log")"
+    cluster_ok() {
+        for p in "${nodes[@]}"; do
+            redis-cli -p "$p" CLUSTER INFO | grep -q '^cluster_state:ok' || return 1
+        done
+    }
+    retry 100 cluster_ok || fail "the cluster never reached cluster_state:ok"
+    # The port of the master serving key $1: the node that answers EXISTS
+    # (the others answer MOVED).
+    owner_of() {
+        for p in "${nodes[@]}"; do
+            [ "$(redis-cli -p "$p" EXISTS "$1" 2>/dev/null || true)" = 0 ] && echo "$p" && return
+        done
+        return 0
+    }
+    # A name whose slot the first node given does not serve.
+    for i in $(seq 20); do
+        name="cli:cluster:$i"
+        owner=$(owner_of "$name")
+        [ -n "$owner" ] && [ "$owner" != "${nodes[0]}" ] && break
+    done
+    [ -n "$owner" ] && [ "$owner" != "${nodes[0]}" ] || fail "no name served by another master"
+    echo "$name is on the master at port $owner; nodes given: ${nodes[*]}"
+    export RLOCK_CLUSTER_NODES="redis://127.0.0.1:${nodes[0]},redis://127.0.0.1:${nodes[1]}"
+    RLOCK_CLUSTER_NODES+=",redis://127.0.0.1:${nodes[2]}"
+
+    run "$RLOCK" status "$name"
+    [ "$rc" -eq 1 ] || fail "a free lock's status in the cluster is $rc, not 1"
+    "$RLOCK" watch --timeout 20000 "$name" >"$WORK/events" 2>"$WORK/watch.err" &
+    watcher=$!
+    wait_line "$WORK/events" "$name: not locked\$"
+    # A short watchdog timeout, so the renewal finds the lock gone quickly.
+    "$RLOCK" exec --watchdog-timeout 900 --kill-on-lost "$name" -- sleep 30 \
+        2>"$WORK/stderr" &
+    holder=$!
+    wait_locked "$name"
+    [ "$(redis-cli -p "$owner" EXISTS "$name")" = 1 ] || fail "the lock is not on its master"
+    "$RLOCK" status "$name" | tee "$WORK/text"
+    grep -q "^$name: locked\$" "$WORK/text" || fail "status in the cluster does not say locked"
+    grep -Eq '^  holder [0-9a-f-]{36}:[0-9]+: 1 hold$' "$WORK/text" || fail "no holder line"
+    "$RLOCK" status --json "$name" >"$WORK/json"
+    grep -q '"locked":true' "$WORK/json" || fail "json: not locked"
+    # The first node given unreachable: the next one answers.
+    RLOCK_CLUSTER_NODES="redis://127.0.0.1:1,redis://127.0.0.1:${nodes[0]}" \
+        "$RLOCK" status "$name" >"$WORK/text2" || true
+    grep -q "^$name: locked\$" "$WORK/text2" || fail "status with an unreachable first node"
+    wait_line "$WORK/events" "$name: locked by [0-9a-f-]{36}:[0-9]+ \\(1 hold\\)\$"
+    run "$RLOCK" unlock --force "$name"
+    [ "$rc" -eq 0 ] || fail "unlock --force in the cluster gave $rc, not 0"
+    run "$RLOCK" status "$name"
+    [ "$rc" -eq 1 ] || fail "still locked after unlock --force"
+    [ "$(redis-cli -p "$owner" EXISTS "$name")" = 0 ] || fail "the key is still on its master"
+    run wait "$holder"
+    cat "$WORK/stderr"
+    [ "$rc" -eq 143 ] || fail "the holder's command ended with $rc, not 143 (SIGTERM)"
+    # The force-unlock's message, SPUBLISHed, reached watch's SSUBSCRIBE.
+    wait_line "$WORK/events" "$name: unlock message 0 on redisson_lock__channel:\\{$name\\}\$"
+    wait_line "$WORK/events" "$name: unlocked\$"
+    kill -INT "$watcher"
+    run wait "$watcher"
+    cat "$WORK/events" "$WORK/watch.err"
+    [ "$rc" -eq 0 ] || fail "watch in the cluster stopped by SIGINT exited $rc, not 0"
+
+    # A slot given to another master: status asks a node that may not know
+    # yet (then the old master answers MOVED, followed once), and exec
+    # takes the lock at its new master. The slot goes to a master with a
+    # higher config epoch, which the other nodes then learn.
+    epoch() { redis-cli -p "$1" CLUSTER INFO | tr -d '\r' | sed -n 's/^cluster_my_epoch://p'; }
+    if [ "$(epoch "${nodes[1]}")" -lt "$(epoch "${nodes[2]}")" ]; then
+        from=${nodes[1]} to=${nodes[2]}
+    else
+        from=${nodes[2]} to=${nodes[1]}
+    fi
+    for i in $(seq 20); do
+        moved="cli:moved:$i"
+        [ "$(owner_of "$moved")" = "$from" ] && break
+    done
+    [ "$(owner_of "$moved")" = "$from" ] || fail "no name served by the master at $from"
+    # A watch on the old master learns the slot left it (Redis
+    # unsubscribes it) and stops with 69.
+    "$RLOCK" watch --timeout 20000 "$moved" >"$WORK/moved.events" 2>"$WORK/moved.err" &
+    mwatcher=$!
+    wait_line "$WORK/moved.events" "$moved: not locked\$"
+    slot=$(redis-cli -p "$from" CLUSTER KEYSLOT "$moved")
+    to_id=$(redis-cli -p "$to" CLUSTER MYID)
+    [ "$(redis-cli -p "$to" CLUSTER SETSLOT "$slot" NODE "$to_id")" = OK ] &&
+        [ "$(redis-cli -p "$from" CLUSTER SETSLOT "$slot" NODE "$to_id")" = OK ] ||
+        fail "cannot move slot $slot to the master at $to"
+    run wait "$mwatcher"
+    cat "$WORK/moved.err"
+    [ "$rc" -eq 69 ] || fail "a watch whose slot moved away exited $rc, not 69"
+    grep -q 'its slot moved to another master' "$WORK/moved.err" || fail "no word of the move"
+    run "$RLOCK" status --cluster-nodes "redis://127.0.0.1:${nodes[0]}" "$moved"
+    [ "$rc" -eq 1 ] || fail "status of a lock whose slot just moved gave $rc, not 1"
+    "$RLOCK" exec "$moved" -- sh -c "redis-cli -p $to EXISTS '$moved' >'$WORK/moved'"
+    [ "$(cat "$WORK/moved")" = 1 ] || fail "the lock is not on its slot's new master"
+
+    # Not a cluster (with_redis's own server), nobody there, bad company.
+    run "$RLOCK" status --cluster-nodes "$RLOCK_ADDRESS" "$name"
+    [ "$rc" -eq 69 ] || fail "a node with cluster support disabled gave $rc, not 69"
+    run "$RLOCK" status --cluster-nodes redis://127.0.0.1:1 "$name"
+    [ "$rc" -eq 69 ] || fail "an unreachable node gave $rc, not 69"
+    run "$RLOCK" exec --cluster-nodes redis://127.0.0.1:1 "$name" -- true
+    [ "$rc" -eq 69 ] || fail "exec with an unreachable node gave $rc, not 69"
+    run "$RLOCK" status --master-name clim --sentinels redis://127.0.0.1:1 "$name"
+    [ "$rc" -eq 64 ] || fail "--cluster-nodes with --master-name gave $rc, not 64"
+    run "$RLOCK" exec --tls-insecure "$name" -- true 2>"$WORK/tls.err"
+    cat "$WORK/tls.err"
+    [ "$rc" -eq 64 ] || fail "--cluster-nodes with --tls-insecure gave $rc, not 64"
+    grep -q 'TLS is not supported with Redis Cluster' "$WORK/tls.err" ||
+        fail "no word that TLS is not supported with Cluster"
+    run "$RLOCK" --address rediss://127.0.0.1 watch "$name"
+    [ "$rc" -eq 64 ] || fail "--cluster-nodes with a rediss:// address gave $rc, not 64"
+    ;;
 tls)
     # A TLS-only server of the case's own, with a CA and a certificate made
     # here: every command goes over rediss://.
