@@ -81,8 +81,11 @@ static int read_addr(const redisReply *n, addr_view *a, size_t entry, char *err,
     }
     const redisReply *h = n->element[0];
     const redisReply *p = n->element[1];
-    if (h->type == REDIS_REPLY_NIL) {
-        /* The node does not know its address: the one asked stands in. */
+    if (h->type == REDIS_REPLY_NIL ||
+        (h->type == REDIS_REPLY_STRING && h->len == 1 && h->str[0] == '?')) {
+        /* The node does not know its address (NULL, or "?" when a hostname
+         * is preferred and none was announced): the host asked stands in,
+         * with the port given, as Redis's cluster spec tells clients. */
         a->host = "";
         a->host_len = 0;
     } else if (h->type == REDIS_REPLY_STRING && memchr(h->str, '\0', h->len) == NULL) {

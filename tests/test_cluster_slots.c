@@ -180,7 +180,8 @@ static void test_empty_reply_covers_nothing(void **state) {
 }
 
 /* A master with two ranges is one node; replicas are kept; a NULL host
- * (Redis 7's unknown endpoint) reads as ""; Redis 7's fourth element (a
+ * (Redis 7's unknown endpoint) and "?" (a hostname preferred, none
+ * announced) read as ""; Redis 7's fourth element (a
  * map of metadata, here an empty array) is ignored; slots left out stay
  * uncovered. */
 static void test_parse_by_hand(void **state) {
@@ -190,7 +191,7 @@ static void test_parse_by_hand(void **state) {
         "*4\r\n:0\r\n:99\r\n" NODE(7000) "*4\r\n$9\r\n127.0.0.1\r\n:7003\r\n$2\r\nid\r\n*0\r\n"
                                          "*3\r\n:100\r\n:199\r\n*2\r\n$-1\r\n:7001\r\n"
                                          "*5\r\n:200\r\n:200\r\n*2\r\n$4\r\nhost\r\n:7002\r\n"
-                                         "*2\r\n$2\r\nr1\r\n:7004\r\n*2\r\n$0\r\n\r\n:7005\r\n"
+                                         "*2\r\n$1\r\n?\r\n:7004\r\n*2\r\n$0\r\n\r\n:7005\r\n"
                                          "*4\r\n:16000\r\n:16383\r\n" NODE(7000) NODE(7003);
     redisReply *r = RESP(text);
     rlock__slot_map *m = NULL;
@@ -223,7 +224,7 @@ static void test_parse_by_hand(void **state) {
     assert_non_null(c);
     assert_string_equal(c->addr.host, "host");
     assert_int_equal(c->n_replicas, 2);
-    assert_string_equal(c->replicas[0].host, "r1");
+    assert_string_equal(c->replicas[0].host, ""); /* "?": unknown, as NULL */
     assert_int_equal(c->replicas[0].port, 7004);
     assert_string_equal(c->replicas[1].host, "");
     assert_int_equal(c->replicas[1].port, 7005);
