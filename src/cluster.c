@@ -153,7 +153,7 @@ static int ask_seed(const char *item, void *arg) {
     char err[512];
     rlock__address seed, a;
     if (rlock__address_parse(item, &seed, err, sizeof(err)) != RLOCK_OK) {
-        return RLOCK_ERR_CONNECTION; /* validated: only memory fails here */
+        return RLOCK_ERR_NOMEM; /* validated: only memory fails here */
     }
     /* A seed's own user:pass@ if it has one, else the address's. */
     bool own = seed.password != NULL;

@@ -538,7 +538,7 @@ typedef struct ordered {
     uint32_t slot; /* Cluster mode's key slot, else 0 */
 } ordered;
 
-static int by_slot(const void *a, const void *b) {
+static int slot_order(const void *a, const void *b) {
     const ordered *x = a, *y = b;
     return x->slot < y->slot ? -1 : x->slot > y->slot;
 }
@@ -558,7 +558,7 @@ static ordered *round_order(const rlock__renewal *r, const rlock__name_set *t, s
         list[(*n)++] = (ordered){.e = e, .slot = r->by_slot ? rlock__key_slot(e->name, e->len) : 0};
     }
     if (r->by_slot) {
-        qsort(list, *n, sizeof(*list), by_slot);
+        qsort(list, *n, sizeof(*list), slot_order);
     }
     return list;
 }

@@ -38,6 +38,7 @@
 #include <hiredis/hiredis.h>
 
 #include "chaos.h"
+#include "redis_cluster.h"
 #include "rlock/rlock.h"
 #include "test_util.h"
 
@@ -172,27 +173,6 @@ static struct timeval ms_tv(int64_t ms) {
     return (struct timeval){.tv_sec = (time_t)(ms / 1000), .tv_usec = (long)(ms % 1000) * 1000};
 }
 
-/* The master of slot in a CLUSTER SLOTS reply: its port, or 0. */
-static int slot_owner(const redisReply *r, int slot) {
-    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
-        return 0;
-    }
-    for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *e = r->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-            e->element[0]->type != REDIS_REPLY_INTEGER ||
-            e->element[1]->type != REDIS_REPLY_INTEGER ||
-            e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2 ||
-            e->element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
-            continue;
-        }
-        if (e->element[0]->integer <= slot && slot <= e->element[1]->integer) {
-            return (int)e->element[2]->element[1]->integer;
-        }
-    }
-    return 0;
-}
-
 /* Cluster mode: the port of the counter slot's master, as the first node
  * that answers (starting at a different one each time) says. A node just
  * deposed may still name itself for a moment: a GET it answers then may be
@@ -209,7 +189,7 @@ static int counter_master(worker *w) {
             continue;
         }
         redisReply *r = redisCommand(c, "CLUSTER SLOTS");
-        int owner = slot_owner(r, w->a->counter_slot);
+        int owner = rt_cluster_reply_owner(r, w->a->counter_slot);
         if (r != NULL) {
             freeReplyObject(r);
         }

@@ -319,6 +319,24 @@ int rt_cluster_keyslot(rt_cluster *c, const char *key, size_t len) {
     return -1;
 }
 
+/* Whether e is a CLUSTER SLOTS entry: [start, end, [host, port, ...], ...]. */
+static bool entry_ok(const redisReply *e) {
+    return e->type == REDIS_REPLY_ARRAY && e->elements >= 3 &&
+           e->element[0]->type == REDIS_REPLY_INTEGER &&
+           e->element[1]->type == REDIS_REPLY_INTEGER && e->element[2]->type == REDIS_REPLY_ARRAY &&
+           e->element[2]->elements >= 2 && e->element[2]->element[1]->type == REDIS_REPLY_INTEGER;
+}
+
+int rt_cluster_reply_owner(const redisReply *r, int slot) {
+    for (size_t i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
+        const redisReply *e = r->element[i];
+        if (entry_ok(e) && e->element[0]->integer <= slot && slot <= e->element[1]->integer) {
+            return (int)e->element[2]->element[1]->integer;
+        }
+    }
+    return 0;
+}
+
 /* A CLUSTER SLOTS reply into ports (16384 entries, 0 where uncovered). */
 static bool owners_from(const redisReply *r, int *ports) {
     if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
@@ -327,11 +345,7 @@ static bool owners_from(const redisReply *r, int *ports) {
     memset(ports, 0, RT_CLUSTER_SLOTS * sizeof(*ports));
     for (size_t i = 0; i < r->elements; i++) {
         const redisReply *e = r->element[i];
-        if (e->type != REDIS_REPLY_ARRAY || e->elements < 3 ||
-            e->element[0]->type != REDIS_REPLY_INTEGER ||
-            e->element[1]->type != REDIS_REPLY_INTEGER ||
-            e->element[2]->type != REDIS_REPLY_ARRAY || e->element[2]->elements < 2 ||
-            e->element[2]->element[1]->type != REDIS_REPLY_INTEGER) {
+        if (!entry_ok(e)) {
             return false;
         }
         long long start = e->element[0]->integer, end = e->element[1]->integer;

@@ -57,6 +57,10 @@ int rt_cluster_keyslot(rt_cluster *c, const char *key, size_t len);
  * entries. 0, or -1 when no live node gave a map. */
 int rt_cluster_slot_owners(rt_cluster *c, int *ports);
 
+/* The port of the master serving slot in a CLUSTER SLOTS reply r; 0 when
+ * no well-formed entry covers it. */
+int rt_cluster_reply_owner(const redisReply *r, int slot);
+
 /* The node serving slot as master, per rt_cluster_slot_owners; NULL when
  * unknown or not one of c's nodes. */
 rt_redis *rt_cluster_master_of(rt_cluster *c, int slot);
