@@ -119,6 +119,13 @@ system)
     esac
     rm -rf "$work/b"
     unset PKG_CONFIG_PATH
+    case "$(pkg-config --variable=pcfiledir rlock)" in
+    /usr/lib/*) ;;
+    *)
+        echo "pkg-config found rlock.pc outside /usr/lib" >&2
+        exit 1
+        ;;
+    esac
     with_pkg_config
     ;;
 *)
