@@ -35,6 +35,9 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
 set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# The shared library and the command without their debugging symbols, as
+# Debian ships them (the static library keeps its own).
+set(CPACK_STRIP_FILES ON)
 
 set(CPACK_DEBIAN_LIB_PACKAGE_NAME librlock0)
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
