@@ -4,7 +4,8 @@
 # Runs doxygen, which fails on any warning (WARN_AS_ERROR in the Doxyfile):
 # an undocumented function, parameter, return value, struct field, macro or
 # typedef. Doxygen does not warn about an undocumented enum value, so this
-# then reads the XML output and fails when an enum value has no text.
+# then reads the XML output and fails when an enum value has no text, or
+# when the main page does not link to the guides.
 cmake_policy(VERSION 3.18)
 execute_process(COMMAND ${DOXYGEN} ${DOXYFILE} RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
@@ -38,4 +39,15 @@ endforeach()
 if(undocumented)
     message(FATAL_ERROR "enum values without documentation: ${undocumented}")
 endif()
+# The front page (api_mainpage.md.in) is there and leads to the guides.
+if(NOT EXISTS ${XML_DIR}/indexpage.xml)
+    message(FATAL_ERROR "the reference has no main page (${XML_DIR}/indexpage.xml)")
+endif()
+file(READ ${XML_DIR}/indexpage.xml index)
+foreach(guide recipes.md locks.md)
+    string(FIND "${index}" "${guide}" at)
+    if(at EQUAL -1)
+        message(FATAL_ERROR "the reference's main page does not link to docs/${guide}")
+    endif()
+endforeach()
 message(STATUS "doxygen: no warnings; all ${count} enum values documented")

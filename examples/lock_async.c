@@ -62,8 +62,11 @@ int main(int argc, char **argv) {
     }
     rlock *lock = rlock_get_lock(client, "example:async");
     int finished = 0;
-    request a = {.name = "request A", .owner = 1, .lock = lock, .finished = &finished};
-    request b = {.name = "request B", .owner = 2, .lock = lock, .finished = &finished};
+    /* One owner id per request, never a thread's: rlock_new_owner_id(). */
+    request a = {
+        .name = "request A", .owner = rlock_new_owner_id(), .lock = lock, .finished = &finished};
+    request b = {
+        .name = "request B", .owner = rlock_new_owner_id(), .lock = lock, .finished = &finished};
     rlock_future_on_complete(rlock_lock_async(lock, RLOCK_LEASE_WATCHDOG, a.owner), on_locked, &a);
     rlock_future_on_complete(rlock_lock_async(lock, RLOCK_LEASE_WATCHDOG, b.owner), on_locked, &b);
     while (finished < 2) {
