@@ -678,6 +678,71 @@ static void test_cluster_pubsub_auto_without_sharded(void **state) {
     check_pubsub_mode(*state, &mc);
 }
 
+/* Classic subscribers to channel on n (PUBSUB NUMSUB). */
+static long long numsub_on(rt_redis *n, const char *channel) {
+    redisReply *r = rt_redis_command(n, "PUBSUB NUMSUB %s", channel);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR) {
+        fail_msg("PUBSUB NUMSUB on port %d: %s", n->port, r->str);
+    }
+    return rt_numsub_reply(r);
+}
+
+/* OFF: a waiter's classic subscription follows its slot to another master
+ * as Redisson's reattachPubSub does (UNSUBSCRIBE on the old master,
+ * SUBSCRIBE on the new), and the holder's unlock then wakes it. Redis
+ * does not drop classic subscriptions when a slot moves, so the client
+ * must leave the old one itself. */
+static void test_cluster_classic_waiter_follows_its_slot(void **state) {
+    fx *f = *state;
+    rlock_config cfg = cluster_config(f);
+    cfg.sharded_subscription_mode = RLOCK_SHARDED_SUBSCRIPTION_OFF;
+    rlock_client *a = cluster_client(&cfg);
+    rlock_client *b = cluster_client(&cfg);
+    static masters m;
+    masters_open(&f->cl, &m);
+    masters_close(&m);
+    char name[NAME_LEN], channel[NAME_LEN + 32];
+    int k = 0;
+    name_on(&m, 0, "classic-follow", &k, name, NAME_LEN);
+    channel_of(name, channel, sizeof(channel));
+    rlock *la = rlock_get_lock(a, name);
+    rlock *lb = rlock_get_lock(b, name);
+    assert_non_null(la);
+    assert_non_null(lb);
+    uint64_t tid = rlock_new_owner_id();
+    CHECK_RC(rlock_lock(la, LONG_LEASE_MS), "holder's lock");
+    rlock_future *fb = rlock_try_lock_async(lb, WAITER_WAIT_MS, LONG_LEASE_MS, tid);
+    assert_non_null(fb);
+    int64_t deadline = rt_now_ms() + 5000;
+    while (numsub_on(m.node[0], channel) < 1) {
+        if (rt_now_ms() >= deadline) {
+            fail_msg("no SUBSCRIBE to %s on port %d within 5 s", channel, m.node[0]->port);
+        }
+        rt_sleep_ms(10);
+    }
+    assert_int_equal(rt_cluster_migrate_slot(&f->cl, slot_of(name), m.node[1]), 0);
+    deadline = rt_now_ms() + 10000;
+    while (numsub_on(m.node[1], channel) < 1 || numsub_on(m.node[0], channel) != 0) {
+        if (rt_now_ms() >= deadline) {
+            fail_msg("the waiter's channel %s did not move from port %d (%lld subscribers) to "
+                     "port %d (%lld) within 10 s",
+                     channel, m.node[0]->port, numsub_on(m.node[0], channel), m.node[1]->port,
+                     numsub_on(m.node[1], channel));
+        }
+        rt_sleep_ms(10);
+    }
+    assert_false(rlock_future_is_done(fb));
+    int64_t t0 = rt_now_ms();
+    CHECK_RC(rlock_unlock(la), "holder's unlock after the migration");
+    expect_woken(fb, t0, "classic waiter after its slot migrated");
+    assert_int_equal(finish(rlock_unlock_async(lb, tid), CALL_MS, NULL), RLOCK_OK);
+    rlock_free(la);
+    rlock_free(lb);
+    rlock_client_destroy(b);
+    rlock_client_destroy(a);
+}
+
 /* A waiter follows its channel: the slot of the lock it waits for moves to
  * another master while it waits (and, in the second half, that master is
  * then killed and its replica promoted). Redis unsubscribes the channel
@@ -1708,6 +1773,8 @@ int main(int argc, char **argv) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cluster_moved_after_slot_migration, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_waiter_follows_its_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_classic_waiter_follows_its_slot, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_cluster_master_failover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_processes_counter, setup, teardown),
