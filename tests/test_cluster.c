@@ -3,10 +3,11 @@
  * (tests/support/redis_cluster.h) in cluster_node_addresses. Locks end to
  * end on every master, checked on the master that owns each name's slot
  * with plain hiredis; waiters woken by sharded pub/sub through the owning
- * master; a slot moved by hand under a held lock (ASK while it moves,
- * MOVED after); a master SIGKILLed and its replica promoted; the settings'
- * checks; an application loop; processes counting under one lock. Every
- * wait is bounded.
+ * master, and by classic pub/sub with sharded_subscription_mode OFF (or
+ * AUTO on nodes without sharded pub/sub); a slot moved by hand under a
+ * held lock (ASK while it moves, MOVED after); a master SIGKILLed and its
+ * replica promoted; the settings' checks; an application loop; processes
+ * counting under one lock. Every wait is bounded.
  *
  * A lock called N is the hash N (src/object.c: the name is the key, no
  * hash tag added), so its slot is N's; its unlock channel is
