@@ -6,12 +6,12 @@
  * master, whose connections are the client's own (node 0).
  *
  * On the loop thread every master gets a node: a command connection with
- * its executor and a pub/sub connection with its lock entries (sharded
- * or classic pub/sub: sharded_subscription_mode, on the library's
- * stream). Each command goes to the node of
- * its first key's slot (rlock__executor_set_route): at submit, before
- * each retry, and where a MOVED or ASK answer sends it (a MOVED also
- * points the slot at the new node at once). Every scan_interval_ms, and
+ * its executor and a pub/sub connection with its lock entries (sharded or
+ * classic pub/sub, by sharded_subscription_mode, on the library's
+ * stream). Each command goes to the node of its first key's slot
+ * (rlock__executor_set_route): at submit, before each retry, and where a
+ * MOVED or ASK answer sends it (a MOVED also points the slot at the new
+ * node at once). Every scan_interval_ms, and
  * soon after a MOVED or a channel Redis unsubscribed, the map is read
  * again from a node in turn; masters new to it get a node, and channels
  * waited on move to their slot's new master (rlock__pubsub_rehome).
@@ -43,8 +43,8 @@ int rlock__cluster_validate(const rlock_config *cfg);
 int rlock__cluster_client_init(struct rlock_client *c);
 
 /* Loop thread, before the client's connections start: routes c's
- * executor, puts its pub/sub in sharded mode (unless classic), makes the other masters'
- * nodes and starts them and the scans. */
+ * executor, puts its pub/sub in sharded mode (unless classic), makes the
+ * other masters' nodes and starts them and the scans. */
 void rlock__cluster_client_start(struct rlock_client *c);
 
 /* Stops the scans, fails the nodes' commands with RLOCK_ERR_CLOSED and
