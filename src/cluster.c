@@ -59,6 +59,10 @@ struct rlock__cluster {
     size_t scan_next; /* the node asked next, in turn */
     uint64_t scans;
     bool started, closed;
+    /* Sharded pub/sub (SSUBSCRIBE, SPUBLISH), else classic: decided at
+     * create, before any lock exists, and never changed. */
+    bool sharded;
+    bool mode_known; /* AUTO: a node has answered PUBSUB SHARDNUMSUB */
 };
 
 /* ---- settings --------------------------------------------------------------- */
@@ -146,6 +150,22 @@ typedef struct first_ask {
     char why[512];
 } first_ask;
 
+/* sharded_subscription_mode AUTO, as Redisson's checkShardingSupport:
+ * sharded pub/sub when the first node that answers accepts PUBSUB
+ * SHARDNUMSUB (Redis 7), classic on an error answer. No answer at all (the
+ * connection broke) leaves it to the next node asked. */
+static void detect_sharding(rlock__cluster *cl, redisContext *ctx) {
+    if (cl->mode_known) {
+        return;
+    }
+    redisReply *r = redisCommand(ctx, "PUBSUB SHARDNUMSUB 0");
+    if (r != NULL) {
+        cl->sharded = r->type != REDIS_REPLY_ERROR;
+        cl->mode_known = true;
+        freeReplyObject(r);
+    }
+}
+
 /* Asks one seed for the map; RLOCK_OK (stops the walk) once one gave it. */
 static int ask_seed(const char *item, void *arg) {
     first_ask *q = arg;
@@ -164,6 +184,9 @@ static int ask_seed(const char *item, void *arg) {
         return rc;
     }
     redisContext *ctx = rlock__connect_sync(&c->cfg, &a, q->why, sizeof(q->why));
+    if (ctx != NULL) {
+        detect_sharding(q->cl, ctx);
+    }
     redisReply *r = ctx != NULL ? redisCommand(ctx, "CLUSTER SLOTS") : NULL;
     rc = RLOCK_ERR_CONNECTION;
     if (ctx != NULL && r == NULL) {
@@ -210,6 +233,9 @@ int rlock__cluster_client_init(rlock_client *c) {
         return RLOCK_ERR_NOMEM;
     }
     c->cfg.cluster_node_addresses = cl->seeds;
+    int mode = c->cfg.sharded_subscription_mode;
+    cl->sharded = mode != RLOCK_SHARDED_SUBSCRIPTION_OFF;
+    cl->mode_known = mode != RLOCK_SHARDED_SUBSCRIPTION_AUTO;
     first_ask q = {.cl = cl, .why = "no node given"};
     int rc = rlock__address_each(cl->seeds, ask_seed, &q);
     if (rc != FOUND && rc != RLOCK_OK) {
@@ -290,8 +316,12 @@ static void free_node(cnode *n) {
 static void set_up_parts(rlock__cluster *cl, cnode *n) {
     rlock_client *c = cl->client;
     rlock__executor_set_route(n->x, route, cl);
-    rlock__pubsub_set_sharded(n->ps, dropped, cl);
-    rlock__conn_use_stream(n->sub); /* hiredis 0.14 cannot route sharded pushes */
+    if (cl->sharded) {
+        rlock__pubsub_set_sharded(n->ps, dropped, cl);
+    }
+    /* hiredis 0.14 cannot route sharded pushes; the stream carries the
+     * classic ones as well, so both modes run on the same code. */
+    rlock__conn_use_stream(n->sub);
     rlock__executor_sync_replicas(n->x, c->cfg.slaves_sync_timeout_ms,
                                   c->cfg.check_lock_synced_slaves != 0);
 }
@@ -539,6 +569,8 @@ void rlock__cluster_client_start(rlock_client *c) {
     first->ps = c->pubsub;
     set_up_parts(cl, first);
     rlock__renewal_by_slot(c->renewal);
+    rlock__log(&c->log, RLOCK_LOG_INFO, "cluster pub/sub: %s",
+               cl->sharded ? "sharded (SSUBSCRIBE, SPUBLISH)" : "classic (SUBSCRIBE, PUBLISH)");
     cl->started = true;
     apply_map(cl, cl->first_map, cl->first_host);
     rlock__slot_map_free(cl->first_map);
@@ -628,6 +660,10 @@ void rlock__cluster_add_stats(const rlock__cluster *cl, rlock__executor_stats *x
             *reconnects += rlock__conn_reconnects(n->cmd) + rlock__conn_reconnects(n->sub);
         }
     }
+}
+
+bool rlock__cluster_sharded(const rlock__cluster *cl) {
+    return cl != NULL && cl->sharded;
 }
 
 uint64_t rlock__cluster_scans(const rlock__cluster *cl) {

@@ -6,11 +6,12 @@
  * master, whose connections are the client's own (node 0).
  *
  * On the loop thread every master gets a node: a command connection with
- * its executor and a pub/sub connection with its lock entries (sharded
- * pub/sub, on the library's stream). Each command goes to the node of
- * its first key's slot (rlock__executor_set_route): at submit, before
- * each retry, and where a MOVED or ASK answer sends it (a MOVED also
- * points the slot at the new node at once). Every scan_interval_ms, and
+ * its executor and a pub/sub connection with its lock entries (sharded or
+ * classic pub/sub, by sharded_subscription_mode, on the library's
+ * stream). Each command goes to the node of its first key's slot
+ * (rlock__executor_set_route): at submit, before each retry, and where a
+ * MOVED or ASK answer sends it (a MOVED also points the slot at the new
+ * node at once). Every scan_interval_ms, and
  * soon after a MOVED or a channel Redis unsubscribed, the map is read
  * again from a node in turn; masters new to it get a node, and channels
  * waited on move to their slot's new master (rlock__pubsub_rehome).
@@ -18,6 +19,7 @@
 #ifndef RLOCK_CLUSTER_H
 #define RLOCK_CLUSTER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -41,8 +43,8 @@ int rlock__cluster_validate(const rlock_config *cfg);
 int rlock__cluster_client_init(struct rlock_client *c);
 
 /* Loop thread, before the client's connections start: routes c's
- * executor, puts its pub/sub in sharded mode, makes the other masters'
- * nodes and starts them and the scans. */
+ * executor, puts its pub/sub in sharded mode (unless classic), makes the
+ * other masters' nodes and starts them and the scans. */
 void rlock__cluster_client_start(struct rlock_client *c);
 
 /* Stops the scans, fails the nodes' commands with RLOCK_ERR_CLOSED and
@@ -62,6 +64,11 @@ rlock__pubsub *rlock__cluster_pubsub(rlock__cluster *cl, const char *channel, si
 /* Adds the nodes' counters but node 0's (the client counts those). */
 void rlock__cluster_add_stats(const rlock__cluster *cl, rlock__executor_stats *x,
                               rlock__pubsub_stats *ps, uint64_t *reconnects);
+
+/* Whether waiters use sharded pub/sub and the unlock scripts SPUBLISH
+ * (sharded_subscription_mode, decided by rlock__cluster_client_init and
+ * fixed after it: any thread). false when cl is NULL. */
+bool rlock__cluster_sharded(const rlock__cluster *cl);
 
 /* Slot maps read and applied since start, and slots whose master changed
  * (tests and logs; loop thread). */

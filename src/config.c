@@ -34,6 +34,7 @@ void rlock_config_init(rlock_config *cfg) {
     cfg->scan_interval_ms = 1000;
     cfg->check_sentinels_list = 1;
     cfg->check_slots_coverage = 1;
+    cfg->sharded_subscription_mode = RLOCK_SHARDED_SUBSCRIPTION_AUTO;
     cfg->sentinels_discovery = 1;
     cfg->check_lock_synced_slaves = 1;
     cfg->slaves_sync_timeout_ms = 1000;
@@ -169,6 +170,11 @@ int rlock_config_validate(const rlock_config *cfg) {
     if ((rc = rlock__sentinel_validate(cfg)) != RLOCK_OK ||
         (rc = rlock__cluster_validate(cfg)) != RLOCK_OK || (rc = check_topology(cfg)) != RLOCK_OK) {
         return rc;
+    }
+    if (cfg->sharded_subscription_mode < RLOCK_SHARDED_SUBSCRIPTION_AUTO ||
+        cfg->sharded_subscription_mode > RLOCK_SHARDED_SUBSCRIPTION_OFF) {
+        return bad("sharded_subscription_mode", cfg->sharded_subscription_mode,
+                   "must be RLOCK_SHARDED_SUBSCRIPTION_AUTO (0), _ON (1) or _OFF (2)");
     }
     if (cfg->log_level < RLOCK_LOG_ERROR || cfg->log_level > RLOCK_LOG_DEBUG) {
         return bad("log_level", cfg->log_level, "must be one of RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG");

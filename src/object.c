@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "client.h"
+#include "cluster.h"
 #include "kind.h"
 #include "object.h"
 #include "rlock/errors.h"
@@ -21,7 +22,7 @@ const rlock_config *rlock__object_cfg(const rlock *l) {
 }
 
 const char *rlock__object_publish(const rlock *l) {
-    return rlock__object_cfg(l)->cluster_node_addresses != NULL ? "spublish" : "publish";
+    return rlock__cluster_sharded(l->client->cluster) ? "spublish" : "publish";
 }
 
 void rlock__object_ref(rlock *l) {

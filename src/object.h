@@ -95,8 +95,9 @@ void rlock__key_free(rlock__key *k);
 const rlock_config *rlock__object_cfg(const rlock *l);
 
 /* The command the unlock scripts announce an unlock with (Redisson's
- * getSubscribeService().getPublishCommand()): "spublish" in Cluster mode,
- * where waiters listen with sharded pub/sub, else "publish". */
+ * getSubscribeService().getPublishCommand()): "spublish" in Cluster mode
+ * with sharded pub/sub (sharded_subscription_mode), where waiters listen
+ * with SSUBSCRIBE, else "publish". Every kind that publishes asks here. */
 const char *rlock__object_publish(const rlock *l);
 
 /* Writes the owner's hash field (Redisson's getLockName(threadId)):

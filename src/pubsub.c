@@ -341,6 +341,17 @@ static void move_sub(channel_sub *sub, rlock__pubsub *to) {
     }
     sub->ps->stats.entries -= n;
     to->stats.entries += n;
+    if (!sub->ps->sharded && sub->sent) {
+        /* Redis keeps a classic subscription when the slot moves: leave it,
+         * as Redisson's reattachPubSub does. Its reply, on the old
+         * connection, finds nothing (or a later subscription there, whose
+         * own SUBSCRIBE, sent after, decides). */
+        const char *argv[2] = {"UNSUBSCRIBE", sub->channel};
+        size_t argvlen[2] = {11, sub->len};
+        if (rlock__conn_send(sub->ps->conn, on_reply, sub->ps, 2, argv, argvlen) == RLOCK_OK) {
+            sub->ps->stats.unsubscribes++;
+        }
+    }
     HASH_DEL(sub->ps->subs, sub); /* the old connection's replies now find nothing */
     sub->sent = false;
     sub->confirmed = false;

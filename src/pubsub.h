@@ -66,7 +66,8 @@ void rlock__pubsub_set_sharded(rlock__pubsub *ps, void (*dropped)(void *arg), vo
 
 /* Cluster mode, after the slot map changed: each channel waited on whose
  * owner (the pub/sub of the master serving its slot; NULL: unknown) is
- * another moves there with its entries and subscribes again, its waiters
+ * another moves there with its entries (a classic one unsubscribing from
+ * the old connection first) and subscribes again, its waiters
  * trying again once confirmed; a channel Redis dropped that is still ours
  * subscribes again. */
 typedef rlock__pubsub *(*rlock__pubsub_owner_fn)(void *arg, const char *channel, size_t len);

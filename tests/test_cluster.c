@@ -3,10 +3,11 @@
  * (tests/support/redis_cluster.h) in cluster_node_addresses. Locks end to
  * end on every master, checked on the master that owns each name's slot
  * with plain hiredis; waiters woken by sharded pub/sub through the owning
- * master; a slot moved by hand under a held lock (ASK while it moves,
- * MOVED after); a master SIGKILLed and its replica promoted; the settings'
- * checks; an application loop; processes counting under one lock. Every
- * wait is bounded.
+ * master, and by classic pub/sub with sharded_subscription_mode OFF (or
+ * AUTO on nodes without sharded pub/sub); a slot moved by hand under a
+ * held lock (ASK while it moves, MOVED after); a master SIGKILLed and its
+ * replica promoted; the settings' checks; an application loop; processes
+ * counting under one lock. Every wait is bounded.
  *
  * A lock called N is the hash N (src/object.c: the name is the key, no
  * hash tag added), so its slot is N's; its unlock channel is
@@ -506,6 +507,241 @@ static void expect_woken(rlock_future *f, int64_t t0, const char *what) {
         fail_msg("%s: %s, value %lld", what, rlock_err_name(rc), (long long)got);
     }
     assert_true(rt_now_ms() - t0 < WAKE_BOUND_MS);
+}
+
+/* ---- the pub/sub mode: sharded_subscription_mode ------------------------ */
+
+/* Nodes that look like a server without sharded pub/sub (Redis 6) to
+ * Redisson's AUTO check, which asks PUBSUB SHARDNUMSUB: PUBSUB and the
+ * sharded commands are renamed. The test asks PUBSUB by its new name. */
+#define NO_SHARDED_ARGS                                                                            \
+    "--rename-command PUBSUB rt_pubsub --rename-command SSUBSCRIBE rt_ssubscribe "                 \
+    "--rename-command SPUBLISH rt_spublish"
+
+static int setup_no_sharded(void **state) {
+    fx *f = calloc(1, sizeof(*f));
+    if (f == NULL || rt_cluster_start_with(&f->cl, NO_SHARDED_ARGS) != 0) {
+        free(f);
+        return -1;
+    }
+    snprintf(f->seeds, sizeof(f->seeds), "redis://127.0.0.1:%d,redis://127.0.0.1:%d",
+             f->cl.nodes[0].port, f->cl.nodes[RT_CLUSTER_NODES - 1].port);
+    *state = f;
+    return 0;
+}
+
+/* How many times n ran cmd ("publish", "spublish"...), from INFO
+ * commandstats; 0 when it never did. */
+static long long calls_on(rt_redis *n, const char *cmd) {
+    redisReply *r = rt_redis_command(n, "INFO commandstats");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    char key[64];
+    snprintf(key, sizeof(key), "cmdstat_%s:calls=", cmd);
+    const char *at = strstr(r->str, key);
+    long long v = at != NULL ? strtoll(at + strlen(key), NULL, 10) : 0;
+    freeReplyObject(r);
+    return v;
+}
+
+/* How many channels matching pattern n has subscribers on: classic
+ * (PUBSUB CHANNELS) or sharded (PUBSUB SHARDCHANNELS); pubsub: the PUBSUB
+ * command's name on n. */
+static long long channels_on(rt_redis *n, const char *pubsub, bool sharded, const char *pattern) {
+    redisReply *r =
+        rt_redis_command(n, "%s %s %s", pubsub, sharded ? "SHARDCHANNELS" : "CHANNELS", pattern);
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+        fail_msg("%s %s on port %d: %s", pubsub, sharded ? "SHARDCHANNELS" : "CHANNELS", n->port,
+                 r == NULL                      ? "no answer"
+                 : r->type == REDIS_REPLY_ERROR ? r->str
+                                                : "not an array");
+    }
+    long long v = (long long)r->elements;
+    freeReplyObject(r);
+    return v;
+}
+
+typedef struct mode_case {
+    int mode;           /* sharded_subscription_mode */
+    bool sharded;       /* what the client must use */
+    const char *pubsub; /* PUBSUB's name on the nodes */
+} mode_case;
+
+/* Waits (bounded) until a channel of name's lock ("*{name}*") has a
+ * subscriber of the mode's kind on the name's master, and checks that no
+ * master has one of the other kind. */
+static void expect_subscribed(masters *m, int j, const char *name, const mode_case *mc) {
+    char pattern[NAME_LEN + 8];
+    snprintf(pattern, sizeof(pattern), "*{%s}*", name);
+    int64_t deadline = rt_now_ms() + 5000;
+    while (channels_on(m->node[j], mc->pubsub, mc->sharded, pattern) < 1) {
+        if (rt_now_ms() >= deadline) {
+            fail_msg("no %s to a channel of %s on port %d within 5 s",
+                     mc->sharded ? "SSUBSCRIBE" : "SUBSCRIBE", name, m->node[j]->port);
+        }
+        rt_sleep_ms(10);
+    }
+    for (int i = 0; i < m->n; i++) {
+        if (channels_on(m->node[i], mc->pubsub, !mc->sharded, pattern) != 0) {
+            fail_msg("a %s subscriber to a channel of %s on port %d",
+                     mc->sharded ? "classic" : "sharded", name, m->node[i]->port);
+        }
+    }
+    rt_sleep_ms(100);
+}
+
+/* Every kind that publishes wakes its waiter well before the holder's
+ * lease, in the mode's pub/sub: a lock by unlock and by force unlock, a
+ * fair lock by unlock, a writer by the last read unlock. The waiters'
+ * subscriptions are of the mode's kind, on the lock's master, and the
+ * unlocks sent PUBLISH or SPUBLISH only, as the mode says. */
+static void check_pubsub_mode(fx *f, const mode_case *mc) {
+    rlock_config cfg = cluster_config(f);
+    cfg.sharded_subscription_mode = mc->mode;
+    rlock_client *a = cluster_client(&cfg);
+    rlock_client *b = cluster_client(&cfg);
+    static masters m;
+    masters_open(&f->cl, &m);
+    masters_close(&m);
+    long long pub0[RT_CLUSTER_MASTERS], spub0[RT_CLUSTER_MASTERS];
+    for (int j = 0; j < m.n; j++) {
+        pub0[j] = calls_on(m.node[j], "publish");
+        spub0[j] = calls_on(m.node[j], "spublish");
+    }
+    static int k = 0; /* fresh names for each case on one cluster */
+    char name[NAME_LEN];
+    uint64_t tid = rlock_new_owner_id();
+    for (int step = 0; step < 4; step++) {
+        int j = step % m.n;
+        const char *what = step == 0   ? "lock, unlock"
+                           : step == 1 ? "lock, force unlock"
+                           : step == 2 ? "fair lock, unlock"
+                                       : "write lock, read unlock";
+        name_on(&m, j, "mode", &k, name, sizeof(name));
+        rlock *held = step == 2   ? rlock_get_fair_lock(a, name)
+                      : step == 3 ? rlock_get_read_lock(a, name)
+                                  : rlock_get_lock(a, name);
+        rlock *waiting = step == 2   ? rlock_get_fair_lock(b, name)
+                         : step == 3 ? rlock_get_write_lock(b, name)
+                                     : rlock_get_lock(b, name);
+        assert_non_null(held);
+        assert_non_null(waiting);
+        CHECK_RC(rlock_lock(held, LONG_LEASE_MS), what);
+        rlock_future *w = rlock_try_lock_async(waiting, WAITER_WAIT_MS, LONG_LEASE_MS, tid);
+        assert_non_null(w);
+        expect_subscribed(&m, j, name, mc);
+        assert_false(rlock_future_is_done(w));
+        int64_t t0 = rt_now_ms();
+        if (step == 1) {
+            bool was = false;
+            CHECK_RC(rlock_force_unlock(held, &was), what);
+            assert_true(was);
+        } else {
+            CHECK_RC(rlock_unlock(held), what);
+        }
+        expect_woken(w, t0, what);
+        assert_int_equal(finish(rlock_unlock_async(waiting, tid), CALL_MS, NULL), RLOCK_OK);
+        assert_int_equal(exists_on(m.node[j], name), 0);
+        rlock_free(held);
+        rlock_free(waiting);
+    }
+    long long pub = 0, spub = 0;
+    for (int j = 0; j < m.n; j++) {
+        pub += calls_on(m.node[j], "publish") - pub0[j];
+        spub += calls_on(m.node[j], "spublish") - spub0[j];
+    }
+    fprintf(stderr, "mode %d: %lld PUBLISH, %lld SPUBLISH\n", mc->mode, pub, spub);
+    assert_true(mc->sharded ? spub >= 4 : pub >= 4);
+    assert_int_equal(mc->sharded ? pub : spub, 0);
+    rlock_client_destroy(b);
+    rlock_client_destroy(a);
+}
+
+/* OFF: classic SUBSCRIBE and PUBLISH, though the servers have sharded
+ * pub/sub (Redisson set to OFF does the same). */
+static void test_cluster_pubsub_mode_off(void **state) {
+    mode_case mc = {RLOCK_SHARDED_SUBSCRIPTION_OFF, false, "PUBSUB"};
+    check_pubsub_mode(*state, &mc);
+}
+
+/* ON, and AUTO against Redis 7 nodes: sharded. */
+static void test_cluster_pubsub_mode_on_and_auto(void **state) {
+    mode_case on = {RLOCK_SHARDED_SUBSCRIPTION_ON, true, "PUBSUB"};
+    check_pubsub_mode(*state, &on);
+    mode_case autom = {RLOCK_SHARDED_SUBSCRIPTION_AUTO, true, "PUBSUB"};
+    check_pubsub_mode(*state, &autom);
+}
+
+/* AUTO against nodes without sharded pub/sub (PUBSUB SHARDNUMSUB fails):
+ * classic, as Redisson falls back. */
+static void test_cluster_pubsub_auto_without_sharded(void **state) {
+    mode_case mc = {RLOCK_SHARDED_SUBSCRIPTION_AUTO, false, "rt_pubsub"};
+    check_pubsub_mode(*state, &mc);
+}
+
+/* Classic subscribers to channel on n (PUBSUB NUMSUB). */
+static long long numsub_on(rt_redis *n, const char *channel) {
+    redisReply *r = rt_redis_command(n, "PUBSUB NUMSUB %s", channel);
+    assert_non_null(r);
+    if (r->type == REDIS_REPLY_ERROR) {
+        fail_msg("PUBSUB NUMSUB on port %d: %s", n->port, r->str);
+    }
+    return rt_numsub_reply(r);
+}
+
+/* OFF: a waiter's classic subscription follows its slot to another master
+ * as Redisson's reattachPubSub does (UNSUBSCRIBE on the old master,
+ * SUBSCRIBE on the new), and the holder's unlock then wakes it. Redis
+ * does not drop classic subscriptions when a slot moves, so the client
+ * must leave the old one itself. */
+static void test_cluster_classic_waiter_follows_its_slot(void **state) {
+    fx *f = *state;
+    rlock_config cfg = cluster_config(f);
+    cfg.sharded_subscription_mode = RLOCK_SHARDED_SUBSCRIPTION_OFF;
+    rlock_client *a = cluster_client(&cfg);
+    rlock_client *b = cluster_client(&cfg);
+    static masters m;
+    masters_open(&f->cl, &m);
+    masters_close(&m);
+    char name[NAME_LEN], channel[NAME_LEN + 32];
+    int k = 0;
+    name_on(&m, 0, "classic-follow", &k, name, NAME_LEN);
+    channel_of(name, channel, sizeof(channel));
+    rlock *la = rlock_get_lock(a, name);
+    rlock *lb = rlock_get_lock(b, name);
+    assert_non_null(la);
+    assert_non_null(lb);
+    uint64_t tid = rlock_new_owner_id();
+    CHECK_RC(rlock_lock(la, LONG_LEASE_MS), "holder's lock");
+    rlock_future *fb = rlock_try_lock_async(lb, WAITER_WAIT_MS, LONG_LEASE_MS, tid);
+    assert_non_null(fb);
+    int64_t deadline = rt_now_ms() + 5000;
+    while (numsub_on(m.node[0], channel) < 1) {
+        if (rt_now_ms() >= deadline) {
+            fail_msg("no SUBSCRIBE to %s on port %d within 5 s", channel, m.node[0]->port);
+        }
+        rt_sleep_ms(10);
+    }
+    assert_int_equal(rt_cluster_migrate_slot(&f->cl, slot_of(name), m.node[1]), 0);
+    deadline = rt_now_ms() + 10000;
+    while (numsub_on(m.node[1], channel) < 1 || numsub_on(m.node[0], channel) != 0) {
+        if (rt_now_ms() >= deadline) {
+            fail_msg("the waiter's channel %s did not move from port %d (%lld subscribers) to "
+                     "port %d (%lld) within 10 s",
+                     channel, m.node[0]->port, numsub_on(m.node[0], channel), m.node[1]->port,
+                     numsub_on(m.node[1], channel));
+        }
+        rt_sleep_ms(10);
+    }
+    assert_false(rlock_future_is_done(fb));
+    int64_t t0 = rt_now_ms();
+    CHECK_RC(rlock_unlock(la), "holder's unlock after the migration");
+    expect_woken(fb, t0, "classic waiter after its slot migrated");
+    assert_int_equal(finish(rlock_unlock_async(lb, tid), CALL_MS, NULL), RLOCK_OK);
+    rlock_free(la);
+    rlock_free(lb);
+    rlock_client_destroy(b);
+    rlock_client_destroy(a);
 }
 
 /* A waiter follows its channel: the slot of the lock it waits for moves to
@@ -1125,6 +1361,29 @@ static void test_cluster_settings_checked(void **state) {
     *strrchr(many, ',') = '\0';
     assert_int_equal(rlock_config_validate(&cfg), RLOCK_OK); /* 64 */
 
+    /* sharded_subscription_mode: AUTO by default, one of the three. */
+    cfg.cluster_node_addresses = "redis://127.0.0.1:7000";
+    assert_int_equal(cfg.sharded_subscription_mode, RLOCK_SHARDED_SUBSCRIPTION_AUTO);
+    const int modes[] = {RLOCK_SHARDED_SUBSCRIPTION_AUTO, RLOCK_SHARDED_SUBSCRIPTION_ON,
+                         RLOCK_SHARDED_SUBSCRIPTION_OFF};
+    for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+        cfg.sharded_subscription_mode = modes[i];
+        assert_int_equal(rlock_config_validate(&cfg), RLOCK_OK);
+    }
+    const int bad_modes[] = {-1, 3, 100};
+    for (size_t i = 0; i < sizeof(bad_modes) / sizeof(bad_modes[0]); i++) {
+        cfg.sharded_subscription_mode = bad_modes[i];
+        assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+        if (strstr(rlock_last_error(), "sharded_subscription_mode") == NULL) {
+            fail_msg("sharded_subscription_mode %d: \"%s\" does not name the setting", bad_modes[i],
+                     rlock_last_error());
+        }
+        rlock_client *bad_c = NULL;
+        assert_int_equal(rlock_client_create(&cfg, &bad_c), RLOCK_ERR_INVALID);
+        assert_null(bad_c);
+    }
+    cfg.sharded_subscription_mode = RLOCK_SHARDED_SUBSCRIPTION_AUTO;
+
     /* Not with Sentinel. */
     cfg.cluster_node_addresses = "redis://127.0.0.1:7000";
     cfg.master_name = "mymaster";
@@ -1509,8 +1768,14 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_cluster_waiter_woken_by_sharded_pubsub, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cluster_other_kinds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_pubsub_mode_off, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_pubsub_mode_on_and_auto, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_pubsub_auto_without_sharded, setup_no_sharded,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_cluster_moved_after_slot_migration, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_waiter_follows_its_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_classic_waiter_follows_its_slot, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_cluster_master_failover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_processes_counter, setup, teardown),

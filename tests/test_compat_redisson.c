@@ -42,6 +42,7 @@
 #include "kind_util.h"
 #include "lock_util.h"
 #include "peer_proc.h"
+#include "redis_cluster.h"
 
 #ifndef RT_JAVA
 #define RT_JAVA ""
@@ -1515,6 +1516,176 @@ static int teardown(void **state) {
     return rt_fx_teardown(state);
 }
 
+/* ---- Redis Cluster, classic pub/sub (shardedSubscriptionMode OFF) ------ */
+
+/* A Redis Cluster (three masters, a replica each) beside the fixture's
+ * server; Redisson (useClusterServers) and rlock both set to classic
+ * pub/sub, so each side's unlock PUBLISH reaches the other's SUBSCRIBE
+ * though the servers (Redis 7) have sharded pub/sub. */
+static rt_cluster g_cluster;
+static char g_seeds[128];
+
+static int setup_cluster(void **state) {
+    int rc = setup(state);
+    if (rc != 0) {
+        return rc;
+    }
+    if (rt_cluster_start(&g_cluster) != 0) {
+        (void)rt_fx_teardown(state);
+        return -1;
+    }
+    snprintf(g_seeds, sizeof(g_seeds), "redis://127.0.0.1:%d,redis://127.0.0.1:%d",
+             g_cluster.nodes[0].port, g_cluster.nodes[RT_CLUSTER_NODES - 1].port);
+    return 0;
+}
+
+static int teardown_cluster(void **state) {
+    int rc = teardown(state); /* the peer and C's clients first */
+    rt_cluster_stop(&g_cluster);
+    return rc;
+}
+
+/* Starts the peer as java_start does, connected to the cluster with
+ * Redisson's shardedSubscriptionMode = mode. */
+static void java_start_cluster(const char *mode, int64_t watchdog_ms) {
+    const char *java = env_or("RT_JAVA", RT_JAVA);
+    const char *jar = env_or("RT_REDISSON_JAR", RT_REDISSON_JAR);
+    if (java[0] == '\0' || access(java, X_OK) != 0 || jar[0] == '\0' || access(jar, R_OK) != 0) {
+        fail_msg("java (RT_JAVA=\"%s\") or the peer's jar (RT_REDISSON_JAR=\"%s\") not found: "
+                 "see java_start",
+                 java, jar);
+    }
+    const char *argv[] = {
+        java, "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Xmx256m", "-jar", jar, NULL};
+    rt_proc_start(&g_java, argv);
+    char cmd[300];
+    snprintf(cmd, sizeof(cmd), "connectCluster %s %s %lld", g_seeds, mode, (long long)watchdog_ms);
+    if (!rt_proc_send(&g_java, cmd) || !rt_proc_read_line(&g_java, START_TIMEOUT_MS)) {
+        fail_msg("java peer: no answer to \"%s\" within %d ms", cmd, START_TIMEOUT_MS);
+    }
+    if (strncmp(g_java.line, "OK ", 3) != 0) {
+        fail_msg("java peer: connectCluster failed: \"%s\"", g_java.line);
+    }
+}
+
+static rlock_client *cluster_client_off(void) {
+    rlock_config cfg = rt_config("redis://127.0.0.1"); /* the nodes' credentials: none */
+    cfg.cluster_node_addresses = g_seeds;
+    cfg.sharded_subscription_mode = RLOCK_SHARDED_SUBSCRIPTION_OFF;
+    cfg.timeout_ms = 3000;
+    cfg.lock_watchdog_timeout_ms = WATCHDOG_MS;
+    cfg.on_lock_lost = note_lost;
+    return rt_client(&cfg);
+}
+
+/* Subscribers to channel on every node: classic (PUBSUB NUMSUB) or
+ * sharded (PUBSUB SHARDNUMSUB). Redisson may subscribe on a replica. */
+static long long cluster_numsub(const char *channel, bool sharded) {
+    long long n = 0;
+    for (int i = 0; i < g_cluster.n_nodes; i++) {
+        n += rt_numsub_reply(rt_redis_command(&g_cluster.nodes[i], "PUBSUB %s %s",
+                                              sharded ? "SHARDNUMSUB" : "NUMSUB", channel));
+    }
+    return n;
+}
+
+/* SPUBLISH calls on every node, from INFO commandstats. */
+static long long cluster_spublishes(void) {
+    long long n = 0;
+    for (int i = 0; i < g_cluster.n_nodes; i++) {
+        redisReply *r = rt_redis_command(&g_cluster.nodes[i], "INFO commandstats");
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_STRING);
+        const char *at = strstr(r->str, "cmdstat_spublish:calls=");
+        n += at != NULL ? strtoll(at + strlen("cmdstat_spublish:calls="), NULL, 10) : 0;
+        freeReplyObject(r);
+    }
+    return n;
+}
+
+/* Waits until channel has a classic subscriber somewhere in the cluster,
+ * and none sharded: the waiter (java_owner's, or C's fut) listens. */
+static void wait_classic_subscribed(const char *channel, const char *java_owner,
+                                    rlock_future *fut) {
+    int64_t deadline = rt_now_ms() + START_TIMEOUT_MS;
+    while (cluster_numsub(channel, false) < 1) {
+        if (rt_now_ms() >= deadline) {
+            fail_msg("the waiter never SUBSCRIBEd to %s (sharded subscribers: %lld)", channel,
+                     cluster_numsub(channel, true));
+        }
+        if (fut != NULL && rlock_future_is_done(fut)) {
+            fail_msg("the C waiter finished (%s) before it subscribed to %s",
+                     rlock_err_name(rlock_future_error(fut)), channel);
+        }
+        if (java_owner != NULL) {
+            java_expect_waiting(java_owner, 20);
+        } else {
+            rt_sleep_ms(20);
+        }
+    }
+    assert_int_equal(cluster_numsub(channel, true), 0);
+}
+
+/* Redisson set to OFF and rlock set to OFF on a Redis 7 cluster: a C
+ * unlock wakes a Redisson waiter, and a Redisson unlock a C waiter, each
+ * < 3 s after the release against a 10 s lease; both listen with
+ * SUBSCRIBE, and nobody SPUBLISHes. */
+static void test_cluster_sharded_off_wakes_both_ways(void **state) {
+    (void)state;
+    rlock_client *c = cluster_client_off();
+    java_start_cluster("OFF", WATCHDOG_MS);
+    long long spub0 = cluster_spublishes();
+    char channel[128];
+
+    /* C holds, Redisson waits. */
+    const char *name = "compat-cluster-off-a";
+    redisson_channel(name, channel, sizeof(channel));
+    rlock *l = rt_kind_lock(c, RT_KIND_LOCK, name);
+    assert_int_equal(rlock_lock(l, LEASE_MS), RLOCK_OK);
+    java_async("w", "tryLock compat-cluster-off-a 20000 10000");
+    wait_classic_subscribed(channel, "w", NULL);
+    java_expect_waiting("w", 300);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    jdone d;
+    if (!java_await("w", WAKE_MS, &d)) {
+        fail_msg("the Redisson waiter was not woken within %d ms of C's unlock", WAKE_MS);
+    }
+    assert_string_equal(d.value, "true");
+    assert_true(d.end_ms - t0 < WAKE_MS);
+    java_ok("on w unlock %s", name);
+
+    /* Redisson holds, C waits. */
+    name = "compat-cluster-off-b";
+    redisson_channel(name, channel, sizeof(channel));
+    l = rt_kind_lock(c, RT_KIND_LOCK, name);
+    java_ok("lock %s %d", name, LEASE_MS);
+    uint64_t tid = rlock_new_owner_id();
+    g_future = rlock_try_lock_async(l, WAIT_MS, LEASE_MS, tid);
+    assert_non_null(g_future);
+    wait_classic_subscribed(channel, NULL, g_future);
+    rt_sleep_ms(300);
+    assert_false(rlock_future_is_done(g_future));
+    t0 = rt_now_ms();
+    java_ok("unlock %s", name);
+    if (rlock_future_wait(g_future, WAKE_MS) != RLOCK_OK) {
+        fail_msg("the C waiter was not woken within %d ms of Redisson's unlock", WAKE_MS);
+    }
+    assert_true(rt_now_ms() - t0 < WAKE_MS);
+    assert_int_equal(rlock_future_error(g_future), RLOCK_OK);
+    assert_int_equal(rlock_future_value(g_future), 1);
+    rlock_future_release(g_future);
+    g_future = NULL;
+    rlock_future *u = rlock_unlock_async(l, tid);
+    assert_non_null(u);
+    assert_int_equal(rlock_future_wait(u, 10000), RLOCK_OK);
+    assert_int_equal(rlock_future_error(u), RLOCK_OK);
+    rlock_future_release(u);
+
+    assert_int_equal(cluster_spublishes() - spub0, 0); /* both sides PUBLISHed */
+    expect_not_lost();
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_c_holder_excludes_redisson_and_wakes_it, setup,
@@ -1540,6 +1711,8 @@ int main(int argc, char **argv) {
                                         teardown),
         cmocka_unit_test_setup_teardown(test_rw_write_unlock_lets_all_readers_in, setup, teardown),
         cmocka_unit_test_setup_teardown(test_kinds_brace_inside_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_sharded_off_wakes_both_ways, setup_cluster,
+                                        teardown_cluster),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

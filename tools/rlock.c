@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -98,6 +99,12 @@ static const char usage_text[] =
     "                        redis:// addresses (default $RLOCK_CLUSTER_NODES);\n"
     "                        one that answers is enough; --address then gives\n"
     "                        only their user and password (no TLS yet)\n"
+    "  --sharded-subscription auto|on|off\n"
+    "                        Redis Cluster: wait with sharded pub/sub\n"
+    "                        (SSUBSCRIBE, SPUBLISH: on), classic (SUBSCRIBE,\n"
+    "                        PUBLISH: off, as Redisson set to OFF or Redis 6),\n"
+    "                        or sharded when the nodes have it (auto, the\n"
+    "                        default; $RLOCK_SHARDED_SUBSCRIPTION)\n"
     "  --client-name NAME    CLIENT SETNAME for exec's connections\n"
     "  --tls-ca FILE         rediss://: the CA certificates (PEM) the server's\n"
     "                        must chain to (default $RLOCK_TLS_CA, else the\n"
@@ -135,7 +142,9 @@ typedef struct options {
     const char *address;
     const char *master_name; /* Sentinel mode, with sentinels */
     const char *sentinels;
-    const char *cluster_nodes; /* Redis Cluster mode */
+    const char *cluster_nodes;        /* Redis Cluster mode */
+    const char *sharded_subscription; /* auto, on or off; NULL: auto */
+    int sharded_mode;                 /* RLOCK_SHARDED_SUBSCRIPTION_* */
     const char *client_name;
     const char *tls_ca, *tls_cert, *tls_key; /* rediss:// */
     bool tls_insecure;
@@ -212,6 +221,29 @@ static int check_cluster(const options *o) {
     return 0;
 }
 
+/* --sharded-subscription ($RLOCK_SHARDED_SUBSCRIPTION): auto (also when
+ * NULL or empty), on or off, in any case, as Redisson's
+ * ShardedSubscriptionMode. */
+static bool parse_sharded(const char *s, int *out) {
+    static const char *const names[] = {"auto", "on", "off"};
+    static const int modes[] = {RLOCK_SHARDED_SUBSCRIPTION_AUTO, RLOCK_SHARDED_SUBSCRIPTION_ON,
+                                RLOCK_SHARDED_SUBSCRIPTION_OFF};
+    *out = RLOCK_SHARDED_SUBSCRIPTION_AUTO;
+    if (s == NULL || *s == '\0') {
+        return true;
+    }
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        if (strcasecmp(s, names[i]) == 0) {
+            *out = modes[i];
+            return true;
+        }
+    }
+    usage_error("--sharded-subscription ($RLOCK_SHARDED_SUBSCRIPTION) is auto, on or off, not "
+                "\"%s\"",
+                s);
+    return false;
+}
+
 /* Parses argv[first..] for command cmd ("exec", "status", "unlock", "watch");
  * address: one given before the command, or NULL. Returns 0, -1 after
  * --help, or an exit status. */
@@ -226,6 +258,7 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
     o->master_name = getenv("RLOCK_MASTER_NAME");
     o->sentinels = getenv("RLOCK_SENTINELS");
     o->cluster_nodes = getenv("RLOCK_CLUSTER_NODES");
+    o->sharded_subscription = getenv("RLOCK_SHARDED_SUBSCRIPTION");
     o->tls_ca = getenv("RLOCK_TLS_CA");
     o->tls_cert = getenv("RLOCK_TLS_CERT");
     o->tls_key = getenv("RLOCK_TLS_KEY");
@@ -290,6 +323,8 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
             o->sentinels = value;
         } else if (strcmp(opt, "--cluster-nodes") == 0) {
             o->cluster_nodes = value;
+        } else if (strcmp(opt, "--sharded-subscription") == 0) {
+            o->sharded_subscription = value;
         } else if (strcmp(opt, "--client-name") == 0) {
             o->client_name = value;
         } else if (strcmp(opt, "--tls-ca") == 0) {
@@ -378,6 +413,9 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
     if (o->cluster_nodes != NULL && *o->cluster_nodes == '\0') {
         o->cluster_nodes = NULL;
     }
+    if (!parse_sharded(o->sharded_subscription, &o->sharded_mode)) {
+        return EXIT_USAGE;
+    }
     if (o->cluster_nodes != NULL && o->master_name != NULL) {
         usage_error("--cluster-nodes (Redis Cluster) and --master-name (Redis Sentinel) do not "
                     "go together: choose one (is $RLOCK_CLUSTER_NODES or $RLOCK_MASTER_NAME "
@@ -442,6 +480,7 @@ static int make_client(const options *o, rlock_client **out) {
         cfg.cluster_node_addresses = o->cluster_nodes;
         /* Likewise: this one lock's slot matters, not every slot. */
         cfg.check_slots_coverage = 0;
+        cfg.sharded_subscription_mode = o->sharded_mode;
     }
     if (o->watchdog_ms > 0) {
         cfg.lock_watchdog_timeout_ms = o->watchdog_ms;
@@ -1184,7 +1223,7 @@ static char *fair_pattern(const char *name) {
 
 /* Sends SUBSCRIBE and PSUBSCRIBE and waits for their three confirmations,
  * so no unlock published after this returns is missed. In a cluster
- * (sharded), where the unlocks SPUBLISH: SSUBSCRIBE to the two channels,
+ * with sharded pub/sub, where the unlocks SPUBLISH: SSUBSCRIBE to the two channels,
  * on the master serving their slot, the lock's; sharded pub/sub has no
  * patterns, so a fair lock's per-waiter channels are not listened to. */
 static bool subscribe_all(redisContext *c, const char *name, bool sharded) {
@@ -1259,6 +1298,24 @@ static bool print_messages(redisContext *c, const char *name, bool *dropped) {
     return any;
 }
 
+/* Whether the unlocks SPUBLISH: in a cluster, by --sharded-subscription,
+ * auto deciding as the library does (PUBSUB SHARDNUMSUB answered), here
+ * on the lock's master. */
+static bool watch_sharded(const options *o, redisContext *c) {
+    if (o->cluster_nodes == NULL || o->sharded_mode == RLOCK_SHARDED_SUBSCRIPTION_OFF) {
+        return false;
+    }
+    if (o->sharded_mode == RLOCK_SHARDED_SUBSCRIPTION_ON) {
+        return true;
+    }
+    redisReply *r = redisCommand(c, "PUBSUB SHARDNUMSUB 0");
+    bool sharded = r != NULL && r->type != REDIS_REPLY_ERROR;
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    return sharded;
+}
+
 static int cmd_watch(const options *o) {
     rlock_config cfg;
     rlock_config_init(&cfg);
@@ -1279,7 +1336,7 @@ static int cmd_watch(const options *o) {
 
     redisContext *sub = direct(o);
     redisContext *reads = sub != NULL ? direct(o) : NULL;
-    if (reads == NULL || !subscribe_all(sub, o->name, o->cluster_nodes != NULL)) {
+    if (reads == NULL || !subscribe_all(sub, o->name, watch_sharded(o, reads))) {
         if (sub != NULL) {
             redisFree(sub);
         }

@@ -36,6 +36,14 @@ enum {
     RLOCK_LOG_DEBUG = 3  /**< each failed attempt of a command that is retried */
 };
 
+/** Values of rlock_config::sharded_subscription_mode (Redisson's
+ * ShardedSubscriptionMode). */
+enum {
+    RLOCK_SHARDED_SUBSCRIPTION_AUTO = 0, /**< sharded when the servers have it */
+    RLOCK_SHARDED_SUBSCRIPTION_ON = 1,   /**< always SSUBSCRIBE and SPUBLISH */
+    RLOCK_SHARDED_SUBSCRIPTION_OFF = 2   /**< always SUBSCRIBE and PUBLISH */
+};
+
 /** The client's settings: fill with rlock_config_init(), then change
  * fields. Every field has a default; those named after a Redisson setting
  * say which. */
@@ -219,9 +227,10 @@ typedef struct rlock_config {
      * client reads the cluster's slot map (CLUSTER SLOTS) from the first of
      * those nodes that answers, keeps a command and a pub/sub connection to
      * every master, sends each script to the master that owns its lock's
-     * slot, follows MOVED and ASK redirections, waits for unlocks with
-     * sharded pub/sub (SSUBSCRIBE) on that master, and reads the map again
-     * every scan_interval_ms and after each MOVED (see docs/topology.md).
+     * slot, follows MOVED and ASK redirections, waits for unlocks on that
+     * master (sharded pub/sub, see sharded_subscription_mode), and reads
+     * the map again every scan_interval_ms and after each MOVED (see
+     * docs/topology.md).
      * address then gives only the nodes' user and password: its host and
      * port are not used. check_lock_synced_slaves and
      * slaves_sync_timeout_ms apply as in Sentinel mode.
@@ -239,6 +248,19 @@ typedef struct rlock_config {
      * (default, as Redisson) or 0 (start with what is covered; locks
      * whose slot has no master fail until a scan finds one). */
     int check_slots_coverage;
+
+    /** shardedSubscriptionMode: how waiters listen for unlocks and the
+     * unlock scripts announce them in Cluster mode.
+     * RLOCK_SHARDED_SUBSCRIPTION_AUTO (default, as Redisson): sharded
+     * pub/sub (SSUBSCRIBE, SPUBLISH) when the first node that answers at
+     * rlock_client_create accepts PUBSUB SHARDNUMSUB (Redis 7 and later),
+     * else the classic SUBSCRIBE and PUBLISH. RLOCK_SHARDED_SUBSCRIPTION_ON:
+     * sharded, without asking. RLOCK_SHARDED_SUBSCRIPTION_OFF: classic,
+     * which a Redis 6 cluster needs and which Redisson clients set to OFF
+     * use (the two must agree, or neither hears the other's unlocks). In
+     * both, a waiter subscribes on the master serving its channel's slot;
+     * a classic PUBLISH reaches every node of the cluster. */
+    int sharded_subscription_mode;
     /** @} */
 } rlock_config;
 

@@ -311,6 +311,25 @@ cluster)
     cat "$WORK/events" "$WORK/watch.err"
     [ "$rc" -eq 0 ] || fail "watch in the cluster stopped by SIGINT exited $rc, not 0"
 
+    # --sharded-subscription off ($RLOCK_SHARDED_SUBSCRIPTION for watch):
+    # watch SUBSCRIBEs on the lock's master, and exec's unlock PUBLISHes,
+    # which only a classic subscriber hears.
+    RLOCK_SHARDED_SUBSCRIPTION=off "$RLOCK" watch --timeout 20000 "$name" \
+        >"$WORK/off.events" 2>"$WORK/off.err" &
+    offwatcher=$!
+    wait_line "$WORK/off.events" "$name: not locked\$"
+    [ "$(redis-cli -p "$owner" PUBSUB NUMSUB "redisson_lock__channel:{$name}" | sed -n 2p)" = 1 ] ||
+        fail "watch with sharded subscription off did not SUBSCRIBE on the lock's master"
+    "$RLOCK" exec --sharded-subscription OFF "$name" -- true
+    wait_line "$WORK/off.events" "$name: unlock message 0 on redisson_lock__channel:\\{$name\\}\$"
+    kill -INT "$offwatcher"
+    run wait "$offwatcher"
+    cat "$WORK/off.err"
+    [ "$rc" -eq 0 ] || fail "watch with sharded subscription off exited $rc, not 0"
+    run "$RLOCK" status --sharded-subscription sometimes "$name" 2>"$WORK/mode.err"
+    [ "$rc" -eq 64 ] || fail "--sharded-subscription sometimes gave $rc, not 64"
+    grep -q 'is auto, on or off' "$WORK/mode.err" || fail "no word of the allowed values"
+
     # A slot given to another master: status asks a node that may not know
     # yet (then the old master answers MOVED, followed once), and exec
     # takes the lock at its new master. The slot goes to a master with a

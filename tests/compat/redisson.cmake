@@ -41,4 +41,8 @@ foreach(t IN LISTS rt_all_tests)
     if(t MATCHES "^test_compat_redisson\\.")
         set_tests_properties(${t} PROPERTIES FIXTURES_REQUIRED rt_redisson_java LABELS redisson)
     endif()
+    # A Redis Cluster (six servers): one at a time, as test_cluster's.
+    if(t MATCHES "^test_compat_redisson\\.test_cluster_")
+        set_tests_properties(${t} PROPERTIES RESOURCE_LOCK redis_cluster)
+    endif()
 endforeach()

@@ -240,8 +240,19 @@ static int wait_ready(rt_cluster *c) {
 }
 
 int rt_cluster_start(rt_cluster *c) {
+    return rt_cluster_start_with(c, NULL);
+}
+
+int rt_cluster_start_with(rt_cluster *c, const char *extra_args) {
     memset(c, 0, sizeof(*c));
-    rt_redis_opts opts = {.extra_args = node_args};
+    char args[sizeof(c->nodes[0].extra_buf)];
+    int len = snprintf(args, sizeof(args), "%s%s%s", node_args, extra_args != NULL ? " " : "",
+                       extra_args != NULL ? extra_args : "");
+    if (len < 0 || (size_t)len >= sizeof(args)) {
+        fprintf(stderr, "rt_cluster: extra arguments too long\n");
+        return -1;
+    }
+    rt_redis_opts opts = {.extra_args = args};
     for (int i = 0; i < RT_CLUSTER_NODES; i++) {
         int tries = 0;
         while (rt_redis_start(&c->nodes[i], &opts) != 0) {

@@ -31,6 +31,10 @@ typedef struct rt_cluster {
  * started is stopped). */
 int rt_cluster_start(rt_cluster *c);
 
+/* The same, each node started with extra_args (space-separated, after the
+ * cluster's own: "--rename-command PUBSUB x"). */
+int rt_cluster_start_with(rt_cluster *c, const char *extra_args);
+
 /* Kills every node and removes their temp dirs. Idempotent. */
 void rt_cluster_stop(rt_cluster *c);
 

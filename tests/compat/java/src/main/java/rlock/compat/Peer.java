@@ -20,6 +20,7 @@ import org.redisson.api.RReadWriteLock;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
+import org.redisson.config.ShardedSubscriptionMode;
 
 /**
  * A Redisson peer for tests/test_compat_redisson.c, scripted one line at a
@@ -27,6 +28,10 @@ import org.redisson.config.Config;
  *
  * <pre>
  *   connect &lt;redis://host:port&gt; [watchdogMs]  OK &lt;Redisson id&gt;
+ *   connectCluster &lt;redis://host:port,...&gt; &lt;AUTO|ON|OFF&gt; [watchdogMs]
+ *                                          OK &lt;Redisson id&gt;: Redis Cluster
+ *                                          (useClusterServers) with that
+ *                                          shardedSubscriptionMode
  *   field [owner]                          OK &lt;id&gt;:&lt;thread id&gt;, the owner's hash field
  *   &lt;lock command&gt;                         run on owner "main", at most 60 s
  *   on &lt;owner&gt; &lt;lock command&gt;              run on that owner's thread, at most 60 s
@@ -137,6 +142,22 @@ public final class Peer {
                         .setSubscriptionConnectionMinimumIdleSize(1);
                 if (w.length > 2) {
                     config.setLockWatchdogTimeout(Long.parseLong(w[2]));
+                }
+                redisson = Redisson.create(config);
+                return "OK " + serviceId();
+            }
+            case "connectCluster": {
+                need(w, 3);
+                Config config = new Config();
+                config.setCodec(StringCodec.INSTANCE);
+                config.useClusterServers()
+                        .addNodeAddress(w[1].split(","))
+                        .setShardedSubscriptionMode(ShardedSubscriptionMode.valueOf(w[2]))
+                        .setMasterConnectionMinimumIdleSize(2)
+                        .setMasterConnectionPoolSize(8)
+                        .setSubscriptionConnectionMinimumIdleSize(1);
+                if (w.length > 3) {
+                    config.setLockWatchdogTimeout(Long.parseLong(w[3]));
                 }
                 redisson = Redisson.create(config);
                 return "OK " + serviceId();
