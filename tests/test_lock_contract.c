@@ -34,6 +34,8 @@
  *  destroy_pending   destroying a client completes its pending calls with CLOSED
  *  redis_state       exactly the keys, fields and TTLs Redisson leaves
  *  lost_wakeup       an unlock between a waiter's failed try and its subscription wakes it
+ *  wake_in_flight    an unlock whose message comes while a waiter's try is out wakes it
+ *                    (the lock and the read/write halves: messages 0 and 1)
  *  processes         forked processes increment a counter under the lock, exactly
  * The spin lock's tests also check that Redis never saw a SUBSCRIBE or a
  * PUBLISH.
