@@ -390,8 +390,9 @@ typedef struct acquire_op {
     bool in_flight : 1;      /* an acquire is out */
     bool cancelled : 1;      /* the user cancelled; undo once it is back */
     bool sent_confirmed : 1; /* the entry was confirmed when we sent */
-    bool waiting : 1;
-    bool waited : 1; /* counted in rlock_stats.waits */
+    bool waiting : 1;        /* in the entry's waiters (while a try is out too) */
+    bool woken : 1;          /* woken while a try was out: try again if it failed */
+    bool waited : 1;         /* counted in rlock_stats.waits */
     rlock__waiter waiter;
 } acquire_op;
 
@@ -501,6 +502,10 @@ static void retry(acquire_op *op) {
 static void on_wake(rlock__waiter *w) {
     acquire_op *op = RLOCK__CONTAINER_OF(w, acquire_op, waiter);
     op->waiting = false;
+    if (op->in_flight) {
+        op->woken = true; /* its answer may say "held" from before the unlock */
+        return;
+    }
     rlock__deadlines_remove(&op->lock->client->deadlines, &op->timer);
     if (wait_over(op)) {
         rlock__entry_signal(op->entry); /* not ours to use: pass it on */
@@ -565,7 +570,12 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
         spin(op);
         return;
     }
+    bool woken = op->woken;
+    op->woken = false;
     if (wait_over(op)) {
+        if (woken) {
+            rlock__entry_signal(op->entry); /* not ours to use: pass it on */
+        }
         give_up(op);
         return;
     }
@@ -604,7 +614,7 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
     bool missed = rlock__entry_confirmed(op->entry) &&
                   (!op->sent_confirmed ||
                    op->sent_generation != (uint32_t)rlock__entry_generation(op->entry));
-    if (missed || rlock__entry_take_permit(op->entry)) {
+    if (missed || woken || rlock__entry_take_permit(op->entry)) {
         send_acquire(op);
         return;
     }
@@ -623,6 +633,10 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
 static void on_acquire_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     acquire_op *op = arg;
     op->in_flight = false;
+    if (op->waiting) {
+        rlock__entry_stop_waiting(&op->waiter);
+        op->waiting = false;
+    }
     rlock__acquire_res res = {0};
     if (err == RLOCK_OK) {
         rlock__reply r = typed(reply);
@@ -677,6 +691,15 @@ static void send_acquire(acquire_op *op) {
         op->sent_generation = op->entry != NULL ? (uint32_t)rlock__entry_generation(op->entry) : 0;
     }
     op->in_flight = true;
+    if (!spins(op) && op->entry != NULL) {
+        /* Listens while the try is out: an unlock Redis runs after the try
+         * wakes only the waiters there, and READ_UNLOCK_MESSAGE keeps no
+         * permit for one to come (LockPubSub releases the queue's length),
+         * so a waiter whose try said "held" from before it would sleep
+         * the holder's whole TTL. */
+        rlock__entry_wait(op->entry, &op->waiter, on_wake);
+        op->waiting = true;
+    }
     c->acquires++;
     if (rlock__executor_submit(c->exec, cmd, on_acquire_reply, op) != RLOCK_OK) {
         op->in_flight = false;

@@ -1761,6 +1761,253 @@ static void test_cluster_failover_processes_counter(void **state) {
     assert_true(window >= 0);
 }
 
+/* ---- 10. ASK is for one command; retried cluster errors -------------------- */
+
+/* A field of INFO commandstats for cmd on n ("calls", "rejected_calls":
+ * those refused before running, MOVED, ASK, TRYAGAIN and CLUSTERDOWN
+ * among them); 0 when cmd has no line yet. */
+static long long cmdstat_field(rt_redis *n, const char *cmd, const char *field) {
+    redisReply *r = rt_redis_command(n, "INFO commandstats");
+    if (r == NULL || r->type != REDIS_REPLY_STRING) {
+        fail_msg("INFO commandstats on port %d: %s", n->port,
+                 r == NULL                      ? "no answer"
+                 : r->type == REDIS_REPLY_ERROR ? r->str
+                                                : "not a string");
+    }
+    long long v = 0;
+    char head[64];
+    snprintf(head, sizeof(head), "cmdstat_%s:", cmd);
+    const char *line = strstr(r->str, head);
+    if (line != NULL) {
+        const char *end = strchr(line, '\r');
+        char key[64];
+        snprintf(key, sizeof(key), "%s=", field);
+        const char *at = strstr(line, key);
+        /* "calls=" also ends "rejected_calls=": the field's own comes
+         * first, right after the line's head or a comma. */
+        while (at != NULL && at[-1] != ':' && at[-1] != ',') {
+            at = strstr(at + 1, key);
+        }
+        if (at != NULL && (end == NULL || at < end)) {
+            v = strtoll(at + strlen(key), NULL, 10);
+        }
+    }
+    freeReplyObject(r);
+    return v;
+}
+
+/* Every call of cmd n has seen, run or refused. */
+static long long cmd_seen(rt_redis *n, const char *cmd) {
+    return cmdstat_field(n, cmd, "calls") + cmdstat_field(n, cmd, "rejected_calls");
+}
+
+/* A command on every node of the cluster, answered +OK. */
+static void on_every_node(rt_cluster *cl, const char *fmt, const char *arg) {
+    for (int i = 0; i < cl->n_nodes; i++) {
+        redisReply *r = rt_redis_command(&cl->nodes[i], fmt, arg);
+        if (r == NULL || r->type != REDIS_REPLY_STATUS) {
+            fail_msg("\"%s\" (%s) on port %d: %s", fmt, arg, cl->nodes[i].port,
+                     r == NULL                      ? "no answer"
+                     : r->type == REDIS_REPLY_ERROR ? r->str
+                                                    : "not +OK");
+        }
+        freeReplyObject(r);
+    }
+}
+
+/* A name other than name whose slot is name's. */
+static void same_slot_name(const char *name, const char *prefix, char *out, size_t cap) {
+    int slot = slot_of(name);
+    for (int k = 0; k < 1000000; k++) {
+        snprintf(out, cap, "%s-%d", prefix, k);
+        if (slot_of(out) == slot) {
+            return;
+        }
+    }
+    fail_msg("no name with prefix %s in slot %d", prefix, slot);
+}
+
+#define ASK_USER "ask-user"
+#define ASK_PASS "ask-pass"
+
+/* An ASK sends one command, after ASKING, to the node importing the
+ * slot; the slot stays the source's in the client's map, so the next
+ * command for it goes to the source first (Redisson's RedisExecutor
+ * handles ASK so too). The client's user may not run CLUSTER SLOTS once
+ * it runs: only a redirection can change its map, not a scan. The
+ * commands each master saw (INFO commandstats, run or refused) tell where
+ * each command went. */
+static void test_cluster_ask_leaves_the_map(void **state) {
+    fx *f = *state;
+    rt_cluster *cl = &f->cl;
+    on_every_node(cl, "ACL SETUSER " ASK_USER " on >" ASK_PASS " ~* &* +@all%s", "");
+    rlock_config cfg = cluster_config(f);
+    cfg.address = "redis://" ASK_USER ":" ASK_PASS "@127.0.0.1";
+    cfg.scan_interval_ms = 600000;
+    rlock_client *c = cluster_client(&cfg);
+
+    const char *name = "ask-held";
+    char name2[NAME_LEN];
+    same_slot_name(name, "ask-new", name2, sizeof(name2));
+    int slot = slot_of(name);
+    rt_redis *from = rt_cluster_master_of(cl, slot);
+    assert_non_null(from);
+    rt_redis *all[RT_CLUSTER_MASTERS];
+    assert_int_equal(rt_cluster_masters(cl, all, RT_CLUSTER_MASTERS), RT_CLUSTER_MASTERS);
+    rt_redis *to = all[0] != from ? all[0] : all[1];
+    rlock *l = rlock_get_lock(c, name);
+    rlock *l2 = rlock_get_lock(c, name2);
+    assert_non_null(l);
+    assert_non_null(l2);
+    CHECK_RC(rlock_lock(l, LONG_LEASE_MS), "lock before the migration");
+    assert_int_equal(exists_on(from, name), 1);
+    /* Every node's connections are up: a lock on each master. */
+    static masters m;
+    masters_open(cl, &m);
+    masters_close(&m);
+    for (int j = 0, k = 0; j < m.n; j++) {
+        char probe[NAME_LEN];
+        name_on(&m, j, "ask-probe", &k, probe, sizeof(probe));
+        rlock *p = rlock_get_lock(c, probe);
+        assert_non_null(p);
+        CHECK_RC(rlock_lock(p, LONG_LEASE_MS), "lock on each master");
+        CHECK_RC(rlock_unlock(p), "its unlock");
+        rlock_free(p);
+    }
+    on_every_node(cl, "ACL SETUSER " ASK_USER " -cluster|slots%s", "");
+
+    assert_int_equal(rt_cluster_migrate_begin(cl, slot, from, to), 0);
+    /* A new name: the source answers ASK, the lock lands on the target. */
+    long long asked_before = cmd_seen(to, "asking");
+    bool acquired = false;
+    CHECK_RC(rlock_try_lock(l2, 0, LONG_LEASE_MS, &acquired), "try-lock of a new name, via ASK");
+    assert_true(acquired);
+    assert_true(cmd_seen(to, "asking") > asked_before);
+    /* The next command for the slot: to the source, which has the key and
+     * answers; the target sees none of it. */
+    long long to_before = cmd_seen(to, "exists"), from_before = cmd_seen(from, "exists");
+    assert_true(client_says_locked(l));
+    long long to_saw = cmd_seen(to, "exists") - to_before;
+    long long from_saw = cmd_seen(from, "exists") - from_before;
+    if (to_saw != 0 || from_saw != 1) {
+        fail_msg("after an ASK to port %d, the next command for slot %d went %lld time(s) there "
+                 "and %lld time(s) to the source (port %d); wanted 0 and 1: the map followed "
+                 "the ASK",
+                 to->port, slot, to_saw, from_saw, from->port);
+    }
+    /* And the ASK'd name again: the source first, which sends it on. */
+    to_before = cmd_seen(to, "exists");
+    from_before = cmd_seen(from, "exists");
+    assert_true(client_says_locked(l2));
+    assert_int_equal(cmd_seen(from, "exists") - from_before, 1);
+    assert_int_equal(cmd_seen(to, "exists") - to_before, 1);
+    assert_int_equal(exists_asking(to, name2), 1);
+    assert_int_equal(exists_on(from, name), 1);
+    rlock_free(l2);
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
+/* Unlocks go through a cluster's passing refusals: CLUSTERDOWN (a master
+ * whose view lacks a slot says the cluster is down) and TRYAGAIN (the
+ * unlock's keys, the lock and its channel, split by a slot's migration:
+ * the channel is never a stored key, so the importing node always lacks
+ * it). Each unlock is retried every retry_interval_ms until the cluster
+ * lets it run, well within retry_attempts; the master's refused evalsha
+ * calls show the retries. */
+#define RETRY_MS 200
+#define RETRIES 100 /* 20 s of them */
+#define REFUSED_BOUND_MS 10000
+
+/* Waits (at most REFUSED_BOUND_MS) until n refused at least want
+ * EVALSHAs in all; fails naming what if not. */
+static void until_refused(rt_redis *n, long long want, rlock_future *f, const char *what) {
+    int64_t deadline = rt_now_ms() + REFUSED_BOUND_MS;
+    long long got;
+    while ((got = cmdstat_field(n, "evalsha", "rejected_calls")) < want) {
+        bool done = rlock_future_wait(f, 0) == RLOCK_OK;
+        if (done || rt_now_ms() >= deadline) {
+            fail_msg("%s: port %d refused %lld evalsha, wanted %lld; the unlock %s %s (%s)", what,
+                     n->port, got, want, done ? "ended, not retried:" : "still runs",
+                     done ? rlock_err_name(rlock_future_error(f)) : "",
+                     done ? rlock_future_error_message(f) : "");
+        }
+        rt_sleep_ms(20);
+    }
+}
+
+static void test_cluster_unlock_retried(void **state) {
+    fx *f = *state;
+    rt_cluster *cl = &f->cl;
+    rlock_config cfg = cluster_config(f);
+    cfg.retry_attempts = RETRIES;
+    cfg.retry_interval_ms = RETRY_MS;
+    cfg.scan_interval_ms = 600000;
+    rlock_client *c = cluster_client(&cfg);
+
+    /* CLUSTERDOWN: the master drops the lock's slot from its view. */
+    const char *name = "down-unlock";
+    int slot = slot_of(name);
+    rt_redis *owner = rt_cluster_master_of(cl, slot);
+    assert_non_null(owner);
+    rlock *l = rlock_get_lock(c, name);
+    assert_non_null(l);
+    CHECK_RC(rlock_lock(l, LONG_LEASE_MS), "lock before CLUSTERDOWN");
+    long long refused = cmdstat_field(owner, "evalsha", "rejected_calls");
+    char slot_s[16];
+    snprintf(slot_s, sizeof(slot_s), "%d", slot);
+    redisReply *r = rt_redis_command(owner, "CLUSTER DELSLOTS %s", slot_s);
+    assert_true(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    r = rt_redis_command(owner, "EXISTS %s", name);
+    if (r == NULL || r->type != REDIS_REPLY_ERROR || strncmp(r->str, "CLUSTERDOWN", 11) != 0) {
+        fail_msg("EXISTS on port %d without its slot: wanted CLUSTERDOWN, got %s", owner->port,
+                 r == NULL                      ? "no answer"
+                 : r->type == REDIS_REPLY_ERROR ? r->str
+                                                : "a reply");
+    }
+    freeReplyObject(r);
+    rlock_future *u = rlock_unlock_async(l, rlock_thread_id());
+    assert_non_null(u);
+    until_refused(owner, refused + 2, u, "unlock while CLUSTERDOWN");
+    r = rt_redis_command(owner, "CLUSTER ADDSLOTS %s", slot_s);
+    assert_true(r != NULL && r->type == REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    int64_t was = -1;
+    int rc = finish(u, 2 * RETRIES * RETRY_MS, &was);
+    if (rc != RLOCK_OK) {
+        fail_msg("unlock across CLUSTERDOWN: %s (%s)", rlock_err_name(rc), rlock_last_error());
+    }
+    assert_int_equal(exists_on(owner, name), 0);
+
+    /* TRYAGAIN: the slot of a held lock migrates. */
+    const char *name2 = "tryagain-unlock";
+    slot = slot_of(name2);
+    rt_redis *from = rt_cluster_master_of(cl, slot);
+    assert_non_null(from);
+    rt_redis *all[RT_CLUSTER_MASTERS];
+    assert_int_equal(rt_cluster_masters(cl, all, RT_CLUSTER_MASTERS), RT_CLUSTER_MASTERS);
+    rt_redis *to = all[0] != from ? all[0] : all[1];
+    rlock *l2 = rlock_get_lock(c, name2);
+    assert_non_null(l2);
+    CHECK_RC(rlock_lock(l2, LONG_LEASE_MS), "lock before the migration");
+    assert_int_equal(rt_cluster_migrate_begin(cl, slot, from, to), 0);
+    assert_true(rt_cluster_migrate_keys(cl, slot, from, to) >= 1);
+    refused = cmdstat_field(to, "evalsha", "rejected_calls");
+    u = rlock_unlock_async(l2, rlock_thread_id());
+    assert_non_null(u);
+    until_refused(to, refused + 2, u, "unlock while its slot migrates");
+    assert_int_equal(rt_cluster_migrate_end(cl, slot, to), 0);
+    rc = finish(u, 2 * RETRIES * RETRY_MS, &was);
+    if (rc != RLOCK_OK) {
+        fail_msg("unlock across TRYAGAIN: %s (%s)", rlock_err_name(rc), rlock_last_error());
+    }
+    assert_int_equal(exists_on(to, name2), 0);
+    rlock_free(l2);
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cluster_settings_checked),
@@ -1780,6 +2027,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_cluster_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_processes_counter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_failover_processes_counter, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_ask_leaves_the_map, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_unlock_retried, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -34,6 +34,8 @@
  *  destroy_pending   destroying a client completes its pending calls with CLOSED
  *  redis_state       exactly the keys, fields and TTLs Redisson leaves
  *  lost_wakeup       an unlock between a waiter's failed try and its subscription wakes it
+ *  wake_in_flight    an unlock whose message comes while a waiter's try is out wakes it
+ *                    (the lock and the read/write halves: messages 0 and 1)
  *  processes         forked processes increment a counter under the lock, exactly
  * The spin lock's tests also check that Redis never saw a SUBSCRIBE or a
  * PUBLISH.
@@ -1641,6 +1643,71 @@ static void c_processes(fx *f, kind k) {
 PER_KIND(processes)
 FOR_WHOLE(processes)
 
+/* ==== 12. a wake-up while a try is out ====================================== */
+
+/* An unlock whose message comes while the waiter's try is out (sent
+ * before the unlock, its "held" answer not back yet) still lets the
+ * waiter in at once. The read half's waiters hear the write unlock's
+ * READ_UNLOCK_MESSAGE (1, "all may go"), the lock's the UNLOCK_MESSAGE (0,
+ * kept for a waiter to come). b goes through a proxy that holds its
+ * command connection's answers: a spurious "0" published by the test
+ * wakes the waiter into a try that Redis answers "held" (the writer holds
+ * it for 30 s more), the answer held; then the unlock, its message seen
+ * by b; then the answer. Without the wake-up the waiter would sleep the
+ * 30 s the answer names. */
+static void c_wake_in_flight(fx *f, kind k) {
+    g_proxy = rt_proxy_start(f->redis.port);
+    assert_non_null(g_proxy);
+    rlock_client *a = client(f);
+    rlock_config cfg = rt_config(rt_proxy_address(g_proxy));
+    cfg.timeout_ms = 10000;
+    cfg.ping_connection_interval_ms = 0;
+    cfg.connect_timeout_ms = 10000;
+    rlock_client *b = rt_client(&cfg);
+    assert_int_equal(rt_finish(rt_command(b, "PING", NULL), NULL), RLOCK_OK);
+    rlock *la = handle(excluder(k), a, NAME);
+    rlock *lb = handle(k, b, NAME);
+    lock_ok(la, 30000, 1);
+    rlock_future *fut = keep(rlock_lock_async(lb, 30000, 2));
+    wait_waiting(k, b, 1);
+    /* Its second try's answer is in: it came before this PING's. */
+    assert_int_equal(rt_finish(rt_command(b, "PING", NULL), NULL), RLOCK_OK);
+    uint64_t tries = rt_lock_stats(b).acquires;
+    uint64_t messages = rt_lock_stats(b).messages;
+
+    assert_true(rt_proxy_pause(g_proxy, RT_PROXY_COMMAND, RT_PROXY_DOWN) >= 1);
+    freeReplyObject(probe(f, "PUBLISH %s 0", rw(k) ? RW_CHANNEL : CHANNEL));
+    assert_true(RT_STAT_REACHES(b, acquires, tries + 1, 5000));
+    /* Redis ran it (the writer holds): its answer waits in the proxy. */
+    assert_true(rt_proxy_wait_held(g_proxy, RT_PROXY_COMMAND, RT_PROXY_DOWN, 1, 5000));
+    assert_int_equal(unlock(la, 1), RLOCK_OK);
+    assert_true(RT_STAT_REACHES(b, messages, messages + 2, 5000));
+    assert_false(rlock_future_is_done(fut));
+    int64_t t0 = rt_now_ms();
+    assert_true(rt_proxy_resume(g_proxy, RT_PROXY_COMMAND, RT_PROXY_DOWN) >= 1);
+    if (rlock_future_wait(fut, 5000) != RLOCK_OK) {
+        fail_msg("the waiter slept through the unlock: no lock 5000 ms after its try's answer "
+                 "(the answer named the writer's 30 s)");
+    }
+    print_message("the waiter got the lock %lld ms after the answer\n",
+                  (long long)(rt_now_ms() - t0));
+    assert_int_equal(finish(fut, NULL), RLOCK_OK);
+    assert_int_equal(hold(f, k, b, 2), 1);
+    assert_int_equal(unlock(lb, 2), RLOCK_OK);
+}
+
+static void lock__wake_in_flight(void **s) {
+    run(s, K_LOCK, c_wake_in_flight);
+}
+
+static void read__wake_in_flight(void **s) {
+    run(s, K_READ, c_wake_in_flight);
+}
+
+static void write__wake_in_flight(void **s) {
+    run(s, K_WRITE, c_wake_in_flight);
+}
+
 /* ========================================================================== */
 
 int main(int argc, char **argv) {
@@ -1658,6 +1725,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(lock__destroy_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(lock__redis_state, setup, teardown),
         cmocka_unit_test_setup_teardown(lock__lost_wakeup, setup, teardown),
+        cmocka_unit_test_setup_teardown(lock__wake_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(lock__processes, setup, teardown),
         cmocka_unit_test_setup_teardown(fair__reentry, setup, teardown),
         cmocka_unit_test_setup_teardown(fair__unlock_not_held, setup, teardown),
@@ -1710,6 +1778,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(read__destroy_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(read__redis_state, setup, teardown),
         cmocka_unit_test_setup_teardown(read__lost_wakeup, setup, teardown),
+        cmocka_unit_test_setup_teardown(read__wake_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(read__processes, setup, teardown),
         cmocka_unit_test_setup_teardown(write__reentry, setup, teardown),
         cmocka_unit_test_setup_teardown(write__unlock_not_held, setup, teardown),
@@ -1723,6 +1792,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(write__destroy_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(write__redis_state, setup, teardown),
         cmocka_unit_test_setup_teardown(write__lost_wakeup, setup, teardown),
+        cmocka_unit_test_setup_teardown(write__wake_in_flight, setup, teardown),
         cmocka_unit_test_setup_teardown(write__processes, setup, teardown),
         cmocka_unit_test_setup_teardown(fmulti__cancel_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(fmulti__cancel_race, setup, teardown),

@@ -315,6 +315,41 @@ static void test_spin_custom_backoff(void **state) {
     assert_non_null(rt_track_lock(rlock_get_spin_lock_with_backoff(c, "spin-back", 9, &edge)));
 }
 
+/* A growing back-off (20 ms, x2, at most 640 ms): a try-lock of 1500 ms
+ * against a holder tries at about 0, 20, 60, 140, 300, 620, 1260 and
+ * 1900 ms: 8 acquire scripts, fewer on a slow machine (each try's round
+ * trip only delays the next). A back-off that does not grow (20 ms
+ * again and again) would try some 20 to 75 times. */
+static void test_spin_backoff_grows(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_client *waiter = new_client(f);
+    rlock *l = spin(c, "spin-grow");
+    assert_int_equal(rlock_lock(l, 60000), RLOCK_OK);
+
+    rlock_backoff b = {.initial_delay_ms = 20, .max_delay_ms = 640, .multiplier = 2};
+    rlock *w = rt_track_lock(rlock_get_spin_lock_with_backoff(waiter, "spin-grow", 9, &b));
+    assert_non_null(w);
+    uint64_t before = rt_lock_stats(waiter).acquires;
+    long long scripts_before = cmd_calls(f, "evalsha") + cmd_calls(f, "eval");
+    rt_job j = {.l = w, .op = RT_JOB_TRY_LOCK, .wait_ms = 1500, .lease_ms = 10000};
+    rt_job_start(&j);
+    rt_job_join(&j, 20000);
+    assert_int_equal(j.rc, RLOCK_OK);
+    assert_false(j.acquired);
+    assert_true(j.took_ms >= 1500);
+    uint64_t tries = rt_lock_stats(waiter).acquires - before;
+    /* The server saw them too (only the waiter sent scripts meanwhile; a
+     * NOSCRIPT's EVAL would add one). */
+    long long scripts = cmd_calls(f, "evalsha") + cmd_calls(f, "eval") - scripts_before;
+    if (tries < 3 || tries > 10 || scripts < (long long)tries || scripts > (long long)tries + 2) {
+        fail_msg("%llu acquire tries in %lld ms (the server ran %lld scripts); a back-off of "
+                 "20 ms doubling to 640 ms makes 8",
+                 (unsigned long long)tries, (long long)j.took_ms, scripts);
+    }
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_spin_reentrancy, setup, teardown),
@@ -324,6 +359,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_spin_concurrency, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spin_no_pubsub, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spin_custom_backoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spin_backoff_grows, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
