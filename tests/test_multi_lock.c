@@ -328,6 +328,137 @@ static void test_multi_fast_path_falls_back(void **state) {
     rlock_free(multi);
 }
 
+/* calls= of one command in server i's INFO commandstats ("evalsha"); 0
+ * when absent. Commands a script runs count too. */
+static long long cmd_calls(mfx *m, size_t i, const char *cmd) {
+    redisReply *r = rt_redis_command(&m->redis[i], "INFO commandstats");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    char pat[64];
+    snprintf(pat, sizeof(pat), "cmdstat_%s:calls=", cmd);
+    const char *p = strstr(r->str, pat);
+    long long n = p != NULL ? strtoll(p + strlen(pat), NULL, 10) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* One no-wait try of the multi lock, blocking (thread_id 0) or async. */
+static void no_wait_try(rlock *multi, int64_t lease_ms, uint64_t thread_id) {
+    bool got = true;
+    if (thread_id == 0) {
+        assert_int_equal(rlock_try_lock(multi, 0, lease_ms, &got), RLOCK_OK);
+    } else {
+        rlock_future *f = rlock_try_lock_async(multi, 0, lease_ms, thread_id);
+        assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+        assert_int_equal(rlock_future_error(f), RLOCK_OK);
+        got = rlock_future_value(f) != 0;
+        rlock_future_release(f);
+    }
+    assert_false(got);
+}
+
+/* A no-wait try with the middle sub-lock held by another owner makes one
+ * pass, as Redisson's tryLock(0, ...): every sub-lock is tried once, and
+ * each free one taken is released once (one acquire and one unlock
+ * script, one unlock message), blocking and async alike. */
+static void test_multi_no_wait_try_once(void **state) {
+    mfx *m = *state;
+    make_clients(m, 0, 0);
+    rlock *multi = make_multi(m, "once", false, false);
+    rlock_config cfg = rt_config(m->redis[1].address);
+    rlock *other = rt_lock(rt_client(&cfg), "once");
+    assert_int_equal(rlock_lock(other, -1), RLOCK_OK);
+    no_wait_try(multi, -1, 0); /* every connection made, every script loaded */
+    static const struct {
+        int64_t lease_ms;
+        uint64_t thread_id;
+    } calls[] = {{-1, 0}, {10000, 0}, {-1, 7}, {10000, 7}};
+    for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
+        long long eval[3], pub[3];
+        for (size_t i = 0; i < m->n; i++) {
+            eval[i] = cmd_calls(m, i, "evalsha");
+            pub[i] = cmd_calls(m, i, "publish");
+        }
+        no_wait_try(multi, calls[c].lease_ms, calls[c].thread_id);
+        for (size_t i = 0; i < m->n; i++) {
+            bool held = i == 1;
+            assert_int_equal(cmd_calls(m, i, "evalsha") - eval[i], held ? 1 : 2);
+            assert_int_equal(cmd_calls(m, i, "publish") - pub[i], held ? 0 : 1);
+            assert_int_equal(exists(m, i, "once"), held ? 1 : 0);
+        }
+    }
+    assert_int_equal(rlock_unlock(other), RLOCK_OK);
+    expect_none(m, "once");
+    rlock_free(multi);
+}
+
+/* Whether server i holds neither the fair lock's queue nor its timeouts
+ * for name, within timeout_ms. */
+static bool fair_clean_within(mfx *m, size_t i, const char *name, int64_t timeout_ms) {
+    char queue[128], timeouts[128];
+    snprintf(queue, sizeof(queue), "redisson_lock_queue:{%s}", name);
+    snprintf(timeouts, sizeof(timeouts), "redisson_lock_timeout:{%s}", name);
+    int64_t deadline = rt_now_ms() + timeout_ms;
+    for (;;) {
+        bool clean = exists(m, i, queue) == 0 && exists(m, i, timeouts) == 0;
+        if (clean || rt_now_ms() >= deadline) {
+            return clean;
+        }
+        rt_sleep_ms(10);
+    }
+}
+
+/* Fair sub-locks, the middle one held by another owner: a try (with no
+ * wait, which joins the queue too, or with one) tries each once, and
+ * leaves the held one's queue and timeouts as they were (empty), blocking
+ * and async alike. */
+static void test_multi_fair_member_leaves_no_queue(void **state) {
+    mfx *m = *state;
+    make_clients(m, 0, 0);
+    rlock *subs[3];
+    for (size_t i = 0; i < m->n; i++) {
+        subs[i] = rlock_get_fair_lock(m->c[i], "fq");
+        assert_non_null(subs[i]);
+    }
+    rlock *multi = rlock_get_multi_lock(subs, m->n);
+    assert_non_null(multi);
+    for (size_t i = 0; i < m->n; i++) {
+        rlock_free(subs[i]);
+    }
+    rlock_config cfg = rt_config(m->redis[1].address);
+    rlock *other = rlock_get_fair_lock(rt_client(&cfg), "fq");
+    assert_non_null(other);
+    assert_int_equal(rlock_lock(other, -1), RLOCK_OK);
+    no_wait_try(multi, -1, 0); /* every connection made, every script loaded */
+    assert_true(fair_clean_within(m, 1, "fq", 3000));
+    for (uint64_t tid = 0; tid < 2; tid++) {
+        long long eval[3];
+        for (size_t i = 0; i < m->n; i += 2) {
+            eval[i] = cmd_calls(m, i, "evalsha");
+        }
+        no_wait_try(multi, -1, tid);
+        for (size_t i = 0; i < m->n; i += 2) {
+            assert_int_equal(cmd_calls(m, i, "evalsha") - eval[i], 2);
+            assert_int_equal(exists(m, i, "fq"), 0);
+        }
+        assert_true(fair_clean_within(m, 1, "fq", 3000));
+    }
+    bool got = true;
+    assert_int_equal(rlock_try_lock(multi, 300, -1, &got), RLOCK_OK);
+    assert_false(got);
+    assert_true(fair_clean_within(m, 1, "fq", 3000));
+    rlock_future *f = rlock_try_lock_async(multi, 300, 10000, 5);
+    assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+    assert_int_equal(rlock_future_error(f), RLOCK_OK);
+    assert_int_equal(rlock_future_value(f), 0);
+    rlock_future_release(f);
+    assert_true(fair_clean_within(m, 1, "fq", 3000));
+    assert_int_equal(rlock_unlock(other), RLOCK_OK);
+    rlock_free(other);
+    expect_none(m, "fq");
+    rlock_free(multi);
+}
+
 /* The blocking unlock writes to every server before it reads, and gives
  * up on all answers one timeout after it began: two stopped servers cost
  * one timeout_ms, not two. */
@@ -608,6 +739,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_multi_cancel_undoes, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_fast_path_all_at_once, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_fast_path_falls_back, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_no_wait_try_once, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_fair_member_leaves_no_queue, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_on_one_app_loop, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_unlock_stopped_one_timeout, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_threads_counter, setup3, teardown),

@@ -230,16 +230,24 @@ RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_
  * runs on an application loop, not every client runs on that same loop
  * (the caller's thread runs it while it waits).
  *
- * As Redisson's (current source), with times in ms:
- * - try_lock(wait, lease) tries the locks in order. Each try-lock waits
- *   for at most what is left of the total wait (the red lock: at most
- *   wait / n, at least 1 ms), and takes its lock for 2 x wait when a lease
- *   is given (for the lease with no wait; with the watchdog without one).
- *   When one cannot be had, those taken are released and, while the wait
- *   lasts, it starts over from the first; once the wait runs out, it
- *   releases what it holds and returns 0. Once all are taken, a lease
- *   given is set on every lock (PEXPIRE), and it returns 1. A wait of 0
- *   tries each lock once.
+ * As Redisson's (current source), with times in ms, but for a first
+ * round of its own:
+ * - try_lock(wait, lease) of two locks or more first tries every lock at
+ *   once, none waiting, each taken for the lease (with the watchdog
+ *   without one): when all are taken, it returns 1. Else it releases
+ *   those taken (a fair lock found held leaves its queue, as its own
+ *   try-lock does when it gives up); with a wait of 0 it then returns 0
+ *   (one round: each lock tried once, and each one taken released once,
+ *   as Redisson's one pass).
+ * - With a wait left (and from the start for one lock), the locks are
+ *   tried in order, as Redisson's do. Each try-lock waits for at most
+ *   what is left of the total wait, and takes its lock for 2 x wait when
+ *   a lease is given (for the lease with no wait; with the watchdog
+ *   without one). When one cannot be had, those taken are released and,
+ *   while the wait lasts, it starts over from the first; once the wait
+ *   runs out, it releases what it holds and returns 0. Once all are
+ *   taken, a lease given is set on every lock (PEXPIRE), and it returns
+ *   1.
  * - lock(lease) repeats such a try-lock until one succeeds, each with a
  *   wait of n x 1500 ms (with a lease: 2000 ms when the lease is at most
  *   that, else a random wait below the lease).
