@@ -670,7 +670,7 @@ static void test_red_lock_quorum(void **state) {
     for (size_t i = 0; i < 4; i++) {
         assert_int_equal(exists(m, i, "red"), 1);
     }
-    assert_int_not_equal(rlock_unlock(red), RLOCK_OK); /* server 4's fails; the others go */
+    assert_int_equal(rlock_unlock(red), RLOCK_OK); /* server 4's failure is skipped */
     expect_none(m, "red");
 
     assert_int_equal(rt_redis_pause(&m->redis[3]), 0);
@@ -678,7 +678,7 @@ static void test_red_lock_quorum(void **state) {
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(exists(m, i, "red"), 1);
     }
-    assert_int_not_equal(rlock_unlock(red), RLOCK_OK);
+    assert_int_equal(rlock_unlock(red), RLOCK_OK);
     expect_none(m, "red");
 
     assert_int_equal(rt_redis_pause(&m->redis[2]), 0);
@@ -714,8 +714,8 @@ static void test_red_lock_held_by_others(void **state) {
     red_try(red, true, 1000);
     bool held = true;
     assert_int_equal(rlock_is_held_by_current_thread(red, &held), RLOCK_OK);
-    assert_false(held);                                /* not on 0 and 1 */
-    assert_int_not_equal(rlock_unlock(red), RLOCK_OK); /* 0 and 1 are not ours */
+    assert_false(held);                            /* not on 0 and 1 */
+    assert_int_equal(rlock_unlock(red), RLOCK_OK); /* 0 and 1 are not ours: skipped */
     for (size_t i = 2; i < m->n; i++) {
         assert_int_equal(exists(m, i, "held"), 0);
     }
@@ -727,6 +727,104 @@ static void test_red_lock_held_by_others(void **state) {
         assert_int_equal(rlock_unlock(other[i]), RLOCK_OK);
     }
     rlock_free(red);
+}
+
+/* A red lock over servers whose clients have a blocking pool of pool
+ * connections (0: the blocking calls go through the loops). */
+static rlock *make_red_pool(mfx *m, const char *name, int64_t timeout_ms, int pool) {
+    rlock *subs[MAX_SERVERS];
+    for (size_t i = 0; i < m->n; i++) {
+        rlock_config cfg = rt_config(m->redis[i].address);
+        cfg.timeout_ms = timeout_ms;
+        cfg.blocking_pool_size = pool;
+        m->c[i] = rt_client(&cfg);
+        subs[i] = rt_lock(m->c[i], name);
+    }
+    rlock *red = rlock_get_red_lock(subs, m->n);
+    assert_non_null(red);
+    return red;
+}
+
+/* One of three servers stopped: the blocking unlock releases the other
+ * two and returns 0 once the stopped one's answer is given up on
+ * (RedissonRedLock.unlock skips every sub-lock's failure), with or
+ * without a blocking pool; the async unlock still fails with it. */
+static void test_red_unlock_server_stopped(void **state) {
+    mfx *m = *state;
+    for (int pool = 8; pool >= 0; pool -= 8) {
+        rt_free_clients();
+        rlock *red = make_red_pool(m, "rstop", 1000, pool);
+        assert_int_equal(rlock_lock(red, -1), RLOCK_OK);
+        assert_int_equal(rt_redis_pause(&m->redis[1]), 0);
+        int64_t t0 = rt_now_ms();
+        assert_int_equal(rlock_unlock(red), RLOCK_OK);
+        assert_true(rt_now_ms() - t0 < 6000); /* about one timeout */
+        assert_int_equal(exists(m, 0, "rstop"), 0);
+        assert_int_equal(exists(m, 2, "rstop"), 0);
+        assert_int_equal(rt_redis_resume(&m->redis[1]), 0);
+        assert_true(rt_redis_gone_within(&m->redis[1], NULL, "rstop", 3000));
+
+        rlock_future *f = rlock_lock_async(red, -1, 11);
+        assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+        assert_int_equal(rlock_future_error(f), RLOCK_OK);
+        rlock_future_release(f);
+        assert_int_equal(rt_redis_pause(&m->redis[1]), 0);
+        f = rlock_unlock_async(red, 11);
+        assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+        assert_int_equal(rlock_future_error(f), RLOCK_ERR_TIMEOUT); /* unlockAsync's allOf */
+        rlock_future_release(f);
+        assert_int_equal(exists(m, 0, "rstop"), 0);
+        assert_int_equal(exists(m, 2, "rstop"), 0);
+        assert_int_equal(rt_redis_resume(&m->redis[1]), 0);
+        assert_true(rt_redis_gone_within(&m->redis[1], NULL, "rstop", 3000));
+        rlock_free(red);
+    }
+}
+
+/* A quorum without two of five sub-locks, held by another owner: the
+ * blocking unlock releases the three taken, leaves the other owner's
+ * two held, and returns 0, with or without a blocking pool; the async
+ * unlock fails on the two it never took. */
+static void test_red_unlock_quorum_without_some(void **state) {
+    mfx *m = *state;
+    for (int pool = 8; pool >= 0; pool -= 8) {
+        rt_free_clients();
+        rlock *red = make_red_pool(m, "rsome", 2000, pool);
+        rlock *other[2];
+        for (size_t i = 0; i < 2; i++) {
+            rlock_config cfg = rt_config(m->redis[i].address);
+            other[i] = rt_lock(rt_client(&cfg), "rsome");
+            assert_int_equal(rlock_lock(other[i], -1), RLOCK_OK);
+        }
+        red_try(red, true, 1000);
+        assert_int_equal(rlock_unlock(red), RLOCK_OK);
+        for (size_t i = 2; i < m->n; i++) {
+            assert_int_equal(exists(m, i, "rsome"), 0);
+        }
+        bool held = false;
+        for (size_t i = 0; i < 2; i++) {
+            assert_int_equal(rlock_is_held_by_current_thread(other[i], &held), RLOCK_OK);
+            assert_true(held); /* not released by the red lock's unlock */
+        }
+
+        rlock_future *f = rlock_try_lock_async(red, 1000, -1, 12);
+        assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+        assert_int_equal(rlock_future_error(f), RLOCK_OK);
+        assert_int_equal(rlock_future_value(f), 1);
+        rlock_future_release(f);
+        f = rlock_unlock_async(red, 12);
+        assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+        assert_int_equal(rlock_future_error(f), RLOCK_ERR_NOT_HELD);
+        rlock_future_release(f);
+        for (size_t i = 2; i < m->n; i++) {
+            assert_int_equal(exists(m, i, "rsome"), 0);
+        }
+        for (size_t i = 0; i < 2; i++) {
+            assert_int_equal(rlock_unlock(other[i]), RLOCK_OK);
+        }
+        expect_none(m, "rsome");
+        rlock_free(red);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -747,6 +845,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_multi_processes_counter, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_red_lock_quorum, setup5, teardown),
         cmocka_unit_test_setup_teardown(test_red_lock_held_by_others, setup5, teardown),
+        cmocka_unit_test_setup_teardown(test_red_unlock_server_stopped, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_red_unlock_quorum_without_some, setup5, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -607,12 +607,13 @@ typedef struct fan_op {
     atomic_int left; /* sub-calls not back yet, and one while they are made */
     rlock_future *future;
     bool held; /* isHeldByThread: the value is every answer ANDed; else 0 */
+    bool skip; /* unlockInner: every sub-lock's failure skipped */
     size_t n;
     rlock_future *futs[];
 } fan_op;
 
 /* All back (on the last one's thread): the first error in sub-lock order
- * (CompletableFuture.allOf), else the value. */
+ * (CompletableFuture.allOf), else the value; none with skip. */
 static void fan_done(fan_op *op) {
     int err = RLOCK_OK;
     char msg[256] = "";
@@ -630,7 +631,10 @@ static void fan_done(fan_op *op) {
         all = all && e == RLOCK_OK && rlock_future_value(f) != 0;
         rlock_future_release(f);
     }
-    rlock__future_complete(op->future, err, op->held && all ? 1 : 0, msg);
+    if (op->skip) {
+        err = RLOCK_OK;
+    }
+    rlock__future_complete(op->future, err, op->held && all ? 1 : 0, err != RLOCK_OK ? msg : NULL);
     rlock_future_release(op->future);
     free(op);
 }
@@ -643,9 +647,9 @@ static void fan_back(rlock_future *f, void *arg) {
     }
 }
 
-/* unlockInnerAsync (every sub-lock, errors on some stopping none) or
- * isHeldByThreadAsync. */
-static rlock_future *fan_out(rlock *l, uint64_t thread_id, bool held) {
+/* unlockInnerAsync (every sub-lock, errors on some stopping none; skip:
+ * unlockInner, which ignores them) or isHeldByThreadAsync. */
+static rlock_future *fan_out(rlock *l, uint64_t thread_id, bool held, bool skip) {
     size_t n = l->nsubs;
     fan_op *op = calloc(1, sizeof(*op) + n * sizeof(rlock_future *));
     rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
@@ -656,6 +660,7 @@ static rlock_future *fan_out(rlock *l, uint64_t thread_id, bool held) {
     atomic_init(&op->left, (int)n + 1);
     op->future = f;
     op->held = held;
+    op->skip = skip;
     op->n = n;
     for (size_t i = 0; i < n; i++) {
         rlock *s = l->subs[i];
@@ -673,12 +678,12 @@ static rlock_future *fan_out(rlock *l, uint64_t thread_id, bool held) {
 }
 
 static rlock_future *multi_unlock(rlock *l, uint64_t thread_id) {
-    return fan_out(l, thread_id, false);
+    return fan_out(l, thread_id, false, false);
 }
 
 static rlock_future *multi_query(rlock *l, rlock__query q, uint64_t thread_id) {
     if (q == RLOCK__Q_HELD) {
-        return fan_out(l, thread_id, true);
+        return fan_out(l, thread_id, true, false);
     }
     /* RedissonMultiLock throws UnsupportedOperationException. */
     static const char *const what[] = {"is_locked",           "is_held_by_thread", "get_hold_count",
@@ -813,15 +818,22 @@ static rlock_future *multi_acquire_direct(rlock *l, int64_t wait_ms, int64_t lea
     return start_acquire(l, wait_ms, lease_ms, thread_id, is_try, false);
 }
 
+/* The blocking unlock. The red lock's is RedissonRedLock.unlock(), whose
+ * unlockInner tries every sub-lock and skips each one's failure (a
+ * server that does not answer, a sub-lock the quorum was had without):
+ * 0 once all are back. The multi lock's reports the first error. */
 static rlock_future *multi_unlock_direct(rlock *l, int *rc) {
+    bool red = l->ops == &red_lock_ops;
     if (!all_direct(l)) {
-        return multi_unlock(l, rlock_thread_id());
+        return fan_out(l, rlock_thread_id(), false, red);
     }
     bool all[DIRECT_MAX];
     memset(all, 1, sizeof(all));
     char msg[256];
     *rc = unlock_direct_all(l, all, rlock_thread_id(), msg, sizeof(msg));
-    if (*rc != RLOCK_OK) {
+    if (red) {
+        *rc = RLOCK_OK;
+    } else if (*rc != RLOCK_OK) {
         rlock__set_error_message("%s", msg);
     }
     return NULL;
