@@ -1064,6 +1064,14 @@ void rlock__direct_acquire_end(rlock__direct_step *st) {
     c->acquired++;
 }
 
+void rlock__direct_acquire_failed(const rlock__direct_step *st, int64_t wait_ms) {
+    rlock *l = st->lock;
+    if (l->ops->acquire_failed != NULL && !st->taken && st->err == RLOCK_OK) {
+        rlock_future_release(
+            rlock__client_run(l->client, l->ops->acquire_failed(l, st->thread_id, wait_ms)));
+    }
+}
+
 rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
                                     bool token, const char *fn, int *rc, int64_t *value) {
     *rc = check_acquire(l, wait_ms, lease_ms, is_try, token, fn);

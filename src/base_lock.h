@@ -71,6 +71,12 @@ typedef struct rlock__direct_step {
 bool rlock__direct_acquire_begin(rlock__direct_step *st, int64_t wait_ms, int64_t max_connect_ms);
 void rlock__direct_acquire_end(rlock__direct_step *st);
 
+/* After an end that found the lock held, when the caller will not wait
+ * for it: the kind's clean-up for that try (acquireFailedAsync; a fair
+ * lock's try joined the queue), with the try's wait_ms, sent through the
+ * client's loop, its answer ignored. Nothing for a kind without one. */
+void rlock__direct_acquire_failed(const rlock__direct_step *st, int64_t wait_ms);
+
 /* NULL with st->written: end must follow; NULL without: failed (err);
  * else the future of the loop's unlock, which took over. */
 rlock_future *rlock__direct_unlock_begin(rlock__direct_step *st);

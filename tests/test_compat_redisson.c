@@ -1686,6 +1686,246 @@ static void test_cluster_sharded_off_wakes_both_ways(void **state) {
     expect_not_lost();
 }
 
+/* ---- red lock: three servers ------------------------------------------- */
+
+/* Redisson's RedissonRedLock (the peer's "kind xred", each sub-lock on a
+ * Redisson client of its own server) and rlock_get_red_lock over the same
+ * name on the same three servers: server 0 is the fixture's, 1 and 2
+ * these. */
+static rt_redis g_red_servers[2];
+
+#define RED_NAME "compat:red"
+#define RED_TRY_MS 10000    /* a try that must get the quorum past a stopped server */
+#define RED_STOPPED_MS 2000 /* both sides' response timeout with a server stopped */
+
+typedef struct red_env {
+    rt_redis *srv[3];
+    rlock_client *c[3];
+    rlock *red;        /* C's */
+    char jname[256];   /* the peer's name for its red lock */
+    char jid[3][128];  /* the peer's Redisson id on each server */
+    char mine[3][256]; /* C's field (this thread) on each server */
+} red_env;
+
+static int setup_red(void **state) {
+    if (setup(state) != 0) {
+        return -1;
+    }
+    for (int i = 0; i < 2; i++) {
+        if (rt_redis_start(&g_red_servers[i], NULL) != 0) {
+            return -1;
+        }
+    }
+    return 0;
+}
+
+static int teardown_red(void **state) {
+    for (int i = 0; i < 2; i++) { /* the peer and the clients go with every server running */
+        if (g_red_servers[i].paused) {
+            rt_redis_resume(&g_red_servers[i]);
+        }
+    }
+    int rc = teardown(state);
+    for (int i = 0; i < 2; i++) {
+        rt_redis_stop(&g_red_servers[i]);
+    }
+    return rc;
+}
+
+/* A peer command whose answer may take up to timeout_ms: its value
+ * after "OK ". */
+static const char *java_ok_within(int64_t timeout_ms, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static const char *java_ok_within(int64_t timeout_ms, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    const char *line = java_vcmd(timeout_ms, fmt, ap);
+    va_end(ap);
+    if (strncmp(line, "OK ", 3) != 0) {
+        fail_msg("java peer: expected OK, got \"%s\"", line);
+    }
+    return line + 3;
+}
+
+/* C's red lock (timeout_ms per reply) and the peer's, over the three
+ * servers; the peer's clients wait timeout_ms for a reply, retrying
+ * none. */
+static void red_start(fx *f, red_env *e, int64_t timeout_ms) {
+    e->srv[0] = &f->redis;
+    e->srv[1] = &g_red_servers[0];
+    e->srv[2] = &g_red_servers[1];
+    rlock *subs[3];
+    for (int i = 0; i < 3; i++) {
+        rlock_config cfg = rt_config(e->srv[i]->address);
+        cfg.timeout_ms = timeout_ms;
+        cfg.lock_watchdog_timeout_ms = 30000;
+        e->c[i] = rt_client(&cfg);
+        subs[i] = rlock_get_lock(e->c[i], RED_NAME);
+        assert_non_null(subs[i]);
+        c_field(e->c[i], e->mine[i], sizeof(e->mine[i]));
+    }
+    e->red = rlock_get_red_lock(subs, 3);
+    assert_non_null(e->red);
+    for (int i = 0; i < 3; i++) {
+        rlock_free(subs[i]);
+    }
+    java_start(f, 30000);
+    for (int i = 0; i < 3; i++) {
+        snprintf(e->jid[i], sizeof(e->jid[i]), "%s",
+                 java_ok_within(START_TIMEOUT_MS, "client s%d %s 30000 %lld 0", i,
+                                e->srv[i]->address, (long long)timeout_ms));
+    }
+    snprintf(e->jname, sizeof(e->jname), "s0@%s,s1@%s,s2@%s", RED_NAME, RED_NAME, RED_NAME);
+}
+
+/* The peer's owner's field on server i. */
+static void red_theirs(red_env *e, int i, const char *owner, char *out, size_t cap) {
+    char field[256];
+    java_field(owner, field, sizeof(field));
+    const char *tid = strrchr(field, ':');
+    assert_non_null(tid);
+    snprintf(out, cap, "%s%s", e->jid[i], tid);
+}
+
+/* Asserts that server i's lock is held by field alone, holds times (field
+ * NULL: not held at all). */
+static void red_expect_owner(red_env *e, int i, const char *field, long long holds) {
+    redisReply *r = rt_redis_command(e->srv[i], "HGETALL %s", RED_NAME);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    if (r->elements != (field != NULL ? 2u : 0u)) {
+        fail_msg("server %d: %s has %zu hash entries, want %s", i, RED_NAME, r->elements / 2,
+                 field != NULL ? field : "none");
+    }
+    if (field != NULL) {
+        assert_string_equal(r->element[0]->str, field);
+        assert_int_equal(atoll(r->element[1]->str), holds);
+    }
+    freeReplyObject(r);
+}
+
+/* C's red lock held: Redisson's RedLock cannot be had (its try fails
+ * within its wait and leaves nothing), and a Redisson waiter is let in by
+ * C's unlock, well before C's lease would end; then C's is kept out. */
+static void test_red_c_holder_excludes_redisson_and_wakes_it(void **state) {
+    fx *f = *state;
+    red_env e;
+    red_start(f, &e, 3000);
+    try_lock_expect(e.red, 1000, LEASE_MS, true);
+    for (int i = 0; i < 3; i++) {
+        red_expect_owner(&e, i, e.mine[i], 1);
+    }
+    assert_false(java_bool("kind xred tryLock %s 300 %d", e.jname, LEASE_MS));
+    for (int i = 0; i < 3; i++) {
+        red_expect_owner(&e, i, e.mine[i], 1); /* nothing of Redisson's */
+    }
+
+    char cmd[512];
+    snprintf(cmd, sizeof(cmd), "kind xred tryLock %s %d %d", e.jname, WAIT_MS, LEASE_MS);
+    java_async("w", cmd);
+    java_expect_waiting("w", QUIET_MS);
+    int64_t released_at = rt_now_ms();
+    assert_int_equal(rlock_unlock(e.red), RLOCK_OK);
+    java_expect_woken("w", released_at);
+    for (int i = 0; i < 3; i++) {
+        char theirs[256];
+        red_theirs(&e, i, "w", theirs, sizeof(theirs));
+        red_expect_owner(&e, i, theirs, 1);
+    }
+    try_lock_expect(e.red, 300, LEASE_MS, false);
+    java_ok("on w kind xred unlock %s", e.jname);
+    for (int i = 0; i < 3; i++) {
+        red_expect_owner(&e, i, NULL, 0);
+    }
+    rlock_free(e.red);
+}
+
+/* Redisson's RedLock held: C's red lock cannot be had and leaves nothing,
+ * and a C waiter is let in by Redisson's unlock, well before its lease
+ * would end; then Redisson's is kept out. */
+static void test_red_redisson_holder_excludes_c_and_wakes_it(void **state) {
+    fx *f = *state;
+    red_env e;
+    red_start(f, &e, 3000);
+    assert_true(java_bool("kind xred tryLock %s 0 %d", e.jname, LEASE_MS));
+    char theirs[3][256];
+    for (int i = 0; i < 3; i++) {
+        red_theirs(&e, i, "main", theirs[i], sizeof(theirs[i]));
+        red_expect_owner(&e, i, theirs[i], 1);
+    }
+    try_lock_expect(e.red, 300, LEASE_MS, false);
+    for (int i = 0; i < 3; i++) {
+        red_expect_owner(&e, i, theirs[i], 1); /* nothing of C's */
+    }
+
+    c_wait_start(e.red);
+    assert_int_equal(rlock_future_wait(g_future, QUIET_MS), RLOCK_ERR_TIMEOUT);
+    int64_t released_at = rt_now_ms();
+    java_ok("kind xred unlock %s", e.jname);
+    int64_t woken_at = c_wait_done();
+    assert_true(woken_at - released_at < WAKE_MS);
+    for (int i = 0; i < 3; i++) {
+        red_expect_owner(&e, i, e.mine[i], 1);
+    }
+    assert_false(java_bool("kind xred tryLock %s 300 %d", e.jname, LEASE_MS));
+    assert_int_equal(rlock_unlock(e.red), RLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        red_expect_owner(&e, i, NULL, 0);
+    }
+    rlock_free(e.red);
+}
+
+/* One of the three servers stopped (SIGSTOP): each side still gets the
+ * quorum of the other two while the other side is kept out, and each
+ * side's blocking unlock returns (Redisson's RedissonRedLock.unlock skips
+ * the stopped server's failure, and so does rlock's) and lets the other
+ * side in. */
+static void test_red_one_server_stopped_both_ways(void **state) {
+    fx *f = *state;
+    red_env e;
+    red_start(f, &e, RED_STOPPED_MS);
+    char theirs[3][256];
+    for (int i = 0; i < 3; i++) {
+        red_theirs(&e, i, "main", theirs[i], sizeof(theirs[i]));
+    }
+    assert_int_equal(rt_redis_pause(e.srv[1]), 0);
+    /* Each side's try may spend two timeouts on the stopped server (the
+     * try, then the unlock that follows a timed-out try, in Redisson's
+     * walk): answers are awaited for the whole wait and more. */
+    int64_t answer_ms = RED_TRY_MS + 4 * RED_STOPPED_MS + ANSWER_TIMEOUT_MS;
+
+    try_lock_expect(e.red, RED_TRY_MS, LEASE_MS, true);
+    red_expect_owner(&e, 0, e.mine[0], 1);
+    red_expect_owner(&e, 2, e.mine[2], 1);
+    assert_string_equal(java_ok_within(answer_ms, "kind xred tryLock %s 300 %d", e.jname, LEASE_MS),
+                        "false");
+    red_expect_owner(&e, 0, e.mine[0], 1);
+    red_expect_owner(&e, 2, e.mine[2], 1);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_unlock(e.red), RLOCK_OK);
+    assert_true(rt_now_ms() - t0 < answer_ms);
+    red_expect_owner(&e, 0, NULL, 0);
+    red_expect_owner(&e, 2, NULL, 0);
+
+    assert_string_equal(
+        java_ok_within(answer_ms, "kind xred tryLock %s %d %d", e.jname, RED_TRY_MS, LEASE_MS),
+        "true");
+    red_expect_owner(&e, 0, theirs[0], 1);
+    red_expect_owner(&e, 2, theirs[2], 1);
+    try_lock_expect(e.red, 300, LEASE_MS, false);
+    red_expect_owner(&e, 0, theirs[0], 1);
+    red_expect_owner(&e, 2, theirs[2], 1);
+    java_ok_within(answer_ms, "kind xred unlock %s", e.jname);
+    red_expect_owner(&e, 0, NULL, 0);
+    red_expect_owner(&e, 2, NULL, 0);
+    try_lock_expect(e.red, RED_TRY_MS, LEASE_MS, true); /* let in by Redisson's unlock */
+    assert_int_equal(rlock_unlock(e.red), RLOCK_OK);
+    red_expect_owner(&e, 0, NULL, 0);
+    red_expect_owner(&e, 2, NULL, 0);
+    assert_int_equal(rt_redis_resume(e.srv[1]), 0);
+    rlock_free(e.red);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_c_holder_excludes_redisson_and_wakes_it, setup,
@@ -1713,6 +1953,12 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_kinds_brace_inside_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_sharded_off_wakes_both_ways, setup_cluster,
                                         teardown_cluster),
+        cmocka_unit_test_setup_teardown(test_red_c_holder_excludes_redisson_and_wakes_it, setup_red,
+                                        teardown_red),
+        cmocka_unit_test_setup_teardown(test_red_redisson_holder_excludes_c_and_wakes_it, setup_red,
+                                        teardown_red),
+        cmocka_unit_test_setup_teardown(test_red_one_server_stopped_both_ways, setup_red,
+                                        teardown_red),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -328,6 +328,137 @@ static void test_multi_fast_path_falls_back(void **state) {
     rlock_free(multi);
 }
 
+/* calls= of one command in server i's INFO commandstats ("evalsha"); 0
+ * when absent. Commands a script runs count too. */
+static long long cmd_calls(mfx *m, size_t i, const char *cmd) {
+    redisReply *r = rt_redis_command(&m->redis[i], "INFO commandstats");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    char pat[64];
+    snprintf(pat, sizeof(pat), "cmdstat_%s:calls=", cmd);
+    const char *p = strstr(r->str, pat);
+    long long n = p != NULL ? strtoll(p + strlen(pat), NULL, 10) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* One no-wait try of the multi lock, blocking (thread_id 0) or async. */
+static void no_wait_try(rlock *multi, int64_t lease_ms, uint64_t thread_id) {
+    bool got = true;
+    if (thread_id == 0) {
+        assert_int_equal(rlock_try_lock(multi, 0, lease_ms, &got), RLOCK_OK);
+    } else {
+        rlock_future *f = rlock_try_lock_async(multi, 0, lease_ms, thread_id);
+        assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+        assert_int_equal(rlock_future_error(f), RLOCK_OK);
+        got = rlock_future_value(f) != 0;
+        rlock_future_release(f);
+    }
+    assert_false(got);
+}
+
+/* A no-wait try with the middle sub-lock held by another owner makes one
+ * pass, as Redisson's tryLock(0, ...): every sub-lock is tried once, and
+ * each free one taken is released once (one acquire and one unlock
+ * script, one unlock message), blocking and async alike. */
+static void test_multi_no_wait_try_once(void **state) {
+    mfx *m = *state;
+    make_clients(m, 0, 3000); /* no spurious timeout: each call is counted */
+    rlock *multi = make_multi(m, "once", false, false);
+    rlock_config cfg = rt_config(m->redis[1].address);
+    rlock *other = rt_lock(rt_client(&cfg), "once");
+    assert_int_equal(rlock_lock(other, -1), RLOCK_OK);
+    no_wait_try(multi, -1, 0); /* every connection made, every script loaded */
+    static const struct {
+        int64_t lease_ms;
+        uint64_t thread_id;
+    } calls[] = {{-1, 0}, {10000, 0}, {-1, 7}, {10000, 7}};
+    for (size_t c = 0; c < sizeof(calls) / sizeof(calls[0]); c++) {
+        long long eval[3], pub[3];
+        for (size_t i = 0; i < m->n; i++) {
+            eval[i] = cmd_calls(m, i, "evalsha");
+            pub[i] = cmd_calls(m, i, "publish");
+        }
+        no_wait_try(multi, calls[c].lease_ms, calls[c].thread_id);
+        for (size_t i = 0; i < m->n; i++) {
+            bool held = i == 1;
+            assert_int_equal(cmd_calls(m, i, "evalsha") - eval[i], held ? 1 : 2);
+            assert_int_equal(cmd_calls(m, i, "publish") - pub[i], held ? 0 : 1);
+            assert_int_equal(exists(m, i, "once"), held ? 1 : 0);
+        }
+    }
+    assert_int_equal(rlock_unlock(other), RLOCK_OK);
+    expect_none(m, "once");
+    rlock_free(multi);
+}
+
+/* Whether server i holds neither the fair lock's queue nor its timeouts
+ * for name, within timeout_ms. */
+static bool fair_clean_within(mfx *m, size_t i, const char *name, int64_t timeout_ms) {
+    char queue[128], timeouts[128];
+    snprintf(queue, sizeof(queue), "redisson_lock_queue:{%s}", name);
+    snprintf(timeouts, sizeof(timeouts), "redisson_lock_timeout:{%s}", name);
+    int64_t deadline = rt_now_ms() + timeout_ms;
+    for (;;) {
+        bool clean = exists(m, i, queue) == 0 && exists(m, i, timeouts) == 0;
+        if (clean || rt_now_ms() >= deadline) {
+            return clean;
+        }
+        rt_sleep_ms(10);
+    }
+}
+
+/* Fair sub-locks, the middle one held by another owner: a try (with no
+ * wait, which joins the queue too, or with one) tries each once, and
+ * leaves the held one's queue and timeouts as they were (empty), blocking
+ * and async alike. */
+static void test_multi_fair_member_leaves_no_queue(void **state) {
+    mfx *m = *state;
+    make_clients(m, 0, 3000);
+    rlock *subs[3];
+    for (size_t i = 0; i < m->n; i++) {
+        subs[i] = rlock_get_fair_lock(m->c[i], "fq");
+        assert_non_null(subs[i]);
+    }
+    rlock *multi = rlock_get_multi_lock(subs, m->n);
+    assert_non_null(multi);
+    for (size_t i = 0; i < m->n; i++) {
+        rlock_free(subs[i]);
+    }
+    rlock_config cfg = rt_config(m->redis[1].address);
+    rlock *other = rlock_get_fair_lock(rt_client(&cfg), "fq");
+    assert_non_null(other);
+    assert_int_equal(rlock_lock(other, -1), RLOCK_OK);
+    no_wait_try(multi, -1, 0); /* every connection made, every script loaded */
+    assert_true(fair_clean_within(m, 1, "fq", 3000));
+    for (uint64_t tid = 0; tid < 2; tid++) {
+        long long eval[3];
+        for (size_t i = 0; i < m->n; i += 2) {
+            eval[i] = cmd_calls(m, i, "evalsha");
+        }
+        no_wait_try(multi, -1, tid);
+        for (size_t i = 0; i < m->n; i += 2) {
+            assert_int_equal(cmd_calls(m, i, "evalsha") - eval[i], 2);
+            assert_int_equal(exists(m, i, "fq"), 0);
+        }
+        assert_true(fair_clean_within(m, 1, "fq", 3000));
+    }
+    bool got = true;
+    assert_int_equal(rlock_try_lock(multi, 300, -1, &got), RLOCK_OK);
+    assert_false(got);
+    assert_true(fair_clean_within(m, 1, "fq", 3000));
+    rlock_future *f = rlock_try_lock_async(multi, 300, 10000, 5);
+    assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+    assert_int_equal(rlock_future_error(f), RLOCK_OK);
+    assert_int_equal(rlock_future_value(f), 0);
+    rlock_future_release(f);
+    assert_true(fair_clean_within(m, 1, "fq", 3000));
+    assert_int_equal(rlock_unlock(other), RLOCK_OK);
+    rlock_free(other);
+    expect_none(m, "fq");
+    rlock_free(multi);
+}
+
 /* The blocking unlock writes to every server before it reads, and gives
  * up on all answers one timeout after it began: two stopped servers cost
  * one timeout_ms, not two. */
@@ -539,7 +670,7 @@ static void test_red_lock_quorum(void **state) {
     for (size_t i = 0; i < 4; i++) {
         assert_int_equal(exists(m, i, "red"), 1);
     }
-    assert_int_not_equal(rlock_unlock(red), RLOCK_OK); /* server 4's fails; the others go */
+    assert_int_equal(rlock_unlock(red), RLOCK_OK); /* server 4's failure is skipped */
     expect_none(m, "red");
 
     assert_int_equal(rt_redis_pause(&m->redis[3]), 0);
@@ -547,7 +678,7 @@ static void test_red_lock_quorum(void **state) {
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(exists(m, i, "red"), 1);
     }
-    assert_int_not_equal(rlock_unlock(red), RLOCK_OK);
+    assert_int_equal(rlock_unlock(red), RLOCK_OK);
     expect_none(m, "red");
 
     assert_int_equal(rt_redis_pause(&m->redis[2]), 0);
@@ -583,8 +714,8 @@ static void test_red_lock_held_by_others(void **state) {
     red_try(red, true, 1000);
     bool held = true;
     assert_int_equal(rlock_is_held_by_current_thread(red, &held), RLOCK_OK);
-    assert_false(held);                                /* not on 0 and 1 */
-    assert_int_not_equal(rlock_unlock(red), RLOCK_OK); /* 0 and 1 are not ours */
+    assert_false(held);                            /* not on 0 and 1 */
+    assert_int_equal(rlock_unlock(red), RLOCK_OK); /* 0 and 1 are not ours: skipped */
     for (size_t i = 2; i < m->n; i++) {
         assert_int_equal(exists(m, i, "held"), 0);
     }
@@ -598,6 +729,104 @@ static void test_red_lock_held_by_others(void **state) {
     rlock_free(red);
 }
 
+/* A red lock over servers whose clients have a blocking pool of pool
+ * connections (0: the blocking calls go through the loops). */
+static rlock *make_red_pool(mfx *m, const char *name, int64_t timeout_ms, int pool) {
+    rlock *subs[MAX_SERVERS];
+    for (size_t i = 0; i < m->n; i++) {
+        rlock_config cfg = rt_config(m->redis[i].address);
+        cfg.timeout_ms = timeout_ms;
+        cfg.blocking_pool_size = pool;
+        m->c[i] = rt_client(&cfg);
+        subs[i] = rt_lock(m->c[i], name);
+    }
+    rlock *red = rlock_get_red_lock(subs, m->n);
+    assert_non_null(red);
+    return red;
+}
+
+/* One of three servers stopped: the blocking unlock releases the other
+ * two and returns 0 once the stopped one's answer is given up on
+ * (RedissonRedLock.unlock skips every sub-lock's failure), with or
+ * without a blocking pool; the async unlock still fails with it. */
+static void test_red_unlock_server_stopped(void **state) {
+    mfx *m = *state;
+    for (int pool = 8; pool >= 0; pool -= 8) {
+        rt_free_clients();
+        rlock *red = make_red_pool(m, "rstop", 2000, pool);
+        assert_int_equal(rlock_lock(red, -1), RLOCK_OK);
+        assert_int_equal(rt_redis_pause(&m->redis[1]), 0);
+        int64_t t0 = rt_now_ms();
+        assert_int_equal(rlock_unlock(red), RLOCK_OK);
+        assert_true(rt_now_ms() - t0 < 8000); /* about one timeout */
+        assert_int_equal(exists(m, 0, "rstop"), 0);
+        assert_int_equal(exists(m, 2, "rstop"), 0);
+        assert_int_equal(rt_redis_resume(&m->redis[1]), 0);
+        assert_true(rt_redis_gone_within(&m->redis[1], NULL, "rstop", 3000));
+
+        rlock_future *f = rlock_lock_async(red, -1, 11);
+        assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+        assert_int_equal(rlock_future_error(f), RLOCK_OK);
+        rlock_future_release(f);
+        assert_int_equal(rt_redis_pause(&m->redis[1]), 0);
+        f = rlock_unlock_async(red, 11);
+        assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+        assert_int_equal(rlock_future_error(f), RLOCK_ERR_TIMEOUT); /* unlockAsync's allOf */
+        rlock_future_release(f);
+        assert_int_equal(exists(m, 0, "rstop"), 0);
+        assert_int_equal(exists(m, 2, "rstop"), 0);
+        assert_int_equal(rt_redis_resume(&m->redis[1]), 0);
+        assert_true(rt_redis_gone_within(&m->redis[1], NULL, "rstop", 3000));
+        rlock_free(red);
+    }
+}
+
+/* A quorum without two of five sub-locks, held by another owner: the
+ * blocking unlock releases the three taken, leaves the other owner's
+ * two held, and returns 0, with or without a blocking pool; the async
+ * unlock fails on the two it never took. */
+static void test_red_unlock_quorum_without_some(void **state) {
+    mfx *m = *state;
+    for (int pool = 8; pool >= 0; pool -= 8) {
+        rt_free_clients();
+        rlock *red = make_red_pool(m, "rsome", 3000, pool);
+        rlock *other[2];
+        for (size_t i = 0; i < 2; i++) {
+            rlock_config cfg = rt_config(m->redis[i].address);
+            other[i] = rt_lock(rt_client(&cfg), "rsome");
+            assert_int_equal(rlock_lock(other[i], -1), RLOCK_OK);
+        }
+        red_try(red, true, 1000);
+        assert_int_equal(rlock_unlock(red), RLOCK_OK);
+        for (size_t i = 2; i < m->n; i++) {
+            assert_int_equal(exists(m, i, "rsome"), 0);
+        }
+        bool held = false;
+        for (size_t i = 0; i < 2; i++) {
+            assert_int_equal(rlock_is_held_by_current_thread(other[i], &held), RLOCK_OK);
+            assert_true(held); /* not released by the red lock's unlock */
+        }
+
+        rlock_future *f = rlock_try_lock_async(red, 1000, -1, 12);
+        assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+        assert_int_equal(rlock_future_error(f), RLOCK_OK);
+        assert_int_equal(rlock_future_value(f), 1);
+        rlock_future_release(f);
+        f = rlock_unlock_async(red, 12);
+        assert_int_equal(rlock_future_wait(f, 10000), RLOCK_OK);
+        assert_int_equal(rlock_future_error(f), RLOCK_ERR_NOT_HELD);
+        rlock_future_release(f);
+        for (size_t i = 2; i < m->n; i++) {
+            assert_int_equal(exists(m, i, "rsome"), 0);
+        }
+        for (size_t i = 0; i < 2; i++) {
+            assert_int_equal(rlock_unlock(other[i]), RLOCK_OK);
+        }
+        expect_none(m, "rsome");
+        rlock_free(red);
+    }
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_bad_input, setup3, teardown),
@@ -608,12 +837,16 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_multi_cancel_undoes, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_fast_path_all_at_once, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_fast_path_falls_back, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_no_wait_try_once, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_multi_fair_member_leaves_no_queue, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_on_one_app_loop, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_unlock_stopped_one_timeout, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_threads_counter, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_multi_processes_counter, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_red_lock_quorum, setup5, teardown),
         cmocka_unit_test_setup_teardown(test_red_lock_held_by_others, setup5, teardown),
+        cmocka_unit_test_setup_teardown(test_red_unlock_server_stopped, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_red_unlock_quorum_without_some, setup5, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

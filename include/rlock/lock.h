@@ -230,16 +230,24 @@ RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_
  * runs on an application loop, not every client runs on that same loop
  * (the caller's thread runs it while it waits).
  *
- * As Redisson's (current source), with times in ms:
- * - try_lock(wait, lease) tries the locks in order. Each try-lock waits
- *   for at most what is left of the total wait (the red lock: at most
- *   wait / n, at least 1 ms), and takes its lock for 2 x wait when a lease
- *   is given (for the lease with no wait; with the watchdog without one).
- *   When one cannot be had, those taken are released and, while the wait
- *   lasts, it starts over from the first; once the wait runs out, it
- *   releases what it holds and returns 0. Once all are taken, a lease
- *   given is set on every lock (PEXPIRE), and it returns 1. A wait of 0
- *   tries each lock once.
+ * As Redisson's (current source), with times in ms, but for a first
+ * round of its own:
+ * - try_lock(wait, lease) of two locks or more first tries every lock at
+ *   once, none waiting, each taken for the lease (with the watchdog
+ *   without one): when all are taken, it returns 1. Else it releases
+ *   those taken (a fair lock found held leaves its queue, as its own
+ *   try-lock does when it gives up); with a wait of 0 it then returns 0
+ *   (one round: each lock tried once, and each one taken released once,
+ *   as Redisson's one pass).
+ * - With a wait left (and from the start for one lock), the locks are
+ *   tried in order, as Redisson's do. Each try-lock waits for at most
+ *   what is left of the total wait, and takes its lock for 2 x wait when
+ *   a lease is given (for the lease with no wait; with the watchdog
+ *   without one). When one cannot be had, those taken are released and,
+ *   while the wait lasts, it starts over from the first; once the wait
+ *   runs out, it releases what it holds and returns 0. Once all are
+ *   taken, a lease given is set on every lock (PEXPIRE), and it returns
+ *   1.
  * - lock(lease) repeats such a try-lock until one succeeds, each with a
  *   wait of n x 1500 ms (with a lease: 2000 ms when the lease is at most
  *   that, else a random wait below the lease).
@@ -252,7 +260,8 @@ RLOCK_API rlock *rlock_get_write_lock_n(rlock_client *c, const char *name, size_
  *   the call fails with that error instead of retrying.
  * - unlock releases every lock, all at once: an error on some stops none
  *   of the others, and the call fails with the first one (in the locks'
- *   order) after all are back. is_held_by_thread is 1 when every lock is
+ *   order) after all are back (the red lock's blocking unlock returns 0:
+ *   see rlock_get_red_lock()). is_held_by_thread is 1 when every lock is
  *   held by the owner. is_locked, get_hold_count, remain_time_to_live,
  *   force_unlock, the token calls and rlock_set_lock_lost_callback give
  *   RLOCK_ERR_UNSUPPORTED (set the callback on the locks themselves:
@@ -279,10 +288,19 @@ RLOCK_API rlock *rlock_get_multi_lock(rlock *const *locks, size_t n);
  * lock with a quorum. A try-lock succeeds once n/2 + 1 locks are held
  * (n - (n/2 + 1) may fail: a failure beyond those releases what was taken
  * and starts over), each lock's try-lock waits at most wait / n, and a
- * lock whose server does not answer in time counts as failed. Unlock
- * releases every lock (also those never taken: their unlocks fail, and
- * the call with them, after all are back). See docs/locks.md for what
- * it does and does not promise.
+ * lock whose server does not answer in time counts as failed. It has no
+ * first round at once: the locks are tried in order from the start, so a
+ * stopped server costs only its share of the wait.
+ *
+ * The blocking unlock (rlock_unlock(), RedissonRedLock.unlock) sends
+ * every lock's unlock, waits until all are back (a server that does not
+ * answer: the client's timeout_ms), and returns 0 whatever each answered,
+ * as Redisson's unlockInner skips each failure: a lock the quorum was had
+ * without is not released (its unlock finds it held by another owner, or
+ * by none), and a server that did not answer still runs the unlock once
+ * it does. rlock_unlock_async() keeps unlockAsync's all-of result: the
+ * first error, in the locks' order, after all are back. See docs/locks.md
+ * for what the red lock does and does not promise.
  * @param locks the locks, in the order they are taken.
  * @param n how many, 1 to 1024.
  * @return the handle, or NULL as rlock_get_multi_lock(). */

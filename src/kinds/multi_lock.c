@@ -339,10 +339,13 @@ static void on_tried(multi_op *op, bool cancelled) {
  * no-wait try-lock to every sub-lock at once; when all are taken the
  * walk is skipped (and the lease given at once: Redisson takes each
  * sub-lock for twice the wait only so that the first ones cannot expire
- * while the walk waits on the last), and when any is not, what was taken is let go and the
- * walk runs as Redisson's does, from the first sub-lock, within what is
- * left of the wait. No try waits, so trying all at once cannot deadlock
- * with another caller walking the same sub-locks in order. */
+ * while the walk waits on the last). When any is not, that was the first
+ * round: what was taken is let go, and with no wait the try ends there
+ * (Redisson's tryLock(0) makes one pass too, each sub-lock tried once);
+ * with one, the walk runs as Redisson's retry does, from the first
+ * sub-lock, within what is left of the wait. No try waits, so trying all
+ * at once cannot deadlock with another caller walking the same sub-locks
+ * in order. */
 static void succeed(multi_op *op);
 
 static void start_fast(multi_op *op) {
@@ -357,9 +360,11 @@ static void start_fast(multi_op *op) {
 
 static void on_fast(multi_op *op, bool cancelled) {
     bool all = true;
+    size_t broken = 0;
     for (size_t i = 0; i < op->n; i++) {
         int64_t v = 0;
-        int err = take_result(op, i, &v, NULL, 0);
+        char msg[sizeof(op->msg)];
+        int err = take_result(op, i, &v, msg, sizeof(msg));
         if (err == RLOCK_OK && v != 0) {
             op->acquired[i] = true;
             op->nacquired++;
@@ -367,6 +372,13 @@ static void on_fast(multi_op *op, bool cancelled) {
         }
         all = false;
         if (err != RLOCK_OK) {
+            if (for_good(err)) { /* as the walk counts it */
+                op->broken[i] = true;
+                if (broken++ == 0) {
+                    op->err = err;
+                    snprintf(op->msg, sizeof(op->msg), "a sub-lock: %.200s", msg);
+                }
+            }
             /* As in the walk: an attempt that failed may still take the
              * lock later; its unlock follows it on the connection. */
             rlock_future_release(rlock_unlock_async(op->lock->subs[i], op->thread_id));
@@ -376,6 +388,10 @@ static void on_fast(multi_op *op, bool cancelled) {
         start_release(op, A_CANCELLED);
     } else if (all) {
         succeed(op); /* taken with the lease itself: all in one round, so no 2 x wait */
+    } else if (broken > failed_locks_limit(op)) {
+        start_release(op, A_ERROR);
+    } else if (op->wait_ms <= 0) {
+        start_release(op, A_FALSE); /* the round is over: no sub-lock is tried twice */
     } else if (op->nacquired > 0) {
         start_release(op, A_RETRY); /* then the walk, as a retry starts it */
     } else {
@@ -591,12 +607,13 @@ typedef struct fan_op {
     atomic_int left; /* sub-calls not back yet, and one while they are made */
     rlock_future *future;
     bool held; /* isHeldByThread: the value is every answer ANDed; else 0 */
+    bool skip; /* unlockInner: every sub-lock's failure skipped */
     size_t n;
     rlock_future *futs[];
 } fan_op;
 
 /* All back (on the last one's thread): the first error in sub-lock order
- * (CompletableFuture.allOf), else the value. */
+ * (CompletableFuture.allOf), else the value; none with skip. */
 static void fan_done(fan_op *op) {
     int err = RLOCK_OK;
     char msg[256] = "";
@@ -614,7 +631,10 @@ static void fan_done(fan_op *op) {
         all = all && e == RLOCK_OK && rlock_future_value(f) != 0;
         rlock_future_release(f);
     }
-    rlock__future_complete(op->future, err, op->held && all ? 1 : 0, msg);
+    if (op->skip) {
+        err = RLOCK_OK;
+    }
+    rlock__future_complete(op->future, err, op->held && all ? 1 : 0, err != RLOCK_OK ? msg : NULL);
     rlock_future_release(op->future);
     free(op);
 }
@@ -627,9 +647,9 @@ static void fan_back(rlock_future *f, void *arg) {
     }
 }
 
-/* unlockInnerAsync (every sub-lock, errors on some stopping none) or
- * isHeldByThreadAsync. */
-static rlock_future *fan_out(rlock *l, uint64_t thread_id, bool held) {
+/* unlockInnerAsync (every sub-lock, errors on some stopping none; skip:
+ * unlockInner, which ignores them) or isHeldByThreadAsync. */
+static rlock_future *fan_out(rlock *l, uint64_t thread_id, bool held, bool skip) {
     size_t n = l->nsubs;
     fan_op *op = calloc(1, sizeof(*op) + n * sizeof(rlock_future *));
     rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
@@ -640,6 +660,7 @@ static rlock_future *fan_out(rlock *l, uint64_t thread_id, bool held) {
     atomic_init(&op->left, (int)n + 1);
     op->future = f;
     op->held = held;
+    op->skip = skip;
     op->n = n;
     for (size_t i = 0; i < n; i++) {
         rlock *s = l->subs[i];
@@ -657,12 +678,12 @@ static rlock_future *fan_out(rlock *l, uint64_t thread_id, bool held) {
 }
 
 static rlock_future *multi_unlock(rlock *l, uint64_t thread_id) {
-    return fan_out(l, thread_id, false);
+    return fan_out(l, thread_id, false, false);
 }
 
 static rlock_future *multi_query(rlock *l, rlock__query q, uint64_t thread_id) {
     if (q == RLOCK__Q_HELD) {
-        return fan_out(l, thread_id, true);
+        return fan_out(l, thread_id, true, false);
     }
     /* RedissonMultiLock throws UnsupportedOperationException. */
     static const char *const what[] = {"is_locked",           "is_held_by_thread", "get_hold_count",
@@ -737,8 +758,11 @@ static int unlock_direct_all(rlock *l, const bool *which, uint64_t thread_id, ch
  * the clients' I/O threads: every sub-lock's no-wait try is written on a
  * connection of its client's blocking pool, then every answer is read.
  * All taken: done, with the lease (if any) given at once, as all were
- * taken in one round. Else what was taken is let go the same way and the
- * loops' walk goes on with what is left of the wait. */
+ * taken in one round. Else that round failed: what was taken is let go
+ * the same way, a try that found its lock held is cleaned up after as
+ * the loop's try-lock does when it gives up (a fair lock's leaves the
+ * queue), and with no wait the try ends; with one, the loops' walk goes
+ * on with what is left of it. */
 static rlock_future *multi_acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
                                           int *rc, int64_t *value) {
     uint64_t thread_id = rlock_thread_id();
@@ -773,31 +797,43 @@ static rlock_future *multi_acquire_direct(rlock *l, int64_t wait_ms, int64_t lea
         *value = is_try ? 1 : 0;
         return NULL;
     }
+    for (size_t i = 0; i < n; i++) {
+        if (begun[i]) {
+            rlock__direct_acquire_failed(&st[i], 0);
+        }
+    }
     char msg[256];
     *rc = unlock_direct_all(l, taken, thread_id, msg, sizeof(msg));
     if (*rc != RLOCK_OK) {
         rlock__set_error_message("a sub-lock's unlock: %s", msg);
         return NULL;
     }
-    if (is_try && wait_ms > 0) {
-        wait_ms -= rlock__now_ms() - started_ms;
+    if (is_try) {
+        wait_ms -= wait_ms > 0 ? rlock__now_ms() - started_ms : 0;
         if (wait_ms <= 0) {
-            *value = 0;
+            *value = 0; /* one round, each sub-lock tried once */
             return NULL;
         }
     }
     return start_acquire(l, wait_ms, lease_ms, thread_id, is_try, false);
 }
 
+/* The blocking unlock. The red lock's is RedissonRedLock.unlock(), whose
+ * unlockInner tries every sub-lock and skips each one's failure (a
+ * server that does not answer, a sub-lock the quorum was had without):
+ * 0 once all are back. The multi lock's reports the first error. */
 static rlock_future *multi_unlock_direct(rlock *l, int *rc) {
+    bool red = l->ops == &red_lock_ops;
     if (!all_direct(l)) {
-        return multi_unlock(l, rlock_thread_id());
+        return fan_out(l, rlock_thread_id(), false, red);
     }
     bool all[DIRECT_MAX];
     memset(all, 1, sizeof(all));
     char msg[256];
     *rc = unlock_direct_all(l, all, rlock_thread_id(), msg, sizeof(msg));
-    if (*rc != RLOCK_OK) {
+    if (red) {
+        *rc = RLOCK_OK;
+    } else if (*rc != RLOCK_OK) {
         rlock__set_error_message("%s", msg);
     }
     return NULL;

@@ -38,6 +38,8 @@ import org.redisson.config.ShardedSubscriptionMode;
  *   async &lt;owner&gt; &lt;lock command&gt;           OK started; runs on that owner's thread
  *   await &lt;owner&gt; &lt;timeoutMs&gt;              OK &lt;value&gt; &lt;elapsedMs&gt; &lt;endMs&gt;, or TIMEOUT
  *   quit                                   OK bye, then exits (as at EOF)
+ *   client &lt;alias&gt; &lt;redis://host:port&gt; &lt;watchdogMs&gt; &lt;timeoutMs&gt; &lt;retryAttempts&gt;
+ *                                          OK &lt;Redisson id&gt;: one more client, for kind xred
  *
  * lock commands, each optionally prefixed by "kind &lt;kind&gt;" (default lock):
  *   kind lock    RedissonClient.getLock(name)
@@ -48,6 +50,8 @@ import org.redisson.config.ShardedSubscriptionMode;
  *   kind write   getReadWriteLock(name).writeLock()
  *   kind multi   getMultiLock(getLock(a), getLock(b), ...), the name written
  *                "a,b,..."; kind red: getRedLock(...) the same way
+ *   kind xred    getRedLock(...) over locks of the clients made with "client",
+ *                the name written "alias@name,alias@name,..." (one server each)
  *   kind fmulti  getMultiLock(group, values) (RedissonFasterMultiLock), the
  *                name written "group/value,value,..."; the client's codec
  *                is StringCodec, so each value is hashed as its UTF-8 bytes
@@ -96,6 +100,8 @@ public final class Peer {
     // one RLock per kind and name, one RReadWriteLock per name
     private static final Map<String, RLock> locks = new HashMap<>();
     private static final Map<String, RReadWriteLock> rwLocks = new HashMap<>();
+    // the clients made with "client", by alias (kind xred)
+    private static final Map<String, RedissonClient> clients = new HashMap<>();
 
     public static void main(String[] args) throws Exception {
         System.setProperty("org.slf4j.simpleLogger.defaultLogLevel", "warn");
@@ -197,6 +203,8 @@ public final class Peer {
                     return error(e.getCause());
                 }
             }
+            case "client":
+                return "OK " + client(w);
             case "quit":
                 return "OK bye";
             default:
@@ -264,6 +272,9 @@ public final class Peer {
                                                 : redisson.getRedLock(subs);
                     break;
                 }
+                case "xred":
+                    lock = redLockAcrossClients(name);
+                    break;
                 case "fmulti": {
                     String[] gv = name.split("/", 2);
                     lock = redisson.getMultiLock(gv[0],
@@ -272,7 +283,7 @@ public final class Peer {
                 }
                 default:
                     throw new IllegalArgumentException("unknown kind " + kind
-                            + " (lock, fair, spin, fenced, read, write, multi, red, fmulti)");
+                            + " (lock, fair, spin, fenced, read, write, multi, red, xred, fmulti)");
             }
             locks.put(kind + " " + name, lock);
             return lock;
@@ -329,6 +340,45 @@ public final class Peer {
             default:
                 throw new IllegalArgumentException("unknown command " + w[0]);
         }
+    }
+
+    /**
+     * client alias address watchdogMs timeoutMs retryAttempts: one more
+     * Redisson client (a server of a red lock's); its id.
+     */
+    private static String client(String[] w) {
+        need(w, 6);
+        if (clients.containsKey(w[1])) {
+            throw new IllegalArgumentException("client " + w[1] + " exists already");
+        }
+        Config config = new Config();
+        config.setLockWatchdogTimeout(Long.parseLong(w[3]));
+        config.useSingleServer()
+                .setAddress(w[2])
+                .setTimeout(Integer.parseInt(w[4]))
+                .setRetryAttempts(Integer.parseInt(w[5]))
+                .setConnectionMinimumIdleSize(2)
+                .setConnectionPoolSize(8)
+                .setSubscriptionConnectionMinimumIdleSize(1);
+        RedissonClient c = Redisson.create(config);
+        clients.put(w[1], c);
+        return ((Redisson) c).getServiceManager().getId();
+    }
+
+    /** getRedLock over "alias@name,alias@name,...", each lock of that client's. */
+    private static RLock redLockAcrossClients(String name) {
+        String[] parts = name.split(",");
+        RLock[] subs = new RLock[parts.length];
+        for (int i = 0; i < parts.length; i++) {
+            String[] an = parts[i].split("@", 2);
+            RedissonClient c = an.length == 2 ? clients.get(an[0]) : null;
+            if (c == null) {
+                throw new IllegalArgumentException("no client for " + parts[i]
+                        + " (alias@name, the alias made with \"client\")");
+            }
+            subs[i] = c.getLock(an[1]);
+        }
+        return redisson.getRedLock(subs);
     }
 
     private static RFencedLock fenced(RLock lock) {
