@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -39,6 +40,10 @@ enum {
 };
 
 #define DEFAULT_ADDRESS "redis://127.0.0.1:6379"
+/* --redis-timeout's default: a script wants an answer (or status 69) in
+ * seconds; the library's own defaults (10 s to connect, 3 s a reply, 4
+ * tries) suit a service that would rather wait than fail. */
+#define DEFAULT_REDIS_TIMEOUT_MS 5000
 
 static const char usage_text[] =
     "usage: rlock exec [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
@@ -108,6 +113,14 @@ static const char usage_text[] =
     "  --tls-insecure        rediss://: accept any certificate (UNSAFE: anyone\n"
     "                        on the network path can read and change the\n"
     "                        traffic; for throwaway test servers)\n"
+    "  --redis-timeout MS    give up on Redis after MS ms with status 69 (default\n"
+    "                        $RLOCK_REDIS_TIMEOUT, else 5000): status and unlock\n"
+    "                        end within MS; so do watch's start and each of its\n"
+    "                        reads; exec's start and each exchange with Redis\n"
+    "                        (connecting, a request and its reply) while it\n"
+    "                        takes and releases the lock, and with --wait the\n"
+    "                        whole wait ends within --wait + MS. Waiting for\n"
+    "                        the lock itself is --wait's, not this, to bound\n"
     "\n"
     "Exit status:\n"
     "  exec     COMMAND's status, 128+N when signal N killed it;\n"
@@ -116,7 +129,8 @@ static const char usage_text[] =
     "  status   0 when NAME is locked, 1 when it is not\n"
     "  unlock   0 when a lock was deleted, 1 when NAME was not locked\n"
     "  watch    0 when --timeout ran out or a signal stopped it\n"
-    "  all      64 bad usage, 69 Redis unreachable or failing, 70 internal error;\n"
+    "  all      64 bad usage, 69 Redis unreachable, failing or not answering\n"
+    "           within --redis-timeout, 70 internal error;\n"
     "           exec passes on SIGINT, SIGTERM or SIGHUP that comes while it\n"
     "           waits for the lock as 128+N\n";
 
@@ -139,6 +153,7 @@ typedef struct options {
     const char *client_name;
     const char *tls_ca, *tls_cert, *tls_key; /* rediss:// */
     bool tls_insecure;
+    int64_t redis_timeout_ms; /* --redis-timeout */
     /* status, unlock, watch: the master the sentinels name, or the one
      * serving the lock's slot in a cluster */
     char master_address[512];
@@ -174,6 +189,50 @@ static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out
 
 static bool given(const char *s) {
     return s != NULL && *s != '\0';
+}
+
+static int64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- --redis-timeout ------------------------------------------------------- */
+
+/* The backstop of --redis-timeout: a timer armed while rlock talks to
+ * Redis outside the library's own bounds (the sentinel or cluster lookup,
+ * the plain connections, a create that asks the servers), whose signal
+ * ends rlock with EXIT_UNAVAILABLE. The library's calls are bounded too
+ * (make_client), so this fires only when Redis stays silent. */
+static char redis_timeout_message[128];
+static size_t redis_timeout_message_len;
+static int64_t redis_started_ms; /* when the command began talking to Redis */
+
+static void on_redis_timeout(int sig) {
+    (void)sig;
+    ssize_t n = write(STDERR_FILENO, redis_timeout_message, redis_timeout_message_len);
+    (void)n;
+    _exit(EXIT_UNAVAILABLE);
+}
+
+/* Arms the backstop ms from now; 0 disarms it. */
+static void redis_timer(int64_t ms) {
+    struct itimerval it = {{0, 0}, {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void redis_timer_start(const options *o) {
+    snprintf(redis_timeout_message, sizeof redis_timeout_message,
+             "rlock: Redis did not answer within --redis-timeout (%" PRId64 " ms)\n",
+             o->redis_timeout_ms);
+    redis_timeout_message_len = strlen(redis_timeout_message);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_redis_timeout;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    redis_started_ms = monotonic_ms();
+    redis_timer(o->redis_timeout_ms);
 }
 
 /* Redis Cluster's settings: no TLS (the library refuses rediss:// with
@@ -229,6 +288,12 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
     o->tls_ca = getenv("RLOCK_TLS_CA");
     o->tls_cert = getenv("RLOCK_TLS_CERT");
     o->tls_key = getenv("RLOCK_TLS_KEY");
+    o->redis_timeout_ms = DEFAULT_REDIS_TIMEOUT_MS;
+    const char *redis_timeout = getenv("RLOCK_REDIS_TIMEOUT");
+    if (given(redis_timeout) &&
+        !parse_ms("$RLOCK_REDIS_TIMEOUT", redis_timeout, true, &o->redis_timeout_ms)) {
+        return EXIT_USAGE;
+    }
     o->lease_ms = RLOCK_LEASE_WATCHDOG;
     o->timeout_ms = -1;
     o->interval_ms = 100;
@@ -300,6 +365,10 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
             o->tls_key = value;
         } else if (strcmp(opt, "--tls-insecure") == 0) {
             o->tls_insecure = true;
+        } else if (strcmp(opt, "--redis-timeout") == 0) {
+            if (!parse_ms(opt, value, true, &o->redis_timeout_ms)) {
+                return EXIT_USAGE;
+            }
         } else if (strcmp(opt, "--wait") == 0) {
             applies = is_exec;
             o->has_wait = true;
@@ -395,6 +464,7 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
         usage_error("--master-name needs --sentinels (or $RLOCK_SENTINELS)%s", "");
         return EXIT_USAGE;
     }
+    redis_timer_start(o);
     if (o->master_name != NULL && !is_exec) {
         /* status, unlock and watch read the lock on plain connections:
          * to the master the sentinels name now. */
@@ -446,6 +516,11 @@ static int make_client(const options *o, rlock_client **out) {
     if (o->watchdog_ms > 0) {
         cfg.lock_watchdog_timeout_ms = o->watchdog_ms;
     }
+    /* --redis-timeout: one try, MS to connect and MS for a reply, so no
+     * request takes longer than MS in all (retries would multiply it). */
+    cfg.connect_timeout_ms = o->redis_timeout_ms;
+    cfg.timeout_ms = o->redis_timeout_ms;
+    cfg.retry_attempts = 0;
     int rc = rlock_client_create(&cfg, out);
     if (rc != RLOCK_OK) {
         fprintf(stderr, "rlock: %s\n", rlock_last_error());
@@ -633,6 +708,7 @@ static int cmd_exec(const options *o) {
     pthread_sigmask(SIG_BLOCK, &waited_signals, &old_mask);
     rlock_client *client = NULL;
     int code = make_client(o, &client);
+    redis_timer(0); /* from here the library's bounds hold, and the loop below */
     if (code != 0) {
         return code;
     }
@@ -660,19 +736,33 @@ static int cmd_exec(const options *o) {
         code = EXIT_SOFTWARE;
         goto out;
     }
+    /* With --wait, the whole wait ends within --wait + --redis-timeout. */
+    int64_t give_up = o->has_wait ? redis_started_ms + o->wait_ms + o->redis_timeout_ms : INT64_MAX;
     int stopped_by = 0;
+    bool late = false;
     while (!rlock_future_is_done(f)) {
+        int64_t left = give_up - monotonic_ms();
+        if (left <= 0) {
+            late = true;
+            break;
+        }
         siginfo_t si;
-        int sig = next_signal(1000, &si);
+        int sig = next_signal(left < 1000 ? (int)left : 1000, &si);
         if (forwarded(sig)) {
             stopped_by = sig;
             break;
         }
     }
-    if (stopped_by != 0 && rlock_future_cancel(f)) {
+    if ((stopped_by != 0 || late) && rlock_future_cancel(f)) {
         /* Cancelled: a lock taken meanwhile is released by the library. */
-        rlock_future_wait(f, 5000);
-        code = 128 + stopped_by;
+        rlock_future_wait(f, o->redis_timeout_ms);
+        if (late) {
+            fprintf(stderr,
+                    "rlock: cannot take the lock \"%s\": Redis did not answer within --wait "
+                    "(%" PRId64 " ms) + --redis-timeout (%" PRId64 " ms)\n",
+                    o->name, o->wait_ms, o->redis_timeout_ms);
+        }
+        code = late ? EXIT_UNAVAILABLE : 128 + stopped_by;
         goto out;
     }
     int rc = rlock_future_error(f);
@@ -700,16 +790,27 @@ static int cmd_exec(const options *o) {
                : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                      : EXIT_SOFTWARE;
     }
-    rc = rlock_unlock(l);
+    /* Released within --redis-timeout, or left to expire: the client's
+     * end stops the watchdog. */
+    rlock_future *u = rlock_unlock_async(l, tid);
+    bool unanswered = u != NULL && rlock_future_wait(u, o->redis_timeout_ms) != RLOCK_OK;
+    if (unanswered) {
+        rlock_future_cancel(u);
+    }
+    rc = u == NULL ? RLOCK_ERR_NOMEM : unanswered ? RLOCK_ERR_TIMEOUT : rlock_future_error(u);
+    const char *why = u == NULL ? "out of memory"
+                      : unanswered
+                          ? "no answer within --redis-timeout; it expires at the end of its lease"
+                          : rlock_future_error_message(u);
     if (rc == RLOCK_ERR_NOT_HELD && !atomic_load(&lock_lost)) {
         fprintf(stderr,
                 "rlock: the lock \"%s\" was no longer held when %s ended (its lease ran out, or "
                 "it was force-unlocked)\n",
                 o->name, o->command[0]);
     } else if (rc != RLOCK_OK && rc != RLOCK_ERR_NOT_HELD) {
-        fprintf(stderr, "rlock: unlock \"%s\": %s: %s\n", o->name, rlock_strerror(rc),
-                rlock_last_error());
+        fprintf(stderr, "rlock: unlock \"%s\": %s: %s\n", o->name, rlock_strerror(rc), why);
     }
+    rlock_future_release(u);
 out:
     rlock_future_release(f);
     rlock_free(l);
@@ -725,7 +826,8 @@ static redisContext *direct(const options *o) {
                    .cert_file = o->tls_cert,
                    .key_file = o->tls_key,
                    .insecure = o->tls_insecure};
-    redisContext *c = cli_direct_connect(o->address, &tls, 5000, err, sizeof err);
+    redisContext *c =
+        cli_direct_connect(o->address, &tls, (int)o->redis_timeout_ms, err, sizeof err);
     if (c == NULL) {
         fprintf(stderr, "rlock: %s: %s\n", o->address, err);
     }
@@ -1032,12 +1134,6 @@ static void on_watch_signal(int sig) {
     watch_stopped_by = sig;
 }
 
-static int64_t monotonic_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Starts an event line: "HH:MM:SS.mmm NAME: ". */
 /* watch --json: one JSON object per event instead of a line of text. */
 static bool watch_json;
@@ -1296,6 +1392,7 @@ static int cmd_watch(const options *o) {
         goto out;
     }
     print_changes(o->name, NULL, last, true);
+    redis_timer(0); /* started: each read is bounded by the connection's timeout */
     int64_t now = monotonic_ms();
     int64_t deadline = o->timeout_ms >= 0 ? now + o->timeout_ms : INT64_MAX;
     int64_t next_read = now + o->interval_ms;

@@ -417,6 +417,54 @@ tls)
     run "$RLOCK" status --tls-insecure cli:tls3
     [ "$rc" -eq 1 ] || fail "status --tls-insecure gave $rc, not 1"
     ;;
+redis_timeout)
+    # --redis-timeout bounds the time spent on a Redis that does not
+    # answer: a stopped (SIGSTOP) server, which accepts connections and
+    # never replies, and a refused port. Each gives 69 well within 1 s.
+    up=0
+    for _ in 1 2 3 4 5; do
+        sport=$((20000 + RANDOM % 30000))
+        redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
+        redis-server --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
+            >"$WORK/stopped.log" 2>&1 &
+        stopped=$!
+        answers() { [ "$(redis-cli -p "$sport" PING 2>/dev/null)" = PONG ]; }
+        retry 50 answers && up=1 && break
+    done
+    [ "$up" = 1 ] || fail "the server to stop did not start: $(cat "$WORK/stopped.log")"
+    trap 'kill -CONT $stopped 2>/dev/null; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' \
+        EXIT
+    kill -STOP "$stopped"
+    # Runs rlock with "$@" and checks it exits 69 within 1.5 s (1 s and noise).
+    bounded() {
+        local start took
+        start=$(date +%s%N)
+        run "$RLOCK" "$@" 2>"$WORK/err"
+        took=$((($(date +%s%N) - start) / 1000000))
+        cat "$WORK/err"
+        echo "rlock $*: status $rc after $took ms"
+        [ "$rc" -eq 69 ] || fail "rlock $* exited $rc, not 69"
+        [ "$took" -lt 1500 ] || fail "rlock $* took $took ms, not under 1500"
+    }
+    for address in "redis://127.0.0.1:$sport" redis://127.0.0.1:1; do
+        bounded --address "$address" status --redis-timeout 500 cli:rt
+        bounded --address "$address" unlock --force --redis-timeout 500 cli:rt
+        bounded --address "$address" watch --redis-timeout 500 cli:rt
+        bounded --address "$address" exec --redis-timeout 500 cli:rt -- true
+        bounded --address "$address" exec --redis-timeout 500 --wait 200 cli:rt -- true
+        RLOCK_REDIS_TIMEOUT=500 bounded --address "$address" status cli:rt
+        RLOCK_REDIS_TIMEOUT=500 bounded --address "$address" exec cli:rt -- true
+    done
+    grep -q 'within --redis-timeout (500 ms)' "$WORK/err" ||
+        grep -q 'Connection refused' "$WORK/err" || fail "no reason given"
+    run "$RLOCK" status --redis-timeout 0 cli:rt
+    [ "$rc" -eq 64 ] || fail "--redis-timeout 0 gave $rc, not 64"
+    RLOCK_REDIS_TIMEOUT=soon run "$RLOCK" status cli:rt
+    [ "$rc" -eq 64 ] || fail "RLOCK_REDIS_TIMEOUT=soon gave $rc, not 64"
+    # A server that answers: the bound changes nothing.
+    run "$RLOCK" exec --redis-timeout 500 cli:rt -- true
+    [ "$rc" -eq 0 ] || fail "exec with --redis-timeout on a live server gave $rc"
+    ;;
 usage)
     # Into a file first: grep -q would stop reading early, and with
     # pipefail the SIGPIPE rlock then gets would fail the pipeline.
