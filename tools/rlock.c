@@ -113,6 +113,8 @@ static const char usage_text[] =
     "  --tls-insecure        rediss://: accept any certificate (UNSAFE: anyone\n"
     "                        on the network path can read and change the\n"
     "                        traffic; for throwaway test servers)\n"
+    "                        (the --tls-* options with an address other than\n"
+    "                        rediss:// are refused: they would be ignored)\n"
     "  --redis-timeout MS    give up on Redis after MS ms with status 69 (default\n"
     "                        $RLOCK_REDIS_TIMEOUT, else 5000): status and unlock\n"
     "                        end within MS; so do watch's start and each of its\n"
@@ -267,6 +269,46 @@ static int check_cluster(const options *o) {
     if (rlock_config_validate(&cfg) != RLOCK_OK) {
         fprintf(stderr, "rlock: %s\n", rlock_last_error());
         return EXIT_USAGE;
+    }
+    return 0;
+}
+
+/* The TLS options: only with a rediss:// address (elsewhere they would be
+ * ignored), and each file there to read, named when it is not (OpenSSL's
+ * own error does not name it). 0 or EXIT_USAGE. */
+static int check_tls(const options *o) {
+    const struct {
+        const char *option, *file;
+    } files[] = {{"--tls-ca ($RLOCK_TLS_CA)", o->tls_ca},
+                 {"--tls-cert ($RLOCK_TLS_CERT)", o->tls_cert},
+                 {"--tls-key ($RLOCK_TLS_KEY)", o->tls_key}};
+    const char *given_option = o->tls_insecure ? "--tls-insecure" : NULL;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if (files[i].file != NULL) {
+            given_option = files[i].option;
+            break;
+        }
+    }
+    if (given_option == NULL) {
+        return 0;
+    }
+    if (strncmp(o->address, "rediss://", 9) != 0) {
+        fprintf(stderr,
+                "rlock: %s is for a rediss:// (TLS) address, and the address is not one: use "
+                "rediss://, or leave out the TLS options\nTry 'rlock --help'.\n",
+                given_option);
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        FILE *f = files[i].file != NULL ? fopen(files[i].file, "r") : NULL;
+        if (files[i].file != NULL && f == NULL) {
+            fprintf(stderr, "rlock: %s \"%s\": %s\n", files[i].option, files[i].file,
+                    strerror(errno));
+            return EXIT_USAGE;
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
     }
     return 0;
 }
@@ -454,11 +496,19 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
                     "");
         return EXIT_USAGE;
     }
+    /* An empty variable is as good as none. */
+    o->tls_ca = given(o->tls_ca) ? o->tls_ca : NULL;
+    o->tls_cert = given(o->tls_cert) ? o->tls_cert : NULL;
+    o->tls_key = given(o->tls_key) ? o->tls_key : NULL;
     if (o->cluster_nodes != NULL) {
         int code = check_cluster(o);
         if (code != 0) {
             return code;
         }
+    }
+    int tls_code = check_tls(o);
+    if (tls_code != 0) {
+        return tls_code;
     }
     if (o->master_name != NULL && (o->sentinels == NULL || *o->sentinels == '\0')) {
         usage_error("--master-name needs --sentinels (or $RLOCK_SENTINELS)%s", "");
@@ -826,8 +876,13 @@ static redisContext *direct(const options *o) {
                    .cert_file = o->tls_cert,
                    .key_file = o->tls_key,
                    .insecure = o->tls_insecure};
+    /* Within what is left of --redis-timeout, with a little to spare, so
+     * that the connection's own error (a TLS handshake not answered) comes
+     * before the timer's. */
+    int64_t left = redis_started_ms + o->redis_timeout_ms - monotonic_ms();
+    left -= left / 5 < 100 ? left / 5 : 100;
     redisContext *c =
-        cli_direct_connect(o->address, &tls, (int)o->redis_timeout_ms, err, sizeof err);
+        cli_direct_connect(o->address, &tls, left > 1 ? (int)left : 1, err, sizeof err);
     if (c == NULL) {
         fprintf(stderr, "rlock: %s: %s\n", o->address, err);
     }

@@ -365,6 +365,7 @@ cluster)
 tls)
     # A TLS-only server of the case's own, with a CA and a certificate made
     # here: every command goes over rediss://.
+    plain_port=${RLOCK_ADDRESS##*:} # with_redis's server, plain TCP
     (cd "$WORK" &&
         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
             -out ca.crt -days 2 -subj /CN=cli-ca &&
@@ -416,6 +417,50 @@ tls)
     [ "$rc" -eq 69 ] || fail "status with an untrusted certificate gave $rc, not 69"
     run "$RLOCK" status --tls-insecure cli:tls3
     [ "$rc" -eq 1 ] || fail "status --tls-insecure gave $rc, not 1"
+    # No retry can make the certificate trusted: one attempt, with the reason.
+    start=$(date +%s%N)
+    run "$RLOCK" exec cli:tls3 -- true 2>"$WORK/untrusted.err"
+    took=$((($(date +%s%N) - start) / 1000000))
+    cat "$WORK/untrusted.err"
+    [ "$rc" -eq 69 ] || fail "exec with an untrusted certificate gave $rc, not 69"
+    [ "$took" -lt 3000 ] || fail "exec with an untrusted certificate took $took ms"
+    grep -q 'certificate verification failed.*(after 1 attempt)' "$WORK/untrusted.err" ||
+        fail "no reason, or more than one attempt"
+    # rediss:// to a plain port: the handshake is never answered; say so.
+    for cmd in status exec; do
+        args=(cli:tls4)
+        [ "$cmd" = exec ] && args+=(-- true)
+        run "$RLOCK" --address "rediss://127.0.0.1:$plain_port" "$cmd" --redis-timeout 1000 \
+            "${args[@]}" 2>"$WORK/plain.err"
+        cat "$WORK/plain.err"
+        [ "$rc" -eq 69 ] || fail "$cmd over rediss:// to a plain port gave $rc, not 69"
+        grep -q 'did not answer the TLS handshake.*may not be a TLS port' "$WORK/plain.err" ||
+            fail "$cmd over rediss:// to a plain port did not name the likely cause"
+    done
+    # TLS options with an address without TLS: refused, not ignored.
+    for opt in "--tls-ca $WORK/ca.crt" --tls-insecure; do
+        # shellcheck disable=SC2086 # opt is an option and its value
+        run "$RLOCK" --address "redis://127.0.0.1:$plain_port" status $opt cli:tls5 \
+            2>"$WORK/mix.err"
+        cat "$WORK/mix.err"
+        [ "$rc" -eq 64 ] || fail "$opt with redis:// gave $rc, not 64"
+        grep -q 'is for a rediss:// (TLS) address' "$WORK/mix.err" || fail "no word why"
+    done
+    RLOCK_TLS_CA="$WORK/ca.crt" run "$RLOCK" --address "redis://127.0.0.1:$plain_port" \
+        exec cli:tls5 -- true
+    [ "$rc" -eq 64 ] || fail "RLOCK_TLS_CA with redis:// gave $rc, not 64"
+    RLOCK_TLS_CA= run "$RLOCK" --address "redis://127.0.0.1:$plain_port" status cli:tls5
+    [ "$rc" -eq 1 ] || fail "an empty RLOCK_TLS_CA with redis:// gave $rc, not 1"
+    # A CA file that is not there: named.
+    for cmd in status exec; do
+        args=(cli:tls6)
+        [ "$cmd" = exec ] && args+=(-- true)
+        run "$RLOCK" "$cmd" --tls-ca "$WORK/no-such-ca.pem" "${args[@]}" 2>"$WORK/noca.err"
+        cat "$WORK/noca.err"
+        [ "$rc" -eq 64 ] || fail "$cmd with a missing CA file gave $rc, not 64"
+        grep -q "$WORK/no-such-ca.pem.*No such file" "$WORK/noca.err" ||
+            fail "$cmd did not name the missing CA file"
+    done
     ;;
 redis_timeout)
     # --redis-timeout bounds the time spent on a Redis that does not
