@@ -199,6 +199,79 @@ static int64_t monotonic_ms(void) {
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* ---- the library's words in the user's ---------------------------------- */
+
+/* The library's messages speak to programmers: of its functions
+ * ("rlock_get_lock: ...") and its settings ("rlock_config.address").
+ * Shown to a user of the command they name what the user typed instead:
+ * the functions are left out, each setting becomes the option that sets
+ * it. Returns buf. */
+static const char *in_user_words(const char *msg, char *buf, size_t size) {
+    static const struct {
+        const char *setting, *option;
+    } settings[] = {
+        /* longest first where one is the end of another */
+        {"rlock_config.connect_timeout_ms", "--redis-timeout"},
+        {"rlock_config.timeout_ms", "--redis-timeout"},
+        {"connect_timeout_ms", "--redis-timeout"},
+        {"timeout_ms", "--redis-timeout"},
+        {"rlock_config.address", "--address"},
+        {"rlock_config.client_name", "--client-name"},
+        {"rlock_config.lock_watchdog_timeout_ms", "--watchdog-timeout"},
+        {"rlock_config.master_name", "--master-name"},
+        {"rlock_config.sentinel_addresses", "--sentinels"},
+        {"rlock_config.cluster_node_addresses", "--cluster-nodes"},
+        {"rlock_config.ssl_truststore", "--tls-ca"},
+        {"rlock_config.ssl_keystore_cert", "--tls-cert"},
+        {"rlock_config.ssl_keystore_key", "--tls-key"},
+        {"rlock_config.ssl_insecure_skip_verify", "--tls-insecure"},
+        {"ssl_truststore", "--tls-ca"},
+        {"ssl_keystore_cert", "--tls-cert"},
+        {"ssl_keystore_key", "--tls-key"},
+    };
+    size_t j = 0;
+    const char *p = msg != NULL ? msg : "";
+    while (*p != '\0' && j + 1 < size) {
+        bool at_word =
+            p == msg || !(p[-1] == '_' || p[-1] == '.' || (p[-1] >= 'a' && p[-1] <= 'z'));
+        /* "rlock_some_function: " */
+        if (at_word && strncmp(p, "rlock_", 6) == 0 && strncmp(p, "rlock_config.", 13) != 0) {
+            size_t n = 6 + strspn(p + 6, "abcdefghijklmnopqrstuvwxyz_");
+            if (strncmp(p + n, ": ", 2) == 0) {
+                p += n + 2;
+                continue;
+            }
+        }
+        bool replaced = false;
+        for (size_t k = 0; at_word && k < sizeof settings / sizeof settings[0]; k++) {
+            size_t n = strlen(settings[k].setting);
+            char after = p[n];
+            if (strncmp(p, settings[k].setting, n) == 0 && after != '_' &&
+                !(after >= 'a' && after <= 'z')) {
+                int w = snprintf(buf + j, size - j, "%s", settings[k].option);
+                j += w > 0 && (size_t)w < size - j ? (size_t)w : 0;
+                p += n;
+                if (strncmp(p, " = ", 3) == 0) { /* "setting = 2: why" */
+                    p += 2;
+                }
+                replaced = true;
+                break;
+            }
+        }
+        if (!replaced) {
+            buf[j++] = *p++;
+        }
+    }
+    buf[j < size ? j : size - 1] = '\0';
+    return buf;
+}
+
+/* The library's last error, in the user's words. */
+static const char *last_error(void) {
+    static char buf[1024];
+    return in_user_words(rlock_last_error(), buf, sizeof buf);
+}
+
 /* ---- --redis-timeout ------------------------------------------------------- */
 
 /* The backstop of --redis-timeout: a timer armed while rlock talks to
@@ -267,7 +340,7 @@ static int check_cluster(const options *o) {
     cfg.address = o->address;
     cfg.cluster_node_addresses = o->cluster_nodes;
     if (rlock_config_validate(&cfg) != RLOCK_OK) {
-        fprintf(stderr, "rlock: %s\n", rlock_last_error());
+        fprintf(stderr, "rlock: %s\n", last_error());
         return EXIT_USAGE;
     }
     return 0;
@@ -474,6 +547,15 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
         usage_error("rlock %s needs a lock name", cmd);
         return EXIT_USAGE;
     }
+    if (*o->name == '\0') {
+        usage_error("lock name \"%s\" is empty: a lock needs a name", o->name);
+        return EXIT_USAGE;
+    }
+    if (strlen(o->name) > RLOCK_NAME_MAX) {
+        fprintf(stderr, "rlock: the lock name is %zu bytes long; at most %d\n", strlen(o->name),
+                RLOCK_NAME_MAX);
+        return EXIT_USAGE;
+    }
     if (is_exec && (o->command == NULL || o->command[0] == NULL)) {
         usage_error("rlock exec needs a command to run: rlock exec NAME -- COMMAND [ARGS...]%s",
                     "");
@@ -513,6 +595,19 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
     if (o->master_name != NULL && (o->sentinels == NULL || *o->sentinels == '\0')) {
         usage_error("--master-name needs --sentinels (or $RLOCK_SENTINELS)%s", "");
         return EXIT_USAGE;
+    }
+    if (o->master_name != NULL) {
+        /* The sentinels' addresses as the library reads them: a bad one is
+         * bad usage for every command, not Redis unreachable. */
+        rlock_config cfg;
+        rlock_config_init(&cfg);
+        cfg.address = o->address;
+        cfg.master_name = o->master_name;
+        cfg.sentinel_addresses = o->sentinels;
+        if (rlock_config_validate(&cfg) != RLOCK_OK) {
+            fprintf(stderr, "rlock: %s\n", last_error());
+            return EXIT_USAGE;
+        }
     }
     redis_timer_start(o);
     if (o->master_name != NULL && !is_exec) {
@@ -573,7 +668,7 @@ static int make_client(const options *o, rlock_client **out) {
     cfg.retry_attempts = 0;
     int rc = rlock_client_create(&cfg, out);
     if (rc != RLOCK_OK) {
-        fprintf(stderr, "rlock: %s\n", rlock_last_error());
+        fprintf(stderr, "rlock: %s\n", last_error());
         /* Sentinel and Cluster mode ask the servers at create: none
          * answering is Redis unreachable. */
         return rc == RLOCK_ERR_INVALID ? EXIT_USAGE
@@ -604,6 +699,8 @@ static rlock *get_handle(rlock_client *c, enum kind kind, const char *name) {
 
 /* The exit status for a failed library call. */
 static int call_failed(const char *what, const char *name, int rc, const char *detail) {
+    char words[1024];
+    detail = detail != NULL ? in_user_words(detail, words, sizeof words) : NULL;
     fprintf(stderr, "rlock: %s \"%s\": %s%s%s\n", what, name, rlock_strerror(rc),
             detail != NULL && *detail != '\0' ? ": " : "", detail != NULL ? detail : "");
     switch (rc) {
@@ -640,8 +737,10 @@ static void on_lock_lost(const rlock_lock_lost_info *info, void *arg) {
     if (atomic_load(&lock_lost)) {
         return;
     }
+    char words[400];
     snprintf(lost_message, sizeof lost_message, "%s (%s)",
-             info->reason == RLOCK_ERR_NOT_HELD ? "it is gone from Redis" : info->message,
+             info->reason == RLOCK_ERR_NOT_HELD ? "it is gone from Redis"
+                                                : in_user_words(info->message, words, sizeof words),
              rlock_err_name(info->reason));
     atomic_store(&lock_lost, true);
     kill(getpid(), SIGUSR2);
@@ -764,7 +863,7 @@ static int cmd_exec(const options *o) {
     }
     rlock *l = get_handle(client, o->kind, o->name);
     if (l == NULL) {
-        fprintf(stderr, "rlock: lock \"%s\": %s\n", o->name, rlock_last_error());
+        fprintf(stderr, "rlock: lock \"%s\": %s\n", o->name, last_error());
         rlock_client_destroy(client);
         return EXIT_USAGE;
     }
@@ -843,6 +942,7 @@ static int cmd_exec(const options *o) {
     /* Released within --redis-timeout, or left to expire: the client's
      * end stops the watchdog. */
     rlock_future *u = rlock_unlock_async(l, tid);
+    char words[1024];
     bool unanswered = u != NULL && rlock_future_wait(u, o->redis_timeout_ms) != RLOCK_OK;
     if (unanswered) {
         rlock_future_cancel(u);
@@ -851,7 +951,7 @@ static int cmd_exec(const options *o) {
     const char *why = u == NULL ? "out of memory"
                       : unanswered
                           ? "no answer within --redis-timeout; it expires at the end of its lease"
-                          : rlock_future_error_message(u);
+                          : in_user_words(rlock_future_error_message(u), words, sizeof words);
     if (rc == RLOCK_ERR_NOT_HELD && !atomic_load(&lock_lost)) {
         fprintf(stderr,
                 "rlock: the lock \"%s\" was no longer held when %s ended (its lease ran out, or "
@@ -968,7 +1068,7 @@ static int read_state(const options *o, rlock_client *client, redisContext *c, l
     rlock_free(l);
     rlock_free(fenced);
     if (rc != RLOCK_OK) {
-        return call_failed("cannot read the lock", o->name, rc, rlock_last_error());
+        return call_failed("cannot read the lock", o->name, rc, last_error());
     }
     char *queue = prefixed("redisson_lock_queue", o->name);
     if (queue == NULL) {
@@ -1153,7 +1253,7 @@ static int cmd_unlock(const options *o) {
     bool was_locked = false;
     int rc = l == NULL ? RLOCK_ERR_INVALID : rlock_force_unlock(l, &was_locked);
     if (rc != RLOCK_OK) {
-        code = call_failed("cannot unlock", o->name, rc, rlock_last_error());
+        code = call_failed("cannot unlock", o->name, rc, last_error());
     } else if (was_locked) {
         printf("%s: unlocked (%s)\n", o->name, kind_names[kind]);
         code = 0;
@@ -1415,7 +1515,7 @@ static int cmd_watch(const options *o) {
     rlock_config_init(&cfg);
     cfg.address = o->address;
     if (rlock_config_validate(&cfg) != RLOCK_OK) {
-        fprintf(stderr, "rlock: %s\n", rlock_last_error());
+        fprintf(stderr, "rlock: %s\n", last_error());
         return EXIT_USAGE;
     }
     struct sigaction sa;

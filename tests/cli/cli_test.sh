@@ -523,6 +523,35 @@ usage)
     [ "$rc" -eq 64 ] || fail "unlock without --force gave $rc, not 64"
     run "$RLOCK" --address redis://127.0.0.1:1 status x
     [ "$rc" -eq 69 ] || fail "an unreachable server gave $rc, not 69"
+    # Bad input is told in the user's words: what was typed, the option
+    # that set it, never the library's functions (rlock_get_lock) or
+    # settings (rlock_config.address).
+    words() { # want_status want_regex rlock-args...
+        local want=$1 regex=$2
+        shift 2
+        run "$RLOCK" "$@" 2>"$WORK/err"
+        cat "$WORK/err"
+        [ "$rc" -eq "$want" ] || fail "rlock $* gave $rc, not $want"
+        grep -Eq -- "$regex" "$WORK/err" || fail "rlock $*: no message matching $regex"
+        ! grep -Eq 'rlock_[a-z]|timeout_ms' "$WORK/err" || fail "rlock $*: library names"
+    }
+    for cmd in status "unlock --force" watch; do
+        # shellcheck disable=SC2086 # cmd is a command and its option
+        words 64 'lock name "" is empty' $cmd ''
+    done
+    words 64 'lock name "" is empty' exec '' -- true
+    words 64 'lock name "" is empty' exec --kind fenced '' -- true
+    words 64 'lock name is 70000 bytes long' status "$(printf '%070000d' 0)"
+    words 64 '^rlock: --address: address "bogus"' --address bogus status x
+    words 64 '^rlock: --address: .*port' --address redis://h:99999 exec x -- true
+    words 64 '^rlock: --client-name: ' exec --client-name 'a b' x -- true
+    words 64 '^rlock: --watchdog-timeout 2: must be at least 3' exec --watchdog-timeout 2 x -- true
+    words 64 '^rlock: --sentinels: address "bogus"' status --master-name m --sentinels bogus x
+    words 64 '^rlock: --sentinels: address "bogus"' exec --master-name m --sentinels bogus x \
+        -- true
+    words 64 '^rlock: --cluster-nodes: ' status --cluster-nodes unix:///x x
+    words 69 'cannot take the lock "x": .*Connection refused' --address redis://127.0.0.1:1 \
+        exec --redis-timeout 300 x -- true
     ;;
 watch)
     # Events as they happen: a lock taken and released, a write lock's
