@@ -61,8 +61,9 @@ static const char usage_text[] =
     "         environment as RLOCK_TOKEN; the lock's name as RLOCK_NAME.\n"
     "  --wait MS             give up after MS ms (0: one try) with status 75;\n"
     "                        default: wait as long as it takes\n"
-    "  --lease MS            the lock expires MS ms after it is taken; default:\n"
-    "                        no lease, the watchdog keeps the lock while rlock runs\n"
+    "  --lease MS            the lock expires MS ms after it is taken; -1 (the\n"
+    "                        default): no lease, the watchdog keeps the lock\n"
+    "                        while rlock runs (as Redisson's leaseTime -1)\n"
     "  --watchdog-timeout MS the watchdog's lease, renewed every third (30000)\n"
     "  --kind KIND           lock (default), fair, spin, fenced, read or write\n"
     "  --kill-on-lost        send COMMAND SIGTERM when the lock is lost while it\n"
@@ -187,6 +188,27 @@ static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out
     }
     *out = v;
     return true;
+}
+
+/* --lease: MS above 0, or -1 (any negative number, as in the library)
+ * for the watchdog, RLOCK_LEASE_WATCHDOG, as Redisson's leaseTime -1. */
+static bool parse_lease(const char *s, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno == 0 && end != s && *end == '\0' && v < 0) {
+        *out = RLOCK_LEASE_WATCHDOG;
+        return true;
+    }
+    if (errno == 0 && end != s && *end == '\0' && v > 0 && v <= 365LL * 24 * 3600 * 1000) {
+        *out = v;
+        return true;
+    }
+    fprintf(stderr,
+            "rlock: --lease wants a number of milliseconds above 0, or -1 for the watchdog, not "
+            "\"%s\"\nTry 'rlock --help'.\n",
+            s);
+    return false;
 }
 
 static bool given(const char *s) {
@@ -492,7 +514,7 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
             }
         } else if (strcmp(opt, "--lease") == 0) {
             applies = is_exec;
-            if (!parse_ms(opt, value, true, &o->lease_ms)) {
+            if (!parse_lease(value, &o->lease_ms)) {
                 return EXIT_USAGE;
             }
         } else if (strcmp(opt, "--watchdog-timeout") == 0) {

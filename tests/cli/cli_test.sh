@@ -462,6 +462,24 @@ tls)
             fail "$cmd did not name the missing CA file"
     done
     ;;
+lease)
+    # --lease -1 is the watchdog, as the library's RLOCK_LEASE_WATCHDOG and
+    # Redisson's leaseTime -1: the lock outlives its watchdog timeout while
+    # the command runs; a fixed lease of the same length does not.
+    run "$RLOCK" exec --lease -1 --watchdog-timeout 1500 cli:lease -- \
+        sh -c "sleep 2.5; '$RLOCK' status cli:lease"
+    [ "$rc" -eq 0 ] || fail "--lease -1: the lock was not kept by the watchdog ($rc)"
+    run "$RLOCK" exec --lease=-1 cli:lease -- "$RLOCK" status --json cli:lease
+    [ "$rc" -eq 0 ] || fail "--lease=-1 gave $rc"
+    run "$RLOCK" exec --lease 1500 cli:lease -- sh -c "sleep 2.5; '$RLOCK' status cli:lease"
+    [ "$rc" -eq 1 ] || fail "--lease 1500: the lock did not expire ($rc)"
+    for bad in 0 -0 x -1x; do
+        run "$RLOCK" exec --lease "$bad" cli:lease -- true 2>"$WORK/err"
+        cat "$WORK/err"
+        [ "$rc" -eq 64 ] || fail "--lease $bad gave $rc, not 64"
+        grep -q 'or -1 for the watchdog' "$WORK/err" || fail "--lease $bad: no word of -1"
+    done
+    ;;
 redis_timeout)
     # --redis-timeout bounds the time spent on a Redis that does not
     # answer: a stopped (SIGSTOP) server, which accepts connections and
