@@ -336,8 +336,7 @@ static void on_lookup(void *arg, const char *ip, const char *err) {
 
 /* A plain Redis port reads a TLS hello as the start of a command and
  * waits for the rest: the handshake never gets an answer. */
-static const char not_tls_hint[] =
-    "the port may not be a TLS port (a plain Redis port never answers rediss://)";
+#define NOT_TLS_HINT "the port may not be a TLS port (a plain Redis port never answers rediss://)"
 
 /* rediss://: TCP connected, the TLS handshake not answered yet. */
 static bool handshaking(const rlock__conn *c) {
@@ -375,8 +374,8 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
         } else if (handshaking(c)) {
             snprintf(why, sizeof(why),
                      "the server did not answer the TLS handshake within connect_timeout_ms "
-                     "(%lld ms): %s",
-                     (long long)c->cfg->connect_timeout_ms, not_tls_hint);
+                     "(%lld ms): " NOT_TLS_HINT,
+                     (long long)c->cfg->connect_timeout_ms);
         } else {
             snprintf(why, sizeof(why), "no connection within connect_timeout_ms (%lld ms)",
                      (long long)c->cfg->connect_timeout_ms);
@@ -432,8 +431,7 @@ bool rlock__conn_is_ready(const rlock__conn *c) {
 const char *rlock__conn_last_error(const rlock__conn *c) {
     if (c->last_error[0] == '\0' && handshaking(c)) {
         /* A first attempt still under way: where it stands. */
-        return "the server did not answer the TLS handshake (yet): the port may not be a TLS "
-               "port (a plain Redis port never answers rediss://)";
+        return "the server did not answer the TLS handshake (yet): " NOT_TLS_HINT;
     }
     return c->last_error;
 }
