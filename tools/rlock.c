@@ -267,9 +267,8 @@ static const char *in_user_words(const char *msg, char *buf, size_t size) {
         bool replaced = false;
         for (size_t k = 0; at_word && k < sizeof settings / sizeof settings[0]; k++) {
             size_t n = strlen(settings[k].setting);
-            char after = p[n];
-            if (strncmp(p, settings[k].setting, n) == 0 && after != '_' &&
-                !(after >= 'a' && after <= 'z')) {
+            if (strncmp(p, settings[k].setting, n) == 0 && p[n] != '_' &&
+                !(p[n] >= 'a' && p[n] <= 'z')) { /* p[n] read only once p has n bytes */
                 int w = snprintf(buf + j, size - j, "%s", settings[k].option);
                 j += w > 0 && (size_t)w < size - j ? (size_t)w : 0;
                 p += n;
