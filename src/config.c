@@ -161,6 +161,21 @@ int rlock_config_validate(const rlock_config *cfg) {
                                  "both (mutual TLS) or neither");
         return RLOCK_ERR_INVALID;
     }
+    /* TLS settings beside an address without TLS would be ignored: the
+     * caller meant rediss://, or set them by mistake. */
+    const char *tls_field = cfg->ssl_truststore != NULL       ? "ssl_truststore"
+                            : cfg->ssl_truststore_dir != NULL ? "ssl_truststore_dir"
+                            : cfg->ssl_keystore_cert != NULL  ? "ssl_keystore_cert"
+                            : cfg->ssl_keystore_key != NULL   ? "ssl_keystore_key"
+                            : cfg->ssl_insecure_skip_verify   ? "ssl_insecure_skip_verify"
+                                                              : NULL;
+    if (tls_field != NULL && cfg->address != NULL && strncmp(cfg->address, "rediss://", 9) != 0) {
+        rlock__set_error_message("rlock_config.%s is set, but the address is not rediss:// "
+                                 "(TLS): it would be ignored; use a rediss:// address, or leave "
+                                 "the TLS settings unset",
+                                 tls_field);
+        return RLOCK_ERR_INVALID;
+    }
     if (cfg->master_name != NULL && cfg->address != NULL &&
         strncmp(cfg->address, "rediss://", 9) == 0) {
         rlock__set_error_message("rlock_config.address: TLS (rediss://) with Sentinel "

@@ -36,14 +36,15 @@ struct rlock__conn {
     rlock__lookup *lookup; /* CONNECTING: the host name's lookup under way */
     SSL_CTX *tls;          /* rediss://: the TLS settings */
     bool tls_check_name;
-    bool on_stream;      /* c->ac is a stream's stand-in (TLS, or the fuzzer's plain) */
-    ev_timer timer;      /* connect timeout in CONNECTING, back-off in BACKOFF,
-                            the PING's reply deadline in READY */
-    ev_timer ping_timer; /* every ping_connection_interval_ms while READY */
-    bool ping;           /* this connection sends keep-alive PINGs */
-    int failures;        /* consecutive failed attempts, for the back-off */
-    uint64_t reconnects; /* times ready after a loss or a failed attempt */
-    int handshake_left;  /* replies still expected before READY */
+    bool on_stream;       /* c->ac is a stream's stand-in (TLS, or the fuzzer's plain) */
+    ev_timer timer;       /* connect timeout in CONNECTING, back-off in BACKOFF,
+                             the PING's reply deadline in READY */
+    ev_timer ping_timer;  /* every ping_connection_interval_ms while READY */
+    bool ping;            /* this connection sends keep-alive PINGs */
+    int failures;         /* consecutive failed attempts, for the back-off */
+    uint64_t reconnects;  /* times ready after a loss or a failed attempt */
+    int handshake_left;   /* replies still expected before READY */
+    bool failed_for_good; /* the last attempt failed in a way no retry fixes */
     char last_error[256];
 };
 
@@ -212,6 +213,9 @@ static void on_connect(const redisAsyncContext *ac, int status) {
     char why[256];
     snprintf(why, sizeof(why), "connect failed: %.200s", ac->errstr);
     ev_timer_stop(ev_of(c), &c->timer);
+    /* A certificate that fails verification fails every attempt alike. */
+    c->failed_for_good =
+        c->on_stream && rlock__tls_verify_failed(rlock__tls_of((redisAsyncContext *)ac));
     went_down(c, why);
 }
 
@@ -330,9 +334,20 @@ static void on_lookup(void *arg, const char *ip, const char *err) {
     open_context(c, ip);
 }
 
+/* A plain Redis port reads a TLS hello as the start of a command and
+ * waits for the rest: the handshake never gets an answer. */
+#define NOT_TLS_HINT "the port may not be a TLS port (a plain Redis port never answers rediss://)"
+
+/* rediss://: TCP connected, the TLS handshake not answered yet. */
+static bool handshaking(const rlock__conn *c) {
+    return c->state == STATE_CONNECTING && c->on_stream && c->tls != NULL && c->ac != NULL &&
+           rlock__tls_handshaking(rlock__tls_of(c->ac));
+}
+
 /* went_down() re-arms the timer for the back-off on every failure. */
 static void connect_now(rlock__conn *c) {
     c->state = STATE_CONNECTING;
+    c->failed_for_good = false;
     arm_timer(c, c->cfg->connect_timeout_ms); /* the lookup counts too */
     if (c->addr->is_unix || rlock__is_numeric_host(c->addr->host)) {
         open_context(c, c->addr->host);
@@ -356,6 +371,11 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
             snprintf(why, sizeof(why),
                      "the lookup of \"%.100s\" took longer than connect_timeout_ms (%lld ms)",
                      c->addr->host, (long long)c->cfg->connect_timeout_ms);
+        } else if (handshaking(c)) {
+            snprintf(why, sizeof(why),
+                     "the server did not answer the TLS handshake within connect_timeout_ms "
+                     "(%lld ms): " NOT_TLS_HINT,
+                     (long long)c->cfg->connect_timeout_ms);
         } else {
             snprintf(why, sizeof(why), "no connection within connect_timeout_ms (%lld ms)",
                      (long long)c->cfg->connect_timeout_ms);
@@ -409,7 +429,15 @@ bool rlock__conn_is_ready(const rlock__conn *c) {
 }
 
 const char *rlock__conn_last_error(const rlock__conn *c) {
+    if (c->last_error[0] == '\0' && handshaking(c)) {
+        /* A first attempt still under way: where it stands. */
+        return "the server did not answer the TLS handshake (yet): " NOT_TLS_HINT;
+    }
     return c->last_error;
+}
+
+bool rlock__conn_failed_for_good(const rlock__conn *c) {
+    return c->state == STATE_BACKOFF && c->failed_for_good;
 }
 
 int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int argc,

@@ -48,6 +48,13 @@ uint64_t rlock__conn_reconnects(const rlock__conn *c);
 /* Why the last connect failed or the connection was lost ("" if never). */
 const char *rlock__conn_last_error(const rlock__conn *c);
 
+/* The last attempt failed in a way no retry can fix while the settings
+ * and the server stay as they are: the server's certificate failed
+ * verification. Reconnecting goes on (the server may get a new
+ * certificate), but the commands waiting should fail now. False once a
+ * new attempt starts. */
+bool rlock__conn_failed_for_good(const rlock__conn *c);
+
 /* The keep-alive probe was answered in time. */
 void rlock__conn_alive(rlock__conn *c);
 

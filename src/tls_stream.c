@@ -56,6 +56,7 @@ struct rlock__tls_stream {
     bool free_asked;       /* rlock__tls_free inside a callback */
     bool read_wants_write; /* SSL_read must go on once the socket is writable */
     bool closing;          /* failed or freed: no more commands */
+    bool verify_failed;    /* the server's certificate failed verification */
 };
 
 /* ---- the SSL_CTX ----------------------------------------------------------- */
@@ -90,7 +91,18 @@ SSL_CTX *rlock__tls_ctx_new(const rlock__tls_settings *s, char *err, size_t errl
     if (s->ca_file != NULL || s->ca_dir != NULL) {
         ok = SSL_CTX_load_verify_locations(ctx, s->ca_file, s->ca_dir);
         if (!ok) {
-            ssl_error(err, errlen, "ssl_truststore: cannot load the CA certificates");
+            /* Named: OpenSSL's own error says "No such file" without the file. */
+            char what[300];
+            snprintf(what, sizeof(what), "%s: cannot load the CA certificates from \"%.200s\"",
+                     s->ca_file != NULL ? "ssl_truststore" : "ssl_truststore_dir",
+                     s->ca_file != NULL ? s->ca_file : s->ca_dir);
+            if (s->ca_file != NULL && s->ca_dir != NULL) {
+                snprintf(what, sizeof(what),
+                         "ssl_truststore, ssl_truststore_dir: cannot load the CA certificates "
+                         "from \"%.100s\" and \"%.100s\"",
+                         s->ca_file, s->ca_dir);
+            }
+            ssl_error(err, errlen, what);
         }
     } else {
         ok = SSL_CTX_set_default_verify_paths(ctx);
@@ -101,16 +113,23 @@ SSL_CTX *rlock__tls_ctx_new(const rlock__tls_settings *s, char *err, size_t errl
     if (ok && s->cert_file != NULL) {
         ok = SSL_CTX_use_certificate_chain_file(ctx, s->cert_file);
         if (!ok) {
-            ssl_error(err, errlen, "ssl_keystore_cert: cannot load the client certificate");
+            char what[300];
+            snprintf(what, sizeof(what),
+                     "ssl_keystore_cert: cannot load the client certificate from \"%.200s\"",
+                     s->cert_file);
+            ssl_error(err, errlen, what);
         }
     }
     if (ok && s->key_file != NULL) {
         ok = SSL_CTX_use_PrivateKey_file(ctx, s->key_file, SSL_FILETYPE_PEM) &&
              SSL_CTX_check_private_key(ctx);
         if (!ok) {
-            ssl_error(err, errlen,
-                      "ssl_keystore_key: cannot load the private key, or it does not match the "
-                      "certificate");
+            char what[300];
+            snprintf(what, sizeof(what),
+                     "ssl_keystore_key: cannot load the private key from \"%.200s\", or it does "
+                     "not match the certificate",
+                     s->key_file);
+            ssl_error(err, errlen, what);
         }
     }
     if (!ok) {
@@ -203,6 +222,7 @@ static void broke(rlock__tls_stream *s) {
 static void handshake_error(rlock__tls_stream *s, int rc) {
     long v = SSL_get_verify_result(s->ssl);
     if (v != X509_V_OK) {
+        s->verify_failed = true;
         set_error(s, "TLS handshake: certificate verification failed: %s",
                   X509_verify_cert_error_string(v));
         ERR_clear_error();
@@ -629,6 +649,14 @@ rlock__tls_stream *rlock__tls_of(redisAsyncContext *ac) {
 
 int rlock__tls_fd(const rlock__tls_stream *s) {
     return s->fd;
+}
+
+bool rlock__tls_verify_failed(const rlock__tls_stream *s) {
+    return s->verify_failed;
+}
+
+bool rlock__tls_handshaking(const rlock__tls_stream *s) {
+    return s->state == S_HANDSHAKE;
 }
 
 static bool is_pubsub_command(const char *name, size_t len) {

@@ -72,6 +72,15 @@ void rlock__tls_free(rlock__tls_stream *s);
 
 int rlock__tls_fd(const rlock__tls_stream *s);
 
+/* The connect failed because the server's certificate failed verification
+ * (untrusted, wrong name, expired): no retry can succeed until the
+ * certificate or the settings change. Valid in the connect callback. */
+bool rlock__tls_verify_failed(const rlock__tls_stream *s);
+
+/* TCP is connected and the TLS handshake is under way: the server has not
+ * finished answering it (a plain Redis port never does). */
+bool rlock__tls_handshaking(const rlock__tls_stream *s);
+
 /* For the fuzzer of the read path (tests/fuzz/fuzz_tls_read.c): a stream
  * with no socket and no TLS, open from the start, whose bytes come from
  * rlock__tls_feed as if read off the connection. false: the stream is

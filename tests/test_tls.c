@@ -148,6 +148,71 @@ static void test_untrusted_certificate(void **state) {
     assert_non_null(strstr(rlock_last_error(), "issuer"));
 }
 
+/* No retry can make a certificate trusted: a call fails at the first
+ * verification failure, after one attempt, the async route and the
+ * blocking one alike, instead of retrying like a network error
+ * (retry_attempts 3, 3 s apart here: 9 s). */
+static void test_untrusted_fails_at_once(void **state) {
+    fx *f = *state;
+    start(f, f->env.untrusted_cert, f->env.untrusted_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    cfg.timeout_ms = 4000;
+    cfg.retry_attempts = 3;
+    cfg.retry_interval_ms = 3000;
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "tls:untrusted");
+    int64_t t0 = rt_now_ms();
+    rlock_future *fu = rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, 1);
+    assert_non_null(fu);
+    assert_int_equal(rlock_future_wait(fu, 20000), RLOCK_OK);
+    int64_t took = rt_now_ms() - t0;
+    assert_int_equal(rlock_future_error(fu), RLOCK_ERR_CONNECTION);
+    const char *msg = rlock_future_error_message(fu);
+    if (strstr(msg, "certificate verification failed") == NULL ||
+        strstr(msg, "(after 1 attempt)") == NULL || took >= 3000) {
+        fail_msg("after %lld ms: %s", (long long)took, msg);
+    }
+    rlock_future_release(fu);
+    /* The blocking call: likewise, with the connection failing again. */
+    bool locked = false;
+    t0 = rt_now_ms();
+    assert_int_equal(rlock_is_locked(l, &locked), RLOCK_ERR_CONNECTION);
+    took = rt_now_ms() - t0;
+    if (strstr(rlock_last_error(), "certificate verification failed") == NULL ||
+        strstr(rlock_last_error(), "(after 1 attempt)") == NULL || took >= 3000) {
+        fail_msg("after %lld ms: %s", (long long)took, rlock_last_error());
+    }
+}
+
+/* rediss:// to a plain Redis port: the server reads the TLS hello as an
+ * unfinished command and says nothing. The error says the handshake got
+ * no answer and that the port may not be a TLS port, both while the
+ * connection is still being made (a command's own timeout) and once the
+ * connect timeout ends it. */
+static void test_plain_port(void **state) {
+    fx *f = *state;
+    rt_redis_opts opts = {0};
+    assert_int_equal(rt_redis_start(&f->redis, &opts), 0);
+    f->started = true;
+    rlock_config cfg = tls_config(f, "127.0.0.1");
+    cfg.timeout_ms = 1000; /* room to reach the handshake, under valgrind too */
+    cfg.retry_attempts = 0;
+    cfg.connect_timeout_ms = 2500;
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "tls:plain");
+    bool locked = false;
+    assert_int_equal(rlock_is_locked(l, &locked), RLOCK_ERR_CONNECTION);
+    if (strstr(rlock_last_error(), "did not answer the TLS handshake") == NULL ||
+        strstr(rlock_last_error(), "may not be a TLS port") == NULL) {
+        fail_msg("%s", rlock_last_error());
+    }
+    assert_true(
+        rt_connect_error_within(c, "TLS handshake within connect_timeout_ms (2500 ms)", WITHIN_MS));
+    if (strstr(rlock_last_error(), "may not be a TLS port") == NULL) {
+        fail_msg("%s", rlock_last_error());
+    }
+}
+
 static void test_wrong_name(void **state) {
     fx *f = *state;
     start(f, f->env.wrong_name_cert, f->env.wrong_name_key, false);
@@ -227,8 +292,38 @@ static void test_settings_errors(void **state) {
     rlock_client *c = NULL;
     cfg.ssl_truststore = "/nonexistent/ca.pem";
     assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
-    if (strstr(rlock_last_error(), "ssl_truststore") == NULL) {
+    /* The file named, not only OpenSSL's "No such file or directory". */
+    if (strstr(rlock_last_error(), "ssl_truststore") == NULL ||
+        strstr(rlock_last_error(), "/nonexistent/ca.pem") == NULL) {
         fail_msg("%s", rlock_last_error());
+    }
+    cfg = tls_config(f, "localhost");
+    cfg.ssl_keystore_cert = "/nonexistent/client.pem";
+    cfg.ssl_keystore_key = f->env.client_key;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "/nonexistent/client.pem"));
+    /* TLS settings with an address that is not rediss:// would be
+     * ignored: refused, by rlock_config_validate too. */
+    const char *plain[] = {"redis://localhost:6379", "unix:///tmp/redis.sock"};
+    for (size_t i = 0; i < 2; i++) {
+        for (int which = 0; which < 4; which++) {
+            cfg = tls_config(f, "localhost");
+            cfg.address = plain[i];
+            cfg.ssl_truststore = which == 0 ? f->env.ca_cert : NULL;
+            cfg.ssl_truststore_dir = which == 1 ? "/etc/ssl/certs" : NULL;
+            if (which == 2) {
+                cfg.ssl_keystore_cert = f->env.client_cert;
+                cfg.ssl_keystore_key = f->env.client_key;
+            }
+            cfg.ssl_insecure_skip_verify = which == 3;
+            assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+            if (strstr(rlock_last_error(), "rediss://") == NULL) {
+                fail_msg("%s", rlock_last_error());
+            }
+            c = NULL;
+            assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
+            assert_null(c);
+        }
     }
     cfg = tls_config(f, "localhost");
     cfg.ssl_keystore_cert = f->env.client_cert; /* without its key */
@@ -255,6 +350,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_lock_over_tls_on_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mutual_tls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_untrusted_certificate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_untrusted_fails_at_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_plain_port, setup, teardown),
         cmocka_unit_test_setup_teardown(test_wrong_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_expired_certificate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_insecure_skip_verify_accepts_any, setup, teardown),

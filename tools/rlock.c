@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/time.h>
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -40,6 +41,10 @@ enum {
 };
 
 #define DEFAULT_ADDRESS "redis://127.0.0.1:6379"
+/* --redis-timeout's default: a script wants an answer (or status 69) in
+ * seconds; the library's own defaults (10 s to connect, 3 s a reply, 4
+ * tries) suit a service that would rather wait than fail. */
+#define DEFAULT_REDIS_TIMEOUT_MS 5000
 
 static const char usage_text[] =
     "usage: rlock exec [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
@@ -57,8 +62,9 @@ static const char usage_text[] =
     "         environment as RLOCK_TOKEN; the lock's name as RLOCK_NAME.\n"
     "  --wait MS             give up after MS ms (0: one try) with status 75;\n"
     "                        default: wait as long as it takes\n"
-    "  --lease MS            the lock expires MS ms after it is taken; default:\n"
-    "                        no lease, the watchdog keeps the lock while rlock runs\n"
+    "  --lease MS            the lock expires MS ms after it is taken; -1 (the\n"
+    "                        default): no lease, the watchdog keeps the lock\n"
+    "                        while rlock runs (as Redisson's leaseTime -1)\n"
     "  --watchdog-timeout MS the watchdog's lease, renewed every third (30000)\n"
     "  --kind KIND           lock (default), fair, spin, fenced, read or write\n"
     "  --kill-on-lost        send COMMAND SIGTERM when the lock is lost while it\n"
@@ -115,6 +121,17 @@ static const char usage_text[] =
     "  --tls-insecure        rediss://: accept any certificate (UNSAFE: anyone\n"
     "                        on the network path can read and change the\n"
     "                        traffic; for throwaway test servers)\n"
+    "                        (the --tls-* options with an address other than\n"
+    "                        rediss:// are refused: they would be ignored)\n"
+    "  --redis-timeout MS    how long rlock waits on a Redis that does not\n"
+    "                        answer before it exits 69 (default\n"
+    "                        $RLOCK_REDIS_TIMEOUT, else 5000): status and\n"
+    "                        unlock end within MS; watch's start and each\n"
+    "                        read take at most MS; exec gets MS, one try, for\n"
+    "                        each connection attempt and each request with\n"
+    "                        its reply, and with --wait ends within --wait +\n"
+    "                        MS. Waiting for the lock itself is not bounded\n"
+    "                        by it\n"
     "\n"
     "Exit status:\n"
     "  exec     COMMAND's status, 128+N when signal N killed it;\n"
@@ -123,7 +140,8 @@ static const char usage_text[] =
     "  status   0 when NAME is locked, 1 when it is not\n"
     "  unlock   0 when a lock was deleted, 1 when NAME was not locked\n"
     "  watch    0 when --timeout ran out or a signal stopped it\n"
-    "  all      64 bad usage, 69 Redis unreachable or failing, 70 internal error;\n"
+    "  all      64 bad usage, 69 Redis unreachable, failing or not answering\n"
+    "           within --redis-timeout, 70 internal error;\n"
     "           exec passes on SIGINT, SIGTERM or SIGHUP that comes while it\n"
     "           waits for the lock as 128+N\n";
 
@@ -148,6 +166,7 @@ typedef struct options {
     const char *client_name;
     const char *tls_ca, *tls_cert, *tls_key; /* rediss:// */
     bool tls_insecure;
+    int64_t redis_timeout_ms; /* --redis-timeout */
     /* status, unlock, watch: the master the sentinels name, or the one
      * serving the lock's slot in a cluster */
     char master_address[512];
@@ -181,8 +200,145 @@ static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out
     return true;
 }
 
+/* --lease: MS above 0, or -1 (any negative number, as in the library)
+ * for the watchdog, RLOCK_LEASE_WATCHDOG, as Redisson's leaseTime -1. */
+static bool parse_lease(const char *s, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno == 0 && end != s && *end == '\0' && v < 0) {
+        *out = RLOCK_LEASE_WATCHDOG;
+        return true;
+    }
+    if (errno == 0 && end != s && *end == '\0' && v > 0 && v <= 365LL * 24 * 3600 * 1000) {
+        *out = v;
+        return true;
+    }
+    fprintf(stderr,
+            "rlock: --lease wants a number of milliseconds above 0, or -1 for the watchdog, not "
+            "\"%s\"\nTry 'rlock --help'.\n",
+            s);
+    return false;
+}
+
 static bool given(const char *s) {
     return s != NULL && *s != '\0';
+}
+
+static int64_t monotonic_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* ---- the library's words in the user's ---------------------------------- */
+
+/* The library's messages speak to programmers: of its functions
+ * ("rlock_get_lock: ...") and its settings ("rlock_config.address").
+ * Shown to a user of the command they name what the user typed instead:
+ * the functions are left out, each setting becomes the option that sets
+ * it. Returns buf. */
+static const char *in_user_words(const char *msg, char *buf, size_t size) {
+    static const struct {
+        const char *setting, *option;
+    } settings[] = {
+        /* longest first where one is the end of another */
+        {"rlock_config.connect_timeout_ms", "--redis-timeout"},
+        {"rlock_config.timeout_ms", "--redis-timeout"},
+        {"connect_timeout_ms", "--redis-timeout"},
+        {"timeout_ms", "--redis-timeout"},
+        {"rlock_config.address", "--address"},
+        {"rlock_config.client_name", "--client-name"},
+        {"rlock_config.lock_watchdog_timeout_ms", "--watchdog-timeout"},
+        {"rlock_config.master_name", "--master-name"},
+        {"rlock_config.sentinel_addresses", "--sentinels"},
+        {"rlock_config.cluster_node_addresses", "--cluster-nodes"},
+        {"rlock_config.ssl_truststore", "--tls-ca"},
+        {"rlock_config.ssl_keystore_cert", "--tls-cert"},
+        {"rlock_config.ssl_keystore_key", "--tls-key"},
+        {"rlock_config.ssl_insecure_skip_verify", "--tls-insecure"},
+        {"ssl_truststore", "--tls-ca"},
+        {"ssl_keystore_cert", "--tls-cert"},
+        {"ssl_keystore_key", "--tls-key"},
+    };
+    size_t j = 0;
+    const char *p = msg != NULL ? msg : "";
+    while (*p != '\0' && j + 1 < size) {
+        bool at_word =
+            p == msg || !(p[-1] == '_' || p[-1] == '.' || (p[-1] >= 'a' && p[-1] <= 'z'));
+        /* "rlock_some_function: " */
+        if (at_word && strncmp(p, "rlock_", 6) == 0 && strncmp(p, "rlock_config.", 13) != 0) {
+            size_t n = 6 + strspn(p + 6, "abcdefghijklmnopqrstuvwxyz_");
+            if (strncmp(p + n, ": ", 2) == 0) {
+                p += n + 2;
+                continue;
+            }
+        }
+        bool replaced = false;
+        for (size_t k = 0; at_word && k < sizeof settings / sizeof settings[0]; k++) {
+            size_t n = strlen(settings[k].setting);
+            if (strncmp(p, settings[k].setting, n) == 0 && p[n] != '_' &&
+                !(p[n] >= 'a' && p[n] <= 'z')) { /* p[n] read only once p has n bytes */
+                int w = snprintf(buf + j, size - j, "%s", settings[k].option);
+                j += w > 0 && (size_t)w < size - j ? (size_t)w : 0;
+                p += n;
+                if (strncmp(p, " = ", 3) == 0) { /* "setting = 2: why" */
+                    p += 2;
+                }
+                replaced = true;
+                break;
+            }
+        }
+        if (!replaced) {
+            buf[j++] = *p++;
+        }
+    }
+    buf[j < size ? j : size - 1] = '\0';
+    return buf;
+}
+
+/* The library's last error, in the user's words. */
+static const char *last_error(void) {
+    static char buf[1024];
+    return in_user_words(rlock_last_error(), buf, sizeof buf);
+}
+
+/* ---- --redis-timeout ------------------------------------------------------- */
+
+/* The backstop of --redis-timeout: a timer armed while rlock talks to
+ * Redis outside the library's own bounds (the sentinel or cluster lookup,
+ * the plain connections, a create that asks the servers), whose signal
+ * ends rlock with EXIT_UNAVAILABLE. The library's calls are bounded too
+ * (make_client), so this fires only when Redis stays silent. */
+static char redis_timeout_message[128];
+static size_t redis_timeout_message_len;
+static int64_t redis_started_ms; /* when the command began talking to Redis */
+
+static void on_redis_timeout(int sig) {
+    (void)sig;
+    ssize_t n = write(STDERR_FILENO, redis_timeout_message, redis_timeout_message_len);
+    (void)n;
+    _exit(EXIT_UNAVAILABLE);
+}
+
+/* Arms the backstop ms from now; 0 disarms it. */
+static void redis_timer(int64_t ms) {
+    struct itimerval it = {{0, 0}, {(time_t)(ms / 1000), (suseconds_t)(ms % 1000) * 1000}};
+    setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void redis_timer_start(const options *o) {
+    snprintf(redis_timeout_message, sizeof redis_timeout_message,
+             "rlock: Redis did not answer within --redis-timeout (%" PRId64 " ms)\n",
+             o->redis_timeout_ms);
+    redis_timeout_message_len = strlen(redis_timeout_message);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_redis_timeout;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGALRM, &sa, NULL);
+    redis_started_ms = monotonic_ms();
+    redis_timer(o->redis_timeout_ms);
 }
 
 /* Redis Cluster's settings: no TLS (the library refuses rediss:// with
@@ -215,7 +371,7 @@ static int check_cluster(const options *o) {
     cfg.address = o->address;
     cfg.cluster_node_addresses = o->cluster_nodes;
     if (rlock_config_validate(&cfg) != RLOCK_OK) {
-        fprintf(stderr, "rlock: %s\n", rlock_last_error());
+        fprintf(stderr, "rlock: %s\n", last_error());
         return EXIT_USAGE;
     }
     return 0;
@@ -244,6 +400,46 @@ static bool parse_sharded(const char *s, int *out) {
     return false;
 }
 
+/* The TLS options: only with a rediss:// address (elsewhere they would be
+ * ignored), and each file there to read, named when it is not (OpenSSL's
+ * own error does not name it). 0 or EXIT_USAGE. */
+static int check_tls(const options *o) {
+    const struct {
+        const char *option, *file;
+    } files[] = {{"--tls-ca ($RLOCK_TLS_CA)", o->tls_ca},
+                 {"--tls-cert ($RLOCK_TLS_CERT)", o->tls_cert},
+                 {"--tls-key ($RLOCK_TLS_KEY)", o->tls_key}};
+    const char *given_option = o->tls_insecure ? "--tls-insecure" : NULL;
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        if (files[i].file != NULL) {
+            given_option = files[i].option;
+            break;
+        }
+    }
+    if (given_option == NULL) {
+        return 0;
+    }
+    if (strncmp(o->address, "rediss://", 9) != 0) {
+        fprintf(stderr,
+                "rlock: %s is for a rediss:// (TLS) address, and the address is not one: use "
+                "rediss://, or leave out the TLS options\nTry 'rlock --help'.\n",
+                given_option);
+        return EXIT_USAGE;
+    }
+    for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+        FILE *f = files[i].file != NULL ? fopen(files[i].file, "r") : NULL;
+        if (files[i].file != NULL && f == NULL) {
+            fprintf(stderr, "rlock: %s \"%s\": %s\n", files[i].option, files[i].file,
+                    strerror(errno));
+            return EXIT_USAGE;
+        }
+        if (f != NULL) {
+            fclose(f);
+        }
+    }
+    return 0;
+}
+
 /* Parses argv[first..] for command cmd ("exec", "status", "unlock", "watch");
  * address: one given before the command, or NULL. Returns 0, -1 after
  * --help, or an exit status. */
@@ -262,6 +458,12 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
     o->tls_ca = getenv("RLOCK_TLS_CA");
     o->tls_cert = getenv("RLOCK_TLS_CERT");
     o->tls_key = getenv("RLOCK_TLS_KEY");
+    o->redis_timeout_ms = DEFAULT_REDIS_TIMEOUT_MS;
+    const char *redis_timeout = getenv("RLOCK_REDIS_TIMEOUT");
+    if (given(redis_timeout) &&
+        !parse_ms("$RLOCK_REDIS_TIMEOUT", redis_timeout, true, &o->redis_timeout_ms)) {
+        return EXIT_USAGE;
+    }
     o->lease_ms = RLOCK_LEASE_WATCHDOG;
     o->timeout_ms = -1;
     o->interval_ms = 100;
@@ -335,6 +537,10 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
             o->tls_key = value;
         } else if (strcmp(opt, "--tls-insecure") == 0) {
             o->tls_insecure = true;
+        } else if (strcmp(opt, "--redis-timeout") == 0) {
+            if (!parse_ms(opt, value, true, &o->redis_timeout_ms)) {
+                return EXIT_USAGE;
+            }
         } else if (strcmp(opt, "--wait") == 0) {
             applies = is_exec;
             o->has_wait = true;
@@ -343,7 +549,7 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
             }
         } else if (strcmp(opt, "--lease") == 0) {
             applies = is_exec;
-            if (!parse_ms(opt, value, true, &o->lease_ms)) {
+            if (!parse_lease(value, &o->lease_ms)) {
                 return EXIT_USAGE;
             }
         } else if (strcmp(opt, "--watchdog-timeout") == 0) {
@@ -398,6 +604,15 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
         usage_error("rlock %s needs a lock name", cmd);
         return EXIT_USAGE;
     }
+    if (*o->name == '\0') {
+        usage_error("lock name \"%s\" is empty: a lock needs a name", o->name);
+        return EXIT_USAGE;
+    }
+    if (strlen(o->name) > RLOCK_NAME_MAX) {
+        fprintf(stderr, "rlock: the lock name is %zu bytes long; at most %d\n", strlen(o->name),
+                RLOCK_NAME_MAX);
+        return EXIT_USAGE;
+    }
     if (is_exec && (o->command == NULL || o->command[0] == NULL)) {
         usage_error("rlock exec needs a command to run: rlock exec NAME -- COMMAND [ARGS...]%s",
                     "");
@@ -423,16 +638,38 @@ static int parse_options(const char *cmd, int argc, char **argv, int first, cons
                     "");
         return EXIT_USAGE;
     }
+    /* An empty variable is as good as none. */
+    o->tls_ca = given(o->tls_ca) ? o->tls_ca : NULL;
+    o->tls_cert = given(o->tls_cert) ? o->tls_cert : NULL;
+    o->tls_key = given(o->tls_key) ? o->tls_key : NULL;
     if (o->cluster_nodes != NULL) {
         int code = check_cluster(o);
         if (code != 0) {
             return code;
         }
     }
+    int tls_code = check_tls(o);
+    if (tls_code != 0) {
+        return tls_code;
+    }
     if (o->master_name != NULL && (o->sentinels == NULL || *o->sentinels == '\0')) {
         usage_error("--master-name needs --sentinels (or $RLOCK_SENTINELS)%s", "");
         return EXIT_USAGE;
     }
+    if (o->master_name != NULL) {
+        /* The sentinels' addresses as the library reads them: a bad one is
+         * bad usage for every command, not Redis unreachable. */
+        rlock_config cfg;
+        rlock_config_init(&cfg);
+        cfg.address = o->address;
+        cfg.master_name = o->master_name;
+        cfg.sentinel_addresses = o->sentinels;
+        if (rlock_config_validate(&cfg) != RLOCK_OK) {
+            fprintf(stderr, "rlock: %s\n", last_error());
+            return EXIT_USAGE;
+        }
+    }
+    redis_timer_start(o);
     if (o->master_name != NULL && !is_exec) {
         /* status, unlock and watch read the lock on plain connections:
          * to the master the sentinels name now. */
@@ -485,9 +722,14 @@ static int make_client(const options *o, rlock_client **out) {
     if (o->watchdog_ms > 0) {
         cfg.lock_watchdog_timeout_ms = o->watchdog_ms;
     }
+    /* --redis-timeout: one try, MS to connect and MS for a reply, so no
+     * request takes longer than MS in all (retries would multiply it). */
+    cfg.connect_timeout_ms = o->redis_timeout_ms;
+    cfg.timeout_ms = o->redis_timeout_ms;
+    cfg.retry_attempts = 0;
     int rc = rlock_client_create(&cfg, out);
     if (rc != RLOCK_OK) {
-        fprintf(stderr, "rlock: %s\n", rlock_last_error());
+        fprintf(stderr, "rlock: %s\n", last_error());
         /* Sentinel and Cluster mode ask the servers at create: none
          * answering is Redis unreachable. */
         return rc == RLOCK_ERR_INVALID ? EXIT_USAGE
@@ -518,6 +760,8 @@ static rlock *get_handle(rlock_client *c, enum kind kind, const char *name) {
 
 /* The exit status for a failed library call. */
 static int call_failed(const char *what, const char *name, int rc, const char *detail) {
+    char words[1024];
+    detail = detail != NULL ? in_user_words(detail, words, sizeof words) : NULL;
     fprintf(stderr, "rlock: %s \"%s\": %s%s%s\n", what, name, rlock_strerror(rc),
             detail != NULL && *detail != '\0' ? ": " : "", detail != NULL ? detail : "");
     switch (rc) {
@@ -554,8 +798,10 @@ static void on_lock_lost(const rlock_lock_lost_info *info, void *arg) {
     if (atomic_load(&lock_lost)) {
         return;
     }
+    char words[400];
     snprintf(lost_message, sizeof lost_message, "%s (%s)",
-             info->reason == RLOCK_ERR_NOT_HELD ? "it is gone from Redis" : info->message,
+             info->reason == RLOCK_ERR_NOT_HELD ? "it is gone from Redis"
+                                                : in_user_words(info->message, words, sizeof words),
              rlock_err_name(info->reason));
     atomic_store(&lock_lost, true);
     kill(getpid(), SIGUSR2);
@@ -672,12 +918,13 @@ static int cmd_exec(const options *o) {
     pthread_sigmask(SIG_BLOCK, &waited_signals, &old_mask);
     rlock_client *client = NULL;
     int code = make_client(o, &client);
+    redis_timer(0); /* from here the library's bounds hold, and the loop below */
     if (code != 0) {
         return code;
     }
     rlock *l = get_handle(client, o->kind, o->name);
     if (l == NULL) {
-        fprintf(stderr, "rlock: lock \"%s\": %s\n", o->name, rlock_last_error());
+        fprintf(stderr, "rlock: lock \"%s\": %s\n", o->name, last_error());
         rlock_client_destroy(client);
         return EXIT_USAGE;
     }
@@ -699,19 +946,33 @@ static int cmd_exec(const options *o) {
         code = EXIT_SOFTWARE;
         goto out;
     }
+    /* With --wait, the whole wait ends within --wait + --redis-timeout. */
+    int64_t give_up = o->has_wait ? redis_started_ms + o->wait_ms + o->redis_timeout_ms : INT64_MAX;
     int stopped_by = 0;
+    bool late = false;
     while (!rlock_future_is_done(f)) {
+        int64_t left = give_up - monotonic_ms();
+        if (left <= 0) {
+            late = true;
+            break;
+        }
         siginfo_t si;
-        int sig = next_signal(1000, &si);
+        int sig = next_signal(left < 1000 ? (int)left : 1000, &si);
         if (forwarded(sig)) {
             stopped_by = sig;
             break;
         }
     }
-    if (stopped_by != 0 && rlock_future_cancel(f)) {
+    if ((stopped_by != 0 || late) && rlock_future_cancel(f)) {
         /* Cancelled: a lock taken meanwhile is released by the library. */
-        rlock_future_wait(f, 5000);
-        code = 128 + stopped_by;
+        rlock_future_wait(f, o->redis_timeout_ms);
+        if (late) {
+            fprintf(stderr,
+                    "rlock: cannot take the lock \"%s\": Redis did not answer within --wait "
+                    "(%" PRId64 " ms) + --redis-timeout (%" PRId64 " ms)\n",
+                    o->name, o->wait_ms, o->redis_timeout_ms);
+        }
+        code = late ? EXIT_UNAVAILABLE : 128 + stopped_by;
         goto out;
     }
     int rc = rlock_future_error(f);
@@ -739,16 +1000,28 @@ static int cmd_exec(const options *o) {
                : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
                                      : EXIT_SOFTWARE;
     }
-    rc = rlock_unlock(l);
+    /* Released within --redis-timeout, or left to expire: the client's
+     * end stops the watchdog. */
+    rlock_future *u = rlock_unlock_async(l, tid);
+    char words[1024];
+    bool unanswered = u != NULL && rlock_future_wait(u, o->redis_timeout_ms) != RLOCK_OK;
+    if (unanswered) {
+        rlock_future_cancel(u);
+    }
+    rc = u == NULL ? RLOCK_ERR_NOMEM : unanswered ? RLOCK_ERR_TIMEOUT : rlock_future_error(u);
+    const char *why = u == NULL ? "out of memory"
+                      : unanswered
+                          ? "no answer within --redis-timeout; it expires at the end of its lease"
+                          : in_user_words(rlock_future_error_message(u), words, sizeof words);
     if (rc == RLOCK_ERR_NOT_HELD && !atomic_load(&lock_lost)) {
         fprintf(stderr,
                 "rlock: the lock \"%s\" was no longer held when %s ended (its lease ran out, or "
                 "it was force-unlocked)\n",
                 o->name, o->command[0]);
     } else if (rc != RLOCK_OK && rc != RLOCK_ERR_NOT_HELD) {
-        fprintf(stderr, "rlock: unlock \"%s\": %s: %s\n", o->name, rlock_strerror(rc),
-                rlock_last_error());
+        fprintf(stderr, "rlock: unlock \"%s\": %s: %s\n", o->name, rlock_strerror(rc), why);
     }
+    rlock_future_release(u);
 out:
     rlock_future_release(f);
     rlock_free(l);
@@ -764,7 +1037,13 @@ static redisContext *direct(const options *o) {
                    .cert_file = o->tls_cert,
                    .key_file = o->tls_key,
                    .insecure = o->tls_insecure};
-    redisContext *c = cli_direct_connect(o->address, &tls, 5000, err, sizeof err);
+    /* Within what is left of --redis-timeout, with a little to spare, so
+     * that the connection's own error (a TLS handshake not answered) comes
+     * before the timer's. */
+    int64_t left = redis_started_ms + o->redis_timeout_ms - monotonic_ms();
+    left -= left / 5 < 100 ? left / 5 : 100;
+    redisContext *c =
+        cli_direct_connect(o->address, &tls, left > 1 ? (int)left : 1, err, sizeof err);
     if (c == NULL) {
         fprintf(stderr, "rlock: %s: %s\n", o->address, err);
     }
@@ -850,7 +1129,7 @@ static int read_state(const options *o, rlock_client *client, redisContext *c, l
     rlock_free(l);
     rlock_free(fenced);
     if (rc != RLOCK_OK) {
-        return call_failed("cannot read the lock", o->name, rc, rlock_last_error());
+        return call_failed("cannot read the lock", o->name, rc, last_error());
     }
     char *queue = prefixed("redisson_lock_queue", o->name);
     if (queue == NULL) {
@@ -1035,7 +1314,7 @@ static int cmd_unlock(const options *o) {
     bool was_locked = false;
     int rc = l == NULL ? RLOCK_ERR_INVALID : rlock_force_unlock(l, &was_locked);
     if (rc != RLOCK_OK) {
-        code = call_failed("cannot unlock", o->name, rc, rlock_last_error());
+        code = call_failed("cannot unlock", o->name, rc, last_error());
     } else if (was_locked) {
         printf("%s: unlocked (%s)\n", o->name, kind_names[kind]);
         code = 0;
@@ -1069,12 +1348,6 @@ static volatile sig_atomic_t watch_stopped_by;
 
 static void on_watch_signal(int sig) {
     watch_stopped_by = sig;
-}
-
-static int64_t monotonic_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 /* Starts an event line: "HH:MM:SS.mmm NAME: ". */
@@ -1321,7 +1594,7 @@ static int cmd_watch(const options *o) {
     rlock_config_init(&cfg);
     cfg.address = o->address;
     if (rlock_config_validate(&cfg) != RLOCK_OK) {
-        fprintf(stderr, "rlock: %s\n", rlock_last_error());
+        fprintf(stderr, "rlock: %s\n", last_error());
         return EXIT_USAGE;
     }
     struct sigaction sa;
@@ -1353,6 +1626,7 @@ static int cmd_watch(const options *o) {
         goto out;
     }
     print_changes(o->name, NULL, last, true);
+    redis_timer(0); /* started: each read is bounded by the connection's timeout */
     int64_t now = monotonic_ms();
     int64_t deadline = o->timeout_ms >= 0 ? now + o->timeout_ms : INT64_MAX;
     int64_t next_read = now + o->interval_ms;

@@ -223,15 +223,22 @@ static SSL_CTX *make_ctx(const cli_tls *tls, char *err, size_t errlen) {
     SSL_CTX_set_verify(ctx, tls->insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     int ok = tls->ca_file != NULL ? SSL_CTX_load_verify_locations(ctx, tls->ca_file, NULL)
                                   : SSL_CTX_set_default_verify_paths(ctx);
-    const char *what = "cannot load the CA certificates";
+    /* Each names its file: OpenSSL's errors do not. */
+    char what[400];
+    snprintf(what, sizeof what, "cannot load the CA certificates from \"%.300s\"",
+             tls->ca_file != NULL ? tls->ca_file : "the system's store");
     if (ok && tls->cert_file != NULL) {
         ok = SSL_CTX_use_certificate_chain_file(ctx, tls->cert_file);
-        what = "cannot load the client certificate";
+        snprintf(what, sizeof what, "cannot load the client certificate from \"%.300s\"",
+                 tls->cert_file);
     }
     if (ok && tls->key_file != NULL) {
         ok = SSL_CTX_use_PrivateKey_file(ctx, tls->key_file, SSL_FILETYPE_PEM) &&
              SSL_CTX_check_private_key(ctx);
-        what = "cannot load the client key, or it does not match the certificate";
+        snprintf(what, sizeof what,
+                 "cannot load the client key from \"%.300s\", or it does not match the "
+                 "certificate",
+                 tls->key_file);
     }
     if (!ok) {
         fail(err, errlen, what);
@@ -281,9 +288,16 @@ int cli_tls_relay(const char *host, int port, const cli_tls *tls, int timeout_ms
                 snprintf(err, errlen, "TLS handshake: certificate verification failed: %s",
                          X509_verify_cert_error_string(v));
                 ERR_clear_error();
+            } else if (now_ms() >= deadline) {
+                /* A plain Redis port reads the TLS hello as an unfinished
+                 * command and never answers. */
+                snprintf(err, errlen,
+                         "the server did not answer the TLS handshake within %d ms: the port "
+                         "may not be a TLS port (a plain Redis port never answers rediss://)",
+                         timeout_ms);
+                ERR_clear_error();
             } else {
-                fail(err, errlen,
-                     now_ms() >= deadline ? "TLS handshake: timed out" : "TLS handshake failed");
+                fail(err, errlen, "TLS handshake failed");
             }
             relay_free(r, false);
             return -1;

@@ -134,9 +134,13 @@ typedef struct rlock_config {
     /** @name TLS
      * For rediss:// addresses: the connections speak TLS 1.2 or 1.3 and
      * check the server's certificate, as Redisson does with its ssl*
-     * settings (here file paths in PEM form). Ignored for redis:// and
-     * unix:// addresses. The files are read at rlock_client_create. See
-     * docs/runtime.md ("TLS").
+     * settings (here file paths in PEM form). With a redis:// or unix://
+     * address, setting any of them (ssl_enable_endpoint_identification
+     * aside) is RLOCK_ERR_INVALID: they would be ignored. The files are
+     * read at rlock_client_create; one that cannot be read fails it,
+     * naming the file. A certificate that fails verification fails a
+     * call at its first attempt (no retry can fix it), with the reason.
+     * See docs/runtime.md ("TLS").
      * @{ */
 
     /** sslTruststore: a PEM file of the CA certificates the server's

@@ -384,6 +384,7 @@ cluster)
 tls)
     # A TLS-only server of the case's own, with a CA and a certificate made
     # here: every command goes over rediss://.
+    plain_port=${RLOCK_ADDRESS##*:} # with_redis's server, plain TCP
     (cd "$WORK" &&
         openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
             -out ca.crt -days 2 -subj /CN=cli-ca &&
@@ -435,6 +436,116 @@ tls)
     [ "$rc" -eq 69 ] || fail "status with an untrusted certificate gave $rc, not 69"
     run "$RLOCK" status --tls-insecure cli:tls3
     [ "$rc" -eq 1 ] || fail "status --tls-insecure gave $rc, not 1"
+    # No retry can make the certificate trusted: one attempt, with the reason.
+    start=$(date +%s%N)
+    run "$RLOCK" exec cli:tls3 -- true 2>"$WORK/untrusted.err"
+    took=$((($(date +%s%N) - start) / 1000000))
+    cat "$WORK/untrusted.err"
+    [ "$rc" -eq 69 ] || fail "exec with an untrusted certificate gave $rc, not 69"
+    [ "$took" -lt 3000 ] || fail "exec with an untrusted certificate took $took ms"
+    grep -q 'certificate verification failed.*(after 1 attempt)' "$WORK/untrusted.err" ||
+        fail "no reason, or more than one attempt"
+    # rediss:// to a plain port: the handshake is never answered; say so.
+    for cmd in status exec; do
+        args=(cli:tls4)
+        [ "$cmd" = exec ] && args+=(-- true)
+        run "$RLOCK" --address "rediss://127.0.0.1:$plain_port" "$cmd" --redis-timeout 1000 \
+            "${args[@]}" 2>"$WORK/plain.err"
+        cat "$WORK/plain.err"
+        [ "$rc" -eq 69 ] || fail "$cmd over rediss:// to a plain port gave $rc, not 69"
+        grep -q 'did not answer the TLS handshake.*may not be a TLS port' "$WORK/plain.err" ||
+            fail "$cmd over rediss:// to a plain port did not name the likely cause"
+    done
+    # TLS options with an address without TLS: refused, not ignored.
+    for opt in "--tls-ca $WORK/ca.crt" --tls-insecure; do
+        # shellcheck disable=SC2086 # opt is an option and its value
+        run "$RLOCK" --address "redis://127.0.0.1:$plain_port" status $opt cli:tls5 \
+            2>"$WORK/mix.err"
+        cat "$WORK/mix.err"
+        [ "$rc" -eq 64 ] || fail "$opt with redis:// gave $rc, not 64"
+        grep -q 'is for a rediss:// (TLS) address' "$WORK/mix.err" || fail "no word why"
+    done
+    RLOCK_TLS_CA="$WORK/ca.crt" run "$RLOCK" --address "redis://127.0.0.1:$plain_port" \
+        exec cli:tls5 -- true
+    [ "$rc" -eq 64 ] || fail "RLOCK_TLS_CA with redis:// gave $rc, not 64"
+    RLOCK_TLS_CA= run "$RLOCK" --address "redis://127.0.0.1:$plain_port" status cli:tls5
+    [ "$rc" -eq 1 ] || fail "an empty RLOCK_TLS_CA with redis:// gave $rc, not 1"
+    # A CA file that is not there: named.
+    for cmd in status exec; do
+        args=(cli:tls6)
+        [ "$cmd" = exec ] && args+=(-- true)
+        run "$RLOCK" "$cmd" --tls-ca "$WORK/no-such-ca.pem" "${args[@]}" 2>"$WORK/noca.err"
+        cat "$WORK/noca.err"
+        [ "$rc" -eq 64 ] || fail "$cmd with a missing CA file gave $rc, not 64"
+        grep -q "$WORK/no-such-ca.pem.*No such file" "$WORK/noca.err" ||
+            fail "$cmd did not name the missing CA file"
+    done
+    ;;
+lease)
+    # --lease -1 is the watchdog, as the library's RLOCK_LEASE_WATCHDOG and
+    # Redisson's leaseTime -1: the lock outlives its watchdog timeout while
+    # the command runs; a fixed lease of the same length does not.
+    run "$RLOCK" exec --lease -1 --watchdog-timeout 1500 cli:lease -- \
+        sh -c "sleep 2.5; '$RLOCK' status cli:lease"
+    [ "$rc" -eq 0 ] || fail "--lease -1: the lock was not kept by the watchdog ($rc)"
+    run "$RLOCK" exec --lease=-1 cli:lease -- "$RLOCK" status --json cli:lease
+    [ "$rc" -eq 0 ] || fail "--lease=-1 gave $rc"
+    run "$RLOCK" exec --lease 1500 cli:lease -- sh -c "sleep 2.5; '$RLOCK' status cli:lease"
+    [ "$rc" -eq 1 ] || fail "--lease 1500: the lock did not expire ($rc)"
+    for bad in 0 -0 x -1x; do
+        run "$RLOCK" exec --lease "$bad" cli:lease -- true 2>"$WORK/err"
+        cat "$WORK/err"
+        [ "$rc" -eq 64 ] || fail "--lease $bad gave $rc, not 64"
+        grep -q 'or -1 for the watchdog' "$WORK/err" || fail "--lease $bad: no word of -1"
+    done
+    ;;
+redis_timeout)
+    # --redis-timeout bounds the time spent on a Redis that does not
+    # answer: a stopped (SIGSTOP) server, which accepts connections and
+    # never replies, and a refused port. Each gives 69 well within 1 s.
+    up=0
+    for _ in 1 2 3 4 5; do
+        sport=$((20000 + RANDOM % 30000))
+        redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
+        redis-server --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
+            >"$WORK/stopped.log" 2>&1 &
+        stopped=$!
+        answers() { [ "$(redis-cli -p "$sport" PING 2>/dev/null)" = PONG ]; }
+        retry 50 answers && up=1 && break
+    done
+    [ "$up" = 1 ] || fail "the server to stop did not start: $(cat "$WORK/stopped.log")"
+    trap 'kill -CONT $stopped 2>/dev/null; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' \
+        EXIT
+    kill -STOP "$stopped"
+    # Runs rlock with "$@" and checks it exits 69 within 1.5 s (1 s and noise).
+    bounded() {
+        local start took
+        start=$(date +%s%N)
+        run "$RLOCK" "$@" 2>"$WORK/err"
+        took=$((($(date +%s%N) - start) / 1000000))
+        cat "$WORK/err"
+        echo "rlock $*: status $rc after $took ms"
+        [ "$rc" -eq 69 ] || fail "rlock $* exited $rc, not 69"
+        [ "$took" -lt 1500 ] || fail "rlock $* took $took ms, not under 1500"
+    }
+    for address in "redis://127.0.0.1:$sport" redis://127.0.0.1:1; do
+        bounded --address "$address" status --redis-timeout 500 cli:rt
+        bounded --address "$address" unlock --force --redis-timeout 500 cli:rt
+        bounded --address "$address" watch --redis-timeout 500 cli:rt
+        bounded --address "$address" exec --redis-timeout 500 cli:rt -- true
+        bounded --address "$address" exec --redis-timeout 500 --wait 200 cli:rt -- true
+        RLOCK_REDIS_TIMEOUT=500 bounded --address "$address" status cli:rt
+        RLOCK_REDIS_TIMEOUT=500 bounded --address "$address" exec cli:rt -- true
+    done
+    grep -q 'within --redis-timeout (500 ms)' "$WORK/err" ||
+        grep -q 'Connection refused' "$WORK/err" || fail "no reason given"
+    run "$RLOCK" status --redis-timeout 0 cli:rt
+    [ "$rc" -eq 64 ] || fail "--redis-timeout 0 gave $rc, not 64"
+    RLOCK_REDIS_TIMEOUT=soon run "$RLOCK" status cli:rt
+    [ "$rc" -eq 64 ] || fail "RLOCK_REDIS_TIMEOUT=soon gave $rc, not 64"
+    # A server that answers: the bound changes nothing.
+    run "$RLOCK" exec --redis-timeout 500 cli:rt -- true
+    [ "$rc" -eq 0 ] || fail "exec with --redis-timeout on a live server gave $rc"
     ;;
 usage)
     # Into a file first: grep -q would stop reading early, and with
@@ -449,6 +560,35 @@ usage)
     [ "$rc" -eq 64 ] || fail "unlock without --force gave $rc, not 64"
     run "$RLOCK" --address redis://127.0.0.1:1 status x
     [ "$rc" -eq 69 ] || fail "an unreachable server gave $rc, not 69"
+    # Bad input is told in the user's words: what was typed, the option
+    # that set it, never the library's functions (rlock_get_lock) or
+    # settings (rlock_config.address).
+    words() { # want_status want_regex rlock-args...
+        local want=$1 regex=$2
+        shift 2
+        run "$RLOCK" "$@" 2>"$WORK/err"
+        cat "$WORK/err"
+        [ "$rc" -eq "$want" ] || fail "rlock $* gave $rc, not $want"
+        grep -Eq -- "$regex" "$WORK/err" || fail "rlock $*: no message matching $regex"
+        ! grep -Eq 'rlock_[a-z]|timeout_ms' "$WORK/err" || fail "rlock $*: library names"
+    }
+    for cmd in status "unlock --force" watch; do
+        # shellcheck disable=SC2086 # cmd is a command and its option
+        words 64 'lock name "" is empty' $cmd ''
+    done
+    words 64 'lock name "" is empty' exec '' -- true
+    words 64 'lock name "" is empty' exec --kind fenced '' -- true
+    words 64 'lock name is 70000 bytes long' status "$(printf '%070000d' 0)"
+    words 64 '^rlock: --address: address "bogus"' --address bogus status x
+    words 64 '^rlock: --address: .*port' --address redis://h:99999 exec x -- true
+    words 64 '^rlock: --client-name: ' exec --client-name 'a b' x -- true
+    words 64 '^rlock: --watchdog-timeout 2: must be at least 3' exec --watchdog-timeout 2 x -- true
+    words 64 '^rlock: --sentinels: address "bogus"' status --master-name m --sentinels bogus x
+    words 64 '^rlock: --sentinels: address "bogus"' exec --master-name m --sentinels bogus x \
+        -- true
+    words 64 '^rlock: --cluster-nodes: ' status --cluster-nodes unix:///x x
+    words 69 'cannot take the lock "x": .*Connection refused' --address redis://127.0.0.1:1 \
+        exec --redis-timeout 300 x -- true
     ;;
 watch)
     # Events as they happen: a lock taken and released, a write lock's
