@@ -1,9 +1,12 @@
 /** @file rlock/client.h
  * @brief The client: Redisson's RedissonClient + ServiceManager.
  *
- * A client owns one pipelined command connection and one pub/sub
- * connection to a single Redis server, the event loop they run on, and a
- * random UUID (its id) that names it in lock hashes ("<id>:<threadId>"). */
+ * A client owns its connections, the event loop they run on, and a random
+ * UUID (its id) that names it in lock hashes ("<id>:<threadId>"). It talks
+ * to one server, to the master a set of Redis Sentinels names
+ * (rlock_config.master_name), or to every master of a Redis Cluster
+ * (rlock_config.cluster_node_addresses): a pipelined command connection and
+ * a pub/sub connection per master (docs/topology.md). */
 #ifndef RLOCK_CLIENT_H
 #define RLOCK_CLIENT_H
 
