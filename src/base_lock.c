@@ -423,7 +423,9 @@ typedef struct acquire_op {
     bool cancelled : 1;      /* the user cancelled; undo once it is back */
     bool sent_confirmed : 1; /* the entry was confirmed when we sent */
     bool waiting : 1;
-    bool waited : 1; /* counted in rlock_stats.waits */
+    bool waited : 1;              /* counted in rlock_stats.waits */
+    bool resend : 1;              /* the timer sends the acquire again (unsynced_tries) */
+    unsigned unsynced_tries : 10; /* of this try, undone (up to retry_attempts) */
     rlock__waiter waiter;
 } acquire_op;
 
@@ -543,6 +545,11 @@ static void on_wake(rlock__waiter *w) {
 /* The client's deadline heap fires this. */
 static void on_wait_timer(rlock__deadline *d) {
     acquire_op *op = RLOCK__CONTAINER_OF(d, acquire_op, timer);
+    if (op->resend) {
+        op->resend = false;
+        send_acquire(op); /* the same try again, whatever the wait says */
+        return;
+    }
     if (op->waiting) {
         rlock__entry_stop_waiting(&op->waiter);
         op->waiting = false;
@@ -652,16 +659,28 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
     }
 }
 
-/* The undo_unsynced unlock is back: the call fails with msg (the replica
- * check's), as the error path below, or ends as cancelled. */
+/* The undo_unsynced unlock is back: the try goes again after
+ * retry_interval_ms, up to retry_attempts times (Redisson's
+ * ServiceManager.execute around tryAcquireAsync, which retries on
+ * NoSyncedSlavesException; RedissonSpinLock's tries have no such
+ * wrapper), then the call fails with msg (the replica check's), as the
+ * error path below; or it ends as cancelled. */
 static void acquire_undone(acquire_op *op, const char *msg) {
     op->in_flight = false;
     if (!spins(op) && op->entry != NULL) {
         rlock__entry_signal(op->entry); /* this try may have used a wake-up */
     }
+    rlock_client *c = op->lock->client;
     if (op->cancelled) {
         acquire_failed(op);
         acquire_free(op);
+    } else if (!spins(op) && !c->closed && (int)op->unsynced_tries < c->cfg.retry_attempts) {
+        op->unsynced_tries++;
+        rlock__log(&c->log, RLOCK_LOG_DEBUG,
+                   "no replica confirmed an acquire; attempt %d in %lld ms",
+                   (int)op->unsynced_tries + 1, (long long)c->cfg.retry_interval_ms);
+        op->resend = true;
+        (void)arm_timer(op, c->cfg.retry_interval_ms);
     } else {
         acquire_finish(op, RLOCK_ERR_REDIS, 0, msg);
     }
@@ -698,10 +717,13 @@ static void undo_unsynced(acquire_op *op, const char *msg) {
 static void on_acquire_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     acquire_op *op = arg;
     op->in_flight = false;
-    if (err == RLOCK_ERR_REDIS && reply != NULL) {
+    /* RedissonFencedLock's token calls (its own tryAcquireAsync) have no
+     * handleNoSync: they fail and keep what they took. */
+    if (err == RLOCK_ERR_REDIS && reply != NULL && !op->token) {
         undo_unsynced(op, msg);
         return;
     }
+    op->unsynced_tries = 0; /* the next try (a wake-up's) has its own */
     rlock__acquire_res res = {0};
     if (err == RLOCK_OK) {
         rlock__reply r = typed(reply);

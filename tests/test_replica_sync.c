@@ -86,6 +86,20 @@ static long long exists_on(rt_redis *r, const char *key) {
     return n;
 }
 
+/* The master's count of WAIT calls. */
+static long long wait_calls(rt_redis *r) {
+    redisReply *rep = rt_redis_command(r, "INFO commandstats");
+    long long n = -1;
+    if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
+        const char *p = strstr(rep->str, "cmdstat_wait:calls=");
+        n = p != NULL ? atoll(p + strlen("cmdstat_wait:calls=")) : 0;
+    }
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return n;
+}
+
 static int by_string(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -203,9 +217,14 @@ static void run_kind(rt_sentinel_env *e, kind k, const char *name) {
      * I/O thread), a try-lock and the async call each fail and leave no
      * hold on the master. */
     assert_int_equal(rt_redis_pause(replica), 0);
+    long long waits = wait_calls(master);
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_ERR_REDIS);
     assert_non_null(strstr(rlock_last_error(), "slaves_sync_timeout_ms"));
     assert_int_equal(exists_on(master, name), 0);
+    /* Each try's WAIT and its undo's; tried again retry_attempts times
+     * (Redisson's ServiceManager.execute), but for the spin lock. */
+    long long tries = k == K_SPIN ? 1 : 1 + cfg.retry_attempts;
+    assert_int_equal(wait_calls(master) - waits, 2 * tries);
     bool acquired = true;
     assert_int_equal(rlock_try_lock(l, 0, 30000, &acquired), RLOCK_ERR_REDIS);
     assert_int_equal(exists_on(master, name), 0);
@@ -237,6 +256,20 @@ static void run_kind(rt_sentinel_env *e, kind k, const char *name) {
     int rc = rlock_unlock(l);
     assert_true(rc == RLOCK_OK || rc == RLOCK_ERR_REDIS);
     assert_int_equal(exists_on(master, name), 0);
+
+    if (k == K_FENCED) {
+        /* RedissonFencedLock's token calls have no handleNoSync: they fail
+         * and keep the hold. */
+        assert_int_equal(rt_redis_pause(replica), 0);
+        int64_t token = 0;
+        assert_int_equal(rlock_lock_and_get_token(l, RLOCK_LEASE_WATCHDOG, &token),
+                         RLOCK_ERR_REDIS);
+        assert_int_equal(exists_on(master, name), 1);
+        resume_caught_up(master, replica);
+        rc = rlock_unlock(l);
+        assert_true(rc == RLOCK_OK || rc == RLOCK_ERR_REDIS);
+        assert_int_equal(exists_on(master, name), 0);
+    }
 
     rlock_free(l);
     rlock_client_destroy(c);
