@@ -303,6 +303,42 @@ static void test_unsynced_faster_multi_lock(void **state) {
     run_kind(*state, K_FASTER_MULTI, "rs-group");
 }
 
+/* A call cancelled while its WAIT is out: the undo still goes, once the
+ * acquire is back, and nothing is left. */
+static void test_unsynced_cancelled(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = rt_config("redis://127.0.0.1");
+    cfg.master_name = RT_SENTINEL_MASTER_NAME;
+    cfg.sentinel_addresses = e->addresses;
+    cfg.slaves_sync_timeout_ms = SYNC_MS;
+    cfg.log = log_stderr;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_lock(c, "rs-cancel");
+    assert_non_null(l);
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    lock_synced(l); /* the connection is up and the replica count known */
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+
+    assert_int_equal(rt_redis_pause(replica), 0);
+    long long waits = wait_calls(master);
+    rlock_future *f = rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, rlock_new_owner_id());
+    assert_non_null(f);
+    assert_true(rlock_future_cancel(f)); /* the WAIT takes SYNC_MS */
+    assert_int_equal(rlock_future_error(f), RLOCK_ERR_CANCELLED);
+    rlock_future_release(f);
+    /* The acquire's WAIT and the undo's: then the key is gone. */
+    int64_t until = rt_now_ms() + CALL_BOUND_MS;
+    while ((wait_calls(master) - waits < 2 || exists_on(master, "rs-cancel") != 0) &&
+           rt_now_ms() < until) {
+        rt_sleep_ms(10);
+    }
+    assert_int_equal(exists_on(master, "rs-cancel"), 0);
+    resume_caught_up(master, replica);
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unsynced_lock, setup, teardown),
@@ -312,6 +348,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_unsynced_read_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_write_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_faster_multi_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_cancelled, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
