@@ -173,10 +173,17 @@ static void fire_and_forget(rlock_client *c, rlock__cmd *cmd) {
 
 /* ---- unlock ------------------------------------------------------------- */
 
+struct acquire_op;
+static void acquire_undone(struct acquire_op *op, const char *msg);
+
 typedef struct unlock_op {
     rlock__task task;
     rlock *lock;
     rlock_future *future; /* NULL for an internal undo */
+    /* An acquire no replica confirmed, failed with undo_msg once this
+     * undo is back (undo_unsynced) */
+    struct acquire_op *undo_of;
+    char *undo_msg;
     uint64_t thread_id;
     rlock__cmd *cmd;        /* until submitted */
     bool renewal_cancelled; /* by the direct path, before it fell back */
@@ -221,8 +228,33 @@ static rlock__cmd *latch_del(const unlock_op *op) {
     return rlock__cmd_command(2, argv, argvlen);
 }
 
+/* The undo of an acquire no replica confirmed is back: Redisson's
+ * unlockInnerAsync alone, so the latch goes once answered (nil too), and
+ * the handle's lease and watchdog stay the remaining hold's. */
+static void on_undo_reply(unlock_op *op, int err, const char *msg, const redisReply *reply) {
+    rlock *l = op->lock;
+    rlock_client *c = l->client;
+    if (err == RLOCK_OK) {
+        fire_and_forget(c, latch_del(op));
+    } else {
+        /* reply set: the unlock ran, only its WAIT went unconfirmed too */
+        rlock__log(&c->log, reply != NULL ? RLOCK_LOG_DEBUG : RLOCK_LOG_WARN,
+                   "undoing an acquire of lock \"%.*s\" no replica confirmed: %s",
+                   (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s, msg);
+    }
+    acquire_undone(op->undo_of, op->undo_msg);
+    free(op->undo_msg);
+    rlock__cmd_free(op->cmd);
+    rlock__object_unref(l);
+    free(op);
+}
+
 static void on_unlock_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     unlock_op *op = arg;
+    if (op->undo_of != NULL) {
+        on_undo_reply(op, err, msg, reply);
+        return;
+    }
     rlock *l = op->lock;
     rlock_client *c = l->client;
     if (op->future != NULL && !op->renewal_cancelled) {
@@ -385,14 +417,16 @@ typedef struct acquire_op {
         uint32_t sent_generation; /* the entry's generation when we sent (truncated) */
         uint32_t fails;           /* spinning kinds: tries that failed */
     };
-    bool is_try : 1;         /* try-lock: value 1/0, bounded by deadline */
-    bool token : 1;          /* value: the fencing token */
-    bool in_flight : 1;      /* an acquire is out */
-    bool cancelled : 1;      /* the user cancelled; undo once it is back */
-    bool sent_confirmed : 1; /* the entry was confirmed when we sent */
-    bool waiting : 1;        /* in the entry's waiters (while a try is out too) */
-    bool woken : 1;          /* woken while a try was out: try again if it failed */
-    bool waited : 1;         /* counted in rlock_stats.waits */
+    bool is_try : 1;              /* try-lock: value 1/0, bounded by deadline */
+    bool token : 1;               /* value: the fencing token */
+    bool in_flight : 1;           /* an acquire is out */
+    bool cancelled : 1;           /* the user cancelled; undo once it is back */
+    bool sent_confirmed : 1;      /* the entry was confirmed when we sent */
+    bool waiting : 1;             /* in the entry's waiters (while a try is out too) */
+    bool woken : 1;               /* woken while a try was out: try again if it failed */
+    bool waited : 1;              /* counted in rlock_stats.waits */
+    bool resend : 1;              /* the timer sends the acquire again (unsynced_tries) */
+    unsigned unsynced_tries : 10; /* of this try, undone (up to retry_attempts) */
     rlock__waiter waiter;
 } acquire_op;
 
@@ -516,6 +550,11 @@ static void on_wake(rlock__waiter *w) {
 /* The client's deadline heap fires this. */
 static void on_wait_timer(rlock__deadline *d) {
     acquire_op *op = RLOCK__CONTAINER_OF(d, acquire_op, timer);
+    if (op->resend) {
+        op->resend = false;
+        send_acquire(op); /* the same try again, whatever the wait says */
+        return;
+    }
     if (op->waiting) {
         rlock__entry_stop_waiting(&op->waiter);
         op->waiting = false;
@@ -630,6 +669,62 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
     }
 }
 
+/* The undo_unsynced unlock is back: the try goes again after
+ * retry_interval_ms, up to retry_attempts times (Redisson's
+ * ServiceManager.execute around tryAcquireAsync, which retries on
+ * NoSyncedSlavesException; RedissonSpinLock's tries have no such
+ * wrapper), then the call fails with msg (the replica check's), as the
+ * error path below; or it ends as cancelled. */
+static void acquire_undone(acquire_op *op, const char *msg) {
+    op->in_flight = false;
+    if (!spins(op) && op->entry != NULL) {
+        rlock__entry_signal(op->entry); /* this try may have used a wake-up */
+    }
+    op->woken = false; /* passed on just above */
+    rlock_client *c = op->lock->client;
+    if (op->cancelled) {
+        acquire_failed(op);
+        acquire_free(op);
+    } else if (!spins(op) && !c->closed && (int)op->unsynced_tries < c->cfg.retry_attempts) {
+        op->unsynced_tries++;
+        rlock__log(&c->log, RLOCK_LOG_DEBUG,
+                   "no replica confirmed an acquire; attempt %d in %lld ms",
+                   (int)op->unsynced_tries + 1, (long long)c->cfg.retry_interval_ms);
+        op->resend = true;
+        (void)arm_timer(op, c->cfg.retry_interval_ms);
+    } else {
+        acquire_finish(op, RLOCK_ERR_REDIS, 0, msg);
+    }
+}
+
+/* No replica confirmed the acquire (check_lock_synced_slaves), which did
+ * run on the master. Redisson's handleNoSync unlocks for the caller,
+ * whatever the script answered (unlockInnerAsync(threadId, null): one
+ * count off, with a latch of its own), and fails the call with
+ * NoSyncedSlavesException once that unlock is back, whatever it answered.
+ * The op stays in flight meanwhile: a cancel or the client's close waits
+ * for the undo. */
+static void undo_unsynced(acquire_op *op, const char *msg) {
+    rlock *l = op->lock;
+    unlock_op *u = new_unlock(l, op->thread_id);
+    char *copy = u != NULL ? strdup(msg) : NULL;
+    if (copy == NULL) {
+        if (u != NULL) {
+            rlock__cmd_free(u->cmd);
+            rlock__object_unref(l);
+            free(u);
+        }
+        rlock__log(&l->client->log, RLOCK_LOG_ERROR,
+                   "out of memory undoing an acquire no replica confirmed; its lease will expire");
+        acquire_undone(op, msg);
+        return;
+    }
+    u->undo_of = op;
+    u->undo_msg = copy;
+    op->in_flight = true;
+    start_unlock(u);
+}
+
 static void on_acquire_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     acquire_op *op = arg;
     op->in_flight = false;
@@ -637,6 +732,13 @@ static void on_acquire_reply(int err, const char *msg, const redisReply *reply, 
         rlock__entry_stop_waiting(&op->waiter);
         op->waiting = false;
     }
+    /* RedissonFencedLock's token calls (its own tryAcquireAsync) have no
+     * handleNoSync: they fail and keep what they took. */
+    if (err == RLOCK_ERR_REDIS && reply != NULL && !op->token) {
+        undo_unsynced(op, msg);
+        return;
+    }
+    op->unsynced_tries = 0; /* the next try (a wake-up's) has its own */
     rlock__acquire_res res = {0};
     if (err == RLOCK_OK) {
         rlock__reply r = typed(reply);

@@ -377,8 +377,10 @@ static void on_wait_reply(redisAsyncContext *ac, void *r, void *privdata) {
                  "none of the master's %d replicas confirmed the write within "
                  "slaves_sync_timeout_ms (%lld ms); raise it or set check_lock_synced_slaves = 0",
                  cmd->wait_replicas, (long long)x->sync_timeout_ms);
+        /* The script's answer goes along: it ran on the master, and the
+         * caller may have to undo it (Redisson's handleNoSync). */
+        finish(cmd, RLOCK_ERR_REDIS, msg, held);
         freeReplyObject(held);
-        finish(cmd, RLOCK_ERR_REDIS, msg, NULL);
         return;
     }
     finish(cmd, RLOCK_OK, NULL, held);

@@ -25,8 +25,11 @@ typedef struct rlock__executor rlock__executor;
 typedef struct rlock__cmd rlock__cmd;
 
 /* Runs exactly once per submitted command. err 0: reply is Redis's answer
- * (never an error reply), valid only during the call. Otherwise reply is
- * NULL and msg says what happened (Redis's error text for RLOCK_ERR_REDIS). */
+ * (never an error reply), valid only during the call. Otherwise msg says
+ * what happened (Redis's error text for RLOCK_ERR_REDIS) and reply is
+ * NULL, but for a script that ran and no replica confirmed
+ * (rlock__executor_sync_replicas' check): RLOCK_ERR_REDIS with the
+ * script's answer. */
 typedef void (*rlock__cmd_cb)(int err, const char *msg, const redisReply *reply, void *arg);
 
 typedef struct rlock__executor_stats {
@@ -105,7 +108,8 @@ int rlock__executor_submit(rlock__executor *x, rlock__cmd *cmd, rlock__cmd_cb cb
  * connected replicas, from INFO replication, asked when the connection
  * becomes ready and again when WAIT answers another count (none: no
  * WAIT). check: a script no replica confirmed, while some were connected,
- * fails with RLOCK_ERR_REDIS (NoSyncedSlavesException). */
+ * fails with RLOCK_ERR_REDIS (NoSyncedSlavesException), its answer given
+ * as the reply: an acquire so failed is undone by its caller. */
 void rlock__executor_sync_replicas(rlock__executor *x, int64_t timeout_ms, bool check);
 
 /* Fails every command with RLOCK_ERR_CLOSED; later submits are refused. */

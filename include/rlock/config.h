@@ -216,7 +216,12 @@ typedef struct rlock_config {
      * slaves_sync_timeout_ms, as Redisson's syncedEval does. With 1
      * (default), a call whose write no replica confirmed, while replicas
      * were connected, fails with RLOCK_ERR_REDIS (Redisson's
-     * NoSyncedSlavesException); the script did run on the master. With 0
+     * NoSyncedSlavesException); the script did run on the master. An
+     * acquire so failed is unlocked again and tried again, up to
+     * retry_attempts times, before it fails, as Redisson's handleNoSync
+     * and ServiceManager.execute do (a re-entry loses its own count;
+     * the spin lock does not try again, and the fenced lock's token
+     * calls keep the hold, as Redisson's). With 0
      * the WAIT is still sent and its answer only noted. Ignored in
      * single-server mode, as in Redisson. See docs/topology.md. */
     int check_lock_synced_slaves;

@@ -1,0 +1,354 @@
+/* The replica check of an acquire (ctest label "sentinel"): with
+ * check_lock_synced_slaves on, an acquire whose WAIT no replica confirmed
+ * fails with RLOCK_ERR_REDIS and, as Redisson's handleNoSync does, first
+ * unlocks what it took (unlockInnerAsync: one count off). A master, one
+ * replica and three sentinels on loopback (tests/support/sentinel_env.h);
+ * the replica is stopped with SIGSTOP, so WAIT answers 0 after
+ * slaves_sync_timeout_ms. One test per kind; every wait is bounded. */
+#define _GNU_SOURCE
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rt_main.h"
+
+#include "fixture.h"
+#include "sentinel_env.h"
+
+#define DOWN_AFTER_MS 1000
+#define FAILOVER_TIMEOUT_MS 3000
+#define SYNC_MS 100
+/* A call's bound: the acquire's WAIT and the undo's, with room for a slow
+ * machine (valgrind). */
+#define CALL_BOUND_MS 20000
+
+typedef enum kind { K_LOCK, K_FAIR, K_SPIN, K_FENCED, K_READ, K_WRITE, K_FASTER_MULTI } kind;
+
+static void log_stderr(int level, const char *message, void *arg) {
+    (void)arg;
+    if (level <= RLOCK_LOG_WARN || getenv("RT_VERBOSE") != NULL) {
+        fprintf(stderr, "[rlock %d] %s\n", level, message);
+    }
+}
+
+static int setup(void **state) {
+    rt_sentinel_env *e = calloc(1, sizeof(*e));
+    if (e == NULL || rt_sentinel_env_start(e, 1, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) != 0) {
+        free(e);
+        return -1;
+    }
+    *state = e;
+    return 0;
+}
+
+static int teardown(void **state) {
+    rt_sentinel_env *e = *state;
+    if (e != NULL) {
+        rt_sentinel_env_stop(e);
+        free(e);
+    }
+    return 0;
+}
+
+static rlock *make(rlock_client *c, kind k, const char *name) {
+    static const char *const values[] = {"a", "b"};
+    switch (k) {
+    case K_LOCK:
+        return rlock_get_lock(c, name);
+    case K_FAIR:
+        return rlock_get_fair_lock(c, name);
+    case K_SPIN:
+        return rlock_get_spin_lock(c, name);
+    case K_FENCED:
+        return rlock_get_fenced_lock(c, name);
+    case K_READ:
+        return rlock_get_read_lock(c, name);
+    case K_WRITE:
+        return rlock_get_write_lock(c, name);
+    case K_FASTER_MULTI:
+        return rlock_get_faster_multi_lock(c, name, values, 2);
+    }
+    return NULL;
+}
+
+static long long exists_on(rt_redis *r, const char *key) {
+    redisReply *rep = rt_redis_command(r, "EXISTS %s", key);
+    long long n = rep != NULL && rep->type == REDIS_REPLY_INTEGER ? rep->integer : -1;
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return n;
+}
+
+/* The master's count of WAIT calls. */
+static long long wait_calls(rt_redis *r) {
+    redisReply *rep = rt_redis_command(r, "INFO commandstats");
+    long long n = -1;
+    if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
+        const char *p = strstr(rep->str, "cmdstat_wait:calls=");
+        n = p != NULL ? atoll(p + strlen("cmdstat_wait:calls=")) : 0;
+    }
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return n;
+}
+
+static int by_string(const void *a, const void *b) {
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Appends the reply's strings (sorted, each "prefix<s>;") to out; skip:
+ * leave out those containing it. */
+static void append_sorted(char *out, size_t cap, const redisReply *rep, size_t step,
+                          const char *skip) {
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    size_t n = rep->elements / step;
+    char **items = calloc(n + 1, sizeof(*items));
+    assert_non_null(items);
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *k = rep->element[i * step];
+        if (skip != NULL && strstr(k->str, skip) != NULL) {
+            continue;
+        }
+        char buf[512];
+        if (step == 2) {
+            snprintf(buf, sizeof(buf), "%s=%s", k->str, rep->element[i * step + 1]->str);
+        } else {
+            snprintf(buf, sizeof(buf), "%s", k->str);
+        }
+        items[kept] = strdup(buf);
+        assert_non_null(items[kept]);
+        kept++;
+    }
+    qsort(items, kept, sizeof(*items), by_string);
+    for (size_t i = 0; i < kept; i++) {
+        size_t len = strlen(out);
+        snprintf(out + len, cap - len, "%s;", items[i]);
+        free(items[i]);
+    }
+    free(items);
+}
+
+/* What the master holds for the lock: every key's name but the unlock
+ * latches (an unlock whose WAIT failed leaves its latch to expire, as
+ * Redisson's does), then the lock hash's fields and values but the faster
+ * multi-lock's expiry times (the caller's clock, set again by every
+ * acquire). The hold counts are in it. */
+static void snapshot(rt_redis *master, const char *name, char *out, size_t cap) {
+    out[0] = '\0';
+    redisReply *keys = rt_redis_command(master, "KEYS *");
+    append_sorted(out, cap, keys, 1, "redisson_unlock_latch");
+    freeReplyObject(keys);
+    size_t len = strlen(out);
+    snprintf(out + len, cap - len, "|");
+    redisReply *hash = rt_redis_command(master, "HGETALL %s", name);
+    append_sorted(out, cap, hash, 2, ":expire_time");
+    freeReplyObject(hash);
+}
+
+/* Resumes the replica and waits (bounded) until it has confirmed all the
+ * master wrote meanwhile, so the next WAIT is not left to its catching
+ * up. */
+static void resume_caught_up(rt_redis *master, rt_redis *replica) {
+    assert_int_equal(rt_redis_resume(replica), 0);
+    int64_t until = rt_now_ms() + 10000;
+    for (;;) {
+        redisReply *rep = rt_redis_command(master, "INFO replication");
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_STRING);
+        const char *m = strstr(rep->str, "master_repl_offset:");
+        const char *r = strstr(rep->str, "slave0:");
+        r = r != NULL ? strstr(r, "offset=") : NULL;
+        bool caught_up = m != NULL && r != NULL &&
+                         atoll(r + strlen("offset=")) >= atoll(m + strlen("master_repl_offset:"));
+        freeReplyObject(rep);
+        if (caught_up) {
+            return;
+        }
+        assert_true(rt_now_ms() < until);
+        rt_sleep_ms(10);
+    }
+}
+
+/* Waits for f (bounded), checks that it failed the replica check, and
+ * releases it. */
+static void expect_unsynced(rlock_future *f) {
+    assert_non_null(f);
+    assert_int_equal(rlock_future_wait(f, CALL_BOUND_MS), RLOCK_OK);
+    assert_int_equal(rlock_future_error(f), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_future_error_message(f), "slaves_sync_timeout_ms"));
+    rlock_future_release(f);
+}
+
+/* A lock the replica confirmed. With slaves_sync_timeout_ms this short a
+ * loaded machine may miss it: a failed try left nothing, so try again. */
+static void lock_synced(rlock *l) {
+    int rc = RLOCK_ERR_REDIS;
+    for (int i = 0; i < 20 && rc == RLOCK_ERR_REDIS; i++) {
+        rc = rlock_lock(l, RLOCK_LEASE_WATCHDOG);
+    }
+    assert_int_equal(rc, RLOCK_OK);
+}
+
+static void run_kind(rt_sentinel_env *e, kind k, const char *name) {
+    rlock_config cfg = rt_config("redis://127.0.0.1");
+    cfg.master_name = RT_SENTINEL_MASTER_NAME;
+    cfg.sentinel_addresses = e->addresses;
+    cfg.slaves_sync_timeout_ms = SYNC_MS;
+    cfg.log = log_stderr;
+    cfg.log_level = RLOCK_LOG_INFO;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = make(c, k, name);
+    assert_non_null(l);
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    uint64_t me = rlock_thread_id();
+
+    /* No replica confirms: the blocking call (in Sentinel mode through the
+     * I/O thread), a try-lock and the async call each fail and leave no
+     * hold on the master. */
+    assert_int_equal(rt_redis_pause(replica), 0);
+    long long waits = wait_calls(master);
+    assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_last_error(), "slaves_sync_timeout_ms"));
+    assert_int_equal(exists_on(master, name), 0);
+    /* Each try's WAIT and its undo's; tried again retry_attempts times
+     * (Redisson's ServiceManager.execute), but for the spin lock. */
+    long long tries = k == K_SPIN ? 1 : 1 + cfg.retry_attempts;
+    assert_int_equal(wait_calls(master) - waits, 2 * tries);
+    bool acquired = true;
+    assert_int_equal(rlock_try_lock(l, 0, 30000, &acquired), RLOCK_ERR_REDIS);
+    assert_int_equal(exists_on(master, name), 0);
+    expect_unsynced(rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, me));
+    assert_int_equal(exists_on(master, name), 0);
+    resume_caught_up(master, replica);
+
+    /* A re-entry no replica confirmed drops its own count only. */
+    lock_synced(l);
+    char before[4096], after[4096];
+    snapshot(master, name, before, sizeof(before));
+    assert_int_equal(exists_on(master, name), 1);
+    assert_int_equal(rt_redis_pause(replica), 0);
+    expect_unsynced(rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, me));
+    snapshot(master, name, after, sizeof(after));
+    assert_string_equal(after, before);
+    if (k != K_FASTER_MULTI) { /* its hold count is not supported */
+        int64_t count = 0;
+        assert_int_equal(rlock_get_hold_count(l, &count), RLOCK_OK);
+        assert_int_equal(count, 1);
+    }
+    assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_ERR_REDIS);
+    snapshot(master, name, after, sizeof(after));
+    assert_string_equal(after, before);
+    resume_caught_up(master, replica);
+
+    /* The one count left: one unlock frees it (its own WAIT may miss the
+     * replica catching up, but the script runs all the same). */
+    int rc = rlock_unlock(l);
+    assert_true(rc == RLOCK_OK || rc == RLOCK_ERR_REDIS);
+    assert_int_equal(exists_on(master, name), 0);
+
+    if (k == K_FENCED) {
+        /* RedissonFencedLock's token calls have no handleNoSync: they fail
+         * and keep the hold. */
+        assert_int_equal(rt_redis_pause(replica), 0);
+        int64_t token = 0;
+        assert_int_equal(rlock_lock_and_get_token(l, RLOCK_LEASE_WATCHDOG, &token),
+                         RLOCK_ERR_REDIS);
+        assert_int_equal(exists_on(master, name), 1);
+        resume_caught_up(master, replica);
+        rc = rlock_unlock(l);
+        assert_true(rc == RLOCK_OK || rc == RLOCK_ERR_REDIS);
+        assert_int_equal(exists_on(master, name), 0);
+    }
+
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
+static void test_unsynced_lock(void **state) {
+    run_kind(*state, K_LOCK, "rs-lock");
+}
+
+static void test_unsynced_fair_lock(void **state) {
+    run_kind(*state, K_FAIR, "rs-fair");
+}
+
+static void test_unsynced_spin_lock(void **state) {
+    run_kind(*state, K_SPIN, "rs-spin");
+}
+
+static void test_unsynced_fenced_lock(void **state) {
+    run_kind(*state, K_FENCED, "rs-fenced");
+}
+
+static void test_unsynced_read_lock(void **state) {
+    run_kind(*state, K_READ, "rs-rw");
+}
+
+static void test_unsynced_write_lock(void **state) {
+    run_kind(*state, K_WRITE, "rs-rw");
+}
+
+static void test_unsynced_faster_multi_lock(void **state) {
+    run_kind(*state, K_FASTER_MULTI, "rs-group");
+}
+
+/* A call cancelled while its WAIT is out: the undo still goes, once the
+ * acquire is back, and nothing is left. */
+static void test_unsynced_cancelled(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = rt_config("redis://127.0.0.1");
+    cfg.master_name = RT_SENTINEL_MASTER_NAME;
+    cfg.sentinel_addresses = e->addresses;
+    cfg.slaves_sync_timeout_ms = SYNC_MS;
+    cfg.log = log_stderr;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_lock(c, "rs-cancel");
+    assert_non_null(l);
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    lock_synced(l); /* the connection is up and the replica count known */
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+
+    assert_int_equal(rt_redis_pause(replica), 0);
+    long long waits = wait_calls(master);
+    rlock_future *f = rlock_lock_async(l, RLOCK_LEASE_WATCHDOG, rlock_new_owner_id());
+    assert_non_null(f);
+    assert_true(rlock_future_cancel(f)); /* the WAIT takes SYNC_MS */
+    assert_int_equal(rlock_future_error(f), RLOCK_ERR_CANCELLED);
+    rlock_future_release(f);
+    /* The acquire's WAIT and the undo's: then the key is gone. */
+    int64_t until = rt_now_ms() + CALL_BOUND_MS;
+    while ((wait_calls(master) - waits < 2 || exists_on(master, "rs-cancel") != 0) &&
+           rt_now_ms() < until) {
+        rt_sleep_ms(10);
+    }
+    assert_int_equal(exists_on(master, "rs-cancel"), 0);
+    resume_caught_up(master, replica);
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_unsynced_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_fair_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_spin_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_fenced_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_read_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_write_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_faster_multi_lock, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_cancelled, setup, teardown),
+    };
+    return RT_RUN_TESTS(tests, argc, argv);
+}
