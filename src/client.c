@@ -51,17 +51,12 @@ uint64_t rlock_new_owner_id(void) {
 static void cmd_ready(rlock__conn *conn, void *arg) {
     (void)conn;
     rlock_client *c = arg;
-    c->exec_cfg.retry_attempts = c->cfg.retry_attempts;
     rlock__executor_on_ready(c->exec);
 }
 
 static void cmd_down(rlock__conn *conn, const char *why, void *arg) {
     rlock_client *c = arg;
-    /* A certificate that failed verification fails every retry alike: the
-     * commands waiting for the connection, and those that come while it
-     * keeps failing so, fail at their first attempt with its reason. */
-    c->exec_cfg.retry_attempts = rlock__conn_failed_for_good(conn) ? 0 : c->cfg.retry_attempts;
-    rlock__executor_on_down(c->exec, why);
+    rlock__executor_on_down(c->exec, why, rlock__conn_failed_for_good(conn));
 }
 
 static void sub_ready(rlock__conn *conn, void *arg) {
@@ -241,13 +236,12 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
     rlock__list_init(&c->live);
     rlock__conn_events sub_events = {
         .ready = sub_ready, .down = sub_down, .probe = sub_probe, .arg = c};
-    c->exec_cfg = c->cfg;
     if ((rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "command", true, cmd_events,
                                  &c->cmd_conn)) != RLOCK_OK ||
         (rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "pubsub", true, sub_events,
                                  &c->sub_conn)) != RLOCK_OK ||
-        (rc = rlock__executor_create(c->loop, c->cmd_conn, &c->exec_cfg, &c->log,
-                                     rlock__scripts_all, &c->exec)) != RLOCK_OK ||
+        (rc = rlock__executor_create(c->loop, c->cmd_conn, &c->cfg, &c->log, rlock__scripts_all,
+                                     &c->exec)) != RLOCK_OK ||
         (rc = rlock__pubsub_create(c->sub_conn, &c->log, c->id, &c->pubsub)) != RLOCK_OK ||
         (rc = rlock__renewal_create(c->loop, c->exec, &c->cfg, &c->log, c->id, &c->renewal)) !=
             RLOCK_OK ||

@@ -36,9 +36,6 @@ struct rlock_client {
     rlock__conn *cmd_conn; /* pipelined commands and scripts */
     rlock__conn *sub_conn; /* pub/sub only */
     rlock__executor *exec;
-    /* exec's copy of cfg, whose retry_attempts is 0 while the command
-     * connection fails in a way no retry fixes (cmd_down). */
-    rlock_config exec_cfg;
     rlock__pubsub *pubsub;   /* lock entries on sub_conn */
     rlock__renewal *renewal; /* the watchdog */
     /* The blocking calls' own connections (NULL: off, or an application

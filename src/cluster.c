@@ -273,7 +273,7 @@ static void node_cmd_ready(rlock__conn *conn, void *arg) {
 
 static void node_cmd_down(rlock__conn *conn, const char *why, void *arg) {
     (void)conn;
-    rlock__executor_on_down(((cnode *)arg)->x, why);
+    rlock__executor_on_down(((cnode *)arg)->x, why, false); /* no TLS in Cluster mode */
 }
 
 static void node_sub_ready(rlock__conn *conn, void *arg) {

@@ -68,6 +68,9 @@ struct rlock__executor {
     bool sync;
     bool sync_check;
     int64_t sync_timeout_ms;
+    /* The connection failed in a way no retry fixes (a certificate that
+     * failed verification): commands get no retry until it is ready. */
+    bool down_for_good;
     int replicas;          /* the master's connected replicas; -1: not known */
     struct info_req *info; /* the INFO replication out, if any */
     rlock__executor_stats stats;
@@ -246,7 +249,8 @@ static void attempt_failed(rlock__cmd *cmd, int err, const char *why) {
      * Redis cannot have applied it. */
     bool in_time =
         cmd->wait_end_ms == 0 || rlock__now_ms() + x->cfg->retry_interval_ms < cmd->wait_end_ms;
-    if ((!cmd->no_retry || !cmd->written) && cmd->attempt < x->cfg->retry_attempts && in_time) {
+    int attempts = x->down_for_good ? 0 : x->cfg->retry_attempts;
+    if ((!cmd->no_retry || !cmd->written) && cmd->attempt < attempts && in_time) {
         rlock__log(x->log, RLOCK_LOG_DEBUG,
                    "command %s attempt %d failed (%s); retrying in %lld ms", cmd->argv[0],
                    cmd->attempt + 1, why, (long long)x->cfg->retry_interval_ms);
@@ -703,6 +707,7 @@ int rlock__executor_submit(rlock__executor *x, rlock__cmd *cmd, rlock__cmd_cb cb
 }
 
 void rlock__executor_on_ready(rlock__executor *x) {
+    x->down_for_good = false;
     static const char *load = "LOAD";
     for (const rlock__script *const *s = x->preload; s != NULL && *s != NULL; s++) {
         const char *argv[] = {"SCRIPT", load, (*s)->body};
@@ -728,7 +733,8 @@ void rlock__executor_on_ready(rlock__executor *x) {
     }
 }
 
-void rlock__executor_on_down(rlock__executor *x, const char *why) {
+void rlock__executor_on_down(rlock__executor *x, const char *why, bool for_good) {
+    x->down_for_good = for_good;
     rlock__list pending;
     rlock__list_take(&x->waiting, &pending);
     while (!rlock__list_empty(&pending)) {

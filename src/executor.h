@@ -49,7 +49,10 @@ int rlock__executor_create(rlock__loop *loop, rlock__conn *conn, const rlock_con
 
 /* Connection events, forwarded by the owner of the connection. */
 void rlock__executor_on_ready(rlock__executor *x);
-void rlock__executor_on_down(rlock__executor *x, const char *why);
+/* for_good: no retry can succeed (a certificate that failed verification):
+ * the commands waiting, and those that come until the connection is ready
+ * again, fail at their first attempt with the reason. */
+void rlock__executor_on_down(rlock__executor *x, const char *why, bool for_good);
 
 /* Builds a command, copying every argument (any thread). For a script,
  * argv holds numkeys keys then the script's arguments. NULL: no memory. */
