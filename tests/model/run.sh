@@ -49,8 +49,11 @@ run() {
         failed=1
         return
     fi
+    # Bitstate: a 256 MB bit array (2^31 bits); else a 2^28-slot hash table.
+    local w=-w28
+    case "$cflags" in *BITSTATE*) w=-w31 ;; esac
     # SIGINT: pan stops and still prints what it explored.
-    (cd "$dir" && timeout -s INT "$limit" ./pan -m1000000 -c1 -w28 >pan.log 2>&1)
+    (cd "$dir" && timeout -s INT "$limit" ./pan -m1000000 -c1 "$w" >pan.log 2>&1)
     local rc=$?
     out="$dir/pan.log"
     local states depth errors secs
