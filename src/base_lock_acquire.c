@@ -28,9 +28,9 @@
 #include "client.h"
 #include "future.h"
 #include "kind.h"
-#include "pubsub.h"
 #include "renewal.h"
 #include "rlock/errors.h"
+#include "wait.h"
 
 static const char *check_lease(int64_t lease_ms) {
     if (lease_ms == 0) {
@@ -75,24 +75,20 @@ typedef struct acquire_op {
         rlock__deadline timer;
     };
     union {
-        rlock__lock_entry *entry; /* pub/sub kinds: joined after the first failed try */
-        int64_t next_sleep_ms;    /* spinning kinds: ExponentialBackOffPolicy's state */
+        rlock__wait wait; /* pub/sub kinds: joined after the first failed try */
+        struct {          /* spinning kinds: ExponentialBackOffPolicy's state */
+            int64_t next_sleep_ms;
+            uint32_t fails; /* tries that failed */
+        } spin;
     };
-    union {
-        uint32_t sent_generation; /* the entry's generation when we sent (truncated) */
-        uint32_t fails;           /* spinning kinds: tries that failed */
-    };
+    rlock__wait_note note;        /* pub/sub kinds: the try out */
     bool is_try : 1;              /* try-lock: value 1/0, bounded by deadline */
     bool token : 1;               /* value: the fencing token */
     bool in_flight : 1;           /* an acquire is out */
     bool cancelled : 1;           /* the user cancelled; undo once it is back */
-    bool sent_confirmed : 1;      /* the entry was confirmed when we sent */
-    bool waiting : 1;             /* in the entry's waiters (while a try is out too) */
-    bool woken : 1;               /* woken while a try was out: try again if it failed */
     bool waited : 1;              /* counted in rlock_stats.waits */
     bool resend : 1;              /* the timer sends the acquire again (unsynced_tries) */
     unsigned unsynced_tries : 10; /* of this try, undone (up to retry_attempts) */
-    rlock__waiter waiter;
 } acquire_op;
 
 /* 64-bit targets: the budget bench/ holds S5 to (a malloc chunk of 224
@@ -109,13 +105,9 @@ static bool spins(const acquire_op *op) {
 static void acquire_free(acquire_op *op) {
     rlock_client *c = op->lock->client;
     rlock *l = op->lock;
-    if (op->waiting) {
-        rlock__entry_stop_waiting(&op->waiter);
-        op->waiting = false;
-    }
     rlock__deadlines_remove(&c->deadlines, &op->timer);
-    if (!spins(op) && op->entry != NULL) {
-        rlock__pubsub_unsubscribe(op->entry);
+    if (!spins(op)) {
+        rlock__wait_leave(&op->wait);
     }
     rlock__client_untrack(&op->live);
     rlock__future_on_cancel(&op->future, NULL, NULL);
@@ -198,16 +190,15 @@ static void retry(acquire_op *op) {
     }
 }
 
-static void on_wake(rlock__waiter *w) {
-    acquire_op *op = RLOCK__CONTAINER_OF(w, acquire_op, waiter);
-    op->waiting = false;
+static void on_wake(rlock__waiter *x) {
+    acquire_op *op = RLOCK__CONTAINER_OF(rlock__wait_woken(x), acquire_op, wait);
     if (op->in_flight) {
-        op->woken = true; /* its answer may say "held" from before the unlock */
+        op->note.woken = true; /* its answer may say "held" from before the unlock */
         return;
     }
     rlock__deadlines_remove(&op->lock->client->deadlines, &op->timer);
     if (wait_over(op)) {
-        rlock__entry_signal(op->entry); /* not ours to use: pass it on */
+        rlock__wait_pass_on(&op->wait); /* not ours to use: pass it on */
     }
     retry(op);
 }
@@ -220,9 +211,8 @@ static void on_wait_timer(rlock__deadline *d) {
         send_acquire(op); /* the same try again, whatever the wait says */
         return;
     }
-    if (op->waiting) {
-        rlock__entry_stop_waiting(&op->waiter);
-        op->waiting = false;
+    if (!spins(op)) {
+        rlock__wait_stop(&op->wait);
     }
     retry(op);
 }
@@ -251,13 +241,13 @@ static void spin(acquire_op *op) {
         return;
     }
     rlock__backoff b = rlock__object_backoff(op->lock);
-    int64_t sleep = op->next_sleep_ms, max = b.max_delay_ms;
+    int64_t sleep = op->spin.next_sleep_ms, max = b.max_delay_ms;
     if (sleep < max) { /* ExponentialBackOffPolicy.getNextSleepPeriod */
-        op->fails++;
+        op->spin.fails++;
         /* ThreadLocalRandom.nextInt(fails): random per process and thread */
-        int64_t jitter = (int64_t)(rlock__next_random() % op->fails);
+        int64_t jitter = (int64_t)(rlock__next_random() % op->spin.fails);
         int64_t next = sleep * b.multiplier + jitter;
-        op->next_sleep_ms = next < max ? next : max;
+        op->spin.next_sleep_ms = next < max ? next : max;
     }
     (void)arm_timer(op, sleep);
 }
@@ -274,16 +264,15 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
         spin(op);
         return;
     }
-    bool woken = op->woken;
-    op->woken = false;
+    bool woken = rlock__wait_take_woken(&op->note);
     if (wait_over(op)) {
         if (woken) {
-            rlock__entry_signal(op->entry); /* not ours to use: pass it on */
+            rlock__wait_pass_on(&op->wait); /* not ours to use: pass it on */
         }
         give_up(op);
         return;
     }
-    if (op->entry == NULL) {
+    if (!rlock__wait_joined(&op->wait)) {
         char own[1024];
         size_t cap = rlock__object_channel_len(l) + RLOCK__FIELD_MAX + 2;
         char *buf = cap <= sizeof(own) ? own : malloc(cap);
@@ -300,13 +289,13 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
         bool own_channel = l->ops->waiter_channel != NULL;
         const char *en = own_channel ? ch : l->name.s;
         size_t en_len = own_channel ? ch_len : l->name.len;
-        op->entry = ch_len > 0 ? rlock__pubsub_subscribe(rlock__client_pubsub(c, ch, ch_len), ch,
-                                                         ch_len, en, en_len)
-                               : NULL;
+        int rc = ch_len > 0 ? rlock__wait_join(&op->wait, c, ch, ch_len, en, en_len,
+                                               rlock__wait_lock_message)
+                            : RLOCK_ERR_NOMEM;
         if (buf != own) {
             free(buf);
         }
-        if (op->entry == NULL) {
+        if (rc != RLOCK_OK) {
             acquire_failed(op);
             acquire_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
             return;
@@ -315,15 +304,11 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
     /* An unlock published before our subscription was confirmed was never
      * seen: once it is, try again before waiting (Redisson retries after
      * its subscribe future completes). A banked message is a wake-up too. */
-    bool missed = rlock__entry_confirmed(op->entry) &&
-                  (!op->sent_confirmed ||
-                   op->sent_generation != (uint32_t)rlock__entry_generation(op->entry));
-    if (missed || woken || rlock__entry_take_permit(op->entry)) {
+    if (woken || rlock__wait_retry_now(&op->wait, &op->note)) {
         send_acquire(op);
         return;
     }
-    rlock__entry_wait(op->entry, &op->waiter, on_wake);
-    op->waiting = true;
+    rlock__wait_park(&op->wait, on_wake);
     int64_t t = ttl >= 0 && ttl < l->ops->min_wait_ms ? l->ops->min_wait_ms : ttl;
     if (op->is_try) {
         int64_t left = op->deadline_ms - rlock__now_ms();
@@ -342,10 +327,10 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
  * error path below; or it ends as cancelled. */
 void rlock__acquire_undone(acquire_op *op, const char *msg) {
     op->in_flight = false;
-    if (!spins(op) && op->entry != NULL) {
-        rlock__entry_signal(op->entry); /* this try may have used a wake-up */
+    if (!spins(op)) {
+        rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
+        op->note.woken = false;         /* passed on just above */
     }
-    op->woken = false; /* passed on just above */
     rlock_client *c = op->lock->client;
     if (op->cancelled) {
         acquire_failed(op);
@@ -393,9 +378,8 @@ static void undo_unsynced(acquire_op *op, const char *msg) {
 static void on_acquire_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     acquire_op *op = arg;
     op->in_flight = false;
-    if (op->waiting) {
-        rlock__entry_stop_waiting(&op->waiter);
-        op->waiting = false;
+    if (!spins(op)) {
+        rlock__wait_stop(&op->wait);
     }
     /* RedissonFencedLock's token calls (its own tryAcquireAsync) have no
      * handleNoSync: they fail and keep what they took. */
@@ -409,20 +393,20 @@ static void on_acquire_reply(int err, const char *msg, const redisReply *reply, 
         rlock__reply r = rlock__typed_reply(reply);
         err = op->lock->ops->acquire_reply(&r, &res, &msg);
     }
-    bool has_entry = !spins(op) && op->entry != NULL;
+    bool has_entry = !spins(op);
     if (op->cancelled) {
         if (err == RLOCK_OK && res.taken) {
             rlock__unlock_undo_acquire(op->lock, op->thread_id); /* its unlock wakes the next */
         } else {
             acquire_failed(op);
             if (has_entry) {
-                rlock__entry_signal(op->entry);
+                rlock__wait_pass_on(&op->wait);
             }
         }
         acquire_free(op);
     } else if (err != RLOCK_OK) {
         if (has_entry) {
-            rlock__entry_signal(op->entry); /* this try may have used a wake-up */
+            rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
         }
         acquire_finish(op, err, 0, msg);
     } else if (res.taken) {
@@ -453,19 +437,14 @@ static void send_acquire(acquire_op *op) {
         rlock__cmd_give_up_at(cmd, op->deadline_ms);
     }
     op->sent_ms = rlock__now_ms();
-    if (!spins(op)) {
-        op->sent_confirmed = op->entry != NULL && rlock__entry_confirmed(op->entry);
-        op->sent_generation = op->entry != NULL ? (uint32_t)rlock__entry_generation(op->entry) : 0;
-    }
     op->in_flight = true;
-    if (!spins(op) && op->entry != NULL) {
-        /* Listens while the try is out: an unlock Redis runs after the try
-         * wakes only the waiters there, and READ_UNLOCK_MESSAGE keeps no
-         * permit for one to come (LockPubSub releases the queue's length),
-         * so a waiter whose try said "held" from before it would sleep
-         * the holder's whole TTL. */
-        rlock__entry_wait(op->entry, &op->waiter, on_wake);
-        op->waiting = true;
+    if (!spins(op)) {
+        /* Listens while the try is out (joined): an unlock Redis runs
+         * after the try wakes only the waiters there, and
+         * READ_UNLOCK_MESSAGE keeps no permit for one to come, so a waiter
+         * whose try said "held" from before it would sleep the holder's
+         * whole TTL. */
+        rlock__wait_sent(&op->wait, &op->note, on_wake);
     }
     c->acquires++;
     if (rlock__executor_submit(c->exec, cmd, on_acquire_reply, op) != RLOCK_OK) {
@@ -549,11 +528,12 @@ rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, 
     op->first_ttl = ttl;
     rlock__deadline_init(&op->timer); /* its slot only: first_ttl shares due_ms */
     if (l->ops->spins) {
-        op->next_sleep_ms = rlock__object_backoff(l).initial_delay_ms;
+        op->spin.next_sleep_ms = rlock__object_backoff(l).initial_delay_ms;
+    } else {
+        rlock__wait_init(&op->wait);
     }
     rlock__list_init(&op->live.node);
     op->live.close = close_acquire;
-    rlock__list_init(&op->waiter.node);
     /* No task of its own to start with: off the loop thread one is
      * allocated for the trip (and freed after), so a waiting call does not
      * carry one. */
