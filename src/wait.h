@@ -100,8 +100,12 @@ void rlock__wait_pass_on(rlock__wait *w);
 void rlock__wait_leave(rlock__wait *w);
 
 /* Message handlers. LockPubSub: 0 (unlock) wakes one, 1 (read-unlock)
- * wakes all. SemaphorePubSub: n released permits wake up to n.
- * CountDownLatchPubSub: 0 (count reached zero) wakes all. */
+ * wakes all. SemaphorePubSub: n released permits signal min(references on
+ * the entry, n) times, waking waiters and banking the rest (Redisson:
+ * latch.release(min(acquired(), n)), where acquired() counts the permits
+ * its subscribers asked for, and one listener run). CountDownLatchPubSub:
+ * 0 (count reached zero) wakes all; 1 (a new count) nothing, since a
+ * waiter reads the count again on every try. */
 void rlock__wait_lock_message(rlock__lock_entry *e, int64_t message);
 void rlock__wait_semaphore_message(rlock__lock_entry *e, int64_t message);
 void rlock__wait_latch_message(rlock__lock_entry *e, int64_t message);
