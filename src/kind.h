@@ -4,7 +4,7 @@
  * A kind (src/kinds/<kind>.c) is one such table, its Lua files and a
  * constructor. It builds script calls from the handle's names and reads
  * typed replies; it never sees libev, hiredis, futures or the loop, which
- * stay with the engine (base_lock.c). A hook runs on the loop thread,
+ * stay with the engine (base_lock*.c). A hook runs on the loop thread,
  * except the command builders, which may run on any thread.
  *
  * The exception is a kind of whole operations (rlock__whole_ops, the
@@ -98,7 +98,7 @@ typedef enum rlock__renew_script {
 
 /* ---- whole operations ------------------------------------------------------- */
 
-/* The queries and force-unlock (base_lock.c's query()). */
+/* The queries and force-unlock (base_lock_query.c's query()). */
 typedef enum rlock__query {
     RLOCK__Q_IS_LOCKED,
     RLOCK__Q_HELD,

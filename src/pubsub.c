@@ -13,6 +13,8 @@
  * command sent is the state on the server. */
 #include "pubsub.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +42,8 @@ struct rlock__lock_entry {
     int refs;    /* operations using the entry */
     int permits; /* unlock messages no waiter was there to take */
     rlock__list waiters;
-    rlock__wake_fn wake; /* the waiters' */
+    rlock__wake_fn wake;          /* the waiters' */
+    rlock__message_fn on_message; /* what a message means to them */
     size_t len;
     char name[];
 };
@@ -146,7 +149,7 @@ void rlock__entry_signal(rlock__lock_entry *e) {
     e->wake(w);
 }
 
-static void wake_all(rlock__lock_entry *e) {
+void rlock__entry_wake_all(rlock__lock_entry *e) {
     rlock__list woken;
     rlock__list_take(&e->waiters, &woken);
     while (!rlock__list_empty(&woken)) {
@@ -157,16 +160,28 @@ static void wake_all(rlock__lock_entry *e) {
     }
 }
 
-/* Runs fn on each entry of sub. A woken waiter may finish and drop its
- * entry's reference (only its own entry's): each entry, and the
- * subscription, are held while they are worked on. */
-static void for_each_entry(channel_sub *sub, void (*fn)(rlock__lock_entry *e)) {
+void rlock__entry_release(rlock__lock_entry *e, int64_t n) {
+    for (int64_t i = 0; i < n && i < e->refs; i++) {
+        rlock__entry_signal(e);
+    }
+}
+
+/* Gives each entry of sub the message (its handler says what it means),
+ * or, for NULL (a confirmed subscription), wakes all its waiters. A woken
+ * waiter may finish and drop its entry's reference (only its own
+ * entry's): each entry, and the subscription, are held while they are
+ * worked on. */
+static void for_each_entry(channel_sub *sub, const int64_t *message) {
     sub->holds++;
     rlock__list *n = sub->entries.next;
     while (n != &sub->entries) {
         rlock__lock_entry *e = RLOCK__CONTAINER_OF(n, rlock__lock_entry, node);
         e->refs++;
-        fn(e);
+        if (message != NULL) {
+            e->on_message(e, *message);
+        } else {
+            rlock__entry_wake_all(e);
+        }
         n = n->next;
         rlock__pubsub_unsubscribe(e);
     }
@@ -174,16 +189,24 @@ static void for_each_entry(channel_sub *sub, void (*fn)(rlock__lock_entry *e)) {
     leave(sub);
 }
 
-static void on_message(channel_sub *sub, const redisReply *payload) {
+/* A message is a number (Redisson's LongCodec); anything else is not
+ * ours and is dropped. */
+static void on_payload(channel_sub *sub, const redisReply *payload) {
     sub->ps->stats.messages++;
-    if (payload->type != REDIS_REPLY_STRING || payload->len != 1) {
+    if (payload->type != REDIS_REPLY_STRING || payload->len == 0 || payload->len > 20) {
         return;
     }
-    if (payload->str[0] == '0') { /* LockPubSub.UNLOCK_MESSAGE: one may go */
-        for_each_entry(sub, rlock__entry_signal);
-    } else if (payload->str[0] == '1') { /* READ_UNLOCK_MESSAGE: all may */
-        for_each_entry(sub, wake_all);
+    char digits[21];
+    memcpy(digits, payload->str, payload->len);
+    digits[payload->len] = '\0';
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(digits, &end, 10);
+    if (*end != '\0' || errno != 0 || !(isdigit((unsigned char)digits[0]) || digits[0] == '-')) {
+        return;
     }
+    int64_t message = v;
+    for_each_entry(sub, &message);
 }
 
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
@@ -220,7 +243,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     const char *k = kind->str + (ps->sharded && kind->str[0] == 's');
     if (strcmp(k, "message") == 0) {
         if (sub->want) {
-            on_message(sub, reply->element[2]);
+            on_payload(sub, reply->element[2]);
         }
         return;
     }
@@ -247,7 +270,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
         sub->confirmed = true;
         sub->generation++;
         sub->ps->stats.confirms++;
-        for_each_entry(sub, wake_all);
+        for_each_entry(sub, NULL);
     } else if (!sub->want) {
         free_sub(sub);
     }
@@ -288,7 +311,8 @@ void rlock__pubsub_destroy(rlock__pubsub *ps) {
 }
 
 rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channel,
-                                           size_t channel_len, const char *name, size_t name_len) {
+                                           size_t channel_len, const char *name, size_t name_len,
+                                           rlock__message_fn on_message) {
     channel_sub *sub = NULL;
     HASH_FIND(hh, ps->subs, channel, channel_len, sub);
     if (sub == NULL) {
@@ -305,7 +329,8 @@ rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channe
     rlock__lock_entry *e = NULL;
     for (rlock__list *n = sub->entries.next; n != &sub->entries; n = n->next) {
         rlock__lock_entry *x = RLOCK__CONTAINER_OF(n, rlock__lock_entry, node);
-        if (x->len == name_len && memcmp(x->name, name, name_len) == 0) {
+        if (x->on_message == on_message && x->len == name_len &&
+            memcmp(x->name, name, name_len) == 0) {
             e = x;
             break;
         }
@@ -319,6 +344,7 @@ rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channe
             return NULL;
         }
         e->sub = sub;
+        e->on_message = on_message;
         e->len = name_len;
         memcpy(e->name, name, name_len);
         rlock__list_init(&e->waiters);
@@ -374,7 +400,7 @@ static void move_sub(channel_sub *sub, rlock__pubsub *to) {
         rlock__list_remove(&e->node);
         e->sub = there;
         rlock__list_push_back(&there->entries, &e->node);
-        wake_all(e);
+        rlock__entry_wake_all(e);
     }
     if (!there->want) {
         there->want = true;

@@ -1,14 +1,18 @@
-/* Waiting for unlocks: Redisson's PublishSubscribe, LockPubSub and
- * RedissonLockEntry, on the client's pub/sub connection.
+/* Waiting for messages: Redisson's PublishSubscribe and RedissonLockEntry,
+ * on the client's pub/sub connection. What a waiting object does around
+ * it (join, try, wait, retry, leave) is wait.h's.
  *
- * One lock entry per lock name per client, shared and refcounted by every
- * operation of this client waiting on that lock, and one subscription per
- * channel, so a thousand waiters on one name cost one SUBSCRIBE. An entry
- * is a semaphore-like latch:
- * - an unlock message (0) wakes the first waiter, or, when none is
- *   waiting at that moment (its acquire is still in flight), banks a
- *   permit that the next waiter takes instead of waiting;
- * - a read-unlock message (1) wakes every waiter;
+ * One entry per name and message handler per client, shared and
+ * refcounted by every operation of this client waiting on that object,
+ * and one subscription per channel, so a thousand waiters on one name cost
+ * one SUBSCRIBE. An entry is a semaphore-like latch:
+ * - a message (a number) goes to the entry's handler, which says what it
+ *   means (Redisson's onMessage of LockPubSub, SemaphorePubSub,
+ *   CountDownLatchPubSub; wait.h has them): wake the first waiter or, when
+ *   none is waiting at that moment (its try is still in flight), bank a
+ *   permit that the next waiter takes instead of waiting
+ *   (rlock__entry_signal); wake up to n (rlock__entry_release); wake every
+ *   waiter (rlock__entry_wake_all);
  * - each confirmed SUBSCRIBE (the first, and again after a reconnect) bumps
  *   the entry's generation and wakes every waiter: messages sent before
  *   it were never seen, so everyone must try again.
@@ -34,6 +38,11 @@ typedef struct rlock__waiter {
 } rlock__waiter;
 
 typedef void (*rlock__wake_fn)(rlock__waiter *w);
+
+/* What a message published on the channel means to an entry's waiters
+ * (PublishSubscribe.onMessage): it wakes some with the rlock__entry_*
+ * calls below. Runs on the loop thread, once per entry per message. */
+typedef void (*rlock__message_fn)(rlock__lock_entry *e, int64_t message);
 
 typedef struct rlock__pubsub_stats {
     uint64_t subscribes;
@@ -76,11 +85,14 @@ void rlock__pubsub_rehome(rlock__pubsub *ps, rlock__pubsub_owner_fn owner, void 
 /* Frees the table; every entry must have been released. */
 void rlock__pubsub_destroy(rlock__pubsub *ps);
 
-/* Takes a reference on the entry of the lock called name, creating it
- * when it is new, and subscribing to its channel unless another entry
- * already has. NULL when out of memory. */
+/* Takes a reference on the entry of the object called name whose
+ * messages on_message reads, creating it when it is new, and subscribing
+ * to its channel unless another entry already has. Entries of one name
+ * with different handlers are different entries, as Redisson keeps one
+ * table per PublishSubscribe. NULL when out of memory. */
 rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channel,
-                                           size_t channel_len, const char *name, size_t name_len);
+                                           size_t channel_len, const char *name, size_t name_len,
+                                           rlock__message_fn on_message);
 
 /* Drops a reference; the last one unsubscribes. The caller must not be
  * waiting on the entry any more. */
@@ -97,13 +109,21 @@ uint64_t rlock__entry_generation(const rlock__lock_entry *e);
 bool rlock__entry_take_permit(rlock__lock_entry *e);
 
 /* Waits for the next wake-up. The entry keeps one wake function for all
- * its waiters (they are all lock calls), so a waiter does not carry one. */
+ * its waiters (they are all calls of one kind of object: one handler), so
+ * a waiter does not carry one. */
 void rlock__entry_wait(rlock__lock_entry *e, rlock__waiter *w, rlock__wake_fn wake);
 
 /* Wakes the first waiter, or banks a permit (what an unlock message does).
  * A woken waiter that gives up passes its wake-up on with this, so the
  * unlock it announced still reaches someone who wants the lock. */
 void rlock__entry_signal(rlock__lock_entry *e);
+
+/* Wakes every waiter (a read-unlock message, a latch at zero). */
+void rlock__entry_wake_all(rlock__lock_entry *e);
+
+/* Signals up to n times, at most once per reference on e (SemaphorePubSub:
+ * release(min(acquired, n))). */
+void rlock__entry_release(rlock__lock_entry *e, int64_t n);
 
 /* Stops waiting; harmless when w is not waiting. */
 void rlock__entry_stop_waiting(rlock__waiter *w);

@@ -13,7 +13,10 @@
  * operation's mutex and picked up by the running thread before it lets go
  * (no callback recursion either, when a sub-call completes at once). The
  * multi call's own future belongs to the first sub-lock's loop, and is
- * completed from whichever thread ends the operation. */
+ * completed from whichever thread ends the operation.
+ *
+ * The unlock and isHeldByThread are multi_lock_release.c's, the blocking
+ * calls' fast path multi_lock_direct.c's (multi_lock.h). */
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
@@ -26,9 +29,8 @@
 #include "client.h"
 #include "future.h"
 #include "kinds.h"
+#include "multi_lock.h"
 #include "rlock/errors.h"
-
-static const rlock__kind_ops red_lock_ops;
 
 /* ---- acquire: Redisson's LockState --------------------------------------- */
 
@@ -562,8 +564,8 @@ static int64_t lock_wait_time(size_t n, int64_t lease_ms) {
 
 /* fast: begin with the all-at-once first try (the blocking calls made it
  * on the calling thread already when false). */
-static rlock_future *start_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                                   bool is_try, bool fast) {
+rlock_future *rlock__multi_start_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                                         uint64_t thread_id, bool is_try, bool fast) {
     size_t n = l->nsubs;
     multi_op *op = calloc(1, sizeof(*op) + n * (2 * sizeof(bool) + sizeof(rlock_future *)));
     rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
@@ -579,7 +581,7 @@ static rlock_future *start_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, 
     rlock__object_ref(l);
     op->lock = l;
     op->n = n;
-    op->red = l->ops == &red_lock_ops;
+    op->red = rlock__multi_is_red(l);
     /* RedLock keeps Redisson's walk: a quorum is taken, not all, and one
      * stopped server must cost only its share of the wait. */
     op->fast = fast && !op->red && n > 1;
@@ -598,257 +600,23 @@ static rlock_future *start_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, 
 
 static rlock_future *multi_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
                                    bool is_try) {
-    return start_acquire(l, wait_ms, lease_ms, thread_id, is_try, true);
-}
-
-/* ---- unlock and isHeldByThread: every sub-lock at once ------------------ */
-
-typedef struct fan_op {
-    atomic_int left; /* sub-calls not back yet, and one while they are made */
-    rlock_future *future;
-    bool held; /* isHeldByThread: the value is every answer ANDed; else 0 */
-    bool skip; /* unlockInner: every sub-lock's failure skipped */
-    size_t n;
-    rlock_future *futs[];
-} fan_op;
-
-/* All back (on the last one's thread): the first error in sub-lock order
- * (CompletableFuture.allOf), else the value; none with skip. */
-static void fan_done(fan_op *op) {
-    int err = RLOCK_OK;
-    char msg[256] = "";
-    bool all = true;
-    for (size_t i = 0; i < op->n; i++) {
-        rlock_future *f = op->futs[i];
-        int e = f != NULL ? rlock_future_error(f) : RLOCK_ERR_NOMEM;
-        e = e == RLOCK_ERR_PENDING ? RLOCK_ERR_NOMEM : e;
-        if (e != RLOCK_OK && err == RLOCK_OK) {
-            const char *m = f != NULL ? rlock_future_error_message(f) : "";
-            err = e;
-            snprintf(msg, sizeof(msg), "sub-lock %zu: %.200s", i,
-                     m[0] != '\0' ? m : rlock_strerror(e));
-        }
-        all = all && e == RLOCK_OK && rlock_future_value(f) != 0;
-        rlock_future_release(f);
-    }
-    if (op->skip) {
-        err = RLOCK_OK;
-    }
-    rlock__future_complete(op->future, err, op->held && all ? 1 : 0, err != RLOCK_OK ? msg : NULL);
-    rlock_future_release(op->future);
-    free(op);
-}
-
-static void fan_back(rlock_future *f, void *arg) {
-    (void)f;
-    fan_op *op = arg;
-    if (atomic_fetch_sub(&op->left, 1) == 1) {
-        fan_done(op);
-    }
-}
-
-/* unlockInnerAsync (every sub-lock, errors on some stopping none; skip:
- * unlockInner, which ignores them) or isHeldByThreadAsync. */
-static rlock_future *fan_out(rlock *l, uint64_t thread_id, bool held, bool skip) {
-    size_t n = l->nsubs;
-    fan_op *op = calloc(1, sizeof(*op) + n * sizeof(rlock_future *));
-    rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
-    if (f == NULL) {
-        free(op);
-        return rlock__future_failed(l->client->loop, RLOCK_ERR_NOMEM, "out of memory");
-    }
-    atomic_init(&op->left, (int)n + 1);
-    op->future = f;
-    op->held = held;
-    op->skip = skip;
-    op->n = n;
-    for (size_t i = 0; i < n; i++) {
-        rlock *s = l->subs[i];
-        op->futs[i] =
-            held ? rlock_is_held_by_thread_async(s, thread_id) : rlock_unlock_async(s, thread_id);
-        if (op->futs[i] == NULL ||
-            rlock_future_on_complete(op->futs[i], fan_back, op) != RLOCK_OK) {
-            atomic_fetch_sub(&op->left, 1); /* read as out of memory, if still pending */
-        }
-    }
-    if (atomic_fetch_sub(&op->left, 1) == 1) {
-        fan_done(op);
-    }
-    return f;
-}
-
-static rlock_future *multi_unlock(rlock *l, uint64_t thread_id) {
-    return fan_out(l, thread_id, false, false);
-}
-
-static rlock_future *multi_query(rlock *l, rlock__query q, uint64_t thread_id) {
-    if (q == RLOCK__Q_HELD) {
-        return fan_out(l, thread_id, true, false);
-    }
-    /* RedissonMultiLock throws UnsupportedOperationException. */
-    static const char *const what[] = {"is_locked",           "is_held_by_thread", "get_hold_count",
-                                       "remain_time_to_live", "force_unlock",      "get_token"};
-    rlock__set_error_message("a %s does not support %s (nor does Redisson's)", l->ops->name,
-                             what[q]);
-    return rlock__future_failed(NULL, RLOCK_ERR_UNSUPPORTED, rlock_last_error());
-}
-
-/* ---- the blocking calls: the fast path on the calling thread ------------ */
-
-/* Sub-locks the calling thread handles itself, at most (more: the loops'
- * path). */
-#define DIRECT_MAX 16
-
-/* Every sub-lock's client has a blocking pool (rlock__direct_usable). */
-static bool all_direct(const rlock *l) {
-    for (size_t i = 0; i < l->nsubs; i++) {
-        if (!rlock__direct_usable(l->subs[i])) {
-            return false;
-        }
-    }
-    return l->nsubs <= DIRECT_MAX;
-}
-
-/* When a sub-lock's answer is given up on: its client's timeout_ms after
- * the round began, not after the answers read before it (a stopped
- * server each would add its own timeout). */
-static int64_t deadline(const rlock *sub, int64_t began_ms) {
-    return began_ms + sub->client->cfg.timeout_ms;
-}
-
-/* Unlocks the sub-locks marked in which, every command written before
- * any answer is read; the first error in sub-lock order (msg says which
- * sub-lock), as unlockInnerAsync's allOf. */
-static int unlock_direct_all(rlock *l, const bool *which, uint64_t thread_id, char *msg,
-                             size_t cap) {
-    size_t n = l->nsubs;
-    rlock__direct_step st[DIRECT_MAX];
-    rlock_future *loop_path[DIRECT_MAX] = {0};
-    int64_t now = rlock__now_ms();
-    for (size_t i = 0; i < n; i++) {
-        if (which[i]) {
-            st[i] = (rlock__direct_step){.lock = l->subs[i],
-                                         .thread_id = thread_id,
-                                         .deadline_ms = deadline(l->subs[i], now)};
-            loop_path[i] = rlock__direct_unlock_begin(&st[i]);
-        }
-    }
-    int err = RLOCK_OK;
-    for (size_t i = 0; i < n; i++) {
-        if (!which[i]) {
-            continue;
-        }
-        rlock_future *f = loop_path[i];
-        if (f == NULL && st[i].written) {
-            rlock__direct_unlock_end(&st[i]);
-        }
-        int e = f != NULL ? rlock_future_wait(f, -1) : st[i].err;
-        e = e == RLOCK_OK && f != NULL ? rlock_future_error(f) : e;
-        if (e != RLOCK_OK && err == RLOCK_OK) {
-            const char *m = f != NULL ? rlock_future_error_message(f) : st[i].msg;
-            err = e;
-            snprintf(msg, cap, "sub-lock %zu: %.200s", i, m[0] != '\0' ? m : rlock_strerror(e));
-        }
-        rlock_future_release(f);
-    }
-    return err;
-}
-
-/* The fast path of start_fast on the calling thread, with no hand-off to
- * the clients' I/O threads: every sub-lock's no-wait try is written on a
- * connection of its client's blocking pool, then every answer is read.
- * All taken: done, with the lease (if any) given at once, as all were
- * taken in one round. Else that round failed: what was taken is let go
- * the same way, a try that found its lock held is cleaned up after as
- * the loop's try-lock does when it gives up (a fair lock's leaves the
- * queue), and with no wait the try ends; with one, the loops' walk goes
- * on with what is left of it. */
-static rlock_future *multi_acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
-                                          int *rc, int64_t *value) {
-    uint64_t thread_id = rlock_thread_id();
-    size_t n = l->nsubs;
-    if (l->ops == &red_lock_ops || n < 2 || !all_direct(l)) {
-        return start_acquire(l, wait_ms, lease_ms, thread_id, is_try, true);
-    }
-    int64_t started_ms = rlock__now_ms();
-    rlock__direct_step st[DIRECT_MAX];
-    bool begun[DIRECT_MAX], taken[DIRECT_MAX], all = true;
-    for (size_t i = 0; i < n; i++) {
-        st[i] = (rlock__direct_step){.lock = l->subs[i],
-                                     .thread_id = thread_id,
-                                     .lease_ms = lease_ms > 0 ? lease_ms : -1,
-                                     .deadline_ms = deadline(l->subs[i], started_ms)};
-        begun[i] = rlock__direct_acquire_begin(&st[i], 0, 0);
-    }
-    for (size_t i = 0; i < n; i++) {
-        taken[i] = false;
-        if (begun[i]) {
-            rlock__direct_acquire_end(&st[i]);
-            taken[i] = st[i].taken;
-            if (st[i].err != RLOCK_OK) {
-                /* As the walk: it may still take the lock; the unlock follows it. */
-                rlock_future_release(rlock_unlock_async(l->subs[i], thread_id));
-            }
-        }
-        all = all && taken[i];
-    }
-    *rc = RLOCK_OK;
-    if (all) {
-        *value = is_try ? 1 : 0;
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (begun[i]) {
-            rlock__direct_acquire_failed(&st[i], 0);
-        }
-    }
-    char msg[256];
-    *rc = unlock_direct_all(l, taken, thread_id, msg, sizeof(msg));
-    if (*rc != RLOCK_OK) {
-        rlock__set_error_message("a sub-lock's unlock: %s", msg);
-        return NULL;
-    }
-    if (is_try) {
-        wait_ms -= wait_ms > 0 ? rlock__now_ms() - started_ms : 0;
-        if (wait_ms <= 0) {
-            *value = 0; /* one round, each sub-lock tried once */
-            return NULL;
-        }
-    }
-    return start_acquire(l, wait_ms, lease_ms, thread_id, is_try, false);
-}
-
-/* The blocking unlock. The red lock's is RedissonRedLock.unlock(), whose
- * unlockInner tries every sub-lock and skips each one's failure (a
- * server that does not answer, a sub-lock the quorum was had without):
- * 0 once all are back. The multi lock's reports the first error. */
-static rlock_future *multi_unlock_direct(rlock *l, int *rc) {
-    bool red = l->ops == &red_lock_ops;
-    if (!all_direct(l)) {
-        return fan_out(l, rlock_thread_id(), false, red);
-    }
-    bool all[DIRECT_MAX];
-    memset(all, 1, sizeof(all));
-    char msg[256];
-    *rc = unlock_direct_all(l, all, rlock_thread_id(), msg, sizeof(msg));
-    if (red) {
-        *rc = RLOCK_OK;
-    } else if (*rc != RLOCK_OK) {
-        rlock__set_error_message("%s", msg);
-    }
-    return NULL;
+    return rlock__multi_start_acquire(l, wait_ms, lease_ms, thread_id, is_try, true);
 }
 
 static const rlock__whole_ops multi_whole = {
     .acquire = multi_acquire,
-    .unlock = multi_unlock,
-    .query = multi_query,
-    .acquire_direct = multi_acquire_direct,
-    .unlock_direct = multi_unlock_direct,
+    .unlock = rlock__multi_unlock,
+    .query = rlock__multi_query,
+    .acquire_direct = rlock__multi_acquire_direct,
+    .unlock_direct = rlock__multi_unlock_direct,
 };
 
 static const rlock__kind_ops multi_lock_ops = {.name = "multi lock", .whole = &multi_whole};
 static const rlock__kind_ops red_lock_ops = {.name = "red lock", .whole = &multi_whole};
+
+bool rlock__multi_is_red(const rlock *l) {
+    return l->ops == &red_lock_ops;
+}
 
 rlock *rlock_get_multi_lock(rlock *const *locks, size_t n) {
     return rlock__object_new_multi("rlock_get_multi_lock", locks, n, &multi_lock_ops);

@@ -1,0 +1,584 @@
+/* RedissonBaseLock's acquire (tryAcquireAsync, lockAsync, tryLockAsync),
+ * for every kind through its hooks (kind.h).
+ *
+ * A lock or try-lock is an acquire operation that lives on the loop thread:
+ *
+ *   try the acquire script ──taken──> done (the watchdog takes over when
+ *        │                            there is no lease)
+ *        └─ttl─> wait, then try again. Waiting is either
+ *                - pub/sub: join the entry of the kind's channel (one
+ *                  SUBSCRIBE per channel, pubsub.c) until an unlock
+ *                  message, a confirmed subscription, or a timer set to
+ *                  the holder's TTL (so an expired holder is noticed
+ *                  without a message) or to the end of the wait;
+ *                - or, for a kind that spins, a back-off timer.
+ *   A try-lock that gives up, and a cancelled call, run the kind's
+ *   acquire-failed clean-up (the fair lock leaves its queue).
+ *
+ * The acquire is not resent once written (Redisson's
+ * evalWriteSyncedNoRetryAsync): it re-enters, so a timed-out attempt that
+ * did reach Redis must not be applied twice. An acquire no replica
+ * confirmed is undone (handleNoSync) and tried again. */
+#include <hiredis/hiredis.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base_lock_impl.h"
+#include "client.h"
+#include "future.h"
+#include "kind.h"
+#include "renewal.h"
+#include "rlock/errors.h"
+#include "wait.h"
+
+static const char *check_lease(int64_t lease_ms) {
+    if (lease_ms == 0) {
+        return "lease_ms is 0: give a positive lease, or RLOCK_LEASE_WATCHDOG";
+    }
+    if (lease_ms > RLOCK__MAX_SETTING_MS) {
+        return "lease_ms is longer than a year";
+    }
+    return NULL;
+}
+
+static const char *check_wait(int64_t wait_ms) {
+    if (wait_ms < 0) {
+        return "wait_ms is negative";
+    }
+    if (wait_ms > RLOCK__MAX_SETTING_MS) {
+        return "wait_ms is longer than a year";
+    }
+    return NULL;
+}
+
+/* ---- lock and try-lock --------------------------------------------------- */
+
+/* One per waiter, so kept small: thousands may wait on one name (S5 in
+ * bench/ measures it). The future is the op's first member and the block
+ * is freed with the future's last reference, so a call is one allocation;
+ * the op's fields are dead once it has dropped its own reference. */
+typedef struct acquire_op {
+    rlock_future future;
+    rlock__live live; /* in the client's list while under way */
+    rlock *lock;
+    uint64_t thread_id;
+    int64_t lease_ms;    /* < 0: the watchdog */
+    int64_t wait_ms;     /* try-lock: the wait asked for; lock: -1 */
+    int64_t deadline_ms; /* try-lock: when the wait runs out */
+    union {              /* never two at once */
+        /* >= -1: the answer of a try made before the op (direct path),
+         * read once as the op starts, before anything is sent */
+        int64_t first_ttl;
+        int64_t sent_ms; /* when the acquire in flight was sent */
+        /* the holder's TTL, the end of the wait, or a back-off */
+        rlock__deadline timer;
+    };
+    union {
+        rlock__wait wait; /* pub/sub kinds: joined after the first failed try */
+        struct {          /* spinning kinds: ExponentialBackOffPolicy's state */
+            int64_t next_sleep_ms;
+            uint32_t fails; /* tries that failed */
+        } spin;
+    };
+    rlock__wait_note note;        /* pub/sub kinds: the try out */
+    bool is_try : 1;              /* try-lock: value 1/0, bounded by deadline */
+    bool token : 1;               /* value: the fencing token */
+    bool in_flight : 1;           /* an acquire is out */
+    bool cancelled : 1;           /* the user cancelled; undo once it is back */
+    bool waited : 1;              /* counted in rlock_stats.waits */
+    bool resend : 1;              /* the timer sends the acquire again (unsynced_tries) */
+    unsigned unsynced_tries : 10; /* of this try, undone (up to retry_attempts) */
+} acquire_op;
+
+/* 64-bit targets: the budget bench/ holds S5 to (a malloc chunk of 224
+ * bytes with the deadline heap's slot, under 250 per waiting call). */
+_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 216, "acquire_op grew");
+
+static void send_acquire(acquire_op *op);
+
+static bool spins(const acquire_op *op) {
+    return op->lock->ops->spins;
+}
+
+/* The end of an operation: leave the entry and let go of everything. */
+static void acquire_free(acquire_op *op) {
+    rlock_client *c = op->lock->client;
+    rlock *l = op->lock;
+    rlock__deadlines_remove(&c->deadlines, &op->timer);
+    if (!spins(op)) {
+        rlock__wait_leave(&op->wait);
+    }
+    rlock__client_untrack(&op->live);
+    rlock__future_on_cancel(&op->future, NULL, NULL);
+    rlock_future_release(&op->future); /* may free op */
+    rlock__object_unref(l);
+}
+
+static void acquire_finish(acquire_op *op, int err, int64_t value, const char *msg) {
+    rlock__future_complete(&op->future, err, value, msg);
+    acquire_free(op);
+}
+
+/* The caller will not get the lock (gave up, cancelled): the kind's
+ * clean-up (acquireFailedAsync), and the wake-up it may have used goes on
+ * to the next waiter. */
+static void acquire_failed(acquire_op *op) {
+    rlock *l = op->lock;
+    if (l->ops->acquire_failed != NULL && !l->client->closed) {
+        rlock__fire_and_forget(l->client, l->ops->acquire_failed(l, op->thread_id, op->wait_ms));
+    }
+}
+
+static void give_up(acquire_op *op) {
+    acquire_failed(op);
+    acquire_finish(op, RLOCK_OK, 0, NULL);
+}
+
+/* scheduleExpirationRenewal: the watchdog renews the hold from now on
+ * (loop thread). */
+static void watch(rlock *l, uint64_t thread_id, int64_t sent_ms) {
+    rlock_client *c = l->client;
+    rlock__lost_sink sink;
+    rlock__object_lost_cb(l, &sink.cb, &sink.arg); /* the handle's, as the lock is had */
+    const char *fields = NULL;
+    size_t fields_len = l->ops->renew_fields != NULL ? l->ops->renew_fields(l, &fields) : 0;
+    if (rlock__renewal_add(c->renewal, l->ops->renewal, l->name.s, l->name.len, fields, fields_len,
+                           thread_id, l->ops->field_suffix, sent_ms, &sink) != RLOCK_OK) {
+        rlock__log(&c->log, RLOCK_LOG_ERROR,
+                   "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
+                   (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
+                   (long long)c->cfg.lock_watchdog_timeout_ms);
+    }
+}
+
+static void acquired(acquire_op *op, int64_t token) {
+    rlock *l = op->lock;
+    int64_t value = op->token ? token : op->is_try ? 1 : 0;
+    /* Lease and watchdog first, as Redisson's tryAcquireAsync does before
+     * its future completes: the caller it wakes may unlock at once, from
+     * any thread. */
+    bool watched = op->lease_ms <= 0;
+    l->client->acquired++;
+    if (watched) {
+        watch(l, op->thread_id, op->sent_ms);
+    } else {
+        atomic_store(&l->lease_ms, op->lease_ms);
+    }
+    if (!rlock__future_complete(&op->future, RLOCK_OK, value, NULL)) {
+        /* Cancelled meanwhile: release it (the undo has no caller, so the
+         * watchdog is told here). */
+        if (watched) {
+            rlock__renewal_cancel(l->client->renewal, l->ops->renewal, l->name.s, l->name.len,
+                                  op->thread_id);
+        }
+        rlock__unlock_undo_acquire(l, op->thread_id);
+    }
+    acquire_free(op);
+}
+
+static bool wait_over(const acquire_op *op) {
+    return op->is_try && rlock__now_ms() >= op->deadline_ms;
+}
+
+/* A wake-up: try again, unless a try-lock's wait has run out. */
+static void retry(acquire_op *op) {
+    if (wait_over(op)) {
+        give_up(op);
+    } else {
+        send_acquire(op);
+    }
+}
+
+static void on_wake(rlock__waiter *x) {
+    acquire_op *op = RLOCK__CONTAINER_OF(rlock__wait_woken(x), acquire_op, wait);
+    if (op->in_flight) {
+        op->note.woken = true; /* its answer may say "held" from before the unlock */
+        return;
+    }
+    rlock__deadlines_remove(&op->lock->client->deadlines, &op->timer);
+    if (wait_over(op)) {
+        rlock__wait_pass_on(&op->wait); /* not ours to use: pass it on */
+    }
+    retry(op);
+}
+
+/* The client's deadline heap fires this. */
+static void on_wait_timer(rlock__deadline *d) {
+    acquire_op *op = RLOCK__CONTAINER_OF(d, acquire_op, timer);
+    if (op->resend) {
+        op->resend = false;
+        send_acquire(op); /* the same try again, whatever the wait says */
+        return;
+    }
+    if (!spins(op)) {
+        rlock__wait_stop(&op->wait);
+    }
+    retry(op);
+}
+
+/* false: out of memory, and the op is over. */
+static bool arm_timer(acquire_op *op, int64_t ms) {
+    rlock_client *c = op->lock->client;
+    rlock__deadlines *h = &c->deadlines;
+    if (h->fire == NULL) {
+        rlock__deadlines_init(h, c->loop, on_wait_timer);
+    }
+    if (rlock__deadlines_add(h, &op->timer, rlock__now_ms() + ms) != RLOCK_OK) {
+        acquire_failed(op);
+        acquire_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* RedissonSpinLock: sleep the back-off's next period, then try again. A
+ * try-lock gives up on the first failed try after its wait (so it may
+ * overrun the wait by up to one period, as Redisson's). */
+static void spin(acquire_op *op) {
+    if (wait_over(op)) {
+        give_up(op);
+        return;
+    }
+    rlock__backoff b = rlock__object_backoff(op->lock);
+    int64_t sleep = op->spin.next_sleep_ms, max = b.max_delay_ms;
+    if (sleep < max) { /* ExponentialBackOffPolicy.getNextSleepPeriod */
+        op->spin.fails++;
+        /* ThreadLocalRandom.nextInt(fails): random per process and thread */
+        int64_t jitter = (int64_t)(rlock__next_random() % op->spin.fails);
+        int64_t next = sleep * b.multiplier + jitter;
+        op->spin.next_sleep_ms = next < max ? next : max;
+    }
+    (void)arm_timer(op, sleep);
+}
+
+/* The lock is held by someone else, for ttl more ms (-1: no expiry). */
+static void wait_for_unlock(acquire_op *op, int64_t ttl) {
+    rlock *l = op->lock;
+    rlock_client *c = l->client;
+    if (!op->waited) {
+        op->waited = true;
+        c->waited++;
+    }
+    if (spins(op)) {
+        spin(op);
+        return;
+    }
+    bool woken = rlock__wait_take_woken(&op->note);
+    if (wait_over(op)) {
+        if (woken) {
+            rlock__wait_pass_on(&op->wait); /* not ours to use: pass it on */
+        }
+        give_up(op);
+        return;
+    }
+    if (!rlock__wait_joined(&op->wait)) {
+        char own[1024];
+        size_t cap = rlock__object_channel_len(l) + RLOCK__FIELD_MAX + 2;
+        char *buf = cap <= sizeof(own) ? own : malloc(cap);
+        size_t ch_len = 0;
+        if (buf != NULL) {
+            ch_len = l->ops->waiter_channel != NULL
+                         ? l->ops->waiter_channel(l, op->thread_id, buf, cap)
+                         : rlock__object_channel(l, buf);
+        }
+        const char *ch = buf;
+        /* One entry per lock name ("x" and "{x}" share a channel but not
+         * an entry); per waiting owner when the kind gives each its own
+         * channel (the fair lock), then named after that channel. */
+        bool own_channel = l->ops->waiter_channel != NULL;
+        const char *en = own_channel ? ch : l->name.s;
+        size_t en_len = own_channel ? ch_len : l->name.len;
+        int rc = ch_len > 0 ? rlock__wait_join(&op->wait, c, ch, ch_len, en, en_len,
+                                               rlock__wait_lock_message)
+                            : RLOCK_ERR_NOMEM;
+        if (buf != own) {
+            free(buf);
+        }
+        if (rc != RLOCK_OK) {
+            acquire_failed(op);
+            acquire_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
+            return;
+        }
+    }
+    /* An unlock published before our subscription was confirmed was never
+     * seen: once it is, try again before waiting (Redisson retries after
+     * its subscribe future completes). A banked message is a wake-up too. */
+    if (woken || rlock__wait_retry_now(&op->wait, &op->note)) {
+        send_acquire(op);
+        return;
+    }
+    rlock__wait_park(&op->wait, on_wake);
+    int64_t t = ttl >= 0 && ttl < l->ops->min_wait_ms ? l->ops->min_wait_ms : ttl;
+    if (op->is_try) {
+        int64_t left = op->deadline_ms - rlock__now_ms();
+        t = t < 0 || left < t ? left : t;
+    }
+    if (t >= 0) {
+        (void)arm_timer(op, t);
+    }
+}
+
+/* The undo_unsynced unlock is back: the try goes again after
+ * retry_interval_ms, up to retry_attempts times (Redisson's
+ * ServiceManager.execute around tryAcquireAsync, which retries on
+ * NoSyncedSlavesException; RedissonSpinLock's tries have no such
+ * wrapper), then the call fails with msg (the replica check's), as the
+ * error path below; or it ends as cancelled. */
+void rlock__acquire_undone(acquire_op *op, const char *msg) {
+    op->in_flight = false;
+    if (!spins(op)) {
+        rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
+        op->note.woken = false;         /* passed on just above */
+    }
+    rlock_client *c = op->lock->client;
+    if (op->cancelled) {
+        acquire_failed(op);
+        acquire_free(op);
+    } else if (!spins(op) && !c->closed && (int)op->unsynced_tries < c->cfg.retry_attempts) {
+        op->unsynced_tries++;
+        rlock__log(&c->log, RLOCK_LOG_DEBUG,
+                   "no replica confirmed an acquire; attempt %d in %lld ms",
+                   (int)op->unsynced_tries + 1, (long long)c->cfg.retry_interval_ms);
+        op->resend = true;
+        (void)arm_timer(op, c->cfg.retry_interval_ms);
+    } else {
+        acquire_finish(op, RLOCK_ERR_REDIS, 0, msg);
+    }
+}
+
+/* No replica confirmed the acquire (check_lock_synced_slaves), which did
+ * run on the master. Redisson's handleNoSync unlocks for the caller,
+ * whatever the script answered (unlockInnerAsync(threadId, null): one
+ * count off, with a latch of its own), and fails the call with
+ * NoSyncedSlavesException once that unlock is back, whatever it answered.
+ * The op stays in flight meanwhile: a cancel or the client's close waits
+ * for the undo. */
+static void undo_unsynced(acquire_op *op, const char *msg) {
+    rlock *l = op->lock;
+    unlock_op *u = rlock__unlock_new(l, op->thread_id);
+    char *copy = u != NULL ? strdup(msg) : NULL;
+    if (copy == NULL) {
+        if (u != NULL) {
+            rlock__cmd_free(u->cmd);
+            rlock__object_unref(l);
+            free(u);
+        }
+        rlock__log(&l->client->log, RLOCK_LOG_ERROR,
+                   "out of memory undoing an acquire no replica confirmed; its lease will expire");
+        rlock__acquire_undone(op, msg);
+        return;
+    }
+    u->undo_of = op;
+    u->undo_msg = copy;
+    op->in_flight = true;
+    rlock__unlock_start(u);
+}
+
+static void on_acquire_reply(int err, const char *msg, const redisReply *reply, void *arg) {
+    acquire_op *op = arg;
+    op->in_flight = false;
+    if (!spins(op)) {
+        rlock__wait_stop(&op->wait);
+    }
+    /* RedissonFencedLock's token calls (its own tryAcquireAsync) have no
+     * handleNoSync: they fail and keep what they took. */
+    if (err == RLOCK_ERR_REDIS && reply != NULL && !op->token) {
+        undo_unsynced(op, msg);
+        return;
+    }
+    op->unsynced_tries = 0; /* the next try (a wake-up's) has its own */
+    rlock__acquire_res res = {0};
+    if (err == RLOCK_OK) {
+        rlock__reply r = rlock__typed_reply(reply);
+        err = op->lock->ops->acquire_reply(&r, &res, &msg);
+    }
+    bool has_entry = !spins(op);
+    if (op->cancelled) {
+        if (err == RLOCK_OK && res.taken) {
+            rlock__unlock_undo_acquire(op->lock, op->thread_id); /* its unlock wakes the next */
+        } else {
+            acquire_failed(op);
+            if (has_entry) {
+                rlock__wait_pass_on(&op->wait);
+            }
+        }
+        acquire_free(op);
+    } else if (err != RLOCK_OK) {
+        if (has_entry) {
+            rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
+        }
+        acquire_finish(op, err, 0, msg);
+    } else if (res.taken) {
+        acquired(op, res.token);
+    } else {
+        wait_for_unlock(op, res.ttl);
+    }
+}
+
+/* tryLockInnerAsync. */
+static void send_acquire(acquire_op *op) {
+    rlock *l = op->lock;
+    rlock_client *c = l->client;
+    rlock__acquire_req req = {.thread_id = op->thread_id,
+                              .lease_ms =
+                                  op->lease_ms > 0 ? op->lease_ms : c->cfg.lock_watchdog_timeout_ms,
+                              .wait_ms = op->wait_ms,
+                              .token = op->token};
+    rlock__cmd *cmd = l->ops->acquire(l, &req);
+    if (cmd == NULL) {
+        acquire_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
+        return;
+    }
+    rlock__cmd_no_retry(cmd);
+    if (op->is_try) {
+        /* Redis unreachable: the try-lock still ends within its wait plus
+         * one response timeout, whatever retry_attempts says. */
+        rlock__cmd_give_up_at(cmd, op->deadline_ms);
+    }
+    op->sent_ms = rlock__now_ms();
+    op->in_flight = true;
+    if (!spins(op)) {
+        /* Listens while the try is out (joined): an unlock Redis runs
+         * after the try wakes only the waiters there, and
+         * READ_UNLOCK_MESSAGE keeps no permit for one to come, so a waiter
+         * whose try said "held" from before it would sleep the holder's
+         * whole TTL. */
+        rlock__wait_sent(&op->wait, &op->note, on_wake);
+    }
+    c->acquires++;
+    if (rlock__executor_submit(c->exec, cmd, on_acquire_reply, op) != RLOCK_OK) {
+        op->in_flight = false;
+        acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+    }
+}
+
+/* A user's cancel won (loop thread): stop waiting now, or once the acquire
+ * in flight is back (then a lock it took is released). */
+static void on_cancel(void *ctx) {
+    acquire_op *op = ctx;
+    op->cancelled = true;
+    if (!op->in_flight) {
+        acquire_failed(op);
+        acquire_free(op);
+    }
+}
+
+/* Client shutdown: those in flight fail with the executor. */
+static void close_acquire(rlock__live *live) {
+    acquire_op *op = RLOCK__CONTAINER_OF(live, acquire_op, live);
+    if (!op->in_flight) {
+        acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+    }
+}
+
+static void start_acquire(void *arg) {
+    acquire_op *op = arg;
+    rlock_client *c = op->lock->client;
+    rlock__client_track(c, &op->live);
+    if (c->closed) {
+        acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+        return;
+    }
+    rlock__future_on_cancel(&op->future, on_cancel, op);
+    int64_t first_ttl = op->first_ttl;
+    if (first_ttl >= -1) {
+        wait_for_unlock(op, first_ttl); /* the direct path's try said busy */
+    } else {
+        send_acquire(op);
+    }
+}
+
+/* Bad input and unsupported calls: RLOCK_OK, or the code with its message
+ * set. */
+int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try, bool token,
+                         const char *fn) {
+    const char *why = is_try ? check_wait(wait_ms) : NULL;
+    if (why == NULL) {
+        why = check_lease(lease_ms);
+    }
+    if (l == NULL || why != NULL) {
+        rlock__set_error_message("%s: %s", fn, l == NULL ? "lock is NULL" : why);
+        return RLOCK_ERR_INVALID;
+    }
+    if (token && !l->ops->fenced) {
+        rlock__set_error_message("%s: a %s has no fencing token", fn, l->ops->name);
+        return RLOCK_ERR_UNSUPPORTED;
+    }
+    return RLOCK_OK;
+}
+
+/* The acquire operation on the loop. started_ms: when the call was made
+ * (a try-lock's wait counts from it). ttl >= -1: a first try already got
+ * this answer (the direct path), so the operation starts by waiting. */
+rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
+                                   bool is_try, bool token, int64_t started_ms, int64_t ttl) {
+    rlock_future *f = rlock__future_new_sized(l->client->loop, sizeof(acquire_op));
+    if (f == NULL) {
+        return rlock__future_failed(l->client->loop, RLOCK_ERR_NOMEM, "out of memory");
+    }
+    acquire_op *op = RLOCK__CONTAINER_OF(f, acquire_op, future);
+    op->lock = l;
+    op->thread_id = thread_id;
+    op->lease_ms = lease_ms;
+    op->is_try = is_try;
+    op->token = token;
+    op->wait_ms = is_try ? wait_ms : -1;
+    op->deadline_ms = started_ms + wait_ms; /* the wait counts from the call */
+    op->first_ttl = ttl;
+    rlock__deadline_init(&op->timer); /* its slot only: first_ttl shares due_ms */
+    if (l->ops->spins) {
+        op->spin.next_sleep_ms = rlock__object_backoff(l).initial_delay_ms;
+    } else {
+        rlock__wait_init(&op->wait);
+    }
+    rlock__list_init(&op->live.node);
+    op->live.close = close_acquire;
+    /* No task of its own to start with: off the loop thread one is
+     * allocated for the trip (and freed after), so a waiting call does not
+     * carry one. */
+    rlock__object_ref(l);
+    if (rlock__loop_call(l->client->loop, start_acquire, op) != RLOCK_OK) {
+        rlock__object_unref(l);
+        rlock_future_release(f); /* the op's reference and the caller's */
+        rlock_future_release(f);
+        return rlock__future_failed(l->client->loop, RLOCK_ERR_NOMEM, "out of memory");
+    }
+    return f;
+}
+
+rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
+                             bool is_try, bool token, const char *fn) {
+    int rc = rlock__check_acquire(l, wait_ms, lease_ms, is_try, token, fn);
+    if (rc != RLOCK_OK) {
+        return rlock__future_failed(NULL, rc, rlock_last_error());
+    }
+    rlock_future *refused = rlock__refuse(l, fn);
+    if (refused != NULL) {
+        return refused;
+    }
+    if (l->ops->whole != NULL) {
+        return l->ops->whole->acquire(l, wait_ms, lease_ms, thread_id, is_try);
+    }
+    return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, rlock__now_ms(),
+                                -2);
+}
+
+rlock_future *rlock_lock_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
+    return rlock__acquire(l, 0, lease_ms, thread_id, false, false, "rlock_lock_async");
+}
+
+rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                                   uint64_t thread_id) {
+    return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, false, "rlock_try_lock_async");
+}
+
+rlock_future *rlock_lock_and_get_token_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
+    return rlock__acquire(l, 0, lease_ms, thread_id, false, true, "rlock_lock_and_get_token_async");
+}
+
+rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
+                                                 uint64_t thread_id) {
+    return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, true,
+                          "rlock_try_lock_and_get_token_async");
+}

@@ -1,0 +1,133 @@
+/* The rlock command's shared core: its exit statuses, options, the
+ * library's messages in the user's words, the --redis-timeout backstop,
+ * the client and the plain connections, used by each subcommand's file
+ * (rlock_exec.c, rlock_status.c, rlock_unlock.c, rlock_watch.c). */
+#ifndef RLOCK_TOOL_CORE_H
+#define RLOCK_TOOL_CORE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <rlock/rlock.h>
+
+#include "redis_direct.h"
+
+/* Exit statuses of rlock's own (exec otherwise passes the command's on). */
+enum {
+    EXIT_NOT_HELD = 1,      /* status: not locked; unlock --force: was not locked */
+    EXIT_USAGE = 64,        /* EX_USAGE: bad arguments */
+    EXIT_UNAVAILABLE = 69,  /* EX_UNAVAILABLE: Redis unreachable or failing */
+    EXIT_SOFTWARE = 70,     /* EX_SOFTWARE: out of memory, an unexpected failure */
+    EXIT_TEMPFAIL = 75,     /* EX_TEMPFAIL: the lock was not had within --wait */
+    EXIT_CANNOT_EXEC = 126, /* the command was found but could not be run */
+    EXIT_NOT_FOUND = 127,   /* the command was not found */
+};
+
+#define DEFAULT_ADDRESS "redis://127.0.0.1:6379"
+/* --redis-timeout's default: a script wants an answer (or status 69) in
+ * seconds; the library's own defaults (10 s to connect, 3 s a reply, 4
+ * tries) suit a service that would rather wait than fail. */
+#define DEFAULT_REDIS_TIMEOUT_MS 5000
+
+enum kind { KIND_LOCK, KIND_FAIR, KIND_SPIN, KIND_FENCED, KIND_READ, KIND_WRITE };
+extern const char *const kind_names[KIND_WRITE + 1];
+
+typedef struct options {
+    const char *address;
+    const char *master_name; /* Sentinel mode, with sentinels */
+    const char *sentinels;
+    const char *cluster_nodes;        /* Redis Cluster mode */
+    const char *sharded_subscription; /* auto, on or off; NULL: auto */
+    int sharded_mode;                 /* RLOCK_SHARDED_SUBSCRIPTION_* */
+    const char *client_name;
+    const char *tls_ca, *tls_cert, *tls_key; /* rediss:// */
+    bool tls_insecure;
+    int64_t redis_timeout_ms; /* --redis-timeout */
+    /* status, unlock, watch: the master the sentinels name, or the one
+     * serving the lock's slot in a cluster */
+    char master_address[512];
+    bool has_wait;
+    int64_t wait_ms;
+    int64_t lease_ms; /* RLOCK_LEASE_WATCHDOG by default */
+    int64_t watchdog_ms;
+    bool has_kind;
+    enum kind kind;
+    bool kill_on_lost;
+    bool json;
+    bool force;
+    int64_t timeout_ms;  /* watch: -1 for none */
+    int64_t interval_ms; /* watch: how often to read the hash */
+    const char *name;
+    char **command; /* NULL-terminated, exec only */
+} options;
+
+/* ---- options (rlock_options.c) ------------------------------------------- */
+
+extern const char usage_text[];
+void usage_error(const char *fmt, const char *arg);
+
+/* Parses the options after the command word cmd (argv[first] on): 0 and
+ * *o filled, a negative number after --help, or the exit status of a
+ * usage error (its message printed). */
+int parse_options(const char *cmd, int argc, char **argv, int first, const char *address,
+                  options *o);
+
+/* ---- core (rlock_core.c) -------------------------------------------------- */
+
+bool given(const char *s);
+int64_t monotonic_ms(void);
+
+/* The library's message in the user's words (buf returned), and the
+ * library's last error so. */
+const char *in_user_words(const char *msg, char *buf, size_t size);
+const char *last_error(void);
+
+/* The --redis-timeout backstop: started when the command begins talking
+ * to Redis (redis_started_ms), re-armed or (0) disarmed by redis_timer. */
+extern int64_t redis_started_ms;
+void redis_timer(int64_t ms);
+void redis_timer_start(const options *o);
+
+/* The client the options describe (0, else the exit status, message
+ * printed), a handle of the kind, and the exit status for a failed call. */
+int make_client(const options *o, rlock_client **out);
+rlock *get_handle(rlock_client *c, enum kind kind, const char *name);
+int call_failed(const char *what, const char *name, int rc, const char *detail);
+
+/* A plain connection to the lock's master (NULL: message printed), a
+ * Redisson prefixed name (malloc'd), one command (NULL: message printed),
+ * a JSON string on stdout. */
+redisContext *direct(const options *o);
+char *prefixed(const char *prefix, const char *name);
+redisReply *query(redisContext *c, const char *cmd, const char *key);
+void json_string(const char *s, size_t len);
+
+/* ---- status (rlock_status.c), also read by unlock ------------------------- */
+
+typedef struct lock_state {
+    bool locked;
+    int64_t ttl_ms;
+    int64_t token;       /* 0: none */
+    redisReply *type;    /* TYPE name */
+    redisReply *hash;    /* HGETALL name, or NULL */
+    redisReply *waiters; /* LRANGE of the fair lock queue */
+} lock_state;
+
+void state_free(lock_state *s);
+int read_state(const options *o, rlock_client *client, redisContext *c, lock_state *s);
+const redisReply *mode_of(const lock_state *s);
+
+/* ---- the subcommands ------------------------------------------------------ */
+
+/* rlock_exec.c: the signals its main thread takes with sigwait, blocked
+ * before any thread starts (main). */
+extern sigset_t waited_signals;
+
+int cmd_exec(const options *o);
+int cmd_status(const options *o);
+int cmd_unlock(const options *o);
+int cmd_watch(const options *o);
+
+#endif

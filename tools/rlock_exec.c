@@ -1,0 +1,280 @@
+/* rlock exec: runs a command under a distributed lock. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rlock/rlock.h>
+#include <rlock/version.h>
+
+#include "redis_direct.h"
+#include "rlock_core.h"
+
+extern char **environ;
+
+/* ---- exec -------------------------------------------------------------- */
+
+/* Signals the main thread takes with sigwait: every other thread (the
+ * client's I/O thread) is created with them blocked, so none is run by a
+ * handler and none interrupts the library. SIGUSR1: the acquire future
+ * completed; SIGUSR2: the lock was lost. */
+sigset_t waited_signals;
+
+static atomic_bool lock_lost;
+static char lost_message[512];
+
+static void on_acquired(rlock_future *f, void *arg) {
+    (void)f;
+    (void)arg;
+    kill(getpid(), SIGUSR1);
+}
+
+static void on_lock_lost(const rlock_lock_lost_info *info, void *arg) {
+    (void)arg;
+    if (atomic_load(&lock_lost)) {
+        return;
+    }
+    char words[400];
+    snprintf(lost_message, sizeof lost_message, "%s (%s)",
+             info->reason == RLOCK_ERR_NOT_HELD ? "it is gone from Redis"
+                                                : in_user_words(info->message, words, sizeof words),
+             rlock_err_name(info->reason));
+    atomic_store(&lock_lost, true);
+    kill(getpid(), SIGUSR2);
+}
+
+/* Waits up to timeout_ms for one of waited_signals; 0 when none came. */
+static int next_signal(int timeout_ms, siginfo_t *si) {
+    struct timespec ts = {timeout_ms / 1000, (long)(timeout_ms % 1000) * 1000000L};
+    int sig = sigtimedwait(&waited_signals, si, &ts);
+    return sig < 0 ? 0 : sig;
+}
+
+/* Is sig one rlock passes on to the command? */
+static bool forwarded(int sig) {
+    return sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
+}
+
+/* environ plus RLOCK_NAME (and RLOCK_TOKEN for a fenced lock), replacing
+ * any inherited ones. */
+static char **child_environment(const char *name, bool fenced, int64_t token, char **owned) {
+    size_t n = 0;
+    while (environ[n] != NULL) {
+        n++;
+    }
+    char **env = calloc(n + 3, sizeof *env);
+    if (env == NULL) {
+        return NULL;
+    }
+    size_t j = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strncmp(environ[i], "RLOCK_TOKEN=", 12) != 0 &&
+            strncmp(environ[i], "RLOCK_NAME=", 11) != 0) {
+            env[j++] = environ[i];
+        }
+    }
+    size_t name_size = strlen(name) + sizeof "RLOCK_NAME=";
+    owned[0] = malloc(name_size);
+    owned[1] = malloc(48);
+    if (owned[0] == NULL || owned[1] == NULL) {
+        free(env);
+        return NULL;
+    }
+    snprintf(owned[0], name_size, "RLOCK_NAME=%s", name);
+    env[j++] = owned[0];
+    if (fenced) {
+        snprintf(owned[1], 48, "RLOCK_TOKEN=%" PRId64, token);
+        env[j++] = owned[1];
+    }
+    env[j] = NULL;
+    return env;
+}
+
+/* Runs the command with the signal mask rlock started with; returns the
+ * wait status, or sets *exit_code when it could not be run. */
+static int run_command(const options *o, const sigset_t *old_mask, int64_t token, int *exit_code) {
+    char *owned[2] = {NULL, NULL};
+    char **env = child_environment(o->name, o->kind == KIND_FENCED, token, owned);
+    if (env == NULL) {
+        fprintf(stderr, "rlock: out of memory\n");
+        *exit_code = EXIT_SOFTWARE;
+        return 0;
+    }
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setsigmask(&attr, old_mask);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    pid_t pid = 0;
+    int err = posix_spawnp(&pid, o->command[0], NULL, &attr, o->command, env);
+    posix_spawnattr_destroy(&attr);
+    free(env);
+    free(owned[0]);
+    free(owned[1]);
+    if (err != 0) {
+        fprintf(stderr, "rlock: cannot run %s: %s\n", o->command[0], strerror(err));
+        *exit_code = err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
+        return 0;
+    }
+
+    bool lost_reported = false;
+    int status = 0;
+    for (;;) {
+        siginfo_t si;
+        int sig = next_signal(1000, &si);
+        /* A signal the terminal sent to the whole foreground process group
+         * (SI_KERNEL) reached the command already: pass on only the ones
+         * sent to rlock alone (kill, timeout, a supervisor). */
+        if (forwarded(sig) && si.si_code != SI_KERNEL) {
+            kill(pid, sig);
+        }
+        if (atomic_load(&lock_lost) && !lost_reported) {
+            lost_reported = true;
+            fprintf(stderr, "rlock: lost the lock \"%s\" while %s ran: %s%s\n", o->name,
+                    o->command[0], lost_message, o->kill_on_lost ? "; sending it SIGTERM" : "");
+            if (o->kill_on_lost) {
+                kill(pid, SIGTERM);
+            }
+        }
+        pid_t done = waitpid(pid, &status, WNOHANG);
+        if (done == pid) {
+            break;
+        }
+        if (done < 0 && errno != EINTR) {
+            fprintf(stderr, "rlock: waitpid: %s\n", strerror(errno));
+            *exit_code = EXIT_SOFTWARE;
+            return 0;
+        }
+    }
+    *exit_code = -1;
+    return status;
+}
+
+int cmd_exec(const options *o) {
+    sigset_t old_mask;
+    pthread_sigmask(SIG_BLOCK, &waited_signals, &old_mask);
+    rlock_client *client = NULL;
+    int code = make_client(o, &client);
+    redis_timer(0); /* from here the library's bounds hold, and the loop below */
+    if (code != 0) {
+        return code;
+    }
+    rlock *l = get_handle(client, o->kind, o->name);
+    if (l == NULL) {
+        fprintf(stderr, "rlock: lock \"%s\": %s\n", o->name, last_error());
+        rlock_client_destroy(client);
+        return EXIT_USAGE;
+    }
+    rlock_set_lock_lost_callback(l, on_lock_lost, NULL);
+
+    /* Take the lock asynchronously, so that a signal can stop the wait. */
+    uint64_t tid = rlock_thread_id();
+    bool fenced = o->kind == KIND_FENCED;
+    rlock_future *f;
+    if (o->has_wait) {
+        f = fenced ? rlock_try_lock_and_get_token_async(l, o->wait_ms, o->lease_ms, tid)
+                   : rlock_try_lock_async(l, o->wait_ms, o->lease_ms, tid);
+    } else {
+        f = fenced ? rlock_lock_and_get_token_async(l, o->lease_ms, tid)
+                   : rlock_lock_async(l, o->lease_ms, tid);
+    }
+    if (f == NULL || rlock_future_on_complete(f, on_acquired, NULL) != RLOCK_OK) {
+        fprintf(stderr, "rlock: out of memory\n");
+        code = EXIT_SOFTWARE;
+        goto out;
+    }
+    /* With --wait, the whole wait ends within --wait + --redis-timeout. */
+    int64_t give_up = o->has_wait ? redis_started_ms + o->wait_ms + o->redis_timeout_ms : INT64_MAX;
+    int stopped_by = 0;
+    bool late = false;
+    while (!rlock_future_is_done(f)) {
+        int64_t left = give_up - monotonic_ms();
+        if (left <= 0) {
+            late = true;
+            break;
+        }
+        siginfo_t si;
+        int sig = next_signal(left < 1000 ? (int)left : 1000, &si);
+        if (forwarded(sig)) {
+            stopped_by = sig;
+            break;
+        }
+    }
+    if ((stopped_by != 0 || late) && rlock_future_cancel(f)) {
+        /* Cancelled: a lock taken meanwhile is released by the library. */
+        rlock_future_wait(f, o->redis_timeout_ms);
+        if (late) {
+            fprintf(stderr,
+                    "rlock: cannot take the lock \"%s\": Redis did not answer within --wait "
+                    "(%" PRId64 " ms) + --redis-timeout (%" PRId64 " ms)\n",
+                    o->name, o->wait_ms, o->redis_timeout_ms);
+        }
+        code = late ? EXIT_UNAVAILABLE : 128 + stopped_by;
+        goto out;
+    }
+    int rc = rlock_future_error(f);
+    int64_t value = rlock_future_value(f);
+    bool acquired = rc == RLOCK_OK && (fenced || o->has_wait ? value != 0 : true);
+    if (rc != RLOCK_OK) {
+        code = call_failed("cannot take the lock", o->name, rc, rlock_future_error_message(f));
+        goto out;
+    }
+    if (!acquired) {
+        fprintf(stderr, "rlock: lock \"%s\" not acquired within %" PRId64 " ms\n", o->name,
+                o->wait_ms);
+        code = EXIT_TEMPFAIL;
+        goto out;
+    }
+    if (stopped_by != 0) { /* acquired as the signal came: do not run */
+        rlock_unlock(l);
+        code = 128 + stopped_by;
+        goto out;
+    }
+
+    int status = run_command(o, &old_mask, value, &code);
+    if (code < 0) {
+        code = WIFEXITED(status)     ? WEXITSTATUS(status)
+               : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
+                                     : EXIT_SOFTWARE;
+    }
+    /* Released within --redis-timeout, or left to expire: the client's
+     * end stops the watchdog. */
+    rlock_future *u = rlock_unlock_async(l, tid);
+    char words[1024];
+    bool unanswered = u != NULL && rlock_future_wait(u, o->redis_timeout_ms) != RLOCK_OK;
+    if (unanswered) {
+        rlock_future_cancel(u);
+    }
+    rc = u == NULL ? RLOCK_ERR_NOMEM : unanswered ? RLOCK_ERR_TIMEOUT : rlock_future_error(u);
+    const char *why = u == NULL ? "out of memory"
+                      : unanswered
+                          ? "no answer within --redis-timeout; it expires at the end of its lease"
+                          : in_user_words(rlock_future_error_message(u), words, sizeof words);
+    if (rc == RLOCK_ERR_NOT_HELD && !atomic_load(&lock_lost)) {
+        fprintf(stderr,
+                "rlock: the lock \"%s\" was no longer held when %s ended (its lease ran out, or "
+                "it was force-unlocked)\n",
+                o->name, o->command[0]);
+    } else if (rc != RLOCK_OK && rc != RLOCK_ERR_NOT_HELD) {
+        fprintf(stderr, "rlock: unlock \"%s\": %s: %s\n", o->name, rlock_strerror(rc), why);
+    }
+    rlock_future_release(u);
+out:
+    rlock_future_release(f);
+    rlock_free(l);
+    rlock_client_destroy(client);
+    return code;
+}

@@ -1,0 +1,71 @@
+/* rlock unlock: force-unlocks a lock. */
+#define _POSIX_C_SOURCE 200809L
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/time.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rlock/rlock.h>
+#include <rlock/version.h>
+
+#include "redis_direct.h"
+#include "rlock_core.h"
+
+int cmd_unlock(const options *o) {
+    rlock_client *client = NULL;
+    int code = make_client(o, &client);
+    if (code != 0) {
+        return code;
+    }
+    enum kind kind = o->kind;
+    if (!o->has_kind) {
+        /* Unlock as the lock's users take it, so the right waiters wake. */
+        redisContext *c = direct(o);
+        if (c == NULL) {
+            rlock_client_destroy(client);
+            return EXIT_UNAVAILABLE;
+        }
+        lock_state s;
+        code = read_state(o, client, c, &s);
+        const redisReply *mode = mode_of(&s);
+        if (mode != NULL) {
+            kind = strcmp(mode->str, "write") == 0 ? KIND_WRITE : KIND_READ;
+        } else if (s.waiters != NULL && s.waiters->elements > 0) {
+            kind = KIND_FAIR;
+        }
+        state_free(&s);
+        redisFree(c);
+        if (code != 0) {
+            rlock_client_destroy(client);
+            return code;
+        }
+    }
+    rlock *l = get_handle(client, kind, o->name);
+    bool was_locked = false;
+    int rc = l == NULL ? RLOCK_ERR_INVALID : rlock_force_unlock(l, &was_locked);
+    if (rc != RLOCK_OK) {
+        code = call_failed("cannot unlock", o->name, rc, last_error());
+    } else if (was_locked) {
+        printf("%s: unlocked (%s)\n", o->name, kind_names[kind]);
+        code = 0;
+    } else {
+        printf("%s: was not locked\n", o->name);
+        code = EXIT_NOT_HELD;
+    }
+    rlock_free(l);
+    rlock_client_destroy(client);
+    return code;
+}
