@@ -21,6 +21,7 @@
 #include "common.h"
 #include "future.h"
 #include "object.h"
+#include "renewal.h"
 #include "script.h"
 
 typedef struct rlock__cmd rlock__cmd;
@@ -83,18 +84,6 @@ rlock__cmd *rlock__args_command(rlock__args *a);
  * faster multi-lock's fields). NULL when out of memory. */
 rlock__cmd *rlock__script_call(const rlock__script *s, int numkeys, int argc,
                                const char *const *argv, const size_t *lens);
-
-/* Which watchdog script renews a kind's holds. Redisson's
- * LockRenewalScheduler runs one task per script, each with its own table
- * of names and its own batched calls. */
-typedef enum rlock__renew_script {
-    RLOCK__RENEW_LOCK, /* renewal.LockTask: lua/lock_renew.lua */
-    RLOCK__RENEW_READ, /* renewal.ReadLockTask: lua/read_lock_renew.lua */
-    /* renewal.FastMultilockTask: lua/faster_multi_lock_renew.lua, one
-     * name per call, with the fields the kind's renew_fields gives */
-    RLOCK__RENEW_FAST_MULTI,
-    RLOCK__RENEW_SCRIPTS
-} rlock__renew_script;
 
 /* ---- whole operations ------------------------------------------------------- */
 
@@ -211,9 +200,5 @@ typedef struct rlock__kind_ops {
     /* Not NULL: a kind of whole operations (above); no hook above is used. */
     const rlock__whole_ops *whole;
 } rlock__kind_ops;
-
-/* Redisson's System.currentTimeMillis(), for scripts that keep wall-clock
- * times in Redis (the fair lock's queue timeouts). */
-int64_t rlock__wall_ms(void);
 
 #endif

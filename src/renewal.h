@@ -22,10 +22,21 @@
 
 #include "common.h"
 #include "executor.h"
-#include "kind.h"
 #include "loop.h"
 #include "rlock/config.h"
 #include "rlock/lock.h"
+
+/* Which watchdog script renews a kind's holds. Redisson's
+ * LockRenewalScheduler runs one task per script, each with its own table
+ * of names and its own batched calls. */
+typedef enum rlock__renew_script {
+    RLOCK__RENEW_LOCK, /* renewal.LockTask: lua/lock_renew.lua */
+    RLOCK__RENEW_READ, /* renewal.ReadLockTask: lua/read_lock_renew.lua */
+    /* renewal.FastMultilockTask: lua/faster_multi_lock_renew.lua, one
+     * name per call, with the fields the kind's renew_fields gives */
+    RLOCK__RENEW_FAST_MULTI,
+    RLOCK__RENEW_SCRIPTS
+} rlock__renew_script;
 
 typedef struct rlock__renewal rlock__renewal;
 
