@@ -1,0 +1,15 @@
+/* One Redis server: Redisson's MasterSlaveConnectionManager with its
+ * master only (useSingleServer). Node 0 is all there is: rlock_config's
+ * address, never moved; every key in one group. */
+#include "topology_impl.h"
+
+static bool selected(const rlock_config *cfg) {
+    (void)cfg;
+    return true; /* the last asked: no other topology took cfg */
+}
+
+const rlock__topology_ops rlock__topology_single = {
+    .name = "single",
+    .selected = selected,
+    .blocking_pool = true,
+};
