@@ -12,6 +12,7 @@
 #include "name_set.h"
 #include "rlock/errors.h"
 #include "rlock__scripts_all.h"
+#include "topology/topology.h"
 
 /* One owner's watchdog holds (Redisson's LockEntry thread-id counter).
  * Its hash field is made when a round is sent, not kept: a held lock

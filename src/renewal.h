@@ -25,7 +25,6 @@
 #include "loop.h"
 #include "rlock/config.h"
 #include "rlock/lock.h"
-#include "topology/topology.h"
 
 /* Which watchdog script renews a kind's holds. Redisson's
  * LockRenewalScheduler runs one task per script, each with its own table
@@ -40,6 +39,7 @@ typedef enum rlock__renew_script {
 } rlock__renew_script;
 
 typedef struct rlock__renewal rlock__renewal;
+typedef struct rlock__topology rlock__topology; /* topology/topology.h */
 
 /* The lock handle's lost-lock callback as of the acquisition (cb may be
  * NULL). The client's own is read from its settings when a loss is
