@@ -50,9 +50,9 @@ typedef struct node {
     bool given;          /* from sentinel_addresses: kept when no sentinel reports it */
 } node;
 
-/* ROLE on a candidate master, on a connection of its own. */
 typedef struct rlock__sentinel rlock__sentinel;
 
+/* ROLE on a candidate master, on a connection of its own. */
 typedef struct role_check {
     rlock__sentinel *s;
     rlock__conn *conn;
