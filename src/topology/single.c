@@ -1,6 +1,7 @@
-/* One Redis server: Redisson's MasterSlaveConnectionManager with its
- * master only (useSingleServer). Node 0 is all there is: rlock_config's
- * address, never moved; every key in one group. */
+/* One Redis server: Redisson's SingleConnectionManager (a
+ * MasterSlaveConnectionManager with a master only). Node 0 is all there
+ * is: rlock_config's address, never moved; every key in one group (its
+ * calcSlot answers the one slot range's start, 0). */
 #include "topology_impl.h"
 
 static bool selected(const rlock_config *cfg) {

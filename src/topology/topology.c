@@ -12,8 +12,8 @@ struct rlock__topology {
     bool started, closed;
 };
 
-/* The first that a cfg selects is made: single server last, as it takes
- * every cfg. */
+/* The first that a cfg selects is made, as ConnectionManager.create picks
+ * by the kind of config: single server last, as it takes every cfg. */
 static const rlock__topology_ops *const all[] = {&rlock__topology_sentinel,
                                                  &rlock__topology_cluster, &rlock__topology_single};
 #define N_TOPOLOGIES (sizeof(all) / sizeof(all[0]))
