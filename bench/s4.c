@@ -23,7 +23,7 @@
 
 #include "bench_util.h"
 #include "client.h"
-#include "cluster_slots.h"
+#include "topology/cluster_slots.h"
 
 #define IN_FLIGHT 1024 /* acquires outstanding at once while taking the N locks */
 #define SAMPLE_S 0.005

@@ -319,13 +319,13 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
     }
 }
 
-/* The undo_unsynced unlock is back: the try goes again after
+/* The undo_unsynced unlock is back (its undone call-back): the try goes again after
  * retry_interval_ms, up to retry_attempts times (Redisson's
  * ServiceManager.execute around tryAcquireAsync, which retries on
  * NoSyncedSlavesException; RedissonSpinLock's tries have no such
  * wrapper), then the call fails with msg (the replica check's), as the
  * error path below; or it ends as cancelled. */
-void rlock__acquire_undone(acquire_op *op, const char *msg) {
+static void acquire_undone(acquire_op *op, const char *msg) {
     op->in_flight = false;
     if (!spins(op)) {
         rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
@@ -366,9 +366,10 @@ static void undo_unsynced(acquire_op *op, const char *msg) {
         }
         rlock__log(&l->client->log, RLOCK_LOG_ERROR,
                    "out of memory undoing an acquire no replica confirmed; its lease will expire");
-        rlock__acquire_undone(op, msg);
+        acquire_undone(op, msg);
         return;
     }
+    u->undone = acquire_undone;
     u->undo_of = op;
     u->undo_msg = copy;
     op->in_flight = true;

@@ -39,8 +39,10 @@ typedef struct unlock_op {
     rlock__task task;
     rlock *lock;
     rlock_future *future; /* NULL for an internal undo */
-    /* An acquire no replica confirmed, failed with undo_msg once this
-     * undo is back (undo_unsynced) */
+    /* An internal undo of an acquire no replica confirmed (undo_unsynced):
+     * once it is back, undone(undo_of, undo_msg) runs, given by the
+     * acquire's side so the unlock does not reach up into it. */
+    void (*undone)(struct acquire_op *op, const char *msg);
     struct acquire_op *undo_of;
     char *undo_msg;
     uint64_t thread_id;
@@ -74,10 +76,6 @@ rlock__cmd *rlock__unlock_latch_del(const unlock_op *op);
 void rlock__unlock_undo_acquire(rlock *l, uint64_t thread_id);
 
 /* ---- base_lock_acquire.c: lock, try-lock and their wait ------------------- */
-
-/* The undo of an acquire no replica confirmed is back (on_undo_reply):
- * the try goes again, or the call fails with msg, or ends as cancelled. */
-void rlock__acquire_undone(struct acquire_op *op, const char *msg);
 
 /* Bad input and unsupported calls: RLOCK_OK, or the code with its message
  * set. Any thread. */

@@ -67,7 +67,7 @@ static void on_undo_reply(unlock_op *op, int err, const char *msg, const redisRe
                    "undoing an acquire of lock \"%.*s\" no replica confirmed: %s",
                    (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s, msg);
     }
-    rlock__acquire_undone(op->undo_of, op->undo_msg);
+    op->undone(op->undo_of, op->undo_msg);
     free(op->undo_msg);
     rlock__cmd_free(op->cmd);
     rlock__object_unref(l);

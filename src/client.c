@@ -80,16 +80,17 @@ static int sub_probe(rlock__conn *conn, void *arg) {
 
 static void start_connections(void *arg) {
     rlock_client *c = arg;
-    rlock__cluster_client_start(c); /* before they connect: the pub/sub's stream */
+    rlock__topology_node node0 = {
+        .cmd = c->cmd_conn, .sub = c->sub_conn, .exec = c->exec, .pubsub = c->pubsub};
+    /* Before they connect: Cluster mode sets the pub/sub's stream. */
+    rlock__topology_start(c->topology, c->loop, node0, c->direct);
     rlock__conn_start(c->cmd_conn);
     rlock__conn_start(c->sub_conn);
-    rlock__sentinel_client_start(c);
 }
 
 static void close_connections(void *arg) {
     rlock_client *c = arg;
-    rlock__sentinel_client_close(c);
-    rlock__cluster_client_close(c);
+    rlock__topology_close(c->topology);
     rlock__conn_destroy(c->cmd_conn);
     rlock__conn_destroy(c->sub_conn);
     c->cmd_conn = c->sub_conn = NULL;
@@ -101,15 +102,13 @@ static void free_parts(rlock_client *c) {
     rlock__renewal_destroy(c->renewal);
     rlock__pubsub_destroy(c->pubsub);
     rlock__executor_destroy(c->exec);
-    rlock__sentinel_destroy(c->sentinel);
-    rlock__cluster_destroy(c->cluster);
-    c->cluster = NULL;
+    rlock__topology_destroy(c->topology);
+    c->topology = NULL;
     rlock__tls_ctx_free(c->tls); /* after the connections: they used it */
     c->tls = NULL;
     c->renewal = NULL;
     c->pubsub = NULL;
     c->exec = NULL;
-    c->sentinel = NULL;
     rlock__address_free(&c->addr);
     free(c->address_text);
     c->address_text = NULL;
@@ -217,8 +216,9 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         free_failed(c);
         return rc;
     }
-    if ((rc = rlock__sentinel_client_init(c)) != RLOCK_OK ||
-        (rc = rlock__cluster_client_init(c)) != RLOCK_OK) {
+    rlock__topology_env env = {
+        .cfg = &c->cfg, .addr = &c->addr, .log = &c->log, .client_id = c->id};
+    if ((rc = rlock__topology_create(&env, &c->topology)) != RLOCK_OK) {
         /* No sentinel named the master, or no cluster node gave its map. */
         free_failed(c);
         return rc;
@@ -243,24 +243,17 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         (rc = rlock__executor_create(c->loop, c->cmd_conn, &c->cfg, &c->log, rlock__scripts_all,
                                      &c->exec)) != RLOCK_OK ||
         (rc = rlock__pubsub_create(c->sub_conn, &c->log, c->id, &c->pubsub)) != RLOCK_OK ||
-        (rc = rlock__renewal_create(c->loop, c->exec, &c->cfg, &c->log, c->id, &c->renewal)) !=
-            RLOCK_OK ||
+        (rc = rlock__renewal_create(c->loop, c->exec, c->topology, &c->cfg, &c->log, c->id,
+                                    &c->renewal)) != RLOCK_OK ||
         /* The blocking pool's synchronous connections are hiredis's, which
          * has no TLS: over rediss:// the blocking calls go through the loop. */
-        (cfg->loop == NULL && cfg->blocking_pool_size > 0 && cfg->master_name == NULL &&
-         cfg->cluster_node_addresses == NULL && !c->addr.tls &&
+        (cfg->loop == NULL && cfg->blocking_pool_size > 0 &&
+         rlock__topology_blocking_pool(c->topology) && !c->addr.tls &&
          (rc = rlock__direct_create(&c->cfg, cfg->blocking_pool_size, &c->direct)) != RLOCK_OK) ||
         (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
         rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
         free_failed(c);
         return rc;
-    }
-    if (c->cfg.master_name != NULL) {
-        /* Redisson syncs lock writes to the replicas outside single-server
-         * mode. The blocking pool is not made then: its connections would
-         * not send the WAIT. */
-        rlock__executor_sync_replicas(c->exec, c->cfg.slaves_sync_timeout_ms,
-                                      c->cfg.check_lock_synced_slaves != 0);
     }
     if (c->tls != NULL) {
         bool check_name = c->cfg.ssl_enable_endpoint_identification != 0;
@@ -273,8 +266,7 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
 }
 
 rlock__pubsub *rlock__client_pubsub(rlock_client *c, const char *channel, size_t len) {
-    rlock__pubsub *ps = c->cluster != NULL ? rlock__cluster_pubsub(c->cluster, channel, len) : NULL;
-    return ps != NULL ? ps : c->pubsub;
+    return rlock__topology_pubsub(c->topology, channel, len);
 }
 
 void rlock__client_track(rlock_client *c, rlock__live *op) {
@@ -326,8 +318,7 @@ void rlock_client_destroy(rlock_client *c) {
          * server sees the parent's connections close when the parent does. */
         rlock__conn_close_forked(c->cmd_conn);
         rlock__conn_close_forked(c->sub_conn);
-        rlock__sentinel_close_forked(c->sentinel);
-        rlock__cluster_close_forked(c->cluster);
+        rlock__topology_close_forked(c->topology);
         return;
     }
     if (!rlock__loop_close(c->loop, shutdown_on_loop, c, free_client, c)) {
@@ -344,10 +335,19 @@ typedef struct stats_call {
     rlock__executor_stats stats;
 } stats_call;
 
+/* Each node's command counters, summed. */
 static void read_stats(void *arg) {
     stats_call *s = arg;
-    s->stats = rlock__executor_get_stats(s->client->exec);
-    rlock__cluster_add_stats(s->client->cluster, &s->stats, NULL, NULL);
+    const rlock__topology *t = s->client->topology;
+    for (size_t i = 0, n = rlock__topology_nodes(t); i < n; i++) {
+        rlock__executor_stats x = rlock__executor_get_stats(rlock__topology_node_at(t, i).exec);
+        s->stats.sent += x.sent;
+        s->stats.evalsha += x.evalsha;
+        s->stats.eval += x.eval;
+        s->stats.retries += x.retries;
+        s->stats.timeouts += x.timeouts;
+        s->stats.script_loads += x.script_loads;
+    }
 }
 
 typedef struct lock_stats_call {
@@ -358,8 +358,16 @@ typedef struct lock_stats_call {
 static void read_lock_stats(void *arg) {
     lock_stats_call *s = arg;
     rlock_client *c = s->client;
-    rlock__pubsub_stats ps = rlock__pubsub_get_stats(c->pubsub);
-    rlock__cluster_add_stats(c->cluster, NULL, &ps, NULL);
+    rlock__pubsub_stats ps = {0};
+    for (size_t i = 0, n = rlock__topology_nodes(c->topology); i < n; i++) {
+        rlock__pubsub_stats x =
+            rlock__pubsub_get_stats(rlock__topology_node_at(c->topology, i).pubsub);
+        ps.subscribes += x.subscribes;
+        ps.unsubscribes += x.unsubscribes;
+        ps.entries += x.entries;
+        ps.messages += x.messages;
+        ps.confirms += x.confirms;
+    }
     rlock__renewal_stats rs = rlock__renewal_get_stats(c->renewal);
     s->stats = (rlock__lock_stats){.subscribes = ps.subscribes,
                                    .unsubscribes = ps.unsubscribes,
@@ -372,8 +380,7 @@ static void read_lock_stats(void *arg) {
                                    .lost = rs.lost};
 }
 
-/* A client on an application loop is called from the loop's thread only. */
-static int check_thread(const rlock_client *c, const char *fn) {
+int rlock__client_check_thread(const rlock_client *c, const char *fn) {
     if (!rlock__loop_owns_thread(c->loop) && !rlock__loop_on_thread(c->loop)) {
         rlock__set_error_message("%s: the client runs on an application loop, and this is not "
                                  "the loop's thread",
@@ -381,46 +388,6 @@ static int check_thread(const rlock_client *c, const char *fn) {
         return RLOCK_ERR_WRONG_THREAD;
     }
     return RLOCK_OK;
-}
-
-int rlock_client_ping(rlock_client *c, int64_t timeout_ms) {
-    if (c == NULL || !rlock__registry_has(c, RLOCK__KIND_CLIENT)) {
-        rlock__set_error_message("rlock_client_ping: %s",
-                                 c == NULL ? "c is NULL" : "not a live client (destroyed?)");
-        return RLOCK_ERR_INVALID;
-    }
-    if (timeout_ms < 0 || timeout_ms > RLOCK__MAX_SETTING_MS) {
-        rlock__set_error_message("rlock_client_ping: timeout_ms %lld is %s", (long long)timeout_ms,
-                                 timeout_ms < 0 ? "negative" : "longer than a year");
-        return RLOCK_ERR_INVALID;
-    }
-    int rc = rlock__client_usable(c, "rlock_client_ping");
-    if (rc != RLOCK_OK || (rc = check_thread(c, "rlock_client_ping")) != RLOCK_OK) {
-        return rc;
-    }
-    const char *argv[1] = {"PING"};
-    size_t argvlen[1] = {4};
-    rlock__cmd *cmd = rlock__cmd_command(1, argv, argvlen);
-    if (cmd != NULL) {
-        /* One attempt: a check reports the server's state now. */
-        rlock__cmd_give_up_at(cmd, rlock__now_ms());
-    }
-    rlock_future *f = rlock__client_run(c, cmd);
-    rc = rlock_future_wait(f, timeout_ms);
-    if (rc == RLOCK_OK) {
-        rc = rlock_future_error(f);
-        if (rc != RLOCK_OK) {
-            rlock__set_error_message("rlock_client_ping: %s", rlock_future_error_message(f));
-        }
-    } else if (rc == RLOCK_ERR_TIMEOUT) {
-        rlock_future_cancel(f);
-        rlock__set_error_message("rlock_client_ping: no answer within %lld ms",
-                                 (long long)timeout_ms);
-    } else {
-        rlock_future_cancel(f); /* the wait refused: its message is set */
-    }
-    rlock_future_release(f);
-    return rc;
 }
 
 typedef struct public_stats_call {
@@ -434,8 +401,10 @@ static void read_public_stats(void *arg) {
     rlock__renewal_stats rs = rlock__renewal_get_stats(c->renewal);
     s->stats.renewal_calls = rs.renew_evals;
     s->stats.lost_locks = rs.lost;
-    s->stats.reconnects = rlock__conn_reconnects(c->cmd_conn) + rlock__conn_reconnects(c->sub_conn);
-    rlock__cluster_add_stats(c->cluster, NULL, NULL, &s->stats.reconnects);
+    for (size_t i = 0, n = rlock__topology_nodes(c->topology); i < n; i++) {
+        rlock__topology_node node = rlock__topology_node_at(c->topology, i);
+        s->stats.reconnects += rlock__conn_reconnects(node.cmd) + rlock__conn_reconnects(node.sub);
+    }
 }
 
 int rlock_client_stats(rlock_client *c, rlock_stats *out) {
@@ -452,7 +421,7 @@ int rlock_client_stats(rlock_client *c, rlock_stats *out) {
     if (rc != RLOCK_OK) {
         return rc;
     }
-    if ((rc = check_thread(c, "rlock_client_stats")) != RLOCK_OK) {
+    if ((rc = rlock__client_check_thread(c, "rlock_client_stats")) != RLOCK_OK) {
         return rc;
     }
     public_stats_call s = {.client = c};

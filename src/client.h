@@ -6,7 +6,6 @@
 #include <stdint.h>
 
 #include "address.h"
-#include "cluster.h"
 #include "common.h"
 #include "connection.h"
 #include "deadlines.h"
@@ -18,7 +17,7 @@
 #include "renewal.h"
 #include "rlock/client.h"
 #include "rlock/future.h"
-#include "sentinel.h"
+#include "topology/topology.h"
 
 struct rlock_client {
     /* The user's reference and one per lock handle: the struct outlives a
@@ -42,10 +41,11 @@ struct rlock_client {
      * loop). Freed with the struct: a call may still use it after destroy
      * began. */
     rlock__direct *direct;
-    rlock__sentinel *sentinel; /* Sentinel mode's monitor; NULL: single server */
-    rlock__cluster *cluster;   /* Cluster mode's nodes and map; NULL: not a cluster */
-    struct ssl_ctx_st *tls;    /* rediss://: the connections' TLS settings; else NULL */
-    rlock__list live;          /* rlock__live operations that wait on the loop */
+    /* Which master serves what: one server, Sentinel or Cluster; NULL only
+     * while create has not made it. */
+    rlock__topology *topology;
+    struct ssl_ctx_st *tls; /* rediss://: the connections' TLS settings; else NULL */
+    rlock__list live;       /* rlock__live operations that wait on the loop */
     /* The waiting lock calls' timers; set up by the first (base_lock.c). */
     rlock__deadlines deadlines;
     _Atomic uint64_t acquires; /* acquire scripts sent (any thread: the direct path too) */
@@ -55,6 +55,11 @@ struct rlock_client {
 };
 
 void rlock__client_ref(rlock_client *c);
+
+/* A client on an application loop is called from the loop's thread only:
+ * RLOCK_OK on it (or on any thread for the client's own loop), else
+ * RLOCK_ERR_WRONG_THREAD with a message naming fn. */
+int rlock__client_check_thread(const rlock_client *c, const char *fn);
 void rlock__client_unref(rlock_client *c);
 
 /* Whether c may still be used from this process: RLOCK_OK, RLOCK_ERR_CLOSED
@@ -84,9 +89,8 @@ rlock_future *rlock__client_run(rlock_client *c, rlock__cmd *cmd);
 
 #define RLOCK__NIL_VALUE INT64_MIN
 
-/* Where to wait for an unlock announced on channel: in Cluster mode the
- * pub/sub of the master serving its slot, else the client's (loop
- * thread). */
+/* Where to wait for an unlock announced on channel: the pub/sub of the
+ * master serving it (loop thread). */
 rlock__pubsub *rlock__client_pubsub(rlock_client *c, const char *channel, size_t len);
 
 /* The executor's counters, read on the loop thread (any thread may ask). */

@@ -32,8 +32,17 @@ void rlock__log(const rlock__logger *lg, int level, const char *fmt, ...) RLOCK_
 /* Sets what rlock_last_error() returns on this thread. */
 void rlock__set_error_message(const char *fmt, ...) RLOCK__PRINTF(1, 2);
 
-/* CLOCK_MONOTONIC in milliseconds. */
+/* "<clientId>:<threadId>" and the kind's suffix (":write") fit in this
+ * many bytes, NUL included: the owner fields of the handles and of the
+ * watchdog's calls. */
+#define RLOCK__FIELD_MAX 80
+
+/* CLOCK_MONOTONIC in milliseconds (clock.c). */
 int64_t rlock__now_ms(void);
+
+/* Redisson's System.currentTimeMillis(), for scripts that keep wall-clock
+ * times in Redis (the fair lock's queue timeouts, the watchdog's). */
+int64_t rlock__wall_ms(void);
 
 /* An intrusive circular doubly linked list (as libuv's queue.h). */
 typedef struct rlock__list {

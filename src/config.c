@@ -3,11 +3,10 @@
 #include <string.h>
 
 #include "address.h"
-#include "cluster.h"
 #include "common.h"
 #include "rlock/config.h"
 #include "rlock/errors.h"
-#include "sentinel.h"
+#include "topology/topology.h"
 
 void rlock_config_init(rlock_config *cfg) {
     if (cfg == NULL) {
@@ -176,14 +175,9 @@ int rlock_config_validate(const rlock_config *cfg) {
                                  tls_field);
         return RLOCK_ERR_INVALID;
     }
-    if (cfg->master_name != NULL && cfg->address != NULL &&
-        strncmp(cfg->address, "rediss://", 9) == 0) {
-        rlock__set_error_message("rlock_config.address: TLS (rediss://) with Sentinel "
-                                 "(master_name) is not supported yet");
-        return RLOCK_ERR_INVALID;
-    }
-    if ((rc = rlock__sentinel_validate(cfg)) != RLOCK_OK ||
-        (rc = rlock__cluster_validate(cfg)) != RLOCK_OK || (rc = check_topology(cfg)) != RLOCK_OK) {
+    /* Each topology checks its own settings; then what they share. */
+    if ((rc = rlock__topology_validate(cfg)) != RLOCK_OK ||
+        (rc = check_topology(cfg)) != RLOCK_OK) {
         return rc;
     }
     if (cfg->sharded_subscription_mode < RLOCK_SHARDED_SUBSCRIPTION_AUTO ||

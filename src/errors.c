@@ -2,7 +2,6 @@
  * diagnostics log. */
 #include <stdarg.h>
 #include <stdio.h>
-#include <time.h>
 
 #include "common.h"
 #include "rlock/errors.h"
@@ -58,10 +57,4 @@ void rlock__log(const rlock__logger *lg, int level, const char *fmt, ...) {
     vsnprintf(buf, sizeof(buf), fmt, ap);
     va_end(ap);
     lg->fn(level, buf, lg->arg);
-}
-
-int64_t rlock__now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

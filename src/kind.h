@@ -21,6 +21,7 @@
 #include "common.h"
 #include "future.h"
 #include "object.h"
+#include "renewal.h"
 #include "script.h"
 
 typedef struct rlock__cmd rlock__cmd;
@@ -84,18 +85,6 @@ rlock__cmd *rlock__args_command(rlock__args *a);
 rlock__cmd *rlock__script_call(const rlock__script *s, int numkeys, int argc,
                                const char *const *argv, const size_t *lens);
 
-/* Which watchdog script renews a kind's holds. Redisson's
- * LockRenewalScheduler runs one task per script, each with its own table
- * of names and its own batched calls. */
-typedef enum rlock__renew_script {
-    RLOCK__RENEW_LOCK, /* renewal.LockTask: lua/lock_renew.lua */
-    RLOCK__RENEW_READ, /* renewal.ReadLockTask: lua/read_lock_renew.lua */
-    /* renewal.FastMultilockTask: lua/faster_multi_lock_renew.lua, one
-     * name per call, with the fields the kind's renew_fields gives */
-    RLOCK__RENEW_FAST_MULTI,
-    RLOCK__RENEW_SCRIPTS
-} rlock__renew_script;
-
 /* ---- whole operations ------------------------------------------------------- */
 
 /* The queries and force-unlock (base_lock_query.c's query()). */
@@ -129,6 +118,9 @@ typedef struct rlock__whole_ops {
     rlock_future *(*acquire_direct)(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
                                     int *rc, int64_t *value);
     rlock_future *(*unlock_direct)(rlock *l, int *rc);
+    /* RedissonRedLock: a quorum is enough (failedLocksLimit), and the
+     * blocking unlock skips each sub-lock's failure (unlockInner). */
+    bool red;
 } rlock__whole_ops;
 
 /* ---- the hooks --------------------------------------------------------------- */
@@ -211,9 +203,5 @@ typedef struct rlock__kind_ops {
     /* Not NULL: a kind of whole operations (above); no hook above is used. */
     const rlock__whole_ops *whole;
 } rlock__kind_ops;
-
-/* Redisson's System.currentTimeMillis(), for scripts that keep wall-clock
- * times in Redis (the fair lock's queue timeouts). */
-int64_t rlock__wall_ms(void);
 
 #endif

@@ -6,7 +6,6 @@
 #include <string.h>
 
 #include "client.h"
-#include "cluster.h"
 #include "kind.h"
 #include "object.h"
 #include "rlock/errors.h"
@@ -22,7 +21,7 @@ const rlock_config *rlock__object_cfg(const rlock *l) {
 }
 
 const char *rlock__object_publish(const rlock *l) {
-    return rlock__cluster_sharded(l->client->cluster) ? "spublish" : "publish";
+    return rlock__topology_sharded(l->client->topology) ? "spublish" : "publish";
 }
 
 void rlock__object_ref(rlock *l) {

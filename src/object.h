@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common.h"
 #include "registry.h"
 #include "rlock/config.h"
 #include "rlock/lock.h"
@@ -86,10 +87,6 @@ typedef struct rlock__key {
 /* The channel as a key; false when out of memory. rlock__key_free after. */
 bool rlock__object_channel_key(const rlock *l, rlock__key *k);
 void rlock__key_free(rlock__key *k);
-
-/* "<clientId>:<threadId>" and the kind's suffix (":write") fit in this
- * many bytes, NUL included. */
-#define RLOCK__FIELD_MAX 80
 
 /* The client's settings (kinds do not see the client). */
 const rlock_config *rlock__object_cfg(const rlock *l);

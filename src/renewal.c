@@ -1,8 +1,6 @@
 /* See renewal.h. */
 #include "renewal.h"
 
-#include "cluster_slots.h"
-
 #include <ev.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -14,6 +12,7 @@
 #include "name_set.h"
 #include "rlock/errors.h"
 #include "rlock__scripts_all.h"
+#include "topology/topology.h"
 
 /* One owner's watchdog holds (Redisson's LockEntry thread-id counter).
  * Its hash field is made when a round is sent, not kept: a held lock
@@ -62,7 +61,8 @@ struct rlock__renewal {
      * wait, since adding may rebuild the table under the walk. */
     bool walking;
     bool closed;
-    bool by_slot;  /* Cluster mode: one call's names share a slot */
+    const rlock__topology *topology;
+    bool by_slot;  /* the topology groups keys: one call's names share a group */
     int in_flight; /* calls of the current round still out */
     uint64_t next_seq;
     rlock__renewal_stats stats;
@@ -163,8 +163,9 @@ static renew_entry *next_entry(const rlock__name_set *t, size_t *pos) {
     return NULL;
 }
 
-int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_config *cfg,
-                          const rlock__logger *log, const char *client_id, rlock__renewal **out) {
+int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock__topology *topology,
+                          const rlock_config *cfg, const rlock__logger *log, const char *client_id,
+                          rlock__renewal **out) {
     rlock__renewal *r = calloc(1, sizeof(*r));
     *out = r;
     if (r == NULL) {
@@ -172,6 +173,8 @@ int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_con
     }
     r->loop = loop;
     r->x = x;
+    r->topology = topology;
+    r->by_slot = rlock__topology_grouped(topology);
     r->cfg = cfg;
     r->log = log;
     r->client_id = client_id;
@@ -555,7 +558,8 @@ static ordered *round_order(const rlock__renewal *r, const rlock__name_set *t, s
     }
     size_t pos = 0;
     for (renew_entry *e; *n < t->live && (e = next_entry(t, &pos)) != NULL; pos++) {
-        list[(*n)++] = (ordered){.e = e, .slot = r->by_slot ? rlock__key_slot(e->name, e->len) : 0};
+        list[(*n)++] =
+            (ordered){.e = e, .slot = rlock__topology_slot(r->topology, e->name, e->len)};
     }
     if (r->by_slot) {
         qsort(list, *n, sizeof(*list), slot_order);
@@ -867,10 +871,6 @@ void rlock__renewal_cancel_all(rlock__renewal *r, rlock__renew_script script, co
     }
     rlock__name_set_compact(&r->table[script]);
     stop_if_idle(r);
-}
-
-void rlock__renewal_by_slot(rlock__renewal *r) {
-    r->by_slot = true;
 }
 
 void rlock__renewal_close(rlock__renewal *r) {

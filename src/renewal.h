@@ -22,12 +22,24 @@
 
 #include "common.h"
 #include "executor.h"
-#include "kind.h"
 #include "loop.h"
 #include "rlock/config.h"
 #include "rlock/lock.h"
 
+/* Which watchdog script renews a kind's holds. Redisson's
+ * LockRenewalScheduler runs one task per script, each with its own table
+ * of names and its own batched calls. */
+typedef enum rlock__renew_script {
+    RLOCK__RENEW_LOCK, /* renewal.LockTask: lua/lock_renew.lua */
+    RLOCK__RENEW_READ, /* renewal.ReadLockTask: lua/read_lock_renew.lua */
+    /* renewal.FastMultilockTask: lua/faster_multi_lock_renew.lua, one
+     * name per call, with the fields the kind's renew_fields gives */
+    RLOCK__RENEW_FAST_MULTI,
+    RLOCK__RENEW_SCRIPTS
+} rlock__renew_script;
+
 typedef struct rlock__renewal rlock__renewal;
+typedef struct rlock__topology rlock__topology; /* topology/topology.h */
 
 /* The lock handle's lost-lock callback as of the acquisition (cb may be
  * NULL). The client's own is read from its settings when a loss is
@@ -43,9 +55,14 @@ typedef struct rlock__renewal_stats {
     uint64_t lost;
 } rlock__renewal_stats;
 
-/* client_id and the other arguments must outlive the table. */
-int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock_config *cfg,
-                          const rlock__logger *log, const char *client_id, rlock__renewal **out);
+/* client_id and the other arguments must outlive the table. topology
+ * says which names may share a renew call: where it groups keys (Cluster
+ * mode's slots), each call carries names of one group only, the calls of
+ * a round ordered by group (Redisson's RenewalTask.slot2names), so each
+ * goes to the master serving it. */
+int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock__topology *topology,
+                          const rlock_config *cfg, const rlock__logger *log, const char *client_id,
+                          rlock__renewal **out);
 
 /* One more watchdog hold of name by thread_id, renewed by script
  * (scheduleExpirationRenewal). suffix: what the kind appends to the
@@ -70,11 +87,6 @@ void rlock__renewal_cancel(rlock__renewal *r, rlock__renew_script script, const 
  * for forceUnlock). */
 void rlock__renewal_cancel_all(rlock__renewal *r, rlock__renew_script script, const char *name,
                                size_t len);
-
-/* Cluster mode: each renew call carries names of one slot only, the
- * calls of a round grouped by slot (Redisson's RenewalTask.slot2names),
- * so each goes to the master serving that slot. */
-void rlock__renewal_by_slot(rlock__renewal *r);
 
 /* Stops renewing for good and empties the table (client shutdown). */
 void rlock__renewal_close(rlock__renewal *r);

@@ -1,6 +1,7 @@
 /* rlock__client_run: one command as a future, from any thread. The
  * building block the lock operations share: copy on the caller's thread,
- * submit on the loop thread, complete the future from the reply. */
+ * submit on the loop thread, complete the future from the reply. And
+ * rlock_client_ping, one command waited for. */
 #include <stdlib.h>
 
 #include "client.h"
@@ -54,4 +55,44 @@ rlock_future *rlock__client_run(rlock_client *c, rlock__cmd *cmd) {
         rlock_future_release(f);
     }
     return f;
+}
+
+int rlock_client_ping(rlock_client *c, int64_t timeout_ms) {
+    if (c == NULL || !rlock__registry_has(c, RLOCK__KIND_CLIENT)) {
+        rlock__set_error_message("rlock_client_ping: %s",
+                                 c == NULL ? "c is NULL" : "not a live client (destroyed?)");
+        return RLOCK_ERR_INVALID;
+    }
+    if (timeout_ms < 0 || timeout_ms > RLOCK__MAX_SETTING_MS) {
+        rlock__set_error_message("rlock_client_ping: timeout_ms %lld is %s", (long long)timeout_ms,
+                                 timeout_ms < 0 ? "negative" : "longer than a year");
+        return RLOCK_ERR_INVALID;
+    }
+    int rc = rlock__client_usable(c, "rlock_client_ping");
+    if (rc != RLOCK_OK || (rc = rlock__client_check_thread(c, "rlock_client_ping")) != RLOCK_OK) {
+        return rc;
+    }
+    const char *argv[1] = {"PING"};
+    size_t argvlen[1] = {4};
+    rlock__cmd *cmd = rlock__cmd_command(1, argv, argvlen);
+    if (cmd != NULL) {
+        /* One attempt: a check reports the server's state now. */
+        rlock__cmd_give_up_at(cmd, rlock__now_ms());
+    }
+    rlock_future *f = rlock__client_run(c, cmd);
+    rc = rlock_future_wait(f, timeout_ms);
+    if (rc == RLOCK_OK) {
+        rc = rlock_future_error(f);
+        if (rc != RLOCK_OK) {
+            rlock__set_error_message("rlock_client_ping: %s", rlock_future_error_message(f));
+        }
+    } else if (rc == RLOCK_ERR_TIMEOUT) {
+        rlock_future_cancel(f);
+        rlock__set_error_message("rlock_client_ping: no answer within %lld ms",
+                                 (long long)timeout_ms);
+    } else {
+        rlock_future_cancel(f); /* the wait refused: its message is set */
+    }
+    rlock_future_release(f);
+    return rc;
 }

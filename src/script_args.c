@@ -3,7 +3,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "executor.h"
 #include "kind.h"
@@ -77,10 +76,4 @@ rlock__cmd *rlock__args_command(rlock__args *a) {
                           : rlock__cmd_command(a->argc, a->argv, a->len);
     rlock__key_free(&a->channel);
     return cmd;
-}
-
-int64_t rlock__wall_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

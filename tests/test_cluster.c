@@ -32,10 +32,10 @@
 
 #include "rt_main.h"
 
-#include "cluster_slots.h"
 #include "fixture.h"
 #include "lock_util.h"
 #include "redis_cluster.h"
+#include "topology/cluster_slots.h"
 
 #define SLOTS 16384
 #define NAME_LEN 48

@@ -15,10 +15,10 @@
 
 #include <hiredis/hiredis.h>
 
-#include "cluster_slots.h"
 #include "redis_cluster.h"
 #include "rlock/errors.h"
 #include "rt_main.h"
+#include "topology/cluster_slots.h"
 
 #define NAMES 1000
 

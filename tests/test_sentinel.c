@@ -98,7 +98,7 @@ typedef struct switches_call {
 
 static void read_switches(void *arg) {
     switches_call *s = arg;
-    s->n = rlock__sentinel_switches(s->c->sentinel);
+    s->n = rlock__topology_changes(s->c->topology);
 }
 
 static uint64_t switches(rlock_client *c) {
@@ -420,10 +420,10 @@ static void test_sentinel_failover_app_loop(void **state) {
     int old_port = e->servers[0].port;
     assert_int_equal(rt_redis_kill(&e->servers[0]), 0);
     int64_t deadline = rt_now_ms() + FAILOVER_BOUND_MS;
-    while (rlock__sentinel_switches(c->sentinel) == 0 && rt_now_ms() < deadline) {
+    while (rlock__topology_changes(c->topology) == 0 && rt_now_ms() < deadline) {
         rt_run_loop_until(loop, &(bool){false}, 20);
     }
-    assert_int_equal(rlock__sentinel_switches(c->sentinel), 1);
+    assert_int_equal(rlock__topology_changes(c->topology), 1);
     assert_int_equal(rt_sentinel_wait_failover(e, old_port, 5000), e->servers[1].port);
     /* The hold replicated: it is still ours there, and the watchdog renews it. */
     assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);

@@ -11,7 +11,7 @@
 #include "client.h"
 #include "future.h"
 #include "kinds.h"
-#include "multi_lock.h"
+#include "multi_lock_impl.h"
 #include "rlock/errors.h"
 
 /* ---- the blocking calls: the fast path on the calling thread ------------ */

@@ -12,7 +12,7 @@
 #include "client.h"
 #include "future.h"
 #include "kinds.h"
-#include "multi_lock.h"
+#include "multi_lock_impl.h"
 #include "rlock/errors.h"
 
 /* ---- unlock and isHeldByThread: every sub-lock at once ------------------ */

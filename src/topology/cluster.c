@@ -1,8 +1,27 @@
-/* See cluster.h. Redisson's ClusterConnectionManager: the slot map read at
+/* Redis Cluster: Redisson's ClusterConnectionManager.
+ *
+ * At rlock_client_create, before any connection is made, the calling
+ * thread asks the given nodes (in order, the first that answers) for the
+ * slot map (CLUSTER SLOTS); the client's address then names the first
+ * master, whose connections are the client's own (node 0).
+ *
+ * On the loop thread every master gets a node: a command connection with
+ * its executor and a pub/sub connection with its lock entries (sharded or
+ * classic pub/sub, by sharded_subscription_mode, on the library's
+ * stream). Each command goes to the node of its first key's slot
+ * (rlock__executor_set_route): at submit, before each retry, and where a
+ * MOVED or ASK answer sends it (a MOVED also points the slot at the new
+ * node at once). Every scan_interval_ms, and
+ * soon after a MOVED or a channel Redis unsubscribed, the map is read
+ * again from a node in turn; masters new to it get a node, and channels
+ * waited on move to their slot's new master (rlock__pubsub_rehome).
+ * Nodes are kept until the client is destroyed.
+ *
+ * Redisson's ClusterConnectionManager: the slot map read at
  * start and on every scan, a node (entry) per master, and the routing of
  * each command by its key's slot, with RedisExecutor's MOVED and ASK. */
 #define _GNU_SOURCE
-#include "cluster.h"
+#include "topology_impl.h"
 
 #include <ev.h>
 #include <hiredis/hiredis.h>
@@ -12,7 +31,6 @@
 #include <string.h>
 
 #include "address.h"
-#include "client.h"
 #include "cluster_slots.h"
 #include "common.h"
 #include "connection.h"
@@ -27,8 +45,10 @@
 /* ask_seed's answer once a seed gave the map: stops the walk. */
 #define FOUND 1
 
-/* A master's connections. Node 0's are the client's own (cmd_conn,
- * sub_conn, exec, pubsub), made and closed by client.c. */
+typedef struct rlock__cluster rlock__cluster;
+
+/* A master's connections. Node 0's are the client's own (env->node0),
+ * made and closed by client.c. */
 typedef struct cnode {
     rlock__cluster *cl;
     rlock__address addr; /* host, port, and the client's user and password */
@@ -45,8 +65,8 @@ typedef struct scan_req {
 } scan_req;
 
 struct rlock__cluster {
-    rlock_client *client;
-    char *seeds; /* copy of cluster_node_addresses */
+    rlock__topology_env *env; /* the client's parts */
+    char *seeds;              /* copy of cluster_node_addresses */
     cnode **nodes;
     size_t n_nodes, cap_nodes;
     uint16_t node_of[RLOCK__CLUSTER_SLOTS]; /* index in nodes, or NO_NODE */
@@ -58,6 +78,7 @@ struct rlock__cluster {
     int64_t scan_sent_ms;
     size_t scan_next; /* the node asked next, in turn */
     uint64_t scans;
+    uint64_t changes; /* maps that moved a slot to another master */
     bool started, closed;
     /* Sharded pub/sub (SSUBSCRIBE, SPUBLISH), else classic: decided at
      * create, before any lock exists, and never changed. */
@@ -103,7 +124,9 @@ static int check_seed(const char *item, void *arg) {
     return RLOCK_OK;
 }
 
-int rlock__cluster_validate(const rlock_config *cfg) {
+/* The Cluster settings of cfg: RLOCK_OK when cluster_node_addresses is
+ * NULL or they are usable, else RLOCK_ERR_INVALID with a message. */
+static int validate(const rlock_config *cfg) {
     if (cfg->cluster_node_addresses == NULL) {
         return RLOCK_OK;
     }
@@ -169,7 +192,7 @@ static void detect_sharding(rlock__cluster *cl, redisContext *ctx) {
 /* Asks one seed for the map; RLOCK_OK (stops the walk) once one gave it. */
 static int ask_seed(const char *item, void *arg) {
     first_ask *q = arg;
-    rlock_client *c = q->cl->client;
+    rlock__topology_env *c = q->cl->env;
     char err[512];
     rlock__address seed, a;
     if (rlock__address_parse(item, &seed, err, sizeof(err)) != RLOCK_OK) {
@@ -177,13 +200,13 @@ static int ask_seed(const char *item, void *arg) {
     }
     /* A seed's own user:pass@ if it has one, else the address's. */
     bool own = seed.password != NULL;
-    int rc = rlock__address_make(&a, seed.host, seed.port, own ? seed.user : c->addr.user,
-                                 own ? seed.password : c->addr.password, 0);
+    int rc = rlock__address_make(&a, seed.host, seed.port, own ? seed.user : c->addr->user,
+                                 own ? seed.password : c->addr->password, 0);
     rlock__address_free(&seed);
     if (rc != RLOCK_OK) {
         return rc;
     }
-    redisContext *ctx = rlock__connect_sync(&c->cfg, &a, q->why, sizeof(q->why));
+    redisContext *ctx = rlock__connect_sync(c->cfg, &a, q->why, sizeof(q->why));
     if (ctx != NULL) {
         detect_sharding(q->cl, ctx);
     }
@@ -196,7 +219,7 @@ static int ask_seed(const char *item, void *arg) {
         if (rlock__slot_map_parse(r, &m, err, sizeof(err)) != RLOCK_OK) {
             snprintf(q->why, sizeof(q->why), "%s:%d: %.300s", a.host, a.port, err);
         } else if (rlock__slot_map_covered(m) == 0 ||
-                   (c->cfg.check_slots_coverage &&
+                   (c->cfg->check_slots_coverage &&
                     rlock__slot_map_covered(m) < RLOCK__CLUSTER_SLOTS)) {
             /* Redisson's checkSlotsCoverage ("Not all slots covered!"). */
             snprintf(q->why, sizeof(q->why),
@@ -216,24 +239,28 @@ static int ask_seed(const char *item, void *arg) {
     return rc == RLOCK_OK ? FOUND : RLOCK_OK; /* else the next seed */
 }
 
-int rlock__cluster_client_init(rlock_client *c) {
-    if (c->cfg.cluster_node_addresses == NULL) {
-        return RLOCK_OK;
-    }
+static bool selected(const rlock_config *cfg) {
+    return cfg->cluster_node_addresses != NULL;
+}
+
+/* Copies the setting, reads the slot map on the calling thread, and
+ * points c->addr at the first master. RLOCK_ERR_CONNECTION (with a
+ * message) when no node gives a map. */
+static int init(rlock__topology_env *c, void **state) {
     rlock__cluster *cl = calloc(1, sizeof(*cl));
     if (cl == NULL) {
         return RLOCK_ERR_NOMEM;
     }
-    c->cluster = cl;
-    cl->client = c;
+    *state = cl;
+    cl->env = c;
     memset(cl->node_of, 0xff, sizeof(cl->node_of));
     ev_timer_init(&cl->scan, NULL, 0., 0.);
     ev_timer_init(&cl->soon, NULL, 0., 0.);
-    if ((cl->seeds = strdup(c->cfg.cluster_node_addresses)) == NULL) {
+    if ((cl->seeds = strdup(c->cfg->cluster_node_addresses)) == NULL) {
         return RLOCK_ERR_NOMEM;
     }
-    c->cfg.cluster_node_addresses = cl->seeds;
-    int mode = c->cfg.sharded_subscription_mode;
+    c->cfg->cluster_node_addresses = cl->seeds;
+    int mode = c->cfg->sharded_subscription_mode;
     cl->sharded = mode != RLOCK_SHARDED_SUBSCRIPTION_OFF;
     cl->mode_known = mode != RLOCK_SHARDED_SUBSCRIPTION_AUTO;
     first_ask q = {.cl = cl, .why = "no node given"};
@@ -255,10 +282,10 @@ int rlock__cluster_client_init(rlock_client *c) {
     if (host == NULL) {
         return RLOCK_ERR_NOMEM;
     }
-    free(c->addr.host);
-    c->addr.host = host;
-    c->addr.port = first->addr.port;
-    c->addr.is_unix = false;
+    free(c->addr->host);
+    c->addr->host = host;
+    c->addr->port = first->addr.port;
+    c->addr->is_unix = false;
     return RLOCK_OK;
 }
 
@@ -314,7 +341,7 @@ static void free_node(cnode *n) {
 
 /* What every node's parts share, node 0's included. */
 static void set_up_parts(rlock__cluster *cl, cnode *n) {
-    rlock_client *c = cl->client;
+    rlock__topology_env *c = cl->env;
     rlock__executor_set_route(n->x, route, cl);
     if (cl->sharded) {
         rlock__pubsub_set_sharded(n->ps, dropped, cl);
@@ -322,14 +349,14 @@ static void set_up_parts(rlock__cluster *cl, cnode *n) {
     /* hiredis 0.14 cannot route sharded pushes; the stream carries the
      * classic ones as well, so both modes run on the same code. */
     rlock__conn_use_stream(n->sub);
-    rlock__executor_sync_replicas(n->x, c->cfg.slaves_sync_timeout_ms,
-                                  c->cfg.check_lock_synced_slaves != 0);
+    rlock__executor_sync_replicas(n->x, c->cfg->slaves_sync_timeout_ms,
+                                  c->cfg->check_lock_synced_slaves != 0);
 }
 
 /* A node for another master: its connections start at once once the
  * cluster runs. NULL when out of memory. */
 static cnode *make_node(rlock__cluster *cl, const char *host, int port) {
-    rlock_client *c = cl->client;
+    rlock__topology_env *c = cl->env;
     cnode *n = calloc(1, sizeof(*n));
     if (n == NULL) {
         return NULL;
@@ -341,14 +368,15 @@ static cnode *make_node(rlock__cluster *cl, const char *host, int port) {
     rlock__conn_events ce = {.ready = node_cmd_ready, .down = node_cmd_down, .arg = n};
     rlock__conn_events se = {
         .ready = node_sub_ready, .down = node_sub_down, .probe = node_sub_probe, .arg = n};
-    if (rlock__address_make(&n->addr, host, port, c->addr.user, c->addr.password, 0) != RLOCK_OK ||
-        rlock__conn_create(c->loop, &n->addr, &c->cfg, &c->log, n->cmd_name, true, ce, &n->cmd) !=
+    if (rlock__address_make(&n->addr, host, port, c->addr->user, c->addr->password, 0) !=
             RLOCK_OK ||
-        rlock__conn_create(c->loop, &n->addr, &c->cfg, &c->log, n->sub_name, true, se, &n->sub) !=
+        rlock__conn_create(c->loop, &n->addr, c->cfg, c->log, n->cmd_name, true, ce, &n->cmd) !=
             RLOCK_OK ||
-        rlock__executor_create(c->loop, n->cmd, &c->cfg, &c->log, rlock__scripts_all, &n->x) !=
+        rlock__conn_create(c->loop, &n->addr, c->cfg, c->log, n->sub_name, true, se, &n->sub) !=
             RLOCK_OK ||
-        rlock__pubsub_create(n->sub, &c->log, c->id, &n->ps) != RLOCK_OK) {
+        rlock__executor_create(c->loop, n->cmd, c->cfg, c->log, rlock__scripts_all, &n->x) !=
+            RLOCK_OK ||
+        rlock__pubsub_create(n->sub, c->log, c->client_id, &n->ps) != RLOCK_OK) {
         free_node(n);
         return NULL;
     }
@@ -383,12 +411,12 @@ static uint16_t node_at(rlock__cluster *cl, const char *host, int port) {
     }
     cnode *n = make_node(cl, host, port);
     if (n == NULL || !add_node(cl, n)) {
-        rlock__log(&cl->client->log, RLOCK_LOG_ERROR,
+        rlock__log(cl->env->log, RLOCK_LOG_ERROR,
                    "out of memory adding cluster node %s:%d; its slots are not served", host, port);
         free_node(n);
         return NO_NODE;
     }
-    rlock__log(&cl->client->log, RLOCK_LOG_INFO, "cluster node %s:%d added", host, port);
+    rlock__log(cl->env->log, RLOCK_LOG_INFO, "cluster node %s:%d added", host, port);
     rlock__conn_start(n->cmd);
     rlock__conn_start(n->sub);
     return (uint16_t)(cl->n_nodes - 1);
@@ -438,10 +466,6 @@ static rlock__pubsub *owner_of(void *arg, const char *channel, size_t len) {
     return i != NO_NODE ? cl->nodes[i]->ps : NULL;
 }
 
-rlock__pubsub *rlock__cluster_pubsub(rlock__cluster *cl, const char *channel, size_t len) {
-    return owner_of(cl, channel, len);
-}
-
 /* ---- the slot map --------------------------------------------------------------- */
 
 /* Points each slot at its master's node (made when new); a channel whose
@@ -467,7 +491,8 @@ static void apply_map(rlock__cluster *cl, const rlock__slot_map *m, const char *
     if (cl->scans++ == 0 || changed == 0) {
         return; /* the first map: nothing moved */
     }
-    rlock__log(&cl->client->log, RLOCK_LOG_INFO,
+    cl->changes++;
+    rlock__log(cl->env->log, RLOCK_LOG_INFO,
                "cluster slot map: %zu slot(s) now served by another master (%zu of 16384 "
                "covered)",
                changed, rlock__slot_map_covered(m));
@@ -491,7 +516,7 @@ static void on_slots(redisAsyncContext *ac, void *r, void *privdata) {
             }
             rlock__slot_map_free(m);
         } else if (reply != NULL) {
-            rlock__log(&cl->client->log, RLOCK_LOG_WARN, "cluster scan at %s: %s", q->host, err);
+            rlock__log(cl->env->log, RLOCK_LOG_WARN, "cluster scan at %s: %s", q->host, err);
         }
     }
     free(q);
@@ -502,7 +527,7 @@ static void on_slots(redisAsyncContext *ac, void *r, void *privdata) {
 static void send_scan(rlock__cluster *cl) {
     int64_t now = rlock__now_ms();
     if (cl->scan_out != NULL) {
-        if (now - cl->scan_sent_ms < cl->client->cfg.timeout_ms) {
+        if (now - cl->scan_sent_ms < cl->env->cfg->timeout_ms) {
             return;
         }
         cl->scan_out->cl = NULL; /* that node does not answer: ask another */
@@ -540,7 +565,7 @@ static void on_scan_timer(struct ev_loop *ev, ev_timer *w, int revents) {
 }
 
 static void scan_soon(rlock__cluster *cl) {
-    struct ev_loop *ev = rlock__loop_ev(cl->client->loop);
+    struct ev_loop *ev = rlock__loop_ev(cl->env->loop);
     if (cl->started && !cl->closed && !ev_is_active(&cl->soon)) {
         ev_timer_set(&cl->soon, SOON_S, 0.);
         ev_timer_start(ev, &cl->soon);
@@ -549,34 +574,35 @@ static void scan_soon(rlock__cluster *cl) {
 
 /* ---- life --------------------------------------------------------------------- */
 
-void rlock__cluster_client_start(rlock_client *c) {
-    rlock__cluster *cl = c->cluster;
-    if (cl == NULL) {
-        return;
-    }
+/* Loop thread, before node 0's connections start: routes its executor,
+ * puts its pub/sub in sharded mode (unless classic), makes the other
+ * masters' nodes and starts them and the scans. */
+static void start(void *state) {
+    rlock__cluster *cl = state;
+    rlock__topology_env *c = cl->env;
     cnode *first = calloc(1, sizeof(*first));
     if (first == NULL ||
-        rlock__address_make(&first->addr, c->addr.host, c->addr.port, NULL, NULL, 0) != RLOCK_OK ||
+        rlock__address_make(&first->addr, c->addr->host, c->addr->port, NULL, NULL, 0) !=
+            RLOCK_OK ||
         !add_node(cl, first)) {
         free_node(first); /* node_of stays empty: commands go to node 0's executor */
-        rlock__log(&c->log, RLOCK_LOG_ERROR, "out of memory starting Cluster mode");
+        rlock__log(c->log, RLOCK_LOG_ERROR, "out of memory starting Cluster mode");
         return;
     }
     first->cl = cl;
-    first->cmd = c->cmd_conn;
-    first->sub = c->sub_conn;
-    first->x = c->exec;
-    first->ps = c->pubsub;
+    first->cmd = c->node0.cmd;
+    first->sub = c->node0.sub;
+    first->x = c->node0.exec;
+    first->ps = c->node0.pubsub;
     set_up_parts(cl, first);
-    rlock__renewal_by_slot(c->renewal);
-    rlock__log(&c->log, RLOCK_LOG_INFO, "cluster pub/sub: %s",
+    rlock__log(c->log, RLOCK_LOG_INFO, "cluster pub/sub: %s",
                cl->sharded ? "sharded (SSUBSCRIBE, SPUBLISH)" : "classic (SUBSCRIBE, PUBLISH)");
     cl->started = true;
     apply_map(cl, cl->first_map, cl->first_host);
     rlock__slot_map_free(cl->first_map);
     cl->first_map = NULL;
     struct ev_loop *ev = rlock__loop_ev(c->loop);
-    double every = (double)c->cfg.scan_interval_ms / 1000.0;
+    double every = (double)c->cfg->scan_interval_ms / 1000.0;
     ev_timer_init(&cl->scan, on_scan_timer, every, every);
     cl->scan.data = cl;
     ev_timer_start(ev, &cl->scan);
@@ -584,9 +610,12 @@ void rlock__cluster_client_start(rlock_client *c) {
     cl->soon.data = cl;
 }
 
-void rlock__cluster_client_close(rlock_client *c) {
-    rlock__cluster *cl = c->cluster;
-    if (cl == NULL || cl->closed) {
+/* Stops the scans, fails the nodes' commands with RLOCK_ERR_CLOSED and
+ * closes their connections (loop thread; node 0's are the client's). */
+static void close_nodes(void *state) {
+    rlock__cluster *cl = state;
+    rlock__topology_env *c = cl->env;
+    if (cl->closed) {
         return;
     }
     cl->closed = true;
@@ -610,10 +639,8 @@ void rlock__cluster_client_close(rlock_client *c) {
     }
 }
 
-void rlock__cluster_destroy(rlock__cluster *cl) {
-    if (cl == NULL) {
-        return;
-    }
+static void destroy(void *state) {
+    rlock__cluster *cl = state;
     for (size_t i = 0; i < cl->n_nodes; i++) {
         free_node(cl->nodes[i]);
     }
@@ -623,7 +650,8 @@ void rlock__cluster_destroy(rlock__cluster *cl) {
     free(cl);
 }
 
-void rlock__cluster_close_forked(rlock__cluster *cl) {
+static void close_forked(void *state) {
+    rlock__cluster *cl = state;
     for (size_t i = 0; cl != NULL && i < cl->n_nodes; i++) {
         if (cl->nodes[i]->own) {
             rlock__conn_close_forked(cl->nodes[i]->cmd);
@@ -632,40 +660,54 @@ void rlock__cluster_close_forked(rlock__cluster *cl) {
     }
 }
 
-void rlock__cluster_add_stats(const rlock__cluster *cl, rlock__executor_stats *x,
-                              rlock__pubsub_stats *ps, uint64_t *reconnects) {
-    for (size_t i = 0; cl != NULL && i < cl->n_nodes; i++) {
+/* The nodes but node 0: those it made. */
+static size_t extra_nodes(const void *state) {
+    const rlock__cluster *cl = state;
+    size_t n = 0;
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        n += cl->nodes[i]->own;
+    }
+    return n;
+}
+
+static rlock__topology_node extra_node(const void *state, size_t k) {
+    const rlock__cluster *cl = state;
+    for (size_t i = 0; i < cl->n_nodes; i++) {
         const cnode *n = cl->nodes[i];
-        if (!n->own) {
-            continue;
-        }
-        if (x != NULL) {
-            rlock__executor_stats s = rlock__executor_get_stats(n->x);
-            x->sent += s.sent;
-            x->evalsha += s.evalsha;
-            x->eval += s.eval;
-            x->retries += s.retries;
-            x->timeouts += s.timeouts;
-            x->script_loads += s.script_loads;
-        }
-        if (ps != NULL) {
-            rlock__pubsub_stats s = rlock__pubsub_get_stats(n->ps);
-            ps->subscribes += s.subscribes;
-            ps->unsubscribes += s.unsubscribes;
-            ps->entries += s.entries;
-            ps->messages += s.messages;
-            ps->confirms += s.confirms;
-        }
-        if (reconnects != NULL && n->cmd != NULL) {
-            *reconnects += rlock__conn_reconnects(n->cmd) + rlock__conn_reconnects(n->sub);
+        if (n->own && k-- == 0) {
+            return (rlock__topology_node){
+                .cmd = n->cmd, .sub = n->sub, .exec = n->x, .pubsub = n->ps};
         }
     }
+    return (rlock__topology_node){0};
 }
 
-bool rlock__cluster_sharded(const rlock__cluster *cl) {
-    return cl != NULL && cl->sharded;
+/* Decided by init and fixed after it: any thread. */
+static bool sharded(const void *state) {
+    return ((const rlock__cluster *)state)->sharded;
 }
 
-uint64_t rlock__cluster_scans(const rlock__cluster *cl) {
-    return cl != NULL ? cl->scans : 0;
+static uint64_t changes(const void *state) {
+    return ((const rlock__cluster *)state)->changes;
 }
+
+static uint16_t slot(const char *key, size_t len) {
+    return rlock__key_slot(key, len);
+}
+
+const rlock__topology_ops rlock__topology_cluster = {
+    .name = "cluster",
+    .selected = selected,
+    .validate = validate,
+    .init = init,
+    .start = start,
+    .close = close_nodes,
+    .destroy = destroy,
+    .close_forked = close_forked,
+    .pubsub = owner_of,
+    .slot = slot,
+    .extra_nodes = extra_nodes,
+    .extra_node = extra_node,
+    .sharded = sharded,
+    .changes = changes,
+};

@@ -1,10 +1,31 @@
-/* See sentinel.h. Redisson's SentinelConnectionManager: doConnect (the
+/* Redis Sentinel: Redisson's SentinelConnectionManager, for the master only.
+ *
+ * At rlock_client_create, before any connection is made, the calling
+ * thread asks the given sentinels (in order, the first that answers) where
+ * the master of rlock_config.master_name is, learns the other sentinels
+ * (SENTINEL SENTINELS), and checks that enough of them answer
+ * (check_sentinels_list). The client's address then names that master.
+ *
+ * On the loop thread a monitor keeps one connection to one sentinel for
+ * questions and one subscribed to +switch-master there. Every
+ * scan_interval_ms it asks again where the master is (and which sentinels
+ * there are); a +switch-master message for our master asks at once. When
+ * the answer differs from the master in use, the new address is checked
+ * with ROLE (it must say master) and only then does the client move: the
+ * command and pub/sub connections drop and connect to it at once
+ * (rlock__conn_retarget), and the blocking calls' pool forgets its
+ * connections to the old one (rlock__direct_retarget). Commands in flight
+ * fail or retry, waiters re-subscribe and retry, and the watchdog renews on
+ * the new master, all through the paths a lost connection already takes.
+ * A sentinel that stops answering is replaced by the next one known.
+ *
+ * Redisson's SentinelConnectionManager: doConnect (the
  * start-up look-up on the calling thread), scheduleChangeCheck /
  * checkMasterChange / checkSentinelsChange (the scan on the loop thread),
  * and what older Redisson versions also did, a subscription to
  * +switch-master, so a failover is seen the moment Sentinel announces it. */
 #define _GNU_SOURCE
-#include "sentinel.h"
+#include "topology_impl.h"
 
 #include <ev.h>
 #include <hiredis/hiredis.h>
@@ -15,7 +36,6 @@
 #include <sys/random.h>
 
 #include "address.h"
-#include "client.h"
 #include "common.h"
 #include "connection.h"
 #include "direct.h"
@@ -30,6 +50,8 @@ typedef struct node {
     bool given;          /* from sentinel_addresses: kept when no sentinel reports it */
 } node;
 
+typedef struct rlock__sentinel rlock__sentinel;
+
 /* ROLE on a candidate master, on a connection of its own. */
 typedef struct role_check {
     rlock__sentinel *s;
@@ -39,7 +61,7 @@ typedef struct role_check {
 } role_check;
 
 struct rlock__sentinel {
-    rlock_client *client;
+    rlock__topology_env *env;                            /* the client's parts */
     char *master_name, *addresses, *username, *password; /* copies of the settings */
     node nodes[MAX_SENTINELS];
     int count;
@@ -95,9 +117,16 @@ static int check_one(const char *item, void *arg) {
     return RLOCK_OK;
 }
 
-int rlock__sentinel_validate(const rlock_config *cfg) {
+/* The Sentinel settings of cfg: RLOCK_OK when master_name is NULL or
+ * they are usable, else RLOCK_ERR_INVALID with a message. */
+static int validate(const rlock_config *cfg) {
     if (cfg->master_name == NULL) {
         return RLOCK_OK;
+    }
+    if (cfg->address != NULL && strncmp(cfg->address, "rediss://", 9) == 0) {
+        rlock__set_error_message("rlock_config.address: TLS (rediss://) with Sentinel "
+                                 "(master_name) is not supported yet");
+        return RLOCK_ERR_INVALID;
     }
     size_t n = strnlen(cfg->master_name, MASTER_NAME_MAX + 1);
     if (n == 0 || n > MASTER_NAME_MAX) {
@@ -126,11 +155,10 @@ int rlock__sentinel_validate(const rlock_config *cfg) {
     if (cfg->sentinel_username != NULL && cfg->sentinel_password == NULL) {
         return invalid("rlock_config.sentinel_username: %s%s", "set without sentinel_password", "");
     }
-    const char *flag = cfg->check_sentinels_list != 0 && cfg->check_sentinels_list != 1
-                           ? "check_sentinels_list"
-                       : cfg->sentinels_discovery != 0 && cfg->sentinels_discovery != 1
-                           ? "sentinels_discovery"
-                           : NULL;
+    const char *flag =
+        cfg->check_sentinels_list != 0 && cfg->check_sentinels_list != 1 ? "check_sentinels_list"
+        : cfg->sentinels_discovery != 0 && cfg->sentinels_discovery != 1 ? "sentinels_discovery"
+                                                                         : NULL;
     if (flag != NULL) {
         return invalid("rlock_config.%s: must be 0 or 1%s", flag, "");
     }
@@ -243,13 +271,13 @@ static void update_nodes(rlock__sentinel *s, const redisReply *r, bool prune) {
         if (k >= 0) {
             named[k] = true;
             if (k >= before && s->started) {
-                rlock__log(&s->client->log, RLOCK_LOG_INFO, "sentinel %s:%d added", ip, port);
+                rlock__log(s->env->log, RLOCK_LOG_INFO, "sentinel %s:%d added", ip, port);
             }
         }
     }
     for (int i = s->count - 1; prune && i >= 0; i--) {
         if (!named[i] && !s->nodes[i].given) {
-            rlock__log(&s->client->log, RLOCK_LOG_WARN, "sentinel %s:%d is down or gone: dropped",
+            rlock__log(s->env->log, RLOCK_LOG_WARN, "sentinel %s:%d is down or gone: dropped",
                        s->nodes[i].addr.host, s->nodes[i].addr.port);
             remove_node(s, i);
         }
@@ -260,7 +288,7 @@ static void update_nodes(rlock__sentinel *s, const redisReply *r, bool prune) {
 
 /* Asks node i where the master is. RLOCK_OK with host (malloc'd) and port. */
 static int ask_sync(rlock__sentinel *s, int i, char **host, int *port, char *why, size_t whylen) {
-    const rlock_config *cfg = &s->client->cfg;
+    const rlock_config *cfg = s->env->cfg;
     const rlock__address *a = &s->nodes[i].addr;
     redisContext *ctx = rlock__connect_sync(cfg, a, why, whylen);
     if (ctx == NULL) {
@@ -280,7 +308,7 @@ static int ask_sync(rlock__sentinel *s, int i, char **host, int *port, char *why
         rc = RLOCK_OK;
     }
     freeReplyObject(r);
-    if (rc == RLOCK_OK && s->client->cfg.sentinels_discovery) {
+    if (rc == RLOCK_OK && s->env->cfg->sentinels_discovery) {
         s->current = i;
         r = redisCommand(ctx, "SENTINEL sentinels %s", s->master_name);
         update_nodes(s, r, false);
@@ -300,17 +328,22 @@ static bool answers(const rlock_config *cfg, const rlock__address *a) {
     return ok;
 }
 
-int rlock__sentinel_client_init(rlock_client *c) {
-    if (c->cfg.master_name == NULL) {
-        return RLOCK_OK;
-    }
+static bool selected(const rlock_config *cfg) {
+    return cfg->master_name != NULL;
+}
+
+/* Copies the settings (c->cfg's strings then point at the copies), finds
+ * the master on the calling thread, and points c->addr at it.
+ * RLOCK_ERR_CONNECTION (with a message) when no sentinel names the
+ * master, or too few answer. */
+static int init(rlock__topology_env *c, void **state) {
     rlock__sentinel *s = calloc(1, sizeof(*s));
     if (s == NULL) {
         return RLOCK_ERR_NOMEM;
     }
-    c->sentinel = s;
-    s->client = c;
-    rlock_config *cfg = &c->cfg;
+    *state = s;
+    s->env = c;
+    rlock_config *cfg = c->cfg;
     s->master_name = strdup(cfg->master_name);
     s->addresses = strdup(cfg->sentinel_addresses);
     s->username = cfg->sentinel_username != NULL ? strdup(cfg->sentinel_username) : NULL;
@@ -360,40 +393,40 @@ int rlock__sentinel_client_init(rlock_client *c) {
         }
     }
     /* Before the loop exists: its thread reads c->addr once the connections start. */
-    free(c->addr.host);
-    c->addr.host = host;
-    c->addr.port = port;
-    c->addr.is_unix = false;
+    free(c->addr->host);
+    c->addr->host = host;
+    c->addr->port = port;
+    c->addr->is_unix = false;
     return RLOCK_OK;
 }
 
 /* ---- the monitor, on the loop thread ----------------------------------------- */
 
 static struct ev_loop *ev_of(rlock__sentinel *s) {
-    return rlock__loop_ev(s->client->loop);
+    return rlock__loop_ev(s->env->loop);
 }
 
 static const rlock__logger *log_of(rlock__sentinel *s) {
-    return &s->client->log;
+    return s->env->log;
 }
 
 /* The client moves to host:port (Redisson's changeMaster). */
 static void apply_master(rlock__sentinel *s, const char *host, int port) {
-    rlock_client *c = s->client;
+    rlock__topology_env *c = s->env;
     char *copy = strdup(host);
     if (copy == NULL) {
         return; /* the next scan tries again */
     }
     rlock__log(log_of(s), RLOCK_LOG_WARN,
                "sentinel: master \"%s\" moved from %s:%d to %s:%d; reconnecting there",
-               s->master_name, c->addr.host, c->addr.port, host, port);
-    free(c->addr.host);
-    c->addr.host = copy;
-    c->addr.port = port;
-    c->addr.is_unix = false;
+               s->master_name, c->addr->host, c->addr->port, host, port);
+    free(c->addr->host);
+    c->addr->host = copy;
+    c->addr->port = port;
+    c->addr->is_unix = false;
     s->switches++;
-    rlock__conn_retarget(c->cmd_conn, "the master moved (Sentinel failover)");
-    rlock__conn_retarget(c->sub_conn, "the master moved (Sentinel failover)");
+    rlock__conn_retarget(c->node0.cmd, "the master moved (Sentinel failover)");
+    rlock__conn_retarget(c->node0.sub, "the master moved (Sentinel failover)");
     if (c->direct != NULL) {
         rlock__direct_retarget(c->direct, host, port);
     }
@@ -479,8 +512,8 @@ static void check_down(rlock__conn *conn, const char *why, void *arg) {
 /* A sentinel names host:port as the master: moves there once ROLE there
  * says master (a sentinel cut off from the others may name an old one). */
 static void check_candidate(rlock__sentinel *s, const char *host, int port) {
-    rlock_client *c = s->client;
-    if (c->addr.port == port && c->addr.host != NULL && strcmp(c->addr.host, host) == 0) {
+    rlock__topology_env *c = s->env;
+    if (c->addr->port == port && c->addr->host != NULL && strcmp(c->addr->host, host) == 0) {
         return; /* where we are */
     }
     if (s->check != NULL) {
@@ -490,14 +523,14 @@ static void check_candidate(rlock__sentinel *s, const char *host, int port) {
         check_finish(s->check); /* a newer answer wins */
     }
     role_check *k = calloc(1, sizeof(*k));
-    if (k == NULL || rlock__address_make(&k->addr, host, port, c->addr.user, c->addr.password,
-                                         c->addr.db) != RLOCK_OK) {
+    if (k == NULL || rlock__address_make(&k->addr, host, port, c->addr->user, c->addr->password,
+                                         c->addr->db) != RLOCK_OK) {
         free(k);
         return;
     }
     k->s = s;
     rlock__conn_events ev = {.ready = check_ready, .down = check_down, .arg = k};
-    if (rlock__conn_create(c->loop, &k->addr, &c->cfg, log_of(s), "sentinel role check", false, ev,
+    if (rlock__conn_create(c->loop, &k->addr, c->cfg, log_of(s), "sentinel role check", false, ev,
                            &k->conn) != RLOCK_OK) {
         check_free(k);
         return;
@@ -560,7 +593,7 @@ static void ask_now(rlock__sentinel *s) {
     }
     s->pending = 1;
     s->asked_ms = rlock__now_ms();
-    if (s->client->cfg.sentinels_discovery) {
+    if (s->env->cfg->sentinels_discovery) {
         argv[1] = "sentinels";
         argvlen[1] = 9;
         if (rlock__conn_send(s->ask, on_sentinels, s, 3, argv, argvlen) == RLOCK_OK) {
@@ -617,7 +650,7 @@ static void sub_ready(rlock__conn *conn, void *arg) {
 /* Talks to node i from now on (Redisson picks a sentinel per scan; one
  * kept connection is cheaper and a dead one is left at the next scan). */
 static void use_node(rlock__sentinel *s, int i) {
-    rlock_client *c = s->client;
+    rlock__topology_env *c = s->env;
     rlock__conn_destroy(s->ask);
     rlock__conn_destroy(s->sub);
     s->ask = s->sub = NULL;
@@ -634,9 +667,9 @@ static void use_node(rlock__sentinel *s, int i) {
     }
     rlock__conn_events ask_ev = {.ready = ask_ready, .down = ask_down, .arg = s};
     rlock__conn_events sub_ev = {.ready = sub_ready, .arg = s};
-    if (rlock__conn_create(c->loop, &s->cur_addr, &c->cfg, log_of(s), "sentinel", false, ask_ev,
+    if (rlock__conn_create(c->loop, &s->cur_addr, c->cfg, log_of(s), "sentinel", false, ask_ev,
                            &s->ask) != RLOCK_OK ||
-        rlock__conn_create(c->loop, &s->cur_addr, &c->cfg, log_of(s), "sentinel pubsub", false,
+        rlock__conn_create(c->loop, &s->cur_addr, c->cfg, log_of(s), "sentinel pubsub", false,
                            sub_ev, &s->sub) != RLOCK_OK) {
         rlock__conn_destroy(s->ask);
         rlock__conn_destroy(s->sub);
@@ -654,7 +687,7 @@ static void on_scan(struct ev_loop *ev, ev_timer *w, int revents) {
     (void)ev;
     (void)revents;
     rlock__sentinel *s = w->data;
-    const rlock_config *cfg = &s->client->cfg;
+    const rlock_config *cfg = s->env->cfg;
     int64_t now = rlock__now_ms();
     bool ready = s->ask != NULL && rlock__conn_is_ready(s->ask);
     bool stuck = s->asked_ms != 0 && now - s->asked_ms > cfg->timeout_ms;
@@ -671,19 +704,27 @@ static void on_scan(struct ev_loop *ev, ev_timer *w, int revents) {
     ask_now(s);
 }
 
-void rlock__sentinel_client_start(rlock_client *c) {
-    rlock__sentinel *s = c->sentinel;
-    if (s == NULL || s->started) {
+/* Points the direct pool at the master and starts the monitor (loop
+ * thread, before rlock_client_create returns). */
+static void start(void *state) {
+    rlock__sentinel *s = state;
+    rlock__topology_env *c = s->env;
+    if (s->started) {
         return;
     }
     s->started = true;
+    /* Redisson syncs lock writes to the replicas outside single-server
+     * mode (the blocking pool is not made then: its connections would not
+     * send the WAIT). */
+    rlock__executor_sync_replicas(c->node0.exec, c->cfg->slaves_sync_timeout_ms,
+                                  c->cfg->check_lock_synced_slaves != 0);
     if (c->direct != NULL) {
         /* Before rlock_client_create returns: no blocking call has used it. */
-        rlock__direct_retarget(c->direct, c->addr.host, c->addr.port);
+        rlock__direct_retarget(c->direct, c->addr->host, c->addr->port);
     }
     rlock__log(log_of(s), RLOCK_LOG_INFO, "sentinel: master \"%s\" at %s:%d; %d sentinel(s) known",
-               s->master_name, c->addr.host, c->addr.port, s->count);
-    double every = (double)c->cfg.scan_interval_ms / 1000.0;
+               s->master_name, c->addr->host, c->addr->port, s->count);
+    double every = (double)c->cfg->scan_interval_ms / 1000.0;
     ev_timer_init(&s->scan, on_scan, every, every);
     s->scan.data = s;
     ev_timer_init(&s->reap, on_reap, 0., 0.);
@@ -692,9 +733,10 @@ void rlock__sentinel_client_start(rlock_client *c) {
     use_node(s, s->current);
 }
 
-void rlock__sentinel_client_close(rlock_client *c) {
-    rlock__sentinel *s = c->sentinel;
-    if (s == NULL || s->closed) {
+/* Stops the monitor and closes its connections (loop thread). */
+static void close_monitor(void *state) {
+    rlock__sentinel *s = state;
+    if (s->closed) {
         return;
     }
     s->closed = true;
@@ -710,10 +752,8 @@ void rlock__sentinel_client_close(rlock_client *c) {
     s->ask = s->sub = NULL;
 }
 
-void rlock__sentinel_destroy(rlock__sentinel *s) {
-    if (s == NULL) {
-        return;
-    }
+static void destroy(void *state) {
+    rlock__sentinel *s = state;
     for (int i = 0; i < s->count; i++) {
         rlock__address_free(&s->nodes[i].addr);
     }
@@ -725,7 +765,8 @@ void rlock__sentinel_destroy(rlock__sentinel *s) {
     free(s);
 }
 
-void rlock__sentinel_close_forked(rlock__sentinel *s) {
+static void close_forked(void *state) {
+    rlock__sentinel *s = state;
     if (s != NULL) {
         rlock__conn_close_forked(s->ask);
         rlock__conn_close_forked(s->sub);
@@ -735,6 +776,19 @@ void rlock__sentinel_close_forked(rlock__sentinel *s) {
     }
 }
 
-uint64_t rlock__sentinel_switches(const rlock__sentinel *s) {
-    return s != NULL ? s->switches : 0;
+/* Times the monitor moved the client to another master. */
+static uint64_t switches(const void *state) {
+    return ((const rlock__sentinel *)state)->switches;
 }
+
+const rlock__topology_ops rlock__topology_sentinel = {
+    .name = "sentinel",
+    .selected = selected,
+    .validate = validate,
+    .init = init,
+    .start = start,
+    .close = close_monitor,
+    .destroy = destroy,
+    .close_forked = close_forked,
+    .changes = switches,
+};

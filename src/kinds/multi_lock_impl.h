@@ -1,9 +1,9 @@
-/* What the multi lock's files share (multi_lock.c: the acquisition,
- * Redisson's LockState, and the kind's table; multi_lock_release.c: unlock
- * and isHeldByThread on every sub-lock at once; multi_lock_direct.c: the
- * blocking calls' fast path). */
-#ifndef RLOCK_KINDS_MULTI_LOCK_H
-#define RLOCK_KINDS_MULTI_LOCK_H
+/* What the multi lock's files share (multi_lock.c: the kinds' tables and
+ * constructors; multi_lock_acquire.c: the acquisition, Redisson's
+ * LockState; multi_lock_release.c: unlock and isHeldByThread on every
+ * sub-lock at once; multi_lock_direct.c: the blocking calls' fast path). */
+#ifndef RLOCK_KINDS_MULTI_LOCK_IMPL_H
+#define RLOCK_KINDS_MULTI_LOCK_IMPL_H
 
 #include <stdbool.h>
 #include <stdint.h>
