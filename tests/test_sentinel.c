@@ -697,6 +697,64 @@ static void test_sentinel_settings_checked(void **state) {
     assert_non_null(strstr(rlock_last_error(), "127.0.0.1:1"));
 }
 
+/* Fencing tokens through a failover (docs/reliability.md, "Fencing
+ * tokens"): with check_lock_synced_slaves on (the default), every token a
+ * call handed out had been confirmed by the replica; a token call no
+ * replica confirmed fails and hands nothing out. So after the master's
+ * SIGKILL and the replica's promotion, the next token is greater than
+ * every token handed out, whatever the replica missed. */
+static void test_sentinel_fenced_token_failover(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e);
+    cfg.slaves_sync_timeout_ms = 300;
+    cfg.retry_attempts = 3;
+    cfg.retry_interval_ms = 300;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_fenced_lock(c, "fenced-failover");
+    assert_non_null(l);
+    int64_t t1 = 0, t2 = 0, t3 = 0;
+    assert_int_equal(rlock_lock_and_get_token(l, 2000, &t1), RLOCK_OK);
+    assert_true(t1 > 0);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+
+    /* The replica stopped: the INCR runs on the master, no replica
+     * confirms it, the call fails and gives no token (it keeps the hold,
+     * as Redisson's token calls do: its 2 s lease runs out). */
+    rt_redis *old = &e->servers[0];
+    rt_redis *replica = &e->servers[1];
+    assert_int_equal(rt_redis_pause(replica), 0);
+    t2 = -1;
+    assert_int_equal(rlock_lock_and_get_token(l, 2000, &t2), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_last_error(), "replicas"));
+
+    int old_port = old->port;
+    assert_int_equal(rt_redis_kill(old), 0);
+    assert_int_equal(rt_redis_resume(replica), 0);
+    assert_int_equal(rt_sentinel_wait_failover(e, old_port, FAILOVER_BOUND_MS), replica->port);
+
+    /* On the new master (bounded: the client moves there, the old hold's
+     * lease runs out if it had reached the replica). */
+    int rc = RLOCK_ERR_CONNECTION;
+    int64_t until = rt_now_ms() + FAILOVER_BOUND_MS;
+    while (rc != RLOCK_OK && rt_now_ms() < until) {
+        rc = rlock_try_lock_and_get_token(l, 1000, 2000, &t3);
+        if (rc == RLOCK_OK && t3 == 0) {
+            rc = RLOCK_ERR_TIMEOUT; /* the wait ran out: try again */
+        }
+        if (rc != RLOCK_OK) {
+            rt_sleep_ms(100);
+        }
+    }
+    assert_int_equal(rc, RLOCK_OK);
+    fprintf(stderr, "fenced failover: token %lld before, %lld after (t2 not given)\n",
+            (long long)t1, (long long)t3);
+    assert_true(t3 > t1);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sentinel_settings_checked),
@@ -710,6 +768,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_sentinel_failover_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_down_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_unknown_master, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_fenced_token_failover, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
