@@ -697,6 +697,88 @@ static void test_sentinel_settings_checked(void **state) {
     assert_non_null(strstr(rlock_last_error(), "127.0.0.1:1"));
 }
 
+/* The next token on l's name after a failover (bounded: the client moves
+ * to the new master, an earlier hold's 2 s lease may have to run out). */
+static int64_t token_after_failover(rlock *l) {
+    int rc = RLOCK_ERR_CONNECTION;
+    int64_t token = 0;
+    int64_t until = rt_now_ms() + FAILOVER_BOUND_MS;
+    while (rc != RLOCK_OK && rt_now_ms() < until) {
+        rc = rlock_try_lock_and_get_token(l, 1000, 2000, &token);
+        if (rc == RLOCK_OK && token == 0) {
+            rc = RLOCK_ERR_TIMEOUT; /* the wait ran out: again */
+        }
+        if (rc != RLOCK_OK) {
+            rt_sleep_ms(100);
+        }
+    }
+    assert_int_equal(rc, RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    return token;
+}
+
+/* Fencing tokens through a failover (docs/reliability.md, "Fencing tokens
+ * through a failover"). The replica stopped and its link cut, so that no
+ * write after that reaches it; then the master dies and the replica is
+ * promoted. check_lock_synced_slaves 1 (the default): the token call no
+ * replica confirmed fails and hands out no token, so the next token after
+ * the failover is greater than every token handed out. 0: the call hands
+ * out the token the replica never saw, and the new master gives it again. */
+static void test_sentinel_fenced_token_failover(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e);
+    rlock_config off = cfg;
+    off.check_lock_synced_slaves = 0;
+    rlock_client *con = NULL, *coff = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &con), RLOCK_OK);
+    assert_int_equal(rlock_client_create(&off, &coff), RLOCK_OK);
+    rlock *lon = rlock_get_fenced_lock(con, "fenced-failover-on");
+    rlock *loff = rlock_get_fenced_lock(coff, "fenced-failover-off");
+    assert_non_null(lon);
+    assert_non_null(loff);
+    int64_t on1 = 0, off1 = 0, on2 = -1, off2 = 0;
+    assert_int_equal(rlock_lock_and_get_token(lon, 2000, &on1), RLOCK_OK);
+    assert_int_equal(rlock_unlock(lon), RLOCK_OK);
+    assert_int_equal(rlock_lock_and_get_token(loff, 2000, &off1), RLOCK_OK);
+    assert_int_equal(rlock_unlock(loff), RLOCK_OK);
+
+    rt_redis *old = &e->servers[0];
+    rt_redis *replica = &e->servers[1];
+    assert_int_equal(rt_redis_pause(replica), 0);
+    redisReply *r = rt_redis_command(old, "CLIENT KILL TYPE replica");
+    assert_non_null(r);
+    assert_true(r->type == REDIS_REPLY_INTEGER && r->integer == 1);
+    freeReplyObject(r);
+
+    /* Check on: the INCR ran on the master, no replica confirmed it within
+     * slaves_sync_timeout_ms (1 s), the call fails (and keeps the hold until its 2 s lease ends, as
+     * Redisson's token calls do). */
+    assert_int_equal(rlock_lock_and_get_token(lon, 2000, &on2), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_last_error(), "replicas"));
+    /* Check off: the same write, WAIT's 0 only noted: a token is handed out. */
+    assert_int_equal(rlock_lock_and_get_token(loff, 2000, &off2), RLOCK_OK);
+    assert_int_equal(off2, off1 + 1);
+    assert_int_equal(rlock_unlock(loff), RLOCK_OK);
+
+    int old_port = old->port;
+    assert_int_equal(rt_redis_kill(old), 0);
+    assert_int_equal(rt_redis_resume(replica), 0);
+    assert_int_equal(rt_sentinel_wait_failover(e, old_port, FAILOVER_BOUND_MS), replica->port);
+
+    int64_t on3 = token_after_failover(lon);
+    int64_t off3 = token_after_failover(loff);
+    fprintf(stderr,
+            "fenced failover: check on: tokens %lld, then a failed call, then %lld after; "
+            "check off: tokens %lld, %lld, then %lld after\n",
+            (long long)on1, (long long)on3, (long long)off1, (long long)off2, (long long)off3);
+    assert_true(on3 > on1);
+    assert_int_equal(off3, off2); /* handed out twice: the promoted replica never saw it */
+    rlock_free(lon);
+    rlock_free(loff);
+    rlock_client_destroy(con);
+    rlock_client_destroy(coff);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sentinel_settings_checked),
@@ -710,6 +792,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_sentinel_failover_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_down_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_unknown_master, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_fenced_token_failover, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

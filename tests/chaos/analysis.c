@@ -42,7 +42,14 @@
  * And every value from 1 to the final counter must have been written by a
  * writer, every acknowledged hold must have read 0 or such a value, and the
  * final counter must not be below an acknowledged write unless a culpable
- * writer wrote it. */
+ * writer wrote it.
+ *
+ * Fenced mode (chaos --fenced): each hold has its token (K record). A hold
+ * y that began after another hold x had ended, with a token not greater
+ * than x's, is a token order violation; a token two holds got is an equal
+ * token. Each is put down to a failover when a failover window meets the
+ * time from x's lock call to y's acquire (the token x got may have been on
+ * the old master only); otherwise it fails the run. */
 #define _GNU_SOURCE
 
 #include <inttypes.h>
@@ -70,6 +77,8 @@ typedef struct hold {
     /* verdict */
     bool paused, lease_out, failover, tainted, overlapped, explained_overlap;
     bool stale; /* read a value a culpable write put back (see check_counter) */
+    bool has_token;
+    long long token; /* fenced mode: the hold's fencing token */
 } hold;
 
 typedef struct holds {
@@ -159,6 +168,13 @@ static int read_worker(const ch_worker_info *wi, holds *hs, ch_results *out) {
                 h->a = t;
                 h->set_status = -2;
                 out->acquired++;
+            }
+            break;
+        case 'K':
+            if (sscanf(line, "K %llu %lld %lld", &o, &t, &x) == 3 &&
+                (h = call_at(&c, o, wi->wid, wi->lease_ms)) != NULL) {
+                h->has_token = true;
+                h->token = x;
             }
             break;
         case 'F':
@@ -337,6 +353,7 @@ static void find_overlaps(holds *hs, int64_t base, ch_results *out) {
                 continue;
             }
             out->overlaps++;
+            out->double_holds_failover += o->failover || h->failover;
             o->overlapped = h->overlapped = true;
             const hold *t = own_taint(o) ? o : own_taint(h) ? h : NULL;
             if (t != NULL || o->failover || h->failover) {
@@ -564,6 +581,136 @@ static void check_counter(holds *hs, int64_t base, long long final, ch_results *
     free(dups);
 }
 
+static int by_end(const void *x, const void *y) {
+    const hold *a = *(hold *const *)x, *b = *(hold *const *)y;
+    return a->u < b->u ? -1 : a->u > b->u;
+}
+
+static int by_token(const void *x, const void *y) {
+    const hold *a = *(hold *const *)x, *b = *(hold *const *)y;
+    if (a->token != b->token) {
+        return a->token < b->token ? -1 : 1;
+    }
+    return a->a < b->a ? -1 : a->a > b->a;
+}
+
+/* The latest failover window that meets [from, to]; -1: none. */
+static int failover_between(const ch_fault *faults, int nfaults, int64_t from, int64_t to) {
+    int found = -1;
+    for (int k = 0; k < nfaults; k++) {
+        if (faults[k].failover && faults[k].t0 <= to && faults[k].t1 >= from) {
+            found = k;
+        }
+    }
+    return found;
+}
+
+/* Fenced mode: the token order (the comment at the top). hs is sorted by
+ * acquire (find_overlaps). Prints one line per failover window. */
+static void check_tokens(holds *hs, const ch_fault *faults, int nfaults, int64_t base,
+                         ch_results *out) {
+    hold **v = calloc(hs->n + 1, sizeof(hold *));
+    uint64_t *per = calloc((size_t)nfaults + 1, 3 * sizeof(uint64_t)); /* violations, equal, */
+    if (v == NULL || per == NULL) {                                    /* double holds */
+        free(v);
+        free(per);
+        out->token_violations++;
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < hs->n; i++) {
+        if (hs->v[i].has_token) {
+            v[n++] = &hs->v[i];
+        }
+    }
+    out->token_holds = n;
+    uint64_t shown = 0;
+    /* Violations: sweep the holds by acquire, with the highest token of
+     * the holds that had ended before. */
+    hold **ends = calloc(n + 1, sizeof(hold *));
+    if (ends != NULL) {
+        memcpy(ends, v, n * sizeof(hold *));
+        qsort(ends, n, sizeof(hold *), by_end);
+        const hold *top = NULL;
+        size_t e = 0;
+        for (size_t i = 0; i < n; i++) {
+            hold *y = v[i];
+            for (; e < n && ends[e]->u < y->a; e++) {
+                if (top == NULL || ends[e]->token > top->token) {
+                    top = ends[e];
+                }
+            }
+            if (top == NULL || y->token > top->token) {
+                continue;
+            }
+            int k = failover_between(faults, nfaults, top->cs, y->a);
+            if (k >= 0) {
+                out->token_violations_failover++;
+                per[3 * k]++;
+            } else {
+                out->token_violations++;
+            }
+            if (shown++ < SHOW_MAX) {
+                fprintf(stderr, "chaos: token order violation%s: token %lld after %lld:\n",
+                        k >= 0 ? " (failover)" : "", y->token, top->token);
+                show_hold("", top, base);
+                show_hold("", y, base);
+            }
+        }
+        free(ends);
+    } else {
+        out->token_violations++;
+    }
+    /* Equal tokens: every hold after the first with a token. */
+    qsort(v, n, sizeof(hold *), by_token);
+    for (size_t i = 1; i < n; i++) {
+        if (v[i]->token != v[i - 1]->token) {
+            continue;
+        }
+        size_t first = i - 1;
+        while (first > 0 && v[first - 1]->token == v[i]->token) {
+            first--;
+        }
+        int k = failover_between(faults, nfaults, v[first]->cs, v[i]->a);
+        if (k >= 0) {
+            out->token_equal_failover++;
+            per[3 * k + 1]++;
+        } else {
+            out->token_equal++;
+        }
+    }
+    /* Double holds by failover window: pairs where either hold meets it. */
+    for (size_t i = 0; i < hs->n; i++) {
+        hold *h = &hs->v[i];
+        for (size_t j = i + 1; j < hs->n && hs->v[j].a < h->u; j++) {
+            hold *o = &hs->v[j];
+            if (o->wid == h->wid || !intersects(h->a, h->u, o->a, o->u)) {
+                continue;
+            }
+            for (int k = 0; k < nfaults; k++) {
+                if (faults[k].failover && (intersects(h->cs, h->u, faults[k].t0, faults[k].t1) ||
+                                           intersects(o->cs, o->u, faults[k].t0, faults[k].t1))) {
+                    per[3 * k + 2]++;
+                    break;
+                }
+            }
+        }
+    }
+    for (int k = 0; k < nfaults; k++) {
+        if (!faults[k].failover) {
+            continue;
+        }
+        out->token_failovers++;
+        printf("failover %" PRIu64 " (%s, %.3f to %.3f s): token order violations %" PRIu64
+               ", equal tokens %" PRIu64 ", double holds %" PRIu64 "\n",
+               out->token_failovers, ch_fault_names[faults[k].kind],
+               (double)(faults[k].t0 - base) / 1e9, (double)(faults[k].t1 - base) / 1e9, per[3 * k],
+               per[3 * k + 1], per[3 * k + 2]);
+    }
+    free(v);
+    free(per);
+}
+
 int ch_analyse(const ch_worker_info *workers, int nworkers, const ch_fault *faults, int nfaults,
                long long final_counter, ch_results *out) {
     holds hs = {0};
@@ -581,6 +728,13 @@ int ch_analyse(const ch_worker_info *workers, int nworkers, const ch_fault *faul
     }
     taint(&hs, faults, nfaults);
     find_overlaps(&hs, base, out);
+    bool fenced = false;
+    for (size_t i = 0; i < hs.n && !fenced; i++) {
+        fenced = hs.v[i].has_token;
+    }
+    if (fenced) {
+        check_tokens(&hs, faults, nfaults, base, out);
+    }
     out->final_counter = final_counter;
     check_counter(&hs, base, final_counter, out);
     free(hs.v);

@@ -62,6 +62,15 @@
 #define CH_CL_COUNTER "{" CH_LOCK_NAME "}:counter" /* in the lock's slot */
 #define CH_CL_MAX_NODES 8
 
+/* Sentinel mode (chaos --sentinel, README.md "Sentinel mode"): a master
+ * with two replicas and three sentinels; a master unreachable for
+ * CH_SN_DOWN_AFTER_MS is failed over, so pauses up to CH_CL_PAUSE_MAX_MS
+ * fail it over about half the time, as in cluster mode. */
+#define CH_SN_MASTER "mymaster" /* RT_SENTINEL_MASTER_NAME */
+#define CH_SN_REPLICAS 2
+#define CH_SN_DOWN_AFTER_MS 2000
+#define CH_SN_FAILOVER_TIMEOUT_MS 6000
+
 /* A single future that has not completed after this is stuck. The longest
  * a healthy operation takes: a lock call cancelled after 4 s, plus an
  * acquire in flight (2 attempts x (connection wait + reply) + the retry
@@ -115,6 +124,15 @@ typedef struct ch_worker_args {
     int nports;
     int counter_slot;
     const char *counter; /* the counter's key */
+    /* Sentinel mode: the client goes through these sentinels (addresses for
+     * the client; ports, in ports[], for the worker's own lookup of the
+     * master), and a SET waits for every one of the replicas. */
+    bool sentinel;
+    const char *sentinels;
+    int replicas;
+    /* The fenced lock (chaos --fenced): each hold records its token. */
+    bool fenced;
+    int synced; /* check_lock_synced_slaves */
 } ch_worker_args;
 
 /* The worker's body, in the forked child: returns its exit code. */
@@ -188,6 +206,13 @@ typedef struct ch_results {
     uint64_t lost_updates_explained, lost_updates_unexplained;
     uint64_t duplicate_reads, counter_mismatches;
     int64_t longest_hold_ns;
+    /* fenced mode (chaos --fenced, README.md "Fenced tokens"): holds with a
+     * token; token order violations (a hold that began after another one
+     * ended, with a token not greater than that one's), holds whose token
+     * another hold had too, double holds (overlapping pairs, as above), and
+     * of each the part whose later hold intersects a failover window */
+    uint64_t token_holds, token_violations, token_equal, token_failovers;
+    uint64_t token_violations_failover, token_equal_failover, double_holds_failover;
 } ch_results;
 
 /* Reads every worker's records and the fault log, and checks them against
@@ -211,7 +236,10 @@ typedef struct ch_run {
     int failures;       /* workers that crashed, hit a sanitizer or exited non-zero */
     bool fatal;         /* the driver could not carry on (or read the counter) */
     int exits_expected; /* workers neither killed nor failed: each must write an X record */
-    bool cluster;       /* cluster mode: its fault kinds (ch_kind_in_mode) */
+    bool cluster;       /* cluster or Sentinel mode: its fault kinds (ch_kind_in_mode) */
+    bool sentinel;      /* Sentinel mode (cluster is set too) */
+    bool fenced;        /* the fenced lock: the token figures are reported */
+    int synced;         /* check_lock_synced_slaves of the workers */
 } ch_run;
 
 /* The run's verdict: true when it passes (README.md, "The verdict"). */

@@ -2,12 +2,16 @@
  * faults at random for RLOCK_CHAOS_SECONDS, stops everything within bounds,
  * and judges the workers' records (analysis.c). See README.md.
  *
- *   chaos [--cluster] [--budget SECONDS]
+ *   chaos [--cluster | --sentinel] [--fenced] [--no-sync] [--budget SECONDS]
  *   chaos --analyze DIR [--expect FILE] [--final-counter N]
  *
  * --cluster: a Redis Cluster of three masters with a replica each instead
  * of one server, with master failovers among the faults (README.md,
- * "Cluster mode"; RLOCK_CHAOS_SECONDS defaults to 45 there).
+ * "Cluster mode"; RLOCK_CHAOS_SECONDS defaults to 45 there). --sentinel:
+ * a master with two replicas behind three sentinels, the same faults
+ * ("Sentinel mode"). --fenced: the fenced lock, each hold recording its
+ * token ("Fenced tokens"). --no-sync: the workers' check_lock_synced_slaves
+ * is 0 (default 1).
  * --budget is the ctest TIMEOUT: the run is shortened to fit it. --analyze
  * judges a records directory again, without Redis or workers (replay.c). Settings
  * come from the environment: RLOCK_CHAOS_SECONDS (60), RLOCK_CHAOS_WORKERS
@@ -34,6 +38,7 @@
 #include "chaos.h"
 #include "redis_cluster.h"
 #include "rlock/rlock.h"
+#include "sentinel_env.h"
 #include "test_util.h"
 
 /* The budget beyond the fault phase: start-up, the quiet phase, the exits
@@ -70,6 +75,11 @@ static struct {
     int slot;         /* the lock's (and the counter's) */
     char seeds[1024]; /* cluster_node_addresses */
     int ports[CH_CL_MAX_NODES];
+    /* Sentinel mode (cluster false): ports[] holds the sentinels' */
+    bool sentinel;
+    rt_sentinel_env sn;
+    bool fenced;
+    int synced;       /* the workers' check_lock_synced_slaves */
     rt_redis *target; /* the driver's connection goes there: the server, or the slot's master */
     char dir[256];
     char fault_log[300];
@@ -89,6 +99,11 @@ static struct {
     int cheat;
     bool fatal;
 } D;
+
+/* A topology with replicas and failovers (cluster or Sentinel mode). */
+static bool replicated(void) {
+    return D.cluster || D.sentinel;
+}
 
 static uint64_t next_rand(uint64_t *state) {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ULL); /* splitmix64 */
@@ -158,9 +173,16 @@ static bool spawn(int pos) {
                         .cheat = D.cheat,
                         .cluster = D.cluster,
                         .seeds = D.seeds,
-                        .nports = D.cluster ? D.cl.n_nodes : 0,
+                        .nports = D.cluster    ? D.cl.n_nodes
+                                  : D.sentinel ? RT_SENTINELS
+                                               : 0,
                         .counter_slot = D.slot,
-                        .counter = D.cluster ? CH_CL_COUNTER : CH_COUNTER};
+                        .counter = replicated() ? CH_CL_COUNTER : CH_COUNTER,
+                        .sentinel = D.sentinel,
+                        .sentinels = D.sn.addresses,
+                        .replicas = D.sentinel ? CH_SN_REPLICAS : 1,
+                        .fenced = D.fenced,
+                        .synced = D.synced};
     memcpy(a.ports, D.ports, sizeof(a.ports));
     fflush(NULL);
     pid_t pid = fork();
@@ -407,8 +429,11 @@ static redisReply *dcmd(const char *fmt, ...) {
 /* Cluster mode: the lock slot's master, once every live node agrees on it
  * (bounded); the driver's connection goes there from then on. NULL (and
  * the run is fatal) when the slot is not served. */
+static rt_redis *sn_master(void);
+
 static rt_redis *cl_master(void) {
-    rt_redis *m = rt_cluster_wait_slot_served(&D.cl, D.slot, CH_CL_SERVED_MS);
+    rt_redis *m =
+        D.sentinel ? sn_master() : rt_cluster_wait_slot_served(&D.cl, D.slot, CH_CL_SERVED_MS);
     if (m == NULL) {
         say("FATAL: slot %d not served within %d ms", D.slot, CH_CL_SERVED_MS);
         D.fatal = true;
@@ -422,7 +447,7 @@ static rt_redis *cl_master(void) {
 }
 
 static bool fault_client_kill(void) {
-    if (D.cluster && cl_master() == NULL) {
+    if (replicated() && cl_master() == NULL) {
         return false;
     }
     redisReply *r = dcmd("CLIENT LIST");
@@ -443,7 +468,7 @@ static bool fault_client_kill(void) {
         char *name = strstr(line, " name=");
         bool ours = name != NULL && strncmp(name + 6, CH_DRIVER_NAME, strlen(CH_DRIVER_NAME)) == 0;
         /* Cluster mode: the replica's replication link is not a worker's. */
-        ours = ours || (D.cluster && strstr(line, " flags=S ") != NULL);
+        ours = ours || (replicated() && strstr(line, " flags=S ") != NULL);
         if (id == line && !ours) {
             ids[n++] = strtoll(id + 3, NULL, 10);
         }
@@ -517,8 +542,15 @@ static void wait_synced(rt_redis *master) {
     int64_t until = ch_now_ns() + (int64_t)CH_CL_SYNCED_MS * 1000000;
     while (!D.fatal) {
         redisReply *r = rt_redis_command(master, "INFO replication");
+        int online = 0;
+        for (const char *p = r != NULL && r->type == REDIS_REPLY_STRING ? r->str : NULL;
+             p != NULL && (p = strstr(p, "state=online")) != NULL; p++) {
+            online++;
+        }
+        /* Sentinel mode: every replica, since any may be promoted. */
         bool ok = r != NULL && r->type == REDIS_REPLY_STRING &&
-                  strstr(r->str, "role:master") != NULL && strstr(r->str, "state=online") != NULL;
+                  strstr(r->str, "role:master") != NULL &&
+                  online >= (D.sentinel ? CH_SN_REPLICAS : 1);
         if (r != NULL) {
             freeReplyObject(r);
         }
@@ -597,7 +629,17 @@ static bool fault_master_failover(void) {
         D.fatal = true;
         return false;
     }
-    rt_redis *n = cl_master();
+    rt_redis *n = NULL;
+    if (D.sentinel) {
+        int port = rt_sentinel_wait_failover(&D.sn, old, CH_CL_SERVED_MS);
+        n = port > 0 ? rt_sentinel_server(&D.sn, port) : NULL;
+        if (n == NULL) {
+            say("FATAL: no failover from port %d within %d ms", old, CH_CL_SERVED_MS);
+            D.fatal = true;
+        }
+    } else {
+        n = cl_master();
+    }
     if (n == NULL) {
         return false;
     }
@@ -669,7 +711,7 @@ static bool inject(int kind) {
     case CH_F_CLIENT_KILL:
         return fault_client_kill();
     case CH_F_REDIS_PAUSE:
-        return D.cluster ? fault_cluster_pause() : fault_redis_pause();
+        return replicated() ? fault_cluster_pause() : fault_redis_pause();
     case CH_F_MASTER_FAILOVER:
         return fault_master_failover();
     case CH_F_REDIS_RESTART:
@@ -730,7 +772,7 @@ static void fault_phase(int64_t seconds) {
     int order[CH_F_KINDS];
     int nk = 0; /* the mode's kinds */
     for (int k = 0; k < CH_F_KINDS; k++) {
-        nk += ch_kind_in_mode(k, D.cluster);
+        nk += ch_kind_in_mode(k, replicated());
     }
     int next = nk;
     while (!D.fatal) {
@@ -744,7 +786,7 @@ static void fault_phase(int64_t seconds) {
             int n = 0, missing = 0;
             for (int pass = 0; pass < 2; pass++) {
                 for (int k = 0; k < CH_F_KINDS; k++) {
-                    if (ch_kind_in_mode(k, D.cluster) && (D.injected[k] == 0) == (pass == 0)) {
+                    if (ch_kind_in_mode(k, replicated()) && (D.injected[k] == 0) == (pass == 0)) {
                         order[n++] = k;
                     }
                 }
@@ -838,9 +880,9 @@ static void stop_phase(void) {
 }
 
 static long long final_counter(bool *ok) {
-    rt_redis *m = D.cluster ? cl_master() : &D.redis;
+    rt_redis *m = replicated() ? cl_master() : &D.redis;
     redisReply *r =
-        m == NULL ? NULL : rt_redis_command(m, "GET %s", D.cluster ? CH_CL_COUNTER : CH_COUNTER);
+        m == NULL ? NULL : rt_redis_command(m, "GET %s", replicated() ? CH_CL_COUNTER : CH_COUNTER);
     long long v = 0;
     *ok = r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL);
     if (*ok && r->type == REDIS_REPLY_STRING) {
@@ -875,15 +917,77 @@ static void write_run_file(long seconds, int64_t took, long long counter) {
             D.nworkers, took);
     fprintf(f, "final_counter %lld\nfatal %d\nhung_workers %d\nfailed_workers %d\n", counter,
             D.fatal ? 1 : 0, D.hung, D.failures);
-    if (D.cluster) {
-        fprintf(f, "cluster 1\n");
+    if (replicated()) {
+        fprintf(f, "cluster 1\n"); /* the fault kinds and failover windows */
     }
+    if (D.sentinel) {
+        fprintf(f, "sentinel 1\n");
+    }
+    if (D.fenced) {
+        fprintf(f, "fenced 1\n");
+    }
+    fprintf(f, "synced %d\n", D.synced);
     fprintf(f, "# worker WID END_NS KILLED FAILED\n");
     for (int i = 0; i < D.nw; i++) {
         fprintf(f, "worker %d %" PRId64 " %d %d\n", D.w[i].wid, D.w[i].end_ns,
                 D.w[i].killed ? 1 : 0, D.w[i].failed ? 1 : 0);
     }
     fclose(f);
+}
+
+/* ROLE master, as the server on that port says it. */
+static bool says_master(rt_redis *r) {
+    redisReply *rep = r->pid > 0 ? rt_redis_command(r, "ROLE") : NULL;
+    bool yes = rep != NULL && rep->type == REDIS_REPLY_ARRAY && rep->elements > 0 &&
+               rep->element[0]->type == REDIS_REPLY_STRING &&
+               strcmp(rep->element[0]->str, "master") == 0;
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return yes;
+}
+
+/* Sentinel mode: the master, once every sentinel names it and it says it
+ * is one (bounded, else fatal), and then every other live server says it
+ * is not (bounded; a deposed master a sentinel has not turned into a
+ * replica yet may serve stale reads until then). */
+static rt_redis *sn_master(void) {
+    int64_t until = ch_now_ns() + (int64_t)CH_CL_SERVED_MS * 1000000;
+    int port = -1;
+    while ((port = rt_sentinel_failed_over(&D.sn, -1)) < 0 && ch_now_ns() < until) {
+        dsleep(20);
+    }
+    rt_redis *m = port > 0 ? rt_sentinel_server(&D.sn, port) : NULL;
+    for (bool alone = false; m != NULL && !alone && ch_now_ns() < until;) {
+        alone = true;
+        for (int i = 0; i < D.sn.n_servers; i++) {
+            rt_redis *r = &D.sn.servers[i];
+            alone = alone && (r == m || r->pid <= 0 || !says_master(r));
+        }
+        if (!alone) {
+            dsleep(50);
+        }
+    }
+    return m;
+}
+
+/* Sentinel mode: the master, its two replicas and three sentinels. */
+static int start_sentinel(void) {
+    if (rt_sentinel_env_start(&D.sn, CH_SN_REPLICAS, CH_SN_DOWN_AFTER_MS,
+                              CH_SN_FAILOVER_TIMEOUT_MS) != 0) {
+        fprintf(stderr, "chaos: cannot start the Sentinel deployment\n");
+        return -1;
+    }
+    for (int i = 0; i < RT_SENTINELS; i++) {
+        D.ports[i] = D.sn.sentinels[i].port;
+    }
+    if (cl_master() == NULL) {
+        rt_sentinel_env_stop(&D.sn);
+        return -1;
+    }
+    printf("chaos: Sentinel: master on port %d, %d replicas, sentinels %s; records in %s\n",
+           D.target->port, CH_SN_REPLICAS, D.sn.addresses, D.dir);
+    return 0;
 }
 
 /* Cluster mode: the six nodes, the lock's slot (the counter shares it by
@@ -921,18 +1025,26 @@ int main(int argc, char **argv) {
         return ch_replay_main(argc, argv);
     }
     long budget = 0;
+    D.synced = 1;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--budget") == 0 && i + 1 < argc) {
             budget = strtol(argv[++i], NULL, 10);
-        } else if (strcmp(argv[i], "--cluster") == 0) {
+        } else if (strcmp(argv[i], "--cluster") == 0 && !D.sentinel) {
             D.cluster = true;
+        } else if (strcmp(argv[i], "--sentinel") == 0 && !D.cluster) {
+            D.sentinel = true;
+        } else if (strcmp(argv[i], "--fenced") == 0) {
+            D.fenced = true;
+        } else if (strcmp(argv[i], "--no-sync") == 0) {
+            D.synced = 0;
         } else {
-            fprintf(stderr, "usage: chaos [--cluster] [--budget SECONDS]\n"
+            fprintf(stderr, "usage: chaos [--cluster | --sentinel] [--fenced] [--no-sync] "
+                            "[--budget SECONDS]\n"
                             "       chaos --analyze DIR [--expect FILE] [--final-counter N]\n");
             return 2;
         }
     }
-    long seconds = env_long("RLOCK_CHAOS_SECONDS", D.cluster ? 45 : 60, 1, 86400);
+    long seconds = env_long("RLOCK_CHAOS_SECONDS", replicated() ? 45 : 60, 1, 86400);
     D.nworkers = (int)env_long("RLOCK_CHAOS_WORKERS", 8, 2, CH_MAX_WORKERS);
     /* The self-check: every worker skips the lock every N-th round; the run
      * must then fail with unexplained overlaps. */
@@ -956,6 +1068,8 @@ int main(int argc, char **argv) {
     printf("chaos: seed %" PRIu64 " (replay the faults with RLOCK_CHAOS_SEED=%" PRIu64
            "), %ld s, %d workers\n",
            D.seed, D.seed, seconds, D.nworkers);
+    printf("chaos: %s lock, check_lock_synced_slaves %d\n", D.fenced ? "fenced" : "reentrant",
+           D.synced);
     printf("chaos: rlock timeout %d ms, %d retry after %d ms, watchdog %d ms (even workers), "
            "lease %d ms (odd workers)\n",
            CH_TIMEOUT_MS, CH_RETRY_ATTEMPTS, CH_RETRY_INTERVAL_MS, CH_WATCHDOG_MS, CH_LEASE_MS);
@@ -972,6 +1086,10 @@ int main(int argc, char **argv) {
     snprintf(D.fault_log, sizeof(D.fault_log), "%s/faults.log", D.dir);
     if (D.cluster) {
         if (start_cluster() != 0) {
+            return 1;
+        }
+    } else if (D.sentinel) {
+        if (start_sentinel() != 0) {
             return 1;
         }
     } else {
@@ -1011,6 +1129,8 @@ int main(int argc, char **argv) {
     drop_dc();
     if (D.cluster) {
         rt_cluster_stop(&D.cl);
+    } else if (D.sentinel) {
+        rt_sentinel_env_stop(&D.sn);
     } else {
         rt_redis_stop(&D.redis);
     }
@@ -1041,7 +1161,10 @@ int main(int argc, char **argv) {
                   .hung = D.hung,
                   .failures = D.failures,
                   .fatal = D.fatal,
-                  .cluster = D.cluster};
+                  .cluster = replicated(),
+                  .sentinel = D.sentinel,
+                  .fenced = D.fenced,
+                  .synced = D.synced};
     memcpy(run.injected, D.injected, sizeof(run.injected));
     for (int i = 0; i < D.nw; i++) {
         run.exits_expected += !D.w[i].killed && !D.w[i].failed;

@@ -281,6 +281,12 @@ static int read_run_file(replay *r) {
             r->run.failures = (int)v;
         } else if (strcmp(key, "cluster") == 0) {
             r->run.cluster = v != 0;
+        } else if (strcmp(key, "sentinel") == 0) {
+            r->run.sentinel = v != 0;
+        } else if (strcmp(key, "fenced") == 0) {
+            r->run.fenced = v != 0;
+        } else if (strcmp(key, "synced") == 0) {
+            r->run.synced = (int)v;
         } else {
             ok = false;
         }

@@ -30,7 +30,7 @@ bool ch_verdict(const ch_run *run, const ch_results *res) {
     return !run->fatal && never_injected(run) == 0 && res->overlaps_unexplained == 0 &&
            res->lost_updates_unexplained == 0 && pending(res) == 0 && run->hung == 0 &&
            run->failures == 0 && res->stuck_futures == 0 && res->completed > 0 &&
-           res->exits == run->exits_expected;
+           res->exits == run->exits_expected && res->token_violations == 0 && res->token_equal == 0;
 }
 
 static void print_codes(const char *label, const uint64_t *by, bool with_zero) {
@@ -88,6 +88,16 @@ void ch_print_report(const ch_run *run, const ch_results *res, bool pass) {
            "), unexplained %" PRIu64 "\n",
            res->overlaps, res->holds_overlapping, res->overlaps_explained, res->explained_paused,
            res->explained_lost, res->explained_lease, res->overlaps_unexplained);
+    if (run->fenced || res->token_holds > 0) {
+        printf("fenced tokens (check_lock_synced_slaves %d): holds %" PRIu64 ", failovers %" PRIu64
+               "; token order violations %" PRIu64 " (in failovers %" PRIu64
+               "), equal tokens %" PRIu64 " (in failovers %" PRIu64 "), double holds %" PRIu64
+               " (in failovers %" PRIu64 ")\n",
+               run->synced, res->token_holds, res->token_failovers,
+               res->token_violations + res->token_violations_failover,
+               res->token_violations_failover, res->token_equal + res->token_equal_failover,
+               res->token_equal_failover, res->overlaps, res->double_holds_failover);
+    }
     if (run->cluster) {
         printf("explained by a failover alone: overlaps %" PRIu64 ", lost updates %" PRIu64 "\n",
                res->explained_failover, res->lost_updates_failover);
@@ -114,10 +124,25 @@ void ch_print_report(const ch_run *run, const ch_results *res, bool pass) {
     printf("},\"lost_lock_reports\":%" PRIu64 ",\"overlaps_explained\":%" PRIu64
            ",\"overlaps_unexplained\":%" PRIu64 ",\"lost_updates_explained\":%" PRIu64
            ",\"lost_updates_unexplained\":%" PRIu64 ",\"futures_pending\":%" PRIu64
-           ",\"hung_workers\":%d,\"failed_workers\":%d,\"result\":\"%s\"}\n",
+           ",\"hung_workers\":%d,\"failed_workers\":%d",
            res->lost_reports, res->overlaps_explained, res->overlaps_unexplained,
            res->lost_updates_explained, res->lost_updates_unexplained, pending(res), run->hung,
-           run->failures, pass ? "pass" : "fail");
+           run->failures);
+    if (run->fenced || res->token_holds > 0) {
+        printf(",\"topology\":\"%s\",\"synced\":%d,\"token_holds\":%" PRIu64
+               ",\"failovers\":%" PRIu64 ",\"token_violations\":%" PRIu64
+               ",\"token_violations_failover\":%" PRIu64 ",\"token_equal\":%" PRIu64
+               ",\"token_equal_failover\":%" PRIu64 ",\"double_holds\":%" PRIu64
+               ",\"double_holds_failover\":%" PRIu64,
+               run->sentinel  ? "sentinel"
+               : run->cluster ? "cluster"
+                              : "single",
+               run->synced, res->token_holds, res->token_failovers,
+               res->token_violations + res->token_violations_failover,
+               res->token_violations_failover, res->token_equal + res->token_equal_failover,
+               res->token_equal_failover, res->overlaps, res->double_holds_failover);
+    }
+    printf(",\"result\":\"%s\"}\n", pass ? "pass" : "fail");
     printf("chaos: %s\n", pass ? "PASS" : "FAIL");
 }
 
@@ -171,6 +196,13 @@ bool ch_figure(const ch_run *run, const ch_results *res, const char *name, long 
         {"duplicate_reads", (long long)res->duplicate_reads},
         {"counter_mismatches", (long long)res->counter_mismatches},
         {"longest_hold_ms", (long long)(res->longest_hold_ns / 1000000)},
+        {"token_holds", (long long)res->token_holds},
+        {"failovers", (long long)res->token_failovers},
+        {"token_violations", (long long)(res->token_violations + res->token_violations_failover)},
+        {"token_violations_failover", (long long)res->token_violations_failover},
+        {"token_equal", (long long)(res->token_equal + res->token_equal_failover)},
+        {"token_equal_failover", (long long)res->token_equal_failover},
+        {"double_holds_failover", (long long)res->double_holds_failover},
         /* ch_run */
         {"processes", run->nprocs},
         {"faults", run->nfaults},

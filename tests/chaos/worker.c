@@ -6,6 +6,7 @@
  *   C owner t kind arg                    lock call made (kind l: lock, cancelled
  *                                         after arg ms; t: try-lock waiting arg ms)
  *   A owner t                             acquired
+ *   K owner t token                       its fencing token (chaos --fenced)
  *   F owner t err                         not acquired (err 0: the wait ran out)
  *   G owner t value / g owner t           GET done / failed
  *   Y owner t ms                          this hold sleeps ms between GET and SET
@@ -177,8 +178,13 @@ static struct timeval ms_tv(int64_t ms) {
  * that answers (starting at a different one each time) says. A node just
  * deposed may still name itself for a moment: a GET it answers then may be
  * stale, which the analysis puts down to the failover window. 0: none. */
+static int sentinel_master(worker *w);
+
 static int counter_master(worker *w) {
     static unsigned next;
+    if (w->a->sentinel) {
+        return sentinel_master(w);
+    }
     for (int k = 0; k < w->a->nports; k++) {
         int port = w->a->ports[(next + (unsigned)k) % (unsigned)w->a->nports];
         redisContext *c = redisConnectWithTimeout("127.0.0.1", port, ms_tv(CH_CL_PROBE_MS));
@@ -203,12 +209,44 @@ static int counter_master(worker *w) {
     return 0;
 }
 
+/* Sentinel mode: the master's port as the first sentinel that answers
+ * names it. A master just deposed may still answer a GET (stale, put down
+ * to the failover window) and refuses a SET once it is a replica. 0: none. */
+static int sentinel_master(worker *w) {
+    static unsigned next;
+    for (int k = 0; k < w->a->nports; k++) {
+        int port = w->a->ports[(next + (unsigned)k) % (unsigned)w->a->nports];
+        redisContext *c = redisConnectWithTimeout("127.0.0.1", port, ms_tv(CH_CL_PROBE_MS));
+        if (c == NULL || c->err != 0 || redisSetTimeout(c, ms_tv(CH_CL_PROBE_MS)) != REDIS_OK) {
+            if (c != NULL) {
+                redisFree(c);
+            }
+            continue;
+        }
+        redisReply *r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", CH_SN_MASTER);
+        int owner = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                            r->element[1]->type == REDIS_REPLY_STRING
+                        ? atoi(r->element[1]->str)
+                        : 0;
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+        redisFree(c);
+        if (owner > 0) {
+            next += (unsigned)k + 1;
+            return owner;
+        }
+    }
+    next++;
+    return 0;
+}
+
 static redisContext *data_conn(worker *w) {
     if (w->data != NULL) {
         return w->data;
     }
     redisContext *c;
-    if (w->a->cluster) {
+    if (w->a->cluster || w->a->sentinel) {
         int port = counter_master(w);
         if (port <= 0) {
             return NULL;
@@ -261,7 +299,8 @@ static bool data_get(worker *w, long long *value) {
     return ok;
 }
 
-/* Cluster mode: SET, then WAIT for the master's replica, pipelined. An
+/* Cluster and Sentinel mode: SET, then WAIT for the master's replica
+ * (Sentinel: every replica, any of which may be promoted), pipelined. An
  * acknowledged SET no replica confirmed (WAIT 0, or no answer to the WAIT)
  * may be lost in a failover: it counts as no answer (-1), applied or not.
  * A refused SET (MOVED, CLUSTERDOWN, ...) was not applied (0). */
@@ -269,12 +308,12 @@ static int data_set_synced(worker *w, redisContext *c, long long value) {
     redisReply *r = NULL, *wr = NULL;
     int status = -1;
     if (redisAppendCommand(c, "SET %s %lld", w->a->counter, value) == REDIS_OK &&
-        redisAppendCommand(c, "WAIT 1 %d", CH_CL_WAIT_MS) == REDIS_OK &&
+        redisAppendCommand(c, "WAIT %d %d", w->a->replicas, CH_CL_WAIT_MS) == REDIS_OK &&
         redisGetReply(c, (void **)&r) == REDIS_OK && r != NULL) {
         if (r->type != REDIS_REPLY_STATUS) {
             status = 0;
         } else if (redisGetReply(c, (void **)&wr) == REDIS_OK && wr != NULL &&
-                   wr->type == REDIS_REPLY_INTEGER && wr->integer >= 1) {
+                   wr->type == REDIS_REPLY_INTEGER && wr->integer >= w->a->replicas) {
             status = 1;
         }
     }
@@ -300,7 +339,7 @@ static int data_set(worker *w, long long value) {
     if (c == NULL) {
         return 0; /* never sent */
     }
-    if (w->a->cluster) {
+    if (w->a->cluster || w->a->sentinel) {
         return data_set_synced(w, c, value);
     }
     redisReply *r = redisCommand(c, "SET %s %lld", w->a->counter, value);
@@ -326,9 +365,13 @@ static void on_lost(const rlock_lock_lost_info *info, void *arg) {
 }
 
 /* locked false: the self-check's cheat, a "hold" without the lock. */
-static void hold(worker *w, uint64_t owner, bool locked) {
+static void hold(worker *w, uint64_t owner, bool locked, int64_t token) {
     unsigned long long o = (unsigned long long)owner;
-    rec(w, "A %llu %lld\n", o, (long long)ch_now_ns());
+    int64_t now = ch_now_ns();
+    rec(w, "A %llu %lld\n", o, (long long)now);
+    if (w->a->fenced) {
+        rec(w, "K %llu %lld %lld\n", o, (long long)now, (long long)token);
+    }
     atomic_store(&w->slot->state, CH_HOLDING);
     long long v = 0;
     if (data_get(w, &v)) {
@@ -337,7 +380,7 @@ static void hold(worker *w, uint64_t owner, bool locked) {
          * window a fault can fall into. Now and then a hold lasts longer
          * than the watchdog timeout (so renewals must keep it), and for an
          * odd worker sometimes longer than its lease. */
-        int64_t now = ch_now_ns();
+        now = ch_now_ns();
         int64_t us = rand_between(w, 0, 1000);
         if (now >= w->next_long_ns) {
             us = rand_between(w, CH_LONG_HOLD_MIN_MS, CH_LONG_HOLD_MAX_MS) * 1000;
@@ -391,13 +434,20 @@ static void round_once(worker *w) {
     atomic_store(&w->slot->state, CH_LOCKING);
     rec(w, "C %llu %lld %c %lld\n", o, (long long)start, try_lock ? 't' : 'l', (long long)arg);
     if (w->a->cheat > 0 && owner % (uint64_t)w->a->cheat == 0) {
-        hold(w, owner, false);
+        hold(w, owner, false, 0);
         atomic_store(&w->slot->state, CH_IDLE);
         progress(w);
         return;
     }
-    rlock_future *f = try_lock ? rlock_try_lock_async(w->lock, arg, w->a->lease_ms, owner)
-                               : rlock_lock_async(w->lock, w->a->lease_ms, owner);
+    rlock_future *f;
+    if (w->a->fenced) {
+        /* The token calls' value is the token (0: the wait ran out). */
+        f = try_lock ? rlock_try_lock_and_get_token_async(w->lock, arg, w->a->lease_ms, owner)
+                     : rlock_lock_and_get_token_async(w->lock, w->a->lease_ms, owner);
+    } else {
+        f = try_lock ? rlock_try_lock_async(w->lock, arg, w->a->lease_ms, owner)
+                     : rlock_lock_async(w->lock, w->a->lease_ms, owner);
+    }
     f = track(w, f, on_done);
     if (f == NULL) {
         rec(w, "F %llu %lld %d\n", o, (long long)ch_now_ns(), RLOCK_ERR_NOMEM);
@@ -408,10 +458,11 @@ static void round_once(worker *w) {
         done = true; /* now complete, as cancelled */
     }
     int err = done || rlock_future_is_done(f) ? rlock_future_error(f) : RLOCK_ERR_TIMEOUT;
-    bool got = err == RLOCK_OK && (!try_lock || rlock_future_value(f) == 1);
+    int64_t value = err == RLOCK_OK ? rlock_future_value(f) : 0;
+    bool got = err == RLOCK_OK && (w->a->fenced ? value > 0 : !try_lock || value == 1);
     rlock_future_release(f);
     if (got) {
-        hold(w, owner, true);
+        hold(w, owner, true, value);
     } else {
         rec(w, "F %llu %lld %d\n", o, (long long)ch_now_ns(), err);
     }
@@ -450,6 +501,9 @@ int ch_worker_main(const ch_worker_args *a) {
     rlock_config_init(&cfg);
     if (a->cluster) {
         cfg.cluster_node_addresses = a->seeds;
+    } else if (a->sentinel) {
+        cfg.master_name = CH_SN_MASTER;
+        cfg.sentinel_addresses = a->sentinels;
     } else {
         cfg.address = a->redis->address;
     }
@@ -461,11 +515,13 @@ int ch_worker_main(const ch_worker_args *a) {
     cfg.reconnect_delay_min_ms = 20;
     cfg.reconnect_delay_max_ms = 200;
     cfg.lock_watchdog_timeout_ms = CH_WATCHDOG_MS;
+    cfg.check_lock_synced_slaves = a->synced;
     if (rlock_client_create(&cfg, &w.client) != RLOCK_OK) {
         fprintf(stderr, "chaos worker %d: %s\n", a->wid, rlock_last_error());
         return 2;
     }
-    w.lock = rlock_get_lock(w.client, CH_LOCK_NAME);
+    w.lock = a->fenced ? rlock_get_fenced_lock(w.client, CH_LOCK_NAME)
+                       : rlock_get_lock(w.client, CH_LOCK_NAME);
     if (w.lock == NULL || rlock_set_lock_lost_callback(w.lock, on_lost, &w) != RLOCK_OK) {
         fprintf(stderr, "chaos worker %d: %s\n", a->wid, rlock_last_error());
         return 2;
