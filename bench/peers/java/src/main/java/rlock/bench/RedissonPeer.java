@@ -34,7 +34,7 @@ import org.redisson.config.SingleServerConfig;
  * bench/README.md: one JSON line on stdout, exit 0 / 1 (run time) / 2 (usage).
  *
  * <pre>
- *   java -jar redisson-bench-peer.jar s1 --addr H:P --n N --variant default|tuned|multi
+ *   java [-Dbench.warmupS=S] -jar redisson-bench-peer.jar s1 --addr H:P --n N --variant default|tuned|multi
  *        [--more-addrs H:P,H:P] [--warmup-s S]
  *   ... s2 --addr H:P --k K --seconds S [--warmup-s S]
  *   ... s3 --addr H:P --lock NAME --counter KEY --iters N --start-at NS --out FILE
@@ -47,7 +47,8 @@ import org.redisson.config.SingleServerConfig;
  * Every lock is taken with the watchdog (no lease), as rlock's
  * RLOCK_LEASE_WATCHDOG. System.nanoTime() is CLOCK_MONOTONIC on Linux, the
  * clock of the other implementations' files. Before measuring, each
- * scenario warms the JIT up: S1 20 000 pairs or --warmup-s seconds,
+ * scenario warms the JIT up: S1 20 000 pairs or --warmup-s seconds (default:
+ * the property bench.warmupS, else 10),
  * whichever ends first; S2 --warmup-s seconds of the same chains; S3 and S6
  * workers on a private lock name until 200 ms before --start-at.
  */
@@ -203,7 +204,7 @@ public final class RedissonPeer {
     private static int s1(Map<String, String> a) throws Exception {
         int n = Integer.parseInt(need(a, "n"));
         String variant = a.getOrDefault("variant", "default");
-        double warmupS = Double.parseDouble(a.getOrDefault("warmup-s", "10"));
+        double warmupS = Double.parseDouble(a.getOrDefault("warmup-s", System.getProperty("bench.warmupS", "10")));
         boolean multi = variant.equals("multi");
         boolean tuned = variant.equals("tuned");
         List<RedissonClient> clients = new ArrayList<>();
@@ -313,7 +314,7 @@ public final class RedissonPeer {
     private static int s2(Map<String, String> a) throws Exception {
         int k = Integer.parseInt(need(a, "k"));
         double secs = Double.parseDouble(need(a, "seconds"));
-        double warmupS = Double.parseDouble(a.getOrDefault("warmup-s", "10"));
+        double warmupS = Double.parseDouble(a.getOrDefault("warmup-s", System.getProperty("bench.warmupS", "10")));
         RedissonClient c = client(a.get("addr"), false);
         Chains ch = new Chains(c, k);
         for (int i = 0; i < k; i++) {
