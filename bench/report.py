@@ -657,6 +657,15 @@ def page(data, tg, made, md_path, plot_note):
               "lock's key, where S0 re-enters one key. At that cost Redis alone would allow "
               "about %s pairs/s.\n" % (per_pair, best["k"], per_call, per_pair / per_call,
                                         fmt(1e6 / per_pair)))
+    red = [r for r in s2 if r["impl"] == "redisson" and r.get("cpu_us_per_pair")]
+    if red:
+        w("Redisson runs the chains with `lockAsync(owner)` / `unlockAsync(owner)` on K "
+          "`getLock` names, the next pair from the completion, after its JIT warm-up. Its "
+          "client used %s µs of CPU per pair (K = %s): with the client CPUs it has, that "
+          "alone caps it near %s pairs/s per client CPU.\n" % (
+              ", ".join(fmt(r["cpu_us_per_pair"]) for r in sorted(red, key=lambda r: r["k"])),
+              ", ".join(str(r["k"]) for r in sorted(red, key=lambda r: r["k"])),
+              fmt(1e6 / min(r["cpu_us_per_pair"] for r in red))))
     skipped_note(res, "S2", w, exclude=("cluster",))
     if res.ok("S2", variant="cluster"):
         w("S2 on a three-master Redis Cluster: [its own section](#s2-and-s4-on-a-three-master-"
@@ -1052,8 +1061,9 @@ def s6_section(res, w):
           "draws): `rw` is `getReadWriteLock(name).readLock()` / `.writeLock()`, `lock` is "
           "`getLock(name)`, `lock()` / `unlock()` with the watchdog; each worker warms the JIT "
           "up on a lock name of its own in the lead time, and Redis's counts start at the "
-          "common start time. Its client CPU includes the JVMs' start and warm-up (the "
-          "driver's children over the span).\n")
+          "common start time. Its client CPU is what each JVM reports for its measured "
+          "window (`getProcessCpuTime()`: JIT and GC threads included, start-up and warm-up "
+          "not). P JVMs share the client CPUs with their Netty and JIT threads.\n")
     skipped_note(res, "S6", w)
 
 

@@ -563,6 +563,7 @@ public final class RedissonPeer {
         long n = 0;
         long end = startAt + (long) (secs * 1e9);
         sleepUntil(startAt);
+        long cpu0 = cpuNs();
         while (System.nanoTime() < end) {
             boolean read = Long.remainderUnsigned(nextRand(), 100) < readPct;
             RLock l = read ? rd : wr;
@@ -601,11 +602,13 @@ public final class RedissonPeer {
                     .append(' ').append(rel).append('\n');
             n++;
         }
+        long cpu = cpuNs() - cpu0;
         try (BufferedWriter f = new BufferedWriter(new FileWriter(need(a, "out"), true))) {
             f.write(ops.toString());
         }
         Map<String, Object> m = line(variant, "S6-worker");
         m.put("ops", n);
+        m.put("cpu_s", cpu / 1e9);
         m.put("max_readers", maxReaders);
         m.put("read_violations", readViolations);
         m.put("write_violations", writeViolations);
