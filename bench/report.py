@@ -717,6 +717,11 @@ def page(data, tg, made, md_path, plot_note):
       "machine), a process that unlocks may be scheduled only after the next holder has "
       "already run, so it records its unlock's return late: handoffs shorter than a round "
       "trip come from that, not from the lock.\n")
+    if res.ok("S3", impl="redisson"):
+        w("Redisson's waiters wait on pub/sub too (`lock()` subscribes to the lock's "
+          "channel and tries again on each unlock message); `fair` is `getFairLock`, "
+          "beside rlock's fair lock. Its workers are JVMs that warmed their JIT up on a "
+          "lock name of their own during the lead time (bench/README.md).\n")
     slow = [r for r in res.ok("S3") if r.get("handoff_p99_us") and r["handoff_p99_us"] > 1e6]
     if slow:
         w("Runs with a handoff above one second: %s. A waiter that misses the unlock "
