@@ -293,11 +293,12 @@ def redisson_targets(res, add):
     """rlock ahead of Redisson, the library it ports: lower latency, higher
     throughput, fewer bytes; each with the measured ratio, met or not."""
     def lower(scen, what, a, b, key, digits=1, unit=" µs"):
-        if a and b and a.get(key) is not None and b.get(key):
-            r = ratio(a[key], b[key])
+        if a and b and a.get(key) is not None and b.get(key) is not None:
+            r = ratio(a[key], b[key]) if b[key] > 0 else None
             add(scen, what, "rlock < Redisson", "%s%s vs %s%s" % (
-                fmt(a[key], digits), unit, fmt(b[key], digits), unit), r, r < 1,
-                "ratio = rlock ÷ Redisson")
+                fmt(a[key], digits), unit, fmt(b[key], digits), unit), r,
+                None if r is None else r < 1, "ratio = rlock ÷ Redisson" if r is not None
+                else "not comparable: Redisson's figure is not above 0 (heap noise)")
 
     def higher(scen, what, a, b, key):
         if a and b and a.get(key) and b.get(key) is not None:
@@ -799,8 +800,8 @@ def page(data, tg, made, md_path, plot_note):
         w("Redisson: W `lockAsync(owner)` calls on one `getLock` in one client; the holder "
           "is Redisson's lock hash written on a plain connection (`HSET`, `PEXPIRE`), "
           "released by `DEL` and `PUBLISH` of Redisson's unlock message. Its bytes per "
-          "waiter are the JVM's used heap (`MemoryMXBean`) after `System.gc()` twice, "
-          "before the calls and once all wait (the futures kept); RSS is `VmRSS` from "
+          "waiter are the JVM's used heap (`MemoryMXBean`) after `System.gc()` twice (the "
+          "least of three readings), before the calls and once all wait (the futures kept); RSS is `VmRSS` from "
           "`/proc/self/status`, which for a JVM mostly says how much of its fixed heap it "
           "has touched, not what a waiter holds. SUBSCRIBEs and EVALs are Redis's counts "
           "(`INFO commandstats`); EVALs per unlock counts Redisson's acquires during the "
