@@ -562,7 +562,9 @@ def page(data, tg, made, md_path, plot_note):
       "`getProcessCpuTime()`). Unlike the latency it hardly moves with the machine's "
       "round trip. *Instructions per pair*: for rlock's C client, counted by callgrind "
       "inside the measured loop only (`--toggle-collect=s1_pairs`, N = 1,000), a "
-      "repeatable figure; the peers have none (%s).\n" % (
+      "repeatable figure, on the calling thread (where both variants run the "
+      "uncontended path; `default`'s I/O thread is not counted); the peers have none "
+      "(%s).\n" % (
           next((x["skipped"] for x in res.skipped("S1-insn") if x["impl"] != "rlock"),
                "not measured")))
     red = res.one("S1", impl="redisson", variant="default") or \
