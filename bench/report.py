@@ -23,7 +23,7 @@ import subprocess
 import sys
 import tempfile
 
-IMPLS = ["rlock", "node-redisson", "redlock", "redis-semaphore", "redis-py"]
+IMPLS = ["rlock", "redisson", "node-redisson", "redlock", "redis-semaphore", "redis-py"]
 POLLING = ["redlock", "redis-semaphore", "redis-py"]  # wait by retrying on a timer
 MIN_HANDOFFS = 10  # fewer, and a peer's handoff p50 is not compared
 # Variants with a section of their own, left out of the scenario's main
@@ -192,12 +192,26 @@ def targets(res):
                     "%s µs vs %s µs" % (fmt(m["p50_us"]), fmt(2 * raw)), r, r <= 1.15,
                     "the physical limit of this placement: the three servers share one CPU")
     s1 = res.one("S1", impl="rlock", variant="default")
-    peers = [x for x in res.ok("S1") if x["impl"] != "rlock" and x.get("p50_us")]
+    peers = [x for x in res.ok("S1") if x["impl"] != "rlock" and x.get("p50_us")
+             and not x.get("variant", "").startswith("multi")]
     if s1 and peers:
         best = min(peers, key=lambda x: x["p50_us"])
         r = ratio(s1["p50_us"], best["p50_us"])
         add("S1", "p50 (default) below every peer's", "< the best peer's p50",
             "%s µs vs %s %s µs" % (fmt(s1["p50_us"]), label(best), fmt(best["p50_us"])), r, r < 1)
+    cpu = [x for x in res.ok("S1") if x.get("cpu_us_per_pair") is not None
+           and not x.get("variant", "").startswith("multi") and x.get("variant") != "tls"]
+    mine = [x for x in cpu if x["impl"] == "rlock"]
+    others = [x for x in cpu if x["impl"] != "rlock"]
+    if mine and others:
+        a = min(mine, key=lambda x: x["cpu_us_per_pair"])
+        b = min(others, key=lambda x: x["cpu_us_per_pair"])
+        r = ratio(a["cpu_us_per_pair"], b["cpu_us_per_pair"])
+        add("S1", "client CPU per pair: rlock's the lowest", "< every peer's",
+            "%s %s µs vs %s %s µs" % (label(a), fmt(a["cpu_us_per_pair"], 1), label(b),
+                                      fmt(b["cpu_us_per_pair"], 1)), r, r < 1,
+            "user + system CPU of the client process over the measured pairs ÷ pairs")
+    redisson_targets(res, add)
     s2 = res.ok("S2", impl="rlock", variant="default")
     if s2 and half_ceiling:
         best = max(s2, key=lambda x: x.get("pairs_per_s") or 0)
@@ -273,6 +287,50 @@ def targets(res):
         add("S6", "checks, every run", "no violation, counter = writes",
             "all %d runs" % len(s6) if not bad else "failed: " + ", ".join(bad), None, not bad)
     return out
+
+
+def redisson_targets(res, add):
+    """rlock ahead of Redisson, the library it ports: lower latency, higher
+    throughput, fewer bytes; each with the measured ratio, met or not."""
+    def lower(scen, what, a, b, key, digits=1, unit=" µs"):
+        if a and b and a.get(key) is not None and b.get(key) is not None:
+            r = ratio(a[key], b[key]) if b[key] > 0 else None
+            add(scen, what, "rlock < Redisson", "%s%s vs %s%s" % (
+                fmt(a[key], digits), unit, fmt(b[key], digits), unit), r,
+                None if r is None else r < 1, "ratio = rlock ÷ Redisson" if r is not None
+                else "not comparable: Redisson's figure is not above 0 (heap noise)")
+
+    def higher(scen, what, a, b, key):
+        if a and b and a.get(key) and b.get(key) is not None:
+            r = ratio(a[key], b[key]) if b[key] else None
+            add(scen, what, "rlock > Redisson", "%s vs %s" % (fmt(a[key]), fmt(b[key])), r,
+                None if r is None else r > 1, "ratio = rlock ÷ Redisson")
+
+    for mine, theirs in (("default", "default"), ("tuned", "tuned"), ("multi", "multi")):
+        a, b = res.one("S1", impl="rlock", variant=mine), res.one("S1", impl="redisson",
+                                                                   variant=theirs)
+        for key, q in (("p50_us", "p50"), ("p99_us", "p99")):
+            lower("S1", "%s vs Redisson (%s)" % (q, mine), a, b, key)
+        lower("S1", "client CPU per pair vs Redisson (%s)" % mine, a, b, "cpu_us_per_pair")
+    for b in sorted(res.ok("S2", impl="redisson"), key=lambda x: x["k"]):
+        a = res.one("S2", impl="rlock", variant="default", k=b["k"])
+        higher("S2", "pairs/s vs Redisson, K = %d" % b["k"], a, b, "pairs_per_s")
+    for b in sorted(res.ok("S3", impl="redisson"), key=lambda x: (x["variant"], x["procs"])):
+        a = res.one("S3", impl="rlock", variant=b["variant"], procs=b["procs"])
+        what = "P = %d (%s)" % (b["procs"], b["variant"])
+        higher("S3", "acq/s vs Redisson, " + what, a, b, "acq_per_s")
+        lower("S3", "handoff p50 vs Redisson, " + what, a, b, "handoff_p50_us")
+        lower("S3", "handoff p99 vs Redisson, " + what, a, b, "handoff_p99_us")
+    for b in sorted(res.ok("S5", impl="redisson"), key=lambda x: x["w"]):
+        a = res.one("S5", impl="rlock", variant="default", w=b["w"])
+        lower("S5", "bytes per waiter vs Redisson, W = %s" % fmt(b["w"]), a, b,
+              "bytes_per_waiter", 0, "")
+        lower("S5", "drain time vs Redisson, W = %s" % fmt(b["w"]), a, b, "drain_s", 3, " s")
+    for b in sorted(res.ok("S6", impl="redisson"), key=lambda x: (x["variant"], x["procs"])):
+        a = res.one("S6", impl="rlock", variant=b["variant"], procs=b["procs"],
+                    read_pct=b.get("read_pct", 90))
+        higher("S6", "reads/s vs Redisson, P = %d (%s)" % (b["procs"], b["variant"]), a, b,
+               "reads_per_s")
 
 
 # ---- plots ---------------------------------------------------------------------
@@ -489,11 +547,41 @@ def page(data, tg, made, md_path, plot_note):
     rows = []
     for r in by_impl(res.ok("S1")):
         raw = r.get("raw_rtt_p50_us")
+        insn = res.one("S1-insn", impl=r["impl"], variant=r.get("variant", "default"))
         rows.append([label(r), fmt(r["n"]), fmt(r["p50_us"]), fmt(r["p99_us"]),
                      fmt(r["mean_us"]), fmt(ratio(r["p50_us"], 2 * rtt_p50) if rtt_p50 else None, 2),
-                     "%s (%s)" % (fmt(raw), fmt(ratio(r["p50_us"], 2 * raw), 2)) if raw else "—"])
+                     "%s (%s)" % (fmt(raw), fmt(ratio(r["p50_us"], 2 * raw), 2)) if raw else "—",
+                     fmt(r.get("cpu_us_per_pair"), 1),
+                     fmt(insn["insn_per_pair"]) if insn else "—"])
     w(table(["implementation", "N", "p50 µs", "p99 µs", "mean µs", "p50 ÷ 2 round trips",
-             "same-moment round trip µs (ratio)"], rows) + "\n")
+             "same-moment round trip µs (ratio)", "client CPU µs per pair",
+             "instructions per pair"], rows) + "\n")
+    w("*Client CPU per pair*: user + system CPU time of the whole client process (every "
+      "thread: I/O threads, a JVM's JIT and GC) over the measured pairs, divided by N "
+      "(`getrusage`, node's `process.cpuUsage()`, Python's `os.times()`, the JVM's "
+      "`getProcessCpuTime()`). Unlike the latency it hardly moves with the machine's "
+      "round trip. *Instructions per pair*: for rlock's C client, counted by callgrind "
+      "inside the measured loop only (`--toggle-collect=s1_pairs`, N = 1,000), a "
+      "repeatable figure, on the calling thread (where both variants run the "
+      "uncontended path; `default`'s I/O thread is not counted); the peers have none "
+      "(%s).\n" % (
+          next((x["skipped"] for x in res.skipped("S1-insn") if x["impl"] != "rlock"),
+               "not measured")))
+    red = res.one("S1", impl="redisson", variant="default") or \
+        next(iter(res.ok("S1", impl="redisson")), None)
+    if red:
+        st = red.get("settings", {})
+        w("**Redisson** %s (the library rlock ports) runs as a Java peer "
+          "(`bench/peers/java`, Java %s) with `lock()` / `unlock()` on `getLock`, and "
+          "`getMultiLock` over one lock per server for `multi`. JVM: `%s`, the full tiered "
+          "JIT (no `-XX:TieredStopAtLevel`); before measuring it warms up with %s pairs "
+          "(at most 20,000, or the run's warm-up time). `default` is Redisson's own "
+          "configuration (%s Netty threads, %s idle connections, the script cache on); "
+          "`tuned` is 2 Netty threads and 1 idle connection, fewer threads on few client "
+          "CPUs (Redisson waits on pub/sub, so there is no retry delay to tune).\n" % (
+              st.get("redisson", "4.7.0"), st.get("java", "?"), st.get("jvm", "?"),
+              fmt(red.get("warmup_pairs")), st.get("nettyThreads", "?"),
+              st.get("connectionMinimumIdleSize", "?")))
     w("*Same-moment round trip*: rlock_bench also times the acquire script on a plain "
       "blocking hiredis connection right after its pairs, in the same process; the ratio in "
       "brackets is rlock's p50 over two of those, a floor measured under the same "
@@ -572,6 +660,15 @@ def page(data, tg, made, md_path, plot_note):
               "lock's key, where S0 re-enters one key. At that cost Redis alone would allow "
               "about %s pairs/s.\n" % (per_pair, best["k"], per_call, per_pair / per_call,
                                         fmt(1e6 / per_pair)))
+    red = [r for r in s2 if r["impl"] == "redisson" and r.get("cpu_us_per_pair")]
+    if red:
+        w("Redisson runs the chains with `lockAsync(owner)` / `unlockAsync(owner)` on K "
+          "`getLock` names, the next pair from the completion, after its JIT warm-up. Its "
+          "client used %s µs of CPU per pair (K = %s): with the client CPUs it has, that "
+          "alone caps it near %s pairs/s per client CPU.\n" % (
+              ", ".join(fmt(r["cpu_us_per_pair"]) for r in sorted(red, key=lambda r: r["k"])),
+              ", ".join(str(r["k"]) for r in sorted(red, key=lambda r: r["k"])),
+              fmt(1e6 / min(r["cpu_us_per_pair"] for r in red))))
     skipped_note(res, "S2", w, exclude=("cluster",))
     if res.ok("S2", variant="cluster"):
         w("S2 on a three-master Redis Cluster: [its own section](#s2-and-s4-on-a-three-master-"
@@ -623,6 +720,11 @@ def page(data, tg, made, md_path, plot_note):
       "machine), a process that unlocks may be scheduled only after the next holder has "
       "already run, so it records its unlock's return late: handoffs shorter than a round "
       "trip come from that, not from the lock.\n")
+    if res.ok("S3", impl="redisson"):
+        w("Redisson's waiters wait on pub/sub too (`lock()` subscribes to the lock's "
+          "channel and tries again on each unlock message); `fair` is `getFairLock`, "
+          "beside rlock's fair lock. Its workers are JVMs that warmed their JIT up on a "
+          "lock name of their own during the lead time (bench/README.md).\n")
     slow = [r for r in res.ok("S3") if r.get("handoff_p99_us") and r["handoff_p99_us"] > 1e6]
     if slow:
         w("Runs with a handoff above one second: %s. A waiter that misses the unlock "
@@ -685,14 +787,27 @@ def page(data, tg, made, md_path, plot_note):
       "scripts sent during the drain per handoff (1.0: every unlock wakes exactly one "
       "waiter, no herd).\n")
     rows = []
-    for r in sorted(res.ok("S5"), key=lambda r: r["w"]):
-        rows.append([fmt(r["w"]), fmt(r["subscribes"]), fmt(r["unsubscribes"]),
-                     fmt(r["acquires_per_waiter_queueing"], 2), fmt(r["bytes_per_waiter"]),
+    for r in sorted(res.ok("S5"), key=lambda r: (r["w"], IMPLS.index(r["impl"]) if r["impl"]
+                                                 in IMPLS else 99, r.get("variant", ""))):
+        rows.append([label(r), fmt(r["w"]), fmt(r.get("subscribes")), fmt(r.get("unsubscribes")),
+                     fmt(r.get("acquires_per_waiter_queueing"), 2), fmt(r["bytes_per_waiter"]),
+                     fmt(r.get("rss_bytes_per_waiter")),
                      fmt(r["drain_s"], 3), fmt(r["handoffs_per_s"]),
                      fmt(r["evals_per_unlock"], 3), fmt(r["acquired"])])
-    w(table(["W", "SUBSCRIBEs", "UNSUBSCRIBEs", "acquires per waiter while queueing",
-             "bytes per waiter", "drain s", "handoffs/s", "EVALs per unlock", "acquired"],
+    w(table(["implementation", "W", "SUBSCRIBEs", "UNSUBSCRIBEs",
+             "acquires per waiter while queueing", "bytes per waiter", "RSS bytes per waiter",
+             "drain s", "handoffs/s", "EVALs per unlock", "acquired"],
             rows) + "\n")
+    if res.ok("S5", impl="redisson"):
+        w("Redisson: W `lockAsync(owner)` calls on one `getLock` in one client; the holder "
+          "is Redisson's lock hash written on a plain connection (`HSET`, `PEXPIRE`), "
+          "released by `DEL` and `PUBLISH` of Redisson's unlock message. Its bytes per "
+          "waiter are the JVM's used heap (`MemoryMXBean`) after `System.gc()` twice (the "
+          "least of three readings), before the calls and once all wait (the futures kept); RSS is `VmRSS` from "
+          "`/proc/self/status`, which for a JVM mostly says how much of its fixed heap it "
+          "has touched, not what a waiter holds. SUBSCRIBEs and EVALs are Redis's counts "
+          "(`INFO commandstats`); EVALs per unlock counts Redisson's acquires during the "
+          "drain per waiter (its unlocks taken out).\n")
     w("While queueing, each waiter tries once, and again when the subscription is "
       "confirmed if its first try went out before that (all of them here, since the W "
       "calls are made at once): hence about 2 acquires per waiter before the drain. Each "
@@ -878,7 +993,7 @@ def cluster_section(res, w):
 
 def s6_section(res, w):
     w("## S6 — read-heavy: the read/write lock against the reentrant lock\n")
-    s6 = res.ok("S6", impl="rlock")
+    s6 = res.ok("S6")
     secs = fmt(s6[0]["seconds"], 0) if s6 else "5"
     w("P processes on one lock name, each a loop for @S s: an operation is a read (90 %) or a "
       "write (10 %), drawn by a seeded RNG (the same draws for both variants), and holds the "
@@ -896,19 +1011,21 @@ def s6_section(res, w):
       "the flag set, no write saw a reader inside, and the counter equals the writes.\n"
       .replace("@S", secs))
     rows = []
-    for r in sorted(s6, key=lambda r: (r["procs"], r.get("read_pct", 90), r["variant"] != "rw")):
+    for r in sorted(s6, key=lambda r: (IMPLS.index(r["impl"]) if r["impl"] in IMPLS else 99,
+                                       r["procs"], r.get("read_pct", 90), r["variant"] != "rw")):
         other = next((x for x in s6 if x["procs"] == r["procs"] and x["variant"] == "lock"
-                      and x.get("read_pct") == r.get("read_pct")), None)
+                      and x["impl"] == r["impl"] and x.get("read_pct") == r.get("read_pct")),
+                     None)
         rr = ratio(r["reads_per_s"], other["reads_per_s"]) if r["variant"] == "rw" and other \
             else None
-        rows.append([r["procs"], r["variant"], "%d %%" % r.get("read_pct", 90),
+        rows.append([r["impl"], r["procs"], r["variant"], "%d %%" % r.get("read_pct", 90),
                      fmt(r["reads_per_s"]), fmt(rr, 2), fmt(r["writes_per_s"]),
                      r["max_readers"], fmt(r["mean_readers"], 2), fmt(r["mean_waiting"], 2),
                      fmt(r["read_wait_p50_us"]), fmt(r["read_wait_p99_us"]),
                      fmt(r["write_wait_p50_us"]), fmt(r["write_wait_p99_us"]),
                      fmt(r.get("evals_per_op"), 2), fmt(r["client_cpu_pct"], 0),
                      "yes" if r.get("ok") else "**no**"])
-    w(table(["P", "variant", "read share", "reads/s", "rw ÷ lock", "writes/s", "readers inside, max",
+    w(table(["implementation", "P", "variant", "read share", "reads/s", "rw ÷ lock", "writes/s", "readers inside, max",
              "mean", "waiting", "read wait p50 µs", "p99", "write wait p50 µs", "p99",
              "EVALs/op", "client CPU %", "check"], rows) + "\n")
     rw = res.one("S6", impl="rlock", variant="rw", procs=8, read_pct=90)
@@ -947,6 +1064,14 @@ def s6_section(res, w):
                      fmt(rw["mean_waiting"], 1), fmt(rw["mean_readers"], 1), rw["max_readers"],
                      100 * rw["readers_inside_share"].get("0", 0)))
         w(text)
+    if res.ok("S6", impl="redisson"):
+        w("Redisson runs the same workers (`bench/peers/java`, the same seeds, so the same "
+          "draws): `rw` is `getReadWriteLock(name).readLock()` / `.writeLock()`, `lock` is "
+          "`getLock(name)`, `lock()` / `unlock()` with the watchdog; each worker warms the JIT "
+          "up on a lock name of its own in the lead time, and Redis's counts start at the "
+          "common start time. Its client CPU is what each JVM reports for its measured "
+          "window (`getProcessCpuTime()`: JIT and GC threads included, start-up and warm-up "
+          "not). P JVMs share the client CPUs with their Netty and JIT threads.\n")
     skipped_note(res, "S6", w)
 
 

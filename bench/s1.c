@@ -9,6 +9,7 @@
 #include <ev.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "bench_util.h"
 #include "client.h"
@@ -85,6 +86,29 @@ static size_t more_clients(const bench_opts *o, struct ev_loop *loop, rlock_clie
     return n;
 }
 
+/* User + system CPU seconds of the whole process (every thread). */
+static double process_cpu_s(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+           (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+/* The measured pairs, in a function of their own: bench/run counts the
+ * instructions inside it with callgrind (--toggle-collect=s1_pairs).
+ * Returns the number of failed pairs. */
+static __attribute__((noinline)) long s1_pairs(rlock *l, double *lat, long n) {
+    long errors = 0;
+    for (long i = 0; i < n; i++) {
+        int64_t t0 = bench_now_ns();
+        if (rlock_lock(l, RLOCK_LEASE_WATCHDOG) != RLOCK_OK || rlock_unlock(l) != RLOCK_OK) {
+            errors++;
+        }
+        lat[i] = (double)(bench_now_ns() - t0) / 1000.0;
+    }
+    return errors;
+}
+
 int bench_s1(const bench_opts *o) {
     bool multi = strncmp(o->variant, "multi", 5) == 0;
     bool tuned = strcmp(o->variant, "tuned") == 0 || strcmp(o->variant, "multi-tuned") == 0;
@@ -124,13 +148,9 @@ int bench_s1(const bench_opts *o) {
         }
     }
     rlock__executor_stats x0 = rlock__client_stats(c);
-    for (long i = 0; i < o->n; i++) {
-        int64_t t0 = bench_now_ns();
-        if (rlock_lock(l, RLOCK_LEASE_WATCHDOG) != RLOCK_OK || rlock_unlock(l) != RLOCK_OK) {
-            errors++;
-        }
-        lat[i] = (double)(bench_now_ns() - t0) / 1000.0;
-    }
+    double cpu0 = process_cpu_s();
+    errors += s1_pairs(l, lat, o->n);
+    double cpu_s = process_cpu_s() - cpu0;
     rlock__executor_stats x1 = rlock__client_stats(c);
     const char *addrs[MAX_SERVERS] = {o->addr};
     for (size_t i = 0; i < nmore; i++) {
@@ -153,6 +173,7 @@ int bench_s1(const bench_opts *o) {
     bench_json_num("p99_us", bench_percentile(lat, (size_t)o->n, 99));
     bench_json_num("mean_us", mean);
     bench_json_num("max_us", lat[o->n - 1]);
+    bench_json_num("cpu_us_per_pair", cpu_s * 1e6 / (double)o->n);
     bench_json_num("raw_rtt_p50_us", raw);
     bench_json_int("errors", errors);
     /* Commands per pair on the first server: the acquire, the unlock and

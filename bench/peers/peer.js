@@ -239,17 +239,20 @@ async function runS1(a, im) {
         await im.unlock(h);
     }
     const lat = new Float64Array(a.n);
+    const cpu0 = process.cpuUsage(); // the whole process: every thread
     for (let i = 0; i < a.n; i++) {
         const t0 = now();
         await im.lock(h);
         await im.unlock(h);
         lat[i] = Number(now() - t0) / 1000; // µs
     }
+    const cpu = process.cpuUsage(cpu0);
     const sorted = Array.from(lat).sort((x, y) => x - y);
     const mean = sorted.reduce((s, x) => s + x, 0) / (sorted.length || 1);
     return {
         impl: a.impl, variant: a.variant, scenario: 'S1', n: a.n,
         p50_us: r1(pct(sorted, 50)), p99_us: r1(pct(sorted, 99)), mean_us: r1(mean),
+        cpu_us_per_pair: r1((cpu.user + cpu.system) / a.n),
         settings: im.settings,
     };
 }

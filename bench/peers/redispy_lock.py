@@ -110,17 +110,22 @@ def run_s1(a):
         lk.release()
     lat = []
     now = time.monotonic_ns
+    cpu0 = os.times()  # user + system of the process, all threads
     for _ in range(a.n):
         t0 = now()
         lk.acquire()
         lk.release()
         lat.append((now() - t0) / 1000.0)
+    cpu1 = os.times()
+    cpu_s = (cpu1.user - cpu0.user) + (cpu1.system - cpu0.system)
     lat.sort()
     mean = sum(lat) / len(lat) if lat else 0.0
     return {"impl": "redis-py", "variant": a.variant, "scenario": "S1",
             "n": a.n, "p50_us": round(pct(lat, 50), 1) if lat else 0.0,
             "p99_us": round(pct(lat, 99), 1) if lat else 0.0,
-            "mean_us": round(mean, 1), "settings": settings(a.variant)}
+            "mean_us": round(mean, 1),
+            "cpu_us_per_pair": round(cpu_s * 1e6 / a.n, 1) if a.n else None,
+            "settings": settings(a.variant)}
 
 
 def wait_until(ns):
