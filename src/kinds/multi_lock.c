@@ -3,8 +3,8 @@
  * (multi_lock_impl.h): the acquisition in multi_lock_acquire.c, the unlock and
  * isHeldByThread in multi_lock_release.c, the blocking calls' fast path in
  * multi_lock_direct.c. */
-#include "multi_lock_impl.h"
 #include "kinds.h"
+#include "multi_lock_impl.h"
 
 static rlock_future *multi_acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
                                    bool is_try) {
