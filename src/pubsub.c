@@ -215,8 +215,18 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     rlock__pubsub *ps = privdata;
     if (reply != NULL && reply->type == REDIS_REPLY_ERROR && ps->dropped != NULL &&
         strncmp(reply->str, "MOVED ", 6) == 0) {
-        /* An SSUBSCRIBE sent by a map that was out of date: the next one
-         * moves the channel where it belongs. */
+        /* An SSUBSCRIBE sent by a map that was out of date. The error
+         * does not name its channel: every subscription not yet confirmed
+         * here counts as not sent (else it would wait for a reply that
+         * never comes), and the owner's next map sends each where its
+         * slot lives (a second confirmation of one is harmless). */
+        channel_sub *sub, *tmp;
+        HASH_ITER(hh, ps->subs, sub, tmp) {
+            if (sub->want && sub->sent && !sub->confirmed) {
+                sub->sent = false;
+                sub->outstanding = 0;
+            }
+        }
         ps->dropped(ps->dropped_arg);
         return;
     }

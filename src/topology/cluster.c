@@ -79,6 +79,10 @@ struct rlock__cluster {
     size_t scan_next; /* the node asked next, in turn */
     uint64_t scans;
     uint64_t changes; /* maps that moved a slot to another master */
+    /* A channel may not be where its slot's master is though the map
+     * looks the same: Redis dropped it, or a MOVED pointed the slot
+     * elsewhere first. The next map rehomes every channel. */
+    bool rehome_due;
     bool started, closed;
     /* Sharded pub/sub (SSUBSCRIBE, SPUBLISH), else classic: decided at
      * create, before any lock exists, and never changed. */
@@ -320,7 +324,9 @@ static int node_sub_probe(rlock__conn *conn, void *arg) {
 }
 
 static void dropped(void *arg) {
-    scan_soon(arg);
+    rlock__cluster *cl = arg;
+    cl->rehome_due = true;
+    scan_soon(cl);
 }
 
 static rlock__executor *route(void *arg, const rlock__cmd *cmd, const char *redirect, bool moved);
@@ -454,6 +460,7 @@ static rlock__executor *route(void *arg, const rlock__cmd *cmd, const char *redi
          * scan soon brings the rest of the map. */
         if (keyed) {
             cl->node_of[rlock__key_slot(key, len)] = i;
+            cl->rehome_due = true; /* the scan will see no change */
         }
         scan_soon(cl);
     }
@@ -488,14 +495,17 @@ static void apply_map(rlock__cluster *cl, const rlock__slot_map *m, const char *
         cl->node_of[slot] = n;
     }
     free(to_node);
-    if (cl->scans++ == 0 || changed == 0) {
-        return; /* the first map: nothing moved */
+    if (cl->scans++ == 0 || (changed == 0 && !cl->rehome_due)) {
+        return; /* the first map, or nothing moved */
     }
-    cl->changes++;
-    rlock__log(cl->env->log, RLOCK_LOG_INFO,
-               "cluster slot map: %zu slot(s) now served by another master (%zu of 16384 "
-               "covered)",
-               changed, rlock__slot_map_covered(m));
+    cl->rehome_due = false;
+    if (changed > 0) {
+        cl->changes++;
+        rlock__log(cl->env->log, RLOCK_LOG_INFO,
+                   "cluster slot map: %zu slot(s) now served by another master (%zu of 16384 "
+                   "covered)",
+                   changed, rlock__slot_map_covered(m));
+    }
     for (size_t i = 0; i < cl->n_nodes; i++) {
         rlock__pubsub_rehome(cl->nodes[i]->ps, owner_of, cl);
     }
