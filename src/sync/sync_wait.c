@@ -323,6 +323,12 @@ static void on_try_reply(int err, const char *msg, const redisReply *reply, void
         rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
         op_finish(op, err, 0, msg);
     } else if (res.done) {
+        /* A wake-up that came while this try was out is not this call's
+         * (it is done): it goes on, or SemaphorePubSub's "n permits" could
+         * leave a waiter asleep beside a free permit. */
+        if (rlock__wait_take_woken(&op->note)) {
+            rlock__wait_pass_on(&op->wait);
+        }
         done(op, res.value);
     } else {
         not_yet(op, res.retry_ms);
