@@ -314,6 +314,38 @@ static void test_cancel_waiting(void **state) {
     rlock_permit_semaphore_free(s);
 }
 
+/* A cancel racing the try: a permit the try took is given back. */
+static void test_cancel_race_gives_back(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "race");
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 1), RLOCK_OK);
+    int cancelled = 0;
+    for (int i = 0; i < 50; i++) {
+        rlock_future *w = rlock_permit_semaphore_acquire_async(s, 60000);
+        if (i % 5 != 0) {
+            rt_sleep_ms(i % 3);
+        }
+        cancelled += rlock_future_cancel(w);
+        int rc = rt_sync_wait(w, 5000, NULL);
+        if (rc == RLOCK_OK) {
+            assert_int_equal(rlock_permit_semaphore_release(s, rlock_future_string(w)), RLOCK_OK);
+        } else {
+            assert_int_equal(rc, RLOCK_ERR_CANCELLED);
+            assert_null(rlock_future_string(w));
+        }
+        rlock_future_release(w);
+        int64_t n = -1, end = rt_now_ms() + 3000;
+        while ((n = acquired(s)) != 0 && rt_now_ms() < end) {
+            rt_sleep_ms(5);
+        }
+        assert_int_equal(n, 0);
+        assert_int_equal(available(s), 1);
+    }
+    assert_true(cancelled > 0);
+    rlock_permit_semaphore_free(s);
+}
+
 static void test_destroy_with_pending(void **state) {
     fx *f = *state;
     rlock_config cfg = rt_config(f->redis.address);
@@ -424,6 +456,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_waiter_woken_by_other_client, setup, teardown),
         cmocka_unit_test_setup_teardown(test_try_acquire_times_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_race_gives_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_destroy_with_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),

@@ -298,6 +298,38 @@ static void test_cancel_waiting(void **state) {
     rlock_semaphore_free(s);
 }
 
+/* A cancel racing the try: whether it lands before the try is sent, while
+ * it is out, or after it took the permit, the permit ends up free (a late
+ * success is given back, as Redisson's releaseAsync after a lost
+ * complete). */
+static void test_cancel_race_gives_back(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "race");
+    assert_int_equal(rlock_semaphore_add_permits(s, 1), RLOCK_OK);
+    int cancelled = 0;
+    for (int i = 0; i < 50; i++) {
+        rlock_future *w = rlock_semaphore_acquire_async(s, 1);
+        if (i % 5 != 0) {
+            rt_sleep_ms(i % 3); /* 0 to 2 ms: before, during or after the try */
+        }
+        cancelled += rlock_future_cancel(w);
+        assert_int_equal(rt_sync_wait(w, 5000, NULL),
+                         rlock_future_error(w) == RLOCK_OK ? RLOCK_OK : RLOCK_ERR_CANCELLED);
+        if (rlock_future_error(w) == RLOCK_OK) {
+            assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_OK); /* it was ours */
+        }
+        rlock_future_release(w);
+        int64_t n = -1, end = rt_now_ms() + 3000;
+        while ((n = available(s)) != 1 && rt_now_ms() < end) {
+            rt_sleep_ms(5);
+        }
+        assert_int_equal(n, 1);
+    }
+    assert_true(cancelled > 0);
+    rlock_semaphore_free(s);
+}
+
 /* Destroying the client completes every pending call once with
  * RLOCK_ERR_CLOSED; the handle then reports RLOCK_ERR_CLOSED. */
 static void test_destroy_with_pending(void **state) {
@@ -430,6 +462,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_burst_no_lost_wakeup, setup, teardown),
         cmocka_unit_test_setup_teardown(test_try_acquire_times_out, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cancel_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_race_gives_back, setup, teardown),
         cmocka_unit_test_setup_teardown(test_destroy_with_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
