@@ -10,6 +10,12 @@
  * await on it returns at once. Processes that use Redisson (Java) on the
  * same name share the count and wake each other.
  *
+ * Cluster mode: the scripts pass the channel as a key, and a name with a
+ * '{' gives the channel another hash tag than the name (Redisson's channel
+ * name, kept as is), so there try_set_count, count_down and delete fail
+ * with Redis's CROSSSLOT error (RLOCK_ERR_REDIS): give latches names
+ * without '{'.
+ *
  * A wait is in milliseconds: -1 waits until zero; other negative values,
  * or above one year, are RLOCK_ERR_INVALID. A NULL handle is
  * RLOCK_ERR_INVALID; a handle whose client was destroyed gives
