@@ -124,6 +124,74 @@ static void test_lock_over_tls_on_app_loop(void **state) {
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
 }
 
+/* Until c waits on one entry; the future's wait runs the loop when the
+ * client is on the application's. */
+static void until_waiting(rlock_client *c, rlock_future *waiter) {
+    int64_t end = rt_now_ms() + WITHIN_MS;
+    while (rt_lock_stats(c).entries < 1 && rt_now_ms() < end) {
+        assert_int_equal(rlock_future_wait(waiter, 20), RLOCK_ERR_TIMEOUT);
+    }
+    assert_int_equal(rt_lock_stats(c).entries, 1);
+}
+
+/* The synchronizers over TLS: a semaphore, a latch and a permit
+ * semaphore waiter each woken by a message on the pub/sub connection,
+ * the blocking calls on the command connection. */
+static void sync_and_wake(rlock_client *c, const char *prefix) {
+    char name[64];
+    snprintf(name, sizeof(name), "%s:sem", prefix);
+    rlock_semaphore *s = rlock_get_semaphore(c, name);
+    assert_non_null(s);
+    rlock_future *w = rlock_semaphore_try_acquire_async(s, 1, 20000);
+    until_waiting(c, w);
+    assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_OK);
+    int64_t v = 0;
+    assert_int_equal(rt_finish(w, &v), RLOCK_OK);
+    assert_int_equal(v, 1);
+    rlock_semaphore_free(s);
+
+    snprintf(name, sizeof(name), "%s:latch", prefix);
+    rlock_latch *l = rlock_get_count_down_latch(c, name);
+    bool set = false;
+    assert_int_equal(rlock_latch_try_set_count(l, 1, &set), RLOCK_OK);
+    w = rlock_latch_await_async(l, 20000);
+    until_waiting(c, w);
+    assert_int_equal(rlock_latch_count_down(l), RLOCK_OK);
+    assert_int_equal(rt_finish(w, &v), RLOCK_OK);
+    assert_int_equal(v, 1);
+    rlock_latch_free(l);
+
+    snprintf(name, sizeof(name), "%s:psem", prefix);
+    rlock_permit_semaphore *p = rlock_get_permit_expirable_semaphore(c, name);
+    assert_int_equal(rlock_permit_semaphore_add_permits(p, 1), RLOCK_OK);
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_acquire(p, 60000, id), RLOCK_OK);
+    assert_int_equal(strlen(id), 32);
+    w = rlock_permit_semaphore_acquire_async(p, -1);
+    until_waiting(c, w);
+    assert_int_equal(rlock_permit_semaphore_release(p, id), RLOCK_OK);
+    assert_int_equal(rlock_future_wait(w, WITHIN_MS), RLOCK_OK);
+    assert_int_equal(rlock_future_error(w), RLOCK_OK);
+    assert_int_equal(strlen(rlock_future_string(w)), 32);
+    assert_int_equal(rlock_permit_semaphore_release(p, rlock_future_string(w)), RLOCK_OK);
+    rlock_future_release(w);
+    rlock_permit_semaphore_free(p);
+}
+
+static void test_synchronizers_over_tls(void **state) {
+    fx *f = *state;
+    start(f, f->env.server_cert, f->env.server_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    rlock_client *c = rt_client(&cfg);
+    assert_int_equal(rt_ping_within(c, WITHIN_MS), RLOCK_OK);
+    sync_and_wake(c, "tls:sync");
+    cfg = tls_config(f, "localhost");
+    cfg.loop = ev_loop_new(EVFLAG_AUTO);
+    rlock_client *app = rt_client(&cfg); /* destroys the loop with the client */
+    assert_int_equal(rt_ping_within(app, WITHIN_MS), RLOCK_OK);
+    sync_and_wake(app, "tls:sync-app-loop");
+}
+
 static void test_mutual_tls(void **state) {
     fx *f = *state;
     start(f, f->env.server_cert, f->env.server_key, true);
@@ -348,6 +416,7 @@ int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_lock_over_tls_by_name_and_by_ip, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lock_over_tls_on_app_loop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_synchronizers_over_tls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mutual_tls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_untrusted_certificate, setup, teardown),
         cmocka_unit_test_setup_teardown(test_untrusted_fails_at_once, setup, teardown),
