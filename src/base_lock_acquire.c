@@ -221,8 +221,8 @@ static void on_wait_timer(rlock__deadline *d) {
 static bool arm_timer(acquire_op *op, int64_t ms) {
     rlock_client *c = op->lock->client;
     rlock__deadlines *h = &c->deadlines;
-    if (h->fire == NULL) {
-        rlock__deadlines_init(h, c->loop, on_wait_timer);
+    if (h->fire[RLOCK__DEADLINE_LOCK] == NULL) {
+        rlock__deadlines_use(h, c->loop, RLOCK__DEADLINE_LOCK, on_wait_timer);
     }
     if (rlock__deadlines_add(h, &op->timer, rlock__now_ms() + ms) != RLOCK_OK) {
         acquire_failed(op);

@@ -46,7 +46,8 @@ struct rlock_client {
     rlock__topology *topology;
     struct ssl_ctx_st *tls; /* rediss://: the connections' TLS settings; else NULL */
     rlock__list live;       /* rlock__live operations that wait on the loop */
-    /* The waiting lock calls' timers; set up by the first (base_lock.c). */
+    /* The waiting calls' timers; set up by the first (base_lock_acquire.c,
+     * sync/sync_wait.c). */
     rlock__deadlines deadlines;
     _Atomic uint64_t acquires; /* acquire scripts sent (any thread: the direct path too) */
     _Atomic uint64_t acquired; /* lock calls that took their lock (rlock_stats) */

@@ -89,16 +89,23 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
     while (h->n > 0 && h->heap[0]->due_ms <= now) {
         rlock__deadline *d = h->heap[0];
         take_out(h, d);
-        h->fire(d);
+        h->fire[d->kind](d);
     }
     rearm(h);
 }
 
-void rlock__deadlines_init(rlock__deadlines *h, rlock__loop *loop,
-                           void (*fire)(rlock__deadline *d)) {
-    *h = (rlock__deadlines){.loop = loop, .fire = fire};
+void rlock__deadlines_init(rlock__deadlines *h, rlock__loop *loop, rlock__deadline_fn fire) {
+    *h = (rlock__deadlines){.loop = loop, .fire = {[RLOCK__DEADLINE_LOCK] = fire}};
     ev_init(&h->timer, on_timer);
     h->timer.data = h;
+}
+
+void rlock__deadlines_use(rlock__deadlines *h, rlock__loop *loop, uint8_t kind,
+                          rlock__deadline_fn fire) {
+    if (h->loop == NULL) {
+        rlock__deadlines_init(h, loop, NULL);
+    }
+    h->fire[kind] = fire;
 }
 
 void rlock__deadlines_close(rlock__deadlines *h) {

@@ -1,11 +1,16 @@
 /* Timers in bulk: a min-heap of deadlines behind one ev_timer, for the
- * lock calls that wait (one each, and thousands may wait at once). A
- * libev timer costs 48 bytes in its owner plus a 16-byte slot in libev's
- * heap; a deadline here costs 16 bytes plus an 8-byte slot.
+ * calls that wait (a lock's, a semaphore's, a latch's: one each, and
+ * thousands may wait at once). A libev timer costs 48 bytes in its owner
+ * plus a 16-byte slot in libev's heap; a deadline here costs 16 bytes plus
+ * an 8-byte slot.
+ *
+ * Each deadline carries a small tag (in what was padding, so it costs no
+ * byte) naming which of the heap's fire functions runs for it: one per
+ * engine that waits, registered by the engine when it first arms one.
  *
  * Loop thread only. Deadlines are CLOCK_MONOTONIC milliseconds
  * (rlock__now_ms); the timer fires when the earliest is due, and each due
- * deadline leaves the heap before fire() runs for it. */
+ * deadline leaves the heap before its fire function runs for it. */
 #ifndef RLOCK_DEADLINES_H
 #define RLOCK_DEADLINES_H
 
@@ -15,23 +20,38 @@
 
 #include "loop.h"
 
+/* Which fire function a deadline runs: the engines that wait. */
+enum {
+    RLOCK__DEADLINE_LOCK, /* the lock engine (base_lock_acquire.c) */
+    RLOCK__DEADLINE_SYNC, /* the synchronizers' (sync/sync_wait.c) */
+    RLOCK__DEADLINE_KINDS
+};
+
 typedef struct rlock__deadline {
     int64_t due_ms;
     uint32_t slot; /* index in the heap; RLOCK__DEADLINE_IDLE when not in it */
+    uint8_t kind;  /* RLOCK__DEADLINE_*: whose fire function runs */
 } rlock__deadline;
 
 #define RLOCK__DEADLINE_IDLE UINT32_MAX
+
+typedef void (*rlock__deadline_fn)(rlock__deadline *d);
 
 typedef struct rlock__deadlines {
     rlock__deadline **heap;
     uint32_t n, cap;
     rlock__loop *loop;
-    void (*fire)(rlock__deadline *d);
+    rlock__deadline_fn fire[RLOCK__DEADLINE_KINDS];
     ev_timer timer; /* armed for heap[0] while the heap is not empty */
 } rlock__deadlines;
 
-void rlock__deadlines_init(rlock__deadlines *h, rlock__loop *loop,
-                           void (*fire)(rlock__deadline *d));
+/* Sets the heap up with fire for RLOCK__DEADLINE_LOCK deadlines. */
+void rlock__deadlines_init(rlock__deadlines *h, rlock__loop *loop, rlock__deadline_fn fire);
+
+/* Sets the heap up on first use (a zeroed struct), and fire for the kind's
+ * deadlines. */
+void rlock__deadlines_use(rlock__deadlines *h, rlock__loop *loop, uint8_t kind,
+                          rlock__deadline_fn fire);
 
 /* Stops the timer and frees the heap; what is still in it is left idle
  * and never fires. Harmless on a zeroed struct that was never set up. */
@@ -39,13 +59,20 @@ void rlock__deadlines_close(rlock__deadlines *h);
 
 static inline void rlock__deadline_init(rlock__deadline *d) {
     d->slot = RLOCK__DEADLINE_IDLE;
+    d->kind = RLOCK__DEADLINE_LOCK;
+}
+
+static inline void rlock__deadline_init_kind(rlock__deadline *d, uint8_t kind) {
+    d->slot = RLOCK__DEADLINE_IDLE;
+    d->kind = kind;
 }
 
 static inline bool rlock__deadline_armed(const rlock__deadline *d) {
     return d->slot != RLOCK__DEADLINE_IDLE;
 }
 
-/* fire(d) runs once due_ms has passed; d must be idle. RLOCK_ERR_NOMEM
+/* d's fire function runs once due_ms has passed; d must be idle, and its
+ * kind's fire function set. RLOCK_ERR_NOMEM
  * when the heap cannot grow (d stays idle). */
 int rlock__deadlines_add(rlock__deadlines *h, rlock__deadline *d, int64_t due_ms);
 

@@ -341,9 +341,21 @@ const char *rlock_future_error_message(const rlock_future *f) {
     }
     rlock_future *m = (rlock_future *)f;
     LOCK(m);
-    const char *msg = m->done && m->msg != NULL ? m->msg : "";
+    /* A success's msg is its text value (rlock_future_string). */
+    const char *msg = m->done && m->err != RLOCK_OK && m->msg != NULL ? m->msg : "";
     UNLOCK(m);
     return msg;
+}
+
+const char *rlock_future_string(const rlock_future *f) {
+    if (f == NULL || forked(f, NULL)) {
+        return NULL;
+    }
+    rlock_future *m = (rlock_future *)f;
+    LOCK(m);
+    const char *s = m->done && m->err == RLOCK_OK ? m->msg : NULL;
+    UNLOCK(m);
+    return s;
 }
 
 int64_t rlock_future_value(const rlock_future *f) {

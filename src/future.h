@@ -25,7 +25,7 @@ struct rlock_future {
     bool done;
     rlock__loop *loop; /* referenced until the callbacks have run */
     int64_t value;
-    char *msg;
+    char *msg; /* a failure's details; a success's text value (a permit id) */
     /* The callbacks in the order added. Almost every future gets one, so
      * the first of a batch waiting to run is kept here (first_fn set)
      * rather than allocated; the rest queue in the list behind it. */

@@ -27,8 +27,9 @@
  *   memory goes (harmless when never joined).
  *
  * Still the caller's: its timers (the lock's holder TTL, the end of a
- * try-lock's wait, the spin lock's back-off all share the client's
- * deadline heap, whose one fire function is the lock engine's), the
+ * try-lock's wait, the spin lock's back-off, a synchronizer's wait all
+ * share the client's deadline heap, each engine with its own fire
+ * function, chosen by the deadline's tag), the
  * channel's and entry's names, and what a try is. */
 #ifndef RLOCK_WAIT_H
 #define RLOCK_WAIT_H

@@ -167,11 +167,40 @@ static void test_close_stops_the_rest(void **state) {
     teardown(ev, l);
 }
 
+/* Each deadline runs its own kind's fire function, interleaved in due
+ * order on the one timer; the tag costs no byte. */
+static int fired_sync;
+static void on_fire_sync(rlock__deadline *d) {
+    fired_sync++;
+    on_fire(d);
+}
+
+static void test_each_kind_has_its_fire_function(void **state) {
+    (void)state;
+    assert_int_equal(sizeof(rlock__deadline), 16);
+    struct ev_loop *ev;
+    rlock__loop *l = setup(&ev, on_fire);
+    rlock__deadlines_use(&heap, l, RLOCK__DEADLINE_SYNC, on_fire_sync);
+    fired_sync = 0;
+    int64_t now = rlock__now_ms();
+    for (int i = 0; i < 6; i++) {
+        items[i] = (item){0};
+        rlock__deadline_init_kind(&items[i].d, i % 2 ? RLOCK__DEADLINE_SYNC : RLOCK__DEADLINE_LOCK);
+        assert_int_equal(rlock__deadlines_add(&heap, &items[i].d, now + 5 * (6 - i)), 0);
+    }
+    run_until(ev, 6);
+    assert_int_equal(fired_total, 6);
+    assert_int_equal(fired_sync, 3);
+    assert_true(order_ok);
+    teardown(ev, l);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fire_in_order_once_never_early),
         cmocka_unit_test(test_fire_may_change_the_heap),
         cmocka_unit_test(test_close_stops_the_rest),
+        cmocka_unit_test(test_each_kind_has_its_fire_function),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

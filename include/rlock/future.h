@@ -81,6 +81,13 @@ RLOCK_API const char *rlock_future_error_message(const rlock_future *f);
  * @return the value; 0 while pending or failed. */
 RLOCK_API int64_t rlock_future_value(const rlock_future *f);
 
+/** The operation's text value: the permit id of a finished permit
+ * acquire (rlock/permit_semaphore.h).
+ * @param f the future.
+ * @return the text, valid while f is held; NULL while pending, when the
+ *         operation has none (not acquired, failed) and for NULL. */
+RLOCK_API const char *rlock_future_string(const rlock_future *f);
+
 /** Completes a pending future with RLOCK_ERR_CANCELLED and tells the
  * operation to stop (a lock that was acquired meanwhile is released).
  * Callbacks run on the loop thread.

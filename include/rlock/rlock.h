@@ -1,5 +1,5 @@
 /** @file rlock/rlock.h
- * @brief rlock: Redisson's distributed lock family in C, on hiredis and
+ * @brief rlock: Redisson's distributed locks and synchronizers in C, on hiredis and
  * libev. The umbrella header: includes every other public header. */
 #ifndef RLOCK_RLOCK_H
 #define RLOCK_RLOCK_H
@@ -8,7 +8,10 @@
 #include "rlock/config.h"
 #include "rlock/errors.h"
 #include "rlock/future.h"
+#include "rlock/latch.h"
 #include "rlock/lock.h"
+#include "rlock/permit_semaphore.h"
+#include "rlock/semaphore.h"
 #include "rlock/version.h"
 
 #endif

@@ -1,0 +1,91 @@
+/** @file rlock/latch.h
+ * @brief rlock: Redisson's RCountDownLatch.
+ *
+ * The latch is a Redis string named after it holding the count. Waiters
+ * subscribe to `redisson_countdownlatch__channel__{name}` (braces always,
+ * not prefixName) and read the count again on each message: the count
+ * reaching zero publishes 0, which wakes every waiter; setting a count or
+ * deleting the latch publishes 1, which wakes none (Redisson's
+ * CountDownLatchPubSub). A latch that does not exist has count 0, so an
+ * await on it returns at once. Processes that use Redisson (Java) on the
+ * same name share the count and wake each other.
+ *
+ * A wait is in milliseconds: -1 waits until zero; other negative values,
+ * or above one year, are RLOCK_ERR_INVALID. A NULL handle is
+ * RLOCK_ERR_INVALID; a handle whose client was destroyed gives
+ * RLOCK_ERR_CLOSED. Threads: as for the locks (rlock/lock.h). */
+#ifndef RLOCK_LATCH_H
+#define RLOCK_LATCH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlock/client.h"
+#include "rlock/export.h"
+#include "rlock/future.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A handle on a count-down latch. Opaque; made by
+ * rlock_get_count_down_latch(), freed by rlock_latch_free(). */
+typedef struct rlock_latch rlock_latch;
+
+/** A handle on the latch called name (Redisson's getCountDownLatch).
+ * Cheap, no Redis call; it may outlive its client.
+ * @param c the client.
+ * @param name the latch's name, NUL-terminated.
+ * @return the handle, or NULL as rlock_get_semaphore(). */
+RLOCK_API rlock_latch *rlock_get_count_down_latch(rlock_client *c, const char *name);
+/** The same for a name of len bytes that may hold any byte.
+ * @param c the client.
+ * @param name the name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_semaphore(). */
+RLOCK_API rlock_latch *rlock_get_count_down_latch_n(rlock_client *c, const char *name, size_t len);
+/** Frees the handle; calls under way still complete.
+ * @param l the handle, or NULL (ignored). */
+RLOCK_API void rlock_latch_free(rlock_latch *l);
+
+/** Sets the count when the latch does not exist (trySetCount), and
+ * publishes 1.
+ * @param l the latch.
+ * @param count the count (Redisson's trySetCount takes any long).
+ * @param set set to whether it was set (false: it existed).
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_latch_try_set_count(rlock_latch *l, int64_t count, bool *set);
+/** Takes one off the count (countDown); at zero the latch is deleted and
+ * 0 published. Nothing happens when it does not exist.
+ * @param l the latch.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_latch_count_down(rlock_latch *l);
+/** The count now (getCount): 0 when the latch does not exist.
+ * @param l the latch.
+ * @param count set to the count.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_latch_get_count(rlock_latch *l, int64_t *count);
+/** Waits until the count is zero (await(wait)).
+ * @param l the latch.
+ * @param wait_ms the longest wait; -1: no limit.
+ * @param reached set to whether zero was reached (false: timed out).
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_latch_await(rlock_latch *l, int64_t wait_ms, bool *reached);
+/** Deletes the latch and publishes 1 when it existed (delete).
+ * @param l the latch.
+ * @param deleted set to whether it existed.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_latch_delete(rlock_latch *l, bool *deleted);
+
+/** rlock_latch_await() as a future: value 1 zero reached, 0 timed out.
+ * @param l the latch.
+ * @param wait_ms the longest wait; -1: no limit.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_latch_await_async(rlock_latch *l, int64_t wait_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,126 @@
+/** @file rlock/semaphore.h
+ * @brief rlock: Redisson's RSemaphore, a distributed counting semaphore.
+ *
+ * The semaphore is a Redis string named after it holding the number of
+ * permits left. An acquire takes permits when that many are there and
+ * otherwise waits as Redisson's does: it subscribes to
+ * `redisson_sc:{name}` (`redisson_sc:name` when the name has a '{':
+ * Redisson's prefixName), and tries again on each message. A release, an
+ * add or a set publishes the new number of permits there, which wakes up
+ * to that many waiters (Redisson's SemaphorePubSub). Non-fair: waiters
+ * get permits in no set order. Processes that use Redisson (Java) on the
+ * same name share the permits and wake each other.
+ *
+ * Permits are int64_t and must not be negative (RLOCK_ERR_INVALID, with a
+ * message in rlock_last_error() or the future's message, and nothing sent),
+ * but for rlock_semaphore_add_permits(). Acquiring or releasing 0 permits
+ * succeeds at once and sends nothing, as Redisson's. A wait is in
+ * milliseconds: negative, or above one year, is RLOCK_ERR_INVALID. A NULL
+ * handle is RLOCK_ERR_INVALID; a handle whose client was destroyed gives
+ * RLOCK_ERR_CLOSED. Threads: as for the locks (rlock/lock.h). */
+#ifndef RLOCK_SEMAPHORE_H
+#define RLOCK_SEMAPHORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "rlock/client.h"
+#include "rlock/export.h"
+#include "rlock/future.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** A handle on a semaphore: its name, bound to one client. Opaque; made by
+ * rlock_get_semaphore(), freed by rlock_semaphore_free(). */
+typedef struct rlock_semaphore rlock_semaphore;
+
+/** A handle on the semaphore called name (Redisson's getSemaphore). Cheap,
+ * no Redis call; it may outlive its client (calls then fail with
+ * RLOCK_ERR_CLOSED).
+ * @param c the client.
+ * @param name the semaphore's name, NUL-terminated.
+ * @return the handle, or NULL for a NULL client, an empty or too long name
+ *         (RLOCK_NAME_MAX), a destroyed client, or out of memory (see
+ *         rlock_last_error()). */
+RLOCK_API rlock_semaphore *rlock_get_semaphore(rlock_client *c, const char *name);
+/** The same for a name of len bytes that may hold any byte.
+ * @param c the client.
+ * @param name the name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @return the handle, or NULL as rlock_get_semaphore(). */
+RLOCK_API rlock_semaphore *rlock_get_semaphore_n(rlock_client *c, const char *name, size_t len);
+/** Frees the handle; calls under way still complete.
+ * @param s the handle, or NULL (ignored). */
+RLOCK_API void rlock_semaphore_free(rlock_semaphore *s);
+
+/** Takes permits, waiting as long as it takes (acquire(permits)).
+ * @param s the semaphore.
+ * @param permits how many, >= 0.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_acquire(rlock_semaphore *s, int64_t permits);
+/** Takes permits if they come within wait_ms (tryAcquire(permits, wait)).
+ * @param s the semaphore.
+ * @param permits how many, >= 0.
+ * @param wait_ms the longest wait; 0: one try, no wait.
+ * @param acquired set to whether they were taken.
+ * @return 0 (also when not acquired), or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_try_acquire(rlock_semaphore *s, int64_t permits, int64_t wait_ms,
+                                          bool *acquired);
+/** Gives permits back, and publishes the new count (release(permits)).
+ * Any process may release, also more than it took.
+ * @param s the semaphore.
+ * @param permits how many, >= 0.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_release(rlock_semaphore *s, int64_t permits);
+/** Sets the number of permits when the semaphore does not exist yet
+ * (trySetPermits).
+ * @param s the semaphore.
+ * @param permits the number.
+ * @param set set to whether it was set (false: it existed).
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_try_set_permits(rlock_semaphore *s, int64_t permits, bool *set);
+/** Adds permits, creating the semaphore at 0 first if needed
+ * (addPermits); a negative number takes them away.
+ * @param s the semaphore.
+ * @param permits how many to add, any sign.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_add_permits(rlock_semaphore *s, int64_t permits);
+/** The permits there now (availablePermits): 0 when it does not exist.
+ * @param s the semaphore.
+ * @param permits set to the number.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_available_permits(rlock_semaphore *s, int64_t *permits);
+/** Takes every permit there is (drainPermits).
+ * @param s the semaphore.
+ * @param drained set to how many were taken.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_drain_permits(rlock_semaphore *s, int64_t *drained);
+
+/** rlock_semaphore_acquire() as a future (acquireAsync): value 1 once
+ * taken. Cancelling it stops the wait (permits taken meanwhile are
+ * released).
+ * @param s the semaphore.
+ * @param permits how many, >= 0.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_acquire_async(rlock_semaphore *s, int64_t permits);
+/** rlock_semaphore_try_acquire() as a future: value 1 acquired, 0 not.
+ * @param s the semaphore.
+ * @param permits how many, >= 0.
+ * @param wait_ms the longest wait; 0: one try.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_try_acquire_async(rlock_semaphore *s, int64_t permits,
+                                                          int64_t wait_ms);
+/** rlock_semaphore_release() as a future.
+ * @param s the semaphore.
+ * @param permits how many, >= 0.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_release_async(rlock_semaphore *s, int64_t permits);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
