@@ -669,6 +669,137 @@ watch_timeout)
     run "$RLOCK" --address redis://127.0.0.1:1 watch --timeout 100 x
     [ "$rc" -eq 69 ] || fail "watch with an unreachable server gave $rc, not 69"
     ;;
+semaphore)
+    # exec --semaphore: four runs on a semaphore of two permits; at most two
+    # commands run at once (each writes + on start and - on end), every one
+    # runs, and each sees its permit's id in RLOCK_PERMIT_ID.
+    log="$WORK/log"
+    pids=()
+    for who in a b c d; do
+        "$RLOCK" exec --semaphore cli:sem --permits 2 -- sh -c \
+            "echo + >>'$log'; echo \"\$RLOCK_NAME \$RLOCK_PERMIT_ID\" >>'$WORK/ids'; \
+             sleep 0.4; echo - >>'$log'" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid" || fail "an exec --semaphore failed"
+    done
+    cat "$log"
+    [ "$(wc -l <"$log")" -eq 8 ] || fail "expected 8 lines"
+    max=$(awk '$1 == "+" { n++; if (n > m) m = n } $1 == "-" { n-- } END { print m }' "$log")
+    [ "$max" -le 2 ] || fail "$max commands ran at once on 2 permits"
+    [ "$(grep -cE '^cli:sem [0-9a-f]{32}$' "$WORK/ids")" -eq 4 ] ||
+        fail "RLOCK_PERMIT_ID: $(cat "$WORK/ids")"
+    [ "$(sort -u "$WORK/ids" | wc -l)" -eq 4 ] || fail "two runs had the same permit id"
+    # The command's status comes back; --permits again changes nothing.
+    run "$RLOCK" exec --semaphore cli:sem --permits 5 -- sh -c 'exit 3'
+    [ "$rc" -eq 3 ] || fail "exit 3 came back as $rc"
+    # Both permits held: --wait gives up with 75 and does not run the command.
+    for _ in 1 2; do
+        "$RLOCK" exec --semaphore cli:sem -- sh -c "echo >>'$WORK/held'; sleep 5" &
+    done
+    wait_line "$WORK/held" '^$'
+    for _ in $(seq 100); do
+        [ "$(wc -l <"$WORK/held")" -eq 2 ] && break
+        sleep 0.1
+    done
+    [ "$(wc -l <"$WORK/held")" -eq 2 ] || fail "the two holders did not both start"
+    run "$RLOCK" exec --semaphore cli:sem --wait 300 -- sh -c 'echo ran >"$0"' "$WORK/ran"
+    [ "$rc" -eq 75 ] || fail "--wait ran out with status $rc, not 75"
+    [ ! -e "$WORK/ran" ] || fail "the command ran without a permit"
+    # Bad usage.
+    run "$RLOCK" exec --permits 2 cli:sem -- true
+    [ "$rc" -eq 64 ] || fail "--permits without --semaphore gave $rc, not 64"
+    run "$RLOCK" exec --semaphore cli:sem --kind fair -- true
+    [ "$rc" -eq 64 ] || fail "--semaphore with --kind gave $rc, not 64"
+    run "$RLOCK" exec --semaphore cli:sem --permits 0 -- true
+    [ "$rc" -eq 64 ] || fail "--permits 0 gave $rc, not 64"
+    ;;
+semaphore_lease)
+    # The permit is leased: renewed (every third of --watchdog-timeout)
+    # while the command runs, so it outlives that timeout; a fixed --lease
+    # is not renewed; and a killed rlock's permit frees itself.
+    "$RLOCK" exec --semaphore cli:semr --permits 1 --watchdog-timeout 600 -- \
+        sh -c "echo ready >'$WORK/r1'; sleep 2.5" &
+    renewed=$!
+    wait_line "$WORK/r1" ready
+    run "$RLOCK" exec --semaphore cli:semr --wait 1500 -- true
+    [ "$rc" -eq 75 ] || fail "a renewed permit was had by another run ($rc, not 75)"
+    wait "$renewed" || fail "the renewed run failed"
+    run "$RLOCK" exec --semaphore cli:semr --wait 0 -- true
+    [ "$rc" -eq 0 ] || fail "the permit was not given back ($rc)"
+
+    "$RLOCK" exec --semaphore cli:seml --permits 1 --lease 500 -- \
+        sh -c "echo ready >'$WORK/r2'; sleep 2.5" 2>"$WORK/lease_err" &
+    leased=$!
+    wait_line "$WORK/r2" ready
+    run "$RLOCK" exec --semaphore cli:seml --wait 2000 -- true
+    [ "$rc" -eq 0 ] || fail "a --lease 500 permit was still held after its lease ($rc)"
+    wait "$leased" || fail "the leased run failed"
+    cat "$WORK/lease_err"
+    grep -q 'no longer held' "$WORK/lease_err" || fail "the lapsed permit was not reported"
+
+    "$RLOCK" exec --semaphore cli:semk --permits 1 --watchdog-timeout 1000 -- \
+        sh -c "echo \$\$ >'$WORK/r3'; exec sleep 30" &
+    killed=$!
+    wait_line "$WORK/r3" '^[0-9]+$'
+    kill -KILL "$killed"
+    wait "$killed" || true
+    kill -KILL "$(cat "$WORK/r3")" 2>/dev/null || true # the orphaned command
+    start=$(date +%s%N)
+    run "$RLOCK" exec --semaphore cli:semk --wait 5000 -- true
+    took=$((($(date +%s%N) - start) / 1000000))
+    [ "$rc" -eq 0 ] || fail "the killed holder's permit was not freed ($rc)"
+    [ "$took" -lt 4000 ] || fail "the killed holder's permit took $took ms to free"
+    ;;
+latch)
+    # rlock latch: set, count, count down, await.
+    run "$RLOCK" latch count cli:latch
+    [ "$rc" -eq 0 ] || fail "count of a latch never set gave $rc"
+    run "$RLOCK" latch count --json cli:latch >"$WORK/out"
+    [ "$(cat "$WORK/out")" = '{"name":"cli:latch","count":0}' ] || fail "count --json: $(cat "$WORK/out")"
+    run "$RLOCK" latch set cli:latch 2
+    [ "$rc" -eq 0 ] || fail "set gave $rc"
+    run "$RLOCK" latch set --json cli:latch 5 >"$WORK/out"
+    [ "$rc" -eq 1 ] || fail "a second set gave $rc, not 1"
+    [ "$(cat "$WORK/out")" = '{"name":"cli:latch","set":false,"count":2}' ] ||
+        fail "set --json: $(cat "$WORK/out")"
+    run "$RLOCK" latch await --wait 300 cli:latch
+    [ "$rc" -eq 75 ] || fail "await of a count of 2 gave $rc, not 75"
+    "$RLOCK" latch await --json cli:latch >"$WORK/awaited" &
+    waiter=$!
+    sleep 0.5
+    run "$RLOCK" latch count-down --json cli:latch >"$WORK/out"
+    [ "$(cat "$WORK/out")" = '{"name":"cli:latch","count":1}' ] ||
+        fail "count-down --json: $(cat "$WORK/out")"
+    sleep 0.3
+    kill -0 "$waiter" 2>/dev/null || fail "await returned at count 1"
+    "$RLOCK" latch count-down cli:latch
+    for _ in $(seq 50); do
+        kill -0 "$waiter" 2>/dev/null || break
+        sleep 0.1
+    done
+    run wait "$waiter"
+    [ "$rc" -eq 0 ] || fail "await gave $rc after the count reached zero"
+    grep -Eq '^\{"name":"cli:latch","reached":true,"waited_ms":[0-9]+\}$' "$WORK/awaited" ||
+        fail "await --json: $(cat "$WORK/awaited")"
+    run "$RLOCK" latch await --wait 0 cli:latch
+    [ "$rc" -eq 0 ] || fail "await at zero gave $rc"
+    # A signal stops the wait: 128+N.
+    "$RLOCK" latch set cli:latch2 1
+    "$RLOCK" latch await cli:latch2 &
+    waiter=$!
+    sleep 0.5
+    kill -TERM "$waiter"
+    run wait "$waiter"
+    [ "$rc" -eq 143 ] || fail "SIGTERM during await gave $rc, not 143"
+    # Bad usage.
+    for args in "bogus x" "set x" "set x 0" "set x y" "count" "count --wait 5 x"; do
+        # shellcheck disable=SC2086
+        run "$RLOCK" latch $args 2>/dev/null
+        [ "$rc" -eq 64 ] || fail "latch $args gave $rc, not 64"
+    done
+    ;;
 *)
     fail "no such case"
     ;;
