@@ -1,0 +1,267 @@
+/* RedissonSemaphore: a Redis string of permits, waiters on
+ * redisson_sc:{name} (SemaphorePubSub: n permits published wake up to n
+ * waiters). Its scripts are lua/semaphore_*.lua. */
+#include <string.h>
+
+#include "rlock/errors.h"
+#include "rlock/semaphore.h"
+#include "rlock__scripts_all.h"
+#include "sync_wait.h"
+
+static const rlock__kind_ops semaphore_ops = {
+    .name = "semaphore",
+    .channel_prefix = "redisson_sc", /* RedissonSemaphore.getChannelName: prefixName */
+};
+
+#define OBJ(s) ((rlock *)(void *)(s))
+
+rlock_semaphore *rlock_get_semaphore_n(rlock_client *c, const char *name, size_t len) {
+    return (rlock_semaphore *)(void *)rlock__sync_new(c, "rlock_get_semaphore", name, len,
+                                                      &semaphore_ops);
+}
+
+rlock_semaphore *rlock_get_semaphore(rlock_client *c, const char *name) {
+    return rlock_get_semaphore_n(c, name, name != NULL ? strlen(name) : 0);
+}
+
+void rlock_semaphore_free(rlock_semaphore *s) {
+    if (s != NULL) {
+        rlock__sync_free(OBJ(s));
+    }
+}
+
+/* ---- the scripts ------------------------------------------------------------- */
+
+static rlock__cmd *try_acquire_cmd(const rlock *o, int64_t permits) {
+    rlock__args a;
+    rlock__args_init(&a);
+    rlock__args_key(&a, o->name.s, o->name.len);
+    rlock__args_int(&a, permits);
+    return rlock__args_script(&a, &rlock__script_semaphore_try_acquire);
+}
+
+/* A script of KEYS name, channel and ARGV permits, publish command. */
+static rlock__cmd *publishing_cmd(const rlock *o, const rlock__script *s, int64_t permits) {
+    rlock__args a;
+    rlock__args_init(&a);
+    rlock__args_key(&a, o->name.s, o->name.len);
+    rlock__args_channel(&a, o);
+    rlock__args_int(&a, permits);
+    rlock__args_lit(&a, rlock__object_publish(o));
+    return rlock__args_script(&a, s);
+}
+
+/* ---- the waiting acquire ------------------------------------------------------- */
+
+static size_t channel(const rlock *o, char *buf, size_t cap) {
+    return cap > rlock__object_channel_len(o) ? rlock__object_channel(o, buf) : 0;
+}
+
+static rlock__cmd *acquire_try(rlock__sync_op *op) {
+    return try_acquire_cmd(op->obj, op->arg);
+}
+
+static int acquire_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res *res,
+                         const char **msg) {
+    (void)op;
+    if (r->type != REDIS_REPLY_INTEGER) {
+        *msg = "unexpected reply to the semaphore's acquire script";
+        return RLOCK_ERR_REDIS;
+    }
+    res->done = r->integer == 1;
+    res->value = 1;
+    return RLOCK_OK;
+}
+
+static rlock__cmd *acquire_undo(rlock__sync_op *op) {
+    return publishing_cmd(op->obj, &rlock__script_semaphore_release, op->arg);
+}
+
+static const rlock__sync_kind acquire_kind = {
+    .on_message = rlock__wait_semaphore_message,
+    .channel = channel,
+    .channel_len = rlock__object_channel_len,
+    .try_cmd = acquire_try,
+    .try_reply = acquire_reply,
+    .undo = acquire_undo,
+    .no_retry = true, /* syncedEvalNoRetry */
+};
+
+/* Checks shared by the permit calls: NULL when the call goes on. */
+static rlock_future *refuse_permits(rlock_semaphore *s, int64_t permits, const char *fn) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f == NULL && permits < 0) {
+        f = rlock__sync_invalid("%s: permits is negative (%lld): Permits amount can't be "
+                                "negative",
+                                fn, (long long)permits);
+    }
+    return f;
+}
+
+/* acquire (wait_ms -1) and tryAcquire(permits, wait). */
+static rlock_future *acquire_async(rlock_semaphore *s, int64_t permits, int64_t wait_ms,
+                                   const char *fn) {
+    rlock_future *f = refuse_permits(s, permits, fn);
+    if (f != NULL) {
+        return f;
+    }
+    if (permits == 0) { /* tryAcquireAsync(0): true at once, nothing sent */
+        return rlock__sync_value_future(1);
+    }
+    return rlock__sync_wait_start(OBJ(s), &acquire_kind, permits, wait_ms);
+}
+
+rlock_future *rlock_semaphore_acquire_async(rlock_semaphore *s, int64_t permits) {
+    return acquire_async(s, permits, -1, "rlock_semaphore_acquire_async");
+}
+
+rlock_future *rlock_semaphore_try_acquire_async(rlock_semaphore *s, int64_t permits,
+                                                int64_t wait_ms) {
+    const char *fn = "rlock_semaphore_try_acquire_async";
+    if (s != NULL && rlock__sync_check_wait(fn, wait_ms, false) != RLOCK_OK) {
+        return rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error());
+    }
+    return acquire_async(s, permits, wait_ms, fn);
+}
+
+rlock_future *rlock_semaphore_release_async(rlock_semaphore *s, int64_t permits) {
+    const char *fn = "rlock_semaphore_release_async";
+    rlock_future *f = refuse_permits(s, permits, fn);
+    if (f != NULL) {
+        return f;
+    }
+    if (permits == 0) { /* releaseAsync(0): done at once, nothing sent */
+        return rlock__sync_value_future(0);
+    }
+    return rlock__sync_call(OBJ(s),
+                            publishing_cmd(OBJ(s), &rlock__script_semaphore_release, permits));
+}
+
+/* ---- the other calls (blocking only) -------------------------------------------- */
+
+static rlock_future *try_set_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    return f != NULL ? f
+                     : rlock__sync_call(
+                           OBJ(s), publishing_cmd(OBJ(s), &rlock__script_semaphore_try_set_permits,
+                                                  permits));
+}
+
+static rlock_future *add_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    return f != NULL
+               ? f
+               : rlock__sync_call(
+                     OBJ(s), publishing_cmd(OBJ(s), &rlock__script_semaphore_add_permits, permits));
+}
+
+static rlock_future *available_permits_async(rlock_semaphore *s, const char *fn) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f != NULL) {
+        return f;
+    }
+    rlock__args a; /* availablePermitsAsync: GET name */
+    rlock__args_init(&a);
+    rlock__args_lit(&a, "GET");
+    rlock__args_str(&a, OBJ(s)->name.s, OBJ(s)->name.len);
+    return rlock__sync_call(OBJ(s), rlock__args_command(&a));
+}
+
+static rlock_future *drain_permits_async(rlock_semaphore *s, const char *fn) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f != NULL) {
+        return f;
+    }
+    rlock__args a;
+    rlock__args_init(&a);
+    rlock__args_key(&a, OBJ(s)->name.s, OBJ(s)->name.len);
+    return rlock__sync_call(OBJ(s), rlock__args_script(&a, &rlock__script_semaphore_drain_permits));
+}
+
+/* ---- blocking forms ---------------------------------------------------------------- */
+
+int rlock_semaphore_acquire(rlock_semaphore *s, int64_t permits) {
+    const char *fn = "rlock_semaphore_acquire";
+    int rc = rlock__sync_check_blocking(OBJ(s), fn, true);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block(acquire_async(s, permits, -1, fn), fn, NULL, NULL, 0);
+}
+
+int rlock_semaphore_try_acquire(rlock_semaphore *s, int64_t permits, int64_t wait_ms,
+                                bool *acquired) {
+    const char *fn = "rlock_semaphore_try_acquire";
+    if (acquired != NULL) {
+        *acquired = false;
+    }
+    int rc = rlock__sync_check_blocking(OBJ(s), fn, acquired != NULL);
+    if (rc == RLOCK_OK) {
+        rc = rlock__sync_check_wait(fn, wait_ms, false);
+    }
+    int64_t v = 0;
+    if (rc == RLOCK_OK) {
+        rc = rlock__sync_block(acquire_async(s, permits, wait_ms, fn), fn, &v, NULL, 0);
+    }
+    if (rc == RLOCK_OK) {
+        *acquired = v != 0;
+    }
+    return rc;
+}
+
+int rlock_semaphore_release(rlock_semaphore *s, int64_t permits) {
+    const char *fn = "rlock_semaphore_release";
+    int rc = rlock__sync_check_blocking(OBJ(s), fn, true);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    rlock_future *f = refuse_permits(s, permits, fn);
+    if (f == NULL) {
+        f = permits == 0
+                ? rlock__sync_value_future(0)
+                : rlock__sync_call(
+                      OBJ(s), publishing_cmd(OBJ(s), &rlock__script_semaphore_release, permits));
+    }
+    return rlock__sync_block(f, fn, NULL, NULL, 0);
+}
+
+int rlock_semaphore_try_set_permits(rlock_semaphore *s, int64_t permits, bool *set) {
+    const char *fn = "rlock_semaphore_try_set_permits";
+    if (set != NULL) {
+        *set = false;
+    }
+    int rc = rlock__sync_check_blocking(OBJ(s), fn, set != NULL);
+    int64_t v = 0;
+    if (rc == RLOCK_OK) {
+        rc = rlock__sync_block(try_set_permits_async(s, permits, fn), fn, &v, NULL, 0);
+    }
+    if (rc == RLOCK_OK) {
+        *set = v != 0;
+    }
+    return rc;
+}
+
+int rlock_semaphore_add_permits(rlock_semaphore *s, int64_t permits) {
+    const char *fn = "rlock_semaphore_add_permits";
+    int rc = rlock__sync_check_blocking(OBJ(s), fn, true);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block(add_permits_async(s, permits, fn), fn, NULL, NULL, 0);
+}
+
+int rlock_semaphore_available_permits(rlock_semaphore *s, int64_t *permits) {
+    const char *fn = "rlock_semaphore_available_permits";
+    if (permits != NULL) {
+        *permits = 0;
+    }
+    int rc = rlock__sync_check_blocking(OBJ(s), fn, permits != NULL);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block(available_permits_async(s, fn), fn, permits, NULL, 0);
+}
+
+int rlock_semaphore_drain_permits(rlock_semaphore *s, int64_t *drained) {
+    const char *fn = "rlock_semaphore_drain_permits";
+    if (drained != NULL) {
+        *drained = 0;
+    }
+    int rc = rlock__sync_check_blocking(OBJ(s), fn, drained != NULL);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block(drain_permits_async(s, fn), fn, drained, NULL, 0);
+}

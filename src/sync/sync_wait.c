@@ -1,0 +1,408 @@
+/* See sync_wait.h. The waiting call follows the lock engine's
+ * (base_lock_acquire.c) on wait.h, with Redisson's synchronizers' rules:
+ * the try is the kind's script, its "not yet" may carry a time to try
+ * again (the permit semaphore's nearest lease end), and a try-acquire or
+ * await gives up at its deadline with the value 0. */
+#include "sync_wait.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base_lock_impl.h"
+#include "rlock/errors.h"
+
+/* ---- handles ------------------------------------------------------------- */
+
+rlock *rlock__sync_new(rlock_client *c, const char *fn, const char *name, size_t len,
+                       const rlock__kind_ops *ops) {
+    return rlock__object_new(c, fn, name, len, ops, NULL, 0);
+}
+
+void rlock__sync_free(rlock *o) {
+    rlock_free(o);
+}
+
+rlock_future *rlock__sync_invalid(const char *fmt, ...) {
+    char buf[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof(buf), fmt, ap);
+    va_end(ap);
+    rlock__set_error_message("%s", buf);
+    return rlock__future_failed(NULL, RLOCK_ERR_INVALID, buf);
+}
+
+rlock_future *rlock__sync_value_future(int64_t value) {
+    rlock_future *f = rlock__future_failed(NULL, RLOCK_OK, NULL);
+    if (f != NULL) {
+        f->value = value; /* not yet shared */
+    }
+    return f;
+}
+
+rlock_future *rlock__sync_refuse(const rlock *o, const char *fn) {
+    if (o == NULL) {
+        return rlock__sync_invalid("%s: the handle is NULL", fn);
+    }
+    return rlock__refuse(o, fn);
+}
+
+int rlock__sync_check_wait(const char *fn, int64_t wait_ms, bool minus_one_ok) {
+    if (wait_ms < 0 && !(minus_one_ok && wait_ms == -1)) {
+        rlock__set_error_message("%s: wait_ms is negative%s", fn,
+                                 minus_one_ok ? " (-1: no limit)" : "");
+        return RLOCK_ERR_INVALID;
+    }
+    if (wait_ms > RLOCK__MAX_SETTING_MS) {
+        rlock__set_error_message("%s: wait_ms is longer than a year", fn);
+        return RLOCK_ERR_INVALID;
+    }
+    return RLOCK_OK;
+}
+
+/* ---- one command ----------------------------------------------------------- */
+
+typedef struct call_op {
+    rlock_client *client;
+    rlock *obj;
+    rlock__cmd *cmd;
+    rlock_future *future;
+} call_op;
+
+/* LongCodec's reading of a reply: an integer, or a string holding one. */
+static int64_t reply_number(const redisReply *r) {
+    if (r->type == REDIS_REPLY_INTEGER) {
+        return r->integer;
+    }
+    if (r->type == REDIS_REPLY_STRING) {
+        return strtoll(r->str, NULL, 10);
+    }
+    return 0;
+}
+
+static void call_done(int err, const char *msg, const redisReply *reply, void *arg) {
+    call_op *op = arg;
+    rlock__future_complete(op->future, err, err == RLOCK_OK ? reply_number(reply) : 0, msg);
+    rlock_future_release(op->future);
+    rlock__object_unref(op->obj);
+    free(op);
+}
+
+static void call_start(void *arg) {
+    call_op *op = arg;
+    if (rlock__executor_submit(op->client->exec, op->cmd, call_done, op) != RLOCK_OK) {
+        call_done(RLOCK_ERR_CLOSED, "the client was destroyed", NULL, op);
+    }
+}
+
+rlock_future *rlock__sync_call(rlock *o, rlock__cmd *cmd) {
+    rlock_client *c = o->client;
+    call_op *op = cmd != NULL ? malloc(sizeof(*op)) : NULL;
+    rlock_future *f = op != NULL ? rlock__future_new(c->loop) : NULL;
+    if (f == NULL) {
+        free(op);
+        if (cmd != NULL) {
+            rlock__cmd_free(cmd);
+        }
+        return rlock__future_failed(c->loop, RLOCK_ERR_NOMEM, "out of memory");
+    }
+    *op = (call_op){.client = c, .obj = o, .cmd = cmd, .future = f};
+    rlock__object_ref(o);
+    if (rlock__loop_call(c->loop, call_start, op) != RLOCK_OK) {
+        rlock__cmd_free(cmd);
+        rlock__object_unref(o);
+        free(op);
+        rlock__future_complete(f, RLOCK_ERR_NOMEM, 0, "out of memory");
+        rlock_future_release(f);
+    }
+    return f;
+}
+
+/* ---- the waiting call -------------------------------------------------------- */
+
+static void send_try(rlock__sync_op *op);
+
+static bool wait_over(const rlock__sync_op *op) {
+    return op->has_deadline && rlock__now_ms() >= op->deadline_ms;
+}
+
+static void op_free(rlock__sync_op *op) {
+    rlock *o = op->obj;
+    rlock__deadlines_remove(&o->client->deadlines, &op->timer);
+    rlock__wait_leave(&op->wait);
+    rlock__client_untrack(&op->live);
+    rlock__future_on_cancel(&op->future, NULL, NULL);
+    rlock_future_release(&op->future); /* may free op */
+    rlock__object_unref(o);
+}
+
+static void op_finish(rlock__sync_op *op, int err, int64_t value, const char *msg) {
+    rlock__future_complete(&op->future, err, value, msg);
+    op_free(op);
+}
+
+/* Gives back what the try took: nobody will have it. */
+static void undo(rlock__sync_op *op) {
+    if (op->kind->undo != NULL && !op->obj->client->closed) {
+        rlock__fire_and_forget(op->obj->client, op->kind->undo(op));
+    }
+}
+
+static void done(rlock__sync_op *op, int64_t value) {
+    /* A success's text is the future's message slot (rlock_future_string). */
+    if (!rlock__future_complete(&op->future, RLOCK_OK, value,
+                                op->has_text && value != 0 ? op->text : NULL)) {
+        undo(op); /* cancelled meanwhile (Redisson: !result.complete -> release) */
+    }
+    op_free(op);
+}
+
+static void on_wake(rlock__waiter *x) {
+    rlock__sync_op *op = RLOCK__CONTAINER_OF(rlock__wait_woken(x), rlock__sync_op, wait);
+    if (op->in_flight) {
+        op->note.woken = true; /* its answer may be from before the message */
+        return;
+    }
+    rlock__deadlines_remove(&op->obj->client->deadlines, &op->timer);
+    if (wait_over(op)) {
+        rlock__wait_pass_on(&op->wait); /* not ours to use */
+        op_finish(op, RLOCK_OK, 0, NULL);
+        return;
+    }
+    send_try(op);
+}
+
+/* The client's deadline heap fires this for RLOCK__DEADLINE_SYNC. */
+static void on_timer(rlock__deadline *d) {
+    rlock__sync_op *op = RLOCK__CONTAINER_OF(d, rlock__sync_op, timer);
+    rlock__wait_stop(&op->wait);
+    if (wait_over(op)) {
+        op_finish(op, RLOCK_OK, 0, NULL);
+    } else {
+        send_try(op);
+    }
+}
+
+static bool arm_timer(rlock__sync_op *op, int64_t ms) {
+    rlock_client *c = op->obj->client;
+    rlock__deadlines *h = &c->deadlines;
+    if (h->fire[RLOCK__DEADLINE_SYNC] == NULL) {
+        rlock__deadlines_use(h, c->loop, RLOCK__DEADLINE_SYNC, on_timer);
+    }
+    if (rlock__deadlines_add(h, &op->timer, rlock__now_ms() + ms) != RLOCK_OK) {
+        rlock__wait_stop(&op->wait);
+        op_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+static bool join(rlock__sync_op *op) {
+    rlock *o = op->obj;
+    char own[512];
+    size_t cap = op->kind->channel_len(o) + 1;
+    char *buf = cap <= sizeof(own) ? own : malloc(cap);
+    size_t len = buf != NULL ? op->kind->channel(o, buf, cap) : 0;
+    /* One entry per name and kind of message, as Redisson's one table per
+     * PublishSubscribe (a semaphore and a permit semaphore of one name
+     * share it, as their SemaphorePubSub entries do). */
+    int rc = len > 0 ? rlock__wait_join(&op->wait, o->client, buf, len, o->name.s, o->name.len,
+                                        op->kind->on_message)
+                     : RLOCK_ERR_NOMEM;
+    if (buf != own) {
+        free(buf);
+    }
+    return rc == RLOCK_OK;
+}
+
+/* Not yet: wait for a wake-up, the end of the wait, or retry_ms. */
+static void not_yet(rlock__sync_op *op, int64_t retry_ms) {
+    bool woken = rlock__wait_take_woken(&op->note);
+    if (wait_over(op)) {
+        if (woken) {
+            rlock__wait_pass_on(&op->wait);
+        }
+        op_finish(op, RLOCK_OK, 0, NULL);
+        return;
+    }
+    if (!rlock__wait_joined(&op->wait) && !join(op)) {
+        op_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
+        return;
+    }
+    /* A message published before the subscription was confirmed was never
+     * seen: once it is, try again (Redisson tries after its subscribe
+     * future completes). A banked message is a wake-up too. */
+    if (woken || rlock__wait_retry_now(&op->wait, &op->note)) {
+        send_try(op);
+        return;
+    }
+    rlock__wait_park(&op->wait, on_wake);
+    int64_t t = retry_ms < 0 ? -1 : retry_ms < 1 ? 1 : retry_ms;
+    if (op->has_deadline) {
+        int64_t left = op->deadline_ms - rlock__now_ms();
+        t = t < 0 || left < t ? left : t;
+    }
+    if (t >= 0) {
+        (void)arm_timer(op, t);
+    }
+}
+
+static void on_try_reply(int err, const char *msg, const redisReply *reply, void *arg) {
+    rlock__sync_op *op = arg;
+    op->in_flight = false;
+    rlock__wait_stop(&op->wait);
+    rlock__sync_res res = {.retry_ms = -1};
+    if (err == RLOCK_OK) {
+        err = op->kind->try_reply(op, reply, &res, &msg);
+    }
+    if (op->cancelled) {
+        if (err == RLOCK_OK && res.done) {
+            undo(op);
+        } else {
+            rlock__wait_pass_on(&op->wait);
+        }
+        op_free(op);
+    } else if (err != RLOCK_OK) {
+        rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
+        op_finish(op, err, 0, msg);
+    } else if (res.done) {
+        done(op, res.value);
+    } else {
+        not_yet(op, res.retry_ms);
+    }
+}
+
+static void send_try(rlock__sync_op *op) {
+    rlock_client *c = op->obj->client;
+    rlock__cmd *cmd = op->kind->try_cmd(op);
+    if (cmd == NULL) {
+        op_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
+        return;
+    }
+    if (op->kind->no_retry) {
+        rlock__cmd_no_retry(cmd);
+    }
+    if (op->has_deadline) {
+        /* Redis unreachable: the call still ends within its wait plus one
+         * response timeout. */
+        rlock__cmd_give_up_at(cmd, op->deadline_ms);
+    }
+    op->in_flight = true;
+    /* Listens while the try is out (joined): a release Redis runs after
+     * the try wakes only the waiters there. */
+    rlock__wait_sent(&op->wait, &op->note, on_wake);
+    if (rlock__executor_submit(c->exec, cmd, on_try_reply, op) != RLOCK_OK) {
+        op->in_flight = false;
+        rlock__wait_stop(&op->wait);
+        op_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+    }
+}
+
+/* A user's cancel won (loop thread): stop now, or once the try in flight
+ * is back (then what it took is given back). */
+static void on_cancel(void *ctx) {
+    rlock__sync_op *op = ctx;
+    op->cancelled = true;
+    if (!op->in_flight) {
+        op_free(op);
+    }
+}
+
+/* Client shutdown: a call in flight fails with the executor. */
+static void on_close(rlock__live *live) {
+    rlock__sync_op *op = RLOCK__CONTAINER_OF(live, rlock__sync_op, live);
+    if (!op->in_flight) {
+        op_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+    }
+}
+
+static void start(void *arg) {
+    rlock__sync_op *op = arg;
+    rlock_client *c = op->obj->client;
+    rlock__client_track(c, &op->live);
+    if (c->closed) {
+        op_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+        return;
+    }
+    rlock__future_on_cancel(&op->future, on_cancel, op);
+    send_try(op);
+}
+
+rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg,
+                                     int64_t wait_ms) {
+    rlock_client *c = o->client;
+    rlock_future *f = rlock__future_new_sized(c->loop, sizeof(rlock__sync_op));
+    if (f == NULL) {
+        return rlock__future_failed(c->loop, RLOCK_ERR_NOMEM, "out of memory");
+    }
+    rlock__sync_op *op = RLOCK__CONTAINER_OF(f, rlock__sync_op, future);
+    op->obj = o;
+    op->kind = k;
+    op->arg = arg;
+    op->has_deadline = wait_ms >= 0;
+    op->deadline_ms = rlock__now_ms() + (wait_ms >= 0 ? wait_ms : 0); /* counts from the call */
+    rlock__deadline_init_kind(&op->timer, RLOCK__DEADLINE_SYNC);
+    rlock__wait_init(&op->wait);
+    rlock__list_init(&op->live.node);
+    op->live.close = on_close;
+    rlock__object_ref(o);
+    if (rlock__loop_call(c->loop, start, op) != RLOCK_OK) {
+        rlock__object_unref(o);
+        rlock_future_release(f); /* the op's reference and the caller's */
+        rlock_future_release(f);
+        return rlock__future_failed(c->loop, RLOCK_ERR_NOMEM, "out of memory");
+    }
+    return f;
+}
+
+/* ---- blocking forms ---------------------------------------------------------- */
+
+int rlock__sync_check_blocking(const rlock *o, const char *fn, bool out_ok) {
+    if (o == NULL || !out_ok) {
+        rlock__set_error_message("%s: %s is NULL", fn,
+                                 o == NULL ? "the handle" : "the result pointer");
+        return RLOCK_ERR_INVALID;
+    }
+    int rc = rlock__check_client(o, fn);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    if (rlock__on_own_io_thread(o)) {
+        rlock__set_error_message("%s: called on the client's I/O thread, where it could never "
+                                 "finish; use the async form",
+                                 fn);
+        return RLOCK_ERR_WRONG_THREAD;
+    }
+    return RLOCK_OK;
+}
+
+int rlock__sync_block(rlock_future *f, const char *fn, int64_t *value, char *text, size_t cap) {
+    if (f == NULL) {
+        rlock__set_error_message("%s: out of memory", fn);
+        return RLOCK_ERR_NOMEM;
+    }
+    int rc = rlock_future_wait(f, -1);
+    if (rc == RLOCK_OK) {
+        rc = rlock_future_error(f);
+    }
+    if (rc != RLOCK_OK) {
+        const char *msg = rlock_future_error_message(f);
+        if (strncmp(msg, "rlock_", 6) == 0) {
+            rlock__set_error_message("%s", msg);
+        } else {
+            rlock__set_error_message("%s: %s", fn, msg[0] != '\0' ? msg : rlock_strerror(rc));
+        }
+    } else {
+        if (value != NULL) {
+            *value = rlock_future_value(f);
+        }
+        if (text != NULL && cap > 0) {
+            const char *s = rlock_future_string(f);
+            snprintf(text, cap, "%s", s != NULL ? s : "");
+        }
+    }
+    rlock_future_release(f);
+    return rc;
+}

@@ -1,0 +1,119 @@
+/* What Redisson's synchronizers (RSemaphore, RPermitExpirableSemaphore,
+ * RCountDownLatch) share: their handles, their one-command calls, their
+ * blocking forms, and the waiting call.
+ *
+ * A synchronizer's handle is an rlock object (object.h) of a kind that has
+ * no lock hook: its name and the client, refcounted, so a handle freed
+ * while a call runs stays until the call is over. The public handle types
+ * (rlock_semaphore, ...) are that object under another name.
+ *
+ * The waiting call (Redisson's acquireAsync / tryAcquireAsync(wait) /
+ * awaitAsync(wait)) lives on the loop thread:
+ *
+ *   try (the kind's script) ──done──> complete with the kind's value
+ *     └─not yet─> join the entry of the kind's channel (wait.h), then wait
+ *                 for a wake-up (a message, a confirmed subscription), the
+ *                 end of the wait, or the kind's own retry time (the
+ *                 permit semaphore's nearest lease end), and try again.
+ *
+ * A call cancelled, or whose cancel won against its success, undoes what
+ * the try took (the kind's undo: Redisson's releaseAsync after a lost
+ * complete). Destroying the client completes each pending call once with
+ * RLOCK_ERR_CLOSED (those in flight through the executor's failure). */
+#ifndef RLOCK_SYNC_WAIT_H
+#define RLOCK_SYNC_WAIT_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "client.h"
+#include "deadlines.h"
+#include "future.h"
+#include "kind.h"
+#include "wait.h"
+
+typedef struct rlock__sync_op rlock__sync_op;
+
+/* What a try found. */
+typedef struct rlock__sync_res {
+    bool done;        /* the call is over with value (and text) */
+    int64_t value;    /* done: the future's value */
+    int64_t retry_ms; /* not done: try again after this at most; -1: on a wake-up only */
+} rlock__sync_res;
+
+/* A kind of waiting call: one per synchronizer. */
+typedef struct rlock__sync_kind {
+    rlock__message_fn on_message; /* what a message on the channel means */
+    /* The channel, written at buf (cap bytes, NUL-terminated); its length,
+     * or 0 when it does not fit. */
+    size_t (*channel)(const rlock *o, char *buf, size_t cap);
+    size_t (*channel_len)(const rlock *o);
+    /* The try (any fields of op it needs); NULL when out of memory. */
+    rlock__cmd *(*try_cmd)(rlock__sync_op *op);
+    /* Reads the try's reply: RLOCK_OK and *res, or an error with *msg. */
+    int (*try_reply)(rlock__sync_op *op, const redisReply *r, rlock__sync_res *res,
+                     const char **msg);
+    /* Gives back what a successful try took, once the call was cancelled;
+     * NULL: nothing to give back. */
+    rlock__cmd *(*undo)(rlock__sync_op *op);
+    bool no_retry; /* the try takes something: never resent once written */
+} rlock__sync_kind;
+
+/* One per waiting call, the future first (one allocation, freed with the
+ * future's last reference). */
+struct rlock__sync_op {
+    rlock_future future;
+    rlock__live live; /* in the client's list while under way */
+    rlock *obj;
+    const rlock__sync_kind *kind;
+    int64_t arg;         /* the kind's: permits, or a lease */
+    int64_t deadline_ms; /* has_deadline: when the wait runs out */
+    rlock__deadline timer;
+    rlock__wait wait;
+    rlock__wait_note note;
+    bool has_deadline : 1;
+    bool in_flight : 1;
+    bool cancelled : 1;
+    bool has_text : 1; /* text holds the value's text (a permit id) */
+    uint8_t id[16];    /* the permit semaphore's id of the try out */
+    char text[33];
+};
+
+/* Starts a waiting call of kind k on o: wait_ms < 0 waits until done.
+ * Checked input. */
+rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg,
+                                     int64_t wait_ms);
+
+/* One command as a future whose value is the reply's number: an integer,
+ * a string holding one, 0 for nil or anything else. Takes cmd (NULL: out
+ * of memory). */
+rlock_future *rlock__sync_call(rlock *o, rlock__cmd *cmd);
+
+/* A handle of the synchronizer kind ops, as rlock__object_new; NULL with
+ * rlock_last_error() set. */
+rlock *rlock__sync_new(rlock_client *c, const char *fn, const char *name, size_t len,
+                       const rlock__kind_ops *ops);
+void rlock__sync_free(rlock *o);
+
+/* Checks before an async call: NULL when o may take it, else the failed
+ * future (NULL handle: what names it; a destroyed client; wrong thread). */
+rlock_future *rlock__sync_refuse(const rlock *o, const char *fn);
+/* A future done at once with RLOCK_OK and value (nothing sent). */
+rlock_future *rlock__sync_value_future(int64_t value);
+
+/* A failed future for bad input: the message (also rlock_last_error()). */
+rlock_future *rlock__sync_invalid(const char *fmt, ...) RLOCK__PRINTF(1, 2);
+
+/* Checks a wait: RLOCK_OK, or RLOCK_ERR_INVALID with the message set.
+ * minus_one_ok: -1 means no limit. */
+int rlock__sync_check_wait(const char *fn, int64_t wait_ms, bool minus_one_ok);
+
+/* The blocking forms: checks the handle and the thread (out_ok: the result
+ * pointer is not NULL), then waits for f; RLOCK_OK with *value (and text
+ * into text[cap] when given), or the error with rlock_last_error() naming
+ * fn. Takes f. */
+int rlock__sync_check_blocking(const rlock *o, const char *fn, bool out_ok);
+int rlock__sync_block(rlock_future *f, const char *fn, int64_t *value, char *text, size_t cap);
+
+#endif

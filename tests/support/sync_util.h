@@ -1,0 +1,34 @@
+/* Helpers the synchronizer tests share (semaphores, latches). */
+#ifndef RT_SYNC_UTIL_H
+#define RT_SYNC_UTIL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "redis_server.h"
+#include "rlock/rlock.h"
+
+/* Waits at most ms for f (asserting it completed), and returns its error;
+ * *value gets its value when not NULL. Does not release f. */
+int rt_sync_wait(rlock_future *f, int64_t ms, int64_t *value);
+
+/* Counts completions of the futures it is added to (rt_sync_count_on):
+ * each future must complete once, with err. */
+typedef struct rt_sync_counter {
+    int calls;
+    int wrong; /* completions with another error */
+    int want_err;
+} rt_sync_counter;
+void rt_sync_count_on(rlock_future *f, rt_sync_counter *c);
+/* Polls (at most ms) until c->calls reaches n. */
+bool rt_sync_calls_reach(rt_sync_counter *c, int n, int64_t ms);
+
+/* Subscribers of one channel on the server (PUBSUB NUMSUB), polled at
+ * most ms until it is want; returns the last count. */
+long long rt_sync_numsub_becomes(rt_redis *r, const char *channel, long long want, int64_t ms);
+
+/* Drops every client connection but the caller's probe (CLIENT KILL of
+ * TYPE normal and TYPE pubsub). */
+void rt_sync_kill_connections(rt_redis *r);
+
+#endif

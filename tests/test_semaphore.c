@@ -1,0 +1,389 @@
+/* RSemaphore (Redisson's RedissonSemaphore) against a real redis-server:
+ * the cases of RedissonSemaphoreTest, the wire format (a string of
+ * permits, the channel redisson_sc:{name}), and the waiting contract: a
+ * waiter woken by another client's release (well before its deadline), a
+ * try that times out leaving no subscription, cancel, destroy with calls
+ * pending, a reconnect while waiting, bad input. Every wait is bounded. */
+#define _GNU_SOURCE
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rt_main.h"
+
+#include "fixture.h"
+#include "lock_util.h"
+#include "sync_util.h"
+
+typedef rt_fx fx;
+
+static int setup(void **state) {
+    return rt_fx_setup(state);
+}
+
+static int teardown(void **state) {
+    rt_free_clients();
+    return rt_fx_teardown(state);
+}
+
+static rlock_client *new_client(fx *f) {
+    rlock_config cfg = rt_config(f->redis.address);
+    return rt_client(&cfg);
+}
+
+static int64_t available(rlock_semaphore *s) {
+    int64_t n = -999;
+    assert_int_equal(rlock_semaphore_available_permits(s, &n), RLOCK_OK);
+    return n;
+}
+
+/* testZero: 0 permits succeed at once and send nothing. */
+static void test_zero(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "test");
+    assert_non_null(s);
+    bool ok = false;
+    assert_int_equal(rlock_semaphore_try_acquire(s, 0, 600000, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_semaphore_release(s, 0), RLOCK_OK);
+    assert_int_equal(rlock_semaphore_acquire(s, 0), RLOCK_OK);
+    assert_int_equal(available(s), 0);
+    assert_int_equal(rt_lock_stats(c).subscribes, 0);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS test"), 0); /* nothing written */
+    rlock_semaphore_free(s);
+}
+
+/* testTrySetPermits, testAddPermits, testReducePermits,
+ * testReleaseWithoutPermits, testDrainPermits. */
+static void test_permit_counts(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "test2");
+    bool set = false;
+    int64_t n = -1;
+    assert_int_equal(rlock_semaphore_drain_permits(s, &n), RLOCK_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(rlock_semaphore_try_set_permits(s, 10, &set), RLOCK_OK);
+    assert_true(set);
+    assert_int_equal(rlock_semaphore_try_set_permits(s, 15, &set), RLOCK_OK);
+    assert_false(set);
+    assert_int_equal(available(s), 10);
+    rt_expect_string(&f->redis, "test2", 5, "10"); /* a plain string of permits */
+    assert_int_equal(rlock_semaphore_acquire(s, 10), RLOCK_OK);
+    assert_int_equal(rlock_semaphore_add_permits(s, -5), RLOCK_OK);
+    assert_int_equal(available(s), -5);
+    assert_int_equal(rlock_semaphore_release(s, 10), RLOCK_OK);
+    assert_int_equal(available(s), 5);
+    assert_int_equal(rlock_semaphore_acquire(s, 5), RLOCK_OK);
+    assert_int_equal(available(s), 0);
+    assert_int_equal(rlock_semaphore_add_permits(s, 7), RLOCK_OK);
+    assert_int_equal(available(s), 7);
+    assert_int_equal(rlock_semaphore_acquire(s, 3), RLOCK_OK);
+    assert_int_equal(rlock_semaphore_drain_permits(s, &n), RLOCK_OK);
+    assert_int_equal(n, 4);
+    assert_int_equal(available(s), 0);
+
+    rlock_semaphore *fresh = rlock_get_semaphore(c, "fresh");
+    assert_int_equal(rlock_semaphore_release(fresh, 1), RLOCK_OK); /* testReleaseWithoutPermits */
+    assert_int_equal(available(fresh), 1);
+    rlock_semaphore *absent = rlock_get_semaphore(c, "absent");
+    assert_int_equal(available(absent), 0);
+    bool ok = true;
+    assert_int_equal(rlock_semaphore_try_acquire(absent, 1, 0, &ok), RLOCK_OK);
+    assert_false(ok); /* testAcquireWithoutSetPermits: no permits */
+    rlock_semaphore_free(absent);
+    rlock_semaphore_free(fresh);
+    rlock_semaphore_free(s);
+}
+
+/* The waiter subscribed on redisson_sc:{name} (prefixName: a name with a
+ * '{' keeps it as is); a release publishes the new count there. */
+static void test_wire_channel(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    const char *names[] = {"wire", "a{b}c"};
+    const char *chans[] = {"redisson_sc:{wire}", "redisson_sc:a{b}c"};
+    for (int i = 0; i < 2; i++) {
+        rlock_semaphore *s = rlock_get_semaphore(c, names[i]);
+        rlock_future *w = rlock_semaphore_acquire_async(s, 1);
+        assert_int_equal(rt_sync_numsub_becomes(&f->redis, chans[i], 1, 5000), 1);
+        redisContext *sub = rt_subscriber(&f->redis, 5000, &chans[i], 1);
+        assert_int_equal(rlock_semaphore_release(s, 2), RLOCK_OK);
+        rt_expect_message(sub, chans[i], "2");
+        redisFree(sub);
+        assert_int_equal(rt_sync_wait(w, 5000, NULL), RLOCK_OK);
+        rlock_future_release(w);
+        assert_int_equal(available(s), 1);
+        assert_int_equal(rt_sync_numsub_becomes(&f->redis, chans[i], 0, 5000), 0);
+        rlock_semaphore_free(s);
+    }
+}
+
+/* testBlockingNAcquire / testTryNAcquire: a waiter for 4 permits is woken
+ * by releases from another client, long before its wait ends. */
+static void test_waiter_woken_by_other_client(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_client *c2 = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "test");
+    rlock_semaphore *s2 = rlock_get_semaphore(c2, "test");
+    bool set = false;
+    assert_int_equal(rlock_semaphore_try_set_permits(s, 5, &set), RLOCK_OK);
+    bool ok = false;
+    assert_int_equal(rlock_semaphore_try_acquire(s, 3, 0, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_semaphore_try_acquire(s, 4, 0, &ok), RLOCK_OK);
+    assert_false(ok);
+    int64_t start = rt_now_ms();
+    rlock_future *w = rlock_semaphore_try_acquire_async(s, 4, 20000);
+    assert_true(RT_STAT_REACHES(c, confirms, 1, 5000));
+    rt_sleep_ms(50);
+    assert_false(rlock_future_is_done(w));
+    assert_int_equal(rlock_semaphore_release(s2, 1), RLOCK_OK);
+    rt_sleep_ms(100);
+    assert_false(rlock_future_is_done(w)); /* 3 are not enough */
+    assert_int_equal(rlock_semaphore_release(s2, 1), RLOCK_OK);
+    int64_t v = -1;
+    assert_int_equal(rt_sync_wait(w, 10000, &v), RLOCK_OK);
+    assert_int_equal(v, 1);
+    assert_true(rt_now_ms() - start < 10000); /* woken, not timed out */
+    rlock_future_release(w);
+    assert_int_equal(available(s), 0);
+    /* the blocking acquire the same way */
+    w = rlock_semaphore_acquire_async(s, 2);
+    assert_true(RT_STAT_REACHES(c, confirms, 2, 5000));
+    assert_int_equal(rlock_semaphore_release(s2, 2), RLOCK_OK);
+    assert_int_equal(rt_sync_wait(w, 10000, &v), RLOCK_OK);
+    rlock_future_release(w);
+    assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
+    rlock_semaphore_free(s2);
+    rlock_semaphore_free(s);
+}
+
+/* One permit, five waiters: each release lets exactly one more in
+ * (SemaphorePubSub wakes as many as the message allows; no lost wake-up). */
+static void test_handoff_one_at_a_time(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_client *c2 = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "handoff");
+    rlock_semaphore *s2 = rlock_get_semaphore(c2, "handoff");
+    enum { N = 5 };
+    rlock_future *w[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = rlock_semaphore_acquire_async(i % 2 ? s2 : s, 1);
+    }
+    rt_sleep_ms(200);
+    for (int round = 1; round <= N; round++) {
+        assert_int_equal(rlock_semaphore_release(s2, 1), RLOCK_OK);
+        int64_t end = rt_now_ms() + 5000;
+        int done = 0;
+        while (rt_now_ms() < end) {
+            done = 0;
+            for (int i = 0; i < N; i++) {
+                done += rlock_future_is_done(w[i]);
+            }
+            if (done >= round) {
+                break;
+            }
+            rt_sleep_ms(5);
+        }
+        assert_int_equal(done, round);
+        rt_sleep_ms(30);
+        done = 0;
+        for (int i = 0; i < N; i++) {
+            done += rlock_future_is_done(w[i]);
+        }
+        assert_int_equal(done, round); /* not one more */
+    }
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(rlock_future_error(w[i]), RLOCK_OK);
+        rlock_future_release(w[i]);
+    }
+    assert_int_equal(available(s), 0);
+    rlock_semaphore_free(s2);
+    rlock_semaphore_free(s);
+}
+
+/* A try that times out returns "not acquired" after its wait and leaves
+ * no subscription. */
+static void test_try_acquire_times_out(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "timeout");
+    bool ok = true;
+    int64_t start = rt_now_ms();
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 300, &ok), RLOCK_OK);
+    int64_t took = rt_now_ms() - start;
+    assert_false(ok);
+    assert_true(took >= 290);
+    assert_true(took < 5000);
+    assert_int_equal(rt_sync_numsub_becomes(&f->redis, "redisson_sc:{timeout}", 0, 3000), 0);
+    assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
+    assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_OK);
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 300, &ok), RLOCK_OK);
+    assert_true(ok);
+    rlock_semaphore_free(s);
+}
+
+/* Cancelling a waiting acquire stops it: a later release is not taken. */
+static void test_cancel_waiting(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "cancel");
+    rlock_future *w = rlock_semaphore_acquire_async(s, 1);
+    assert_true(RT_STAT_REACHES(c, confirms, 1, 5000));
+    rt_sleep_ms(50);
+    assert_false(rlock_future_is_done(w));
+    assert_true(rlock_future_cancel(w));
+    assert_int_equal(rlock_future_error(w), RLOCK_ERR_CANCELLED);
+    assert_false(rlock_future_cancel(w));
+    rlock_future_release(w);
+    assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
+    assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_OK);
+    rt_sleep_ms(200);
+    assert_int_equal(available(s), 1);
+    rlock_semaphore_free(s);
+}
+
+/* Destroying the client completes every pending call once with
+ * RLOCK_ERR_CLOSED; the handle then reports RLOCK_ERR_CLOSED. */
+static void test_destroy_with_pending(void **state) {
+    fx *f = *state;
+    rlock_config cfg = rt_config(f->redis.address);
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock_semaphore *s = rlock_get_semaphore(c, "destroy");
+    rt_sync_counter k = {.want_err = RLOCK_ERR_CLOSED};
+    enum { N = 4 };
+    rlock_future *w[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = i % 2 ? rlock_semaphore_acquire_async(s, 1)
+                     : rlock_semaphore_try_acquire_async(s, 1, 60000);
+        rt_sync_count_on(w[i], &k);
+    }
+    assert_true(RT_STAT_REACHES(c, confirms, 1, 5000));
+    rlock_client_destroy(c);
+    assert_true(rt_sync_calls_reach(&k, N, 5000));
+    rt_sleep_ms(50);
+    assert_int_equal(k.calls, N);
+    assert_int_equal(k.wrong, 0);
+    for (int i = 0; i < N; i++) {
+        assert_int_equal(rlock_future_error(w[i]), RLOCK_ERR_CLOSED);
+        rlock_future_release(w[i]);
+    }
+    assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_ERR_CLOSED);
+    rlock_future *late = rlock_semaphore_acquire_async(s, 1);
+    assert_int_equal(rt_sync_wait(late, 1000, NULL), RLOCK_ERR_CLOSED);
+    rlock_future_release(late);
+    rlock_semaphore_free(s);
+}
+
+/* Both connections killed while a call waits: it re-subscribes and is
+ * still woken by the next release. */
+static void test_reconnect_while_waiting(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_client *c2 = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "reconnect");
+    rlock_semaphore *s2 = rlock_get_semaphore(c2, "reconnect");
+    rlock_future *w = rlock_semaphore_try_acquire_async(s, 1, 30000);
+    assert_true(RT_STAT_REACHES(c, confirms, 1, 5000));
+    rt_sync_kill_connections(&f->redis);
+    assert_true(RT_STAT_REACHES(c, confirms, 2, 8000)); /* subscribed again */
+    assert_int_equal(rt_ping_within(c2, 5000), RLOCK_OK);
+    int64_t start = rt_now_ms();
+    assert_int_equal(rlock_semaphore_release(s2, 1), RLOCK_OK);
+    int64_t v = 0;
+    assert_int_equal(rt_sync_wait(w, 10000, &v), RLOCK_OK);
+    assert_int_equal(v, 1);
+    assert_true(rt_now_ms() - start < 10000);
+    rlock_future_release(w);
+    rlock_semaphore_free(s2);
+    rlock_semaphore_free(s);
+}
+
+static void expect_invalid_future(rlock_future *fut) {
+    assert_int_equal(rt_sync_wait(fut, 1000, NULL), RLOCK_ERR_INVALID);
+    assert_true(rlock_future_error_message(fut)[0] != '\0');
+    rlock_future_release(fut);
+}
+
+static void test_bad_input(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    assert_null(rlock_get_semaphore(NULL, "x"));
+    assert_null(rlock_get_semaphore(c, NULL));
+    assert_null(rlock_get_semaphore(c, ""));
+    assert_null(rlock_get_semaphore_n(c, "x", 0));
+    rlock_semaphore_free(NULL);
+    bool b = true;
+    int64_t n = 7;
+    assert_int_equal(rlock_semaphore_acquire(NULL, 1), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_acquire(NULL, 1, 0, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+    assert_int_equal(rlock_semaphore_release(NULL, 1), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_set_permits(NULL, 1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_add_permits(NULL, 1), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_available_permits(NULL, &n), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_drain_permits(NULL, &n), RLOCK_ERR_INVALID);
+    expect_invalid_future(rlock_semaphore_acquire_async(NULL, 1));
+    expect_invalid_future(rlock_semaphore_try_acquire_async(NULL, 1, 0));
+    expect_invalid_future(rlock_semaphore_release_async(NULL, 1));
+
+    rlock_semaphore *s = rlock_get_semaphore(c, "bad");
+    assert_int_equal(rlock_semaphore_acquire(s, -1), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "negative"));
+    assert_int_equal(rlock_semaphore_release(s, -1), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_acquire(s, -1, 0, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, -1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 366LL * 24 * 3600 * 1000, &b),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 0, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_set_permits(s, 1, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_available_permits(s, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_drain_permits(s, NULL), RLOCK_ERR_INVALID);
+    expect_invalid_future(rlock_semaphore_acquire_async(s, -2));
+    expect_invalid_future(rlock_semaphore_try_acquire_async(s, 1, -5));
+    expect_invalid_future(rlock_semaphore_release_async(s, -3));
+    assert_int_equal(rt_lock_stats(c).acquires, 0);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS bad"), 0); /* nothing sent */
+    rlock_semaphore_free(s);
+}
+
+/* A name with any bytes, NUL included. */
+static void test_binary_name(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore_n(c, "bi\0n", 4);
+    assert_non_null(s);
+    assert_int_equal(rlock_semaphore_add_permits(s, 2), RLOCK_OK);
+    rt_expect_string(&f->redis, "bi\0n", 4, "2");
+    bool ok = false;
+    assert_int_equal(rlock_semaphore_try_acquire(s, 2, 100, &ok), RLOCK_OK);
+    assert_true(ok);
+    rlock_semaphore_free(s);
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_zero, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_permit_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wire_channel, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waiter_woken_by_other_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handoff_one_at_a_time, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_try_acquire_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_with_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_binary_name, setup, teardown),
+    };
+    return RT_RUN_TESTS(tests, argc, argv);
+}
