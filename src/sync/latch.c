@@ -1,0 +1,213 @@
+/* RedissonCountDownLatch: a Redis string holding the count, waiters on
+ * redisson_countdownlatch__channel__{name} (CountDownLatchPubSub: 0, the
+ * count reached zero, wakes every waiter; 1, a new count, wakes none).
+ * Its scripts are lua/latch_*.lua; the count is a plain GET. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "rlock/errors.h"
+#include "rlock/latch.h"
+#include "rlock__scripts_all.h"
+#include "sync_wait.h"
+
+static const rlock__kind_ops latch_ops = {.name = "count-down latch"};
+
+#define OBJ(l) ((rlock *)(void *)(l))
+
+/* getChannelName: braces always, not prefixName. */
+static const char channel_head[] = "redisson_countdownlatch__channel__{";
+
+static size_t channel_len(const rlock *o) {
+    return sizeof(channel_head) - 1 + o->name.len + 1;
+}
+
+static size_t channel(const rlock *o, char *buf, size_t cap) {
+    size_t len = channel_len(o);
+    if (cap <= len) {
+        return 0;
+    }
+    memcpy(buf, channel_head, sizeof(channel_head) - 1);
+    memcpy(buf + sizeof(channel_head) - 1, o->name.s, o->name.len);
+    buf[len - 1] = '}';
+    buf[len] = '\0';
+    return len;
+}
+
+rlock_latch *rlock_get_count_down_latch_n(rlock_client *c, const char *name, size_t len) {
+    return (rlock_latch *)(void *)rlock__sync_new(c, "rlock_get_count_down_latch", name, len,
+                                                  &latch_ops);
+}
+
+rlock_latch *rlock_get_count_down_latch(rlock_client *c, const char *name) {
+    return rlock_get_count_down_latch_n(c, name, name != NULL ? strlen(name) : 0);
+}
+
+void rlock_latch_free(rlock_latch *l) {
+    if (l != NULL) {
+        rlock__sync_free(OBJ(l));
+    }
+}
+
+/* ---- the commands -------------------------------------------------------------- */
+
+static rlock__cmd *get_count_cmd(const rlock *o) {
+    rlock__args a; /* getCountAsync: GET name */
+    rlock__args_init(&a);
+    rlock__args_lit(&a, "GET");
+    rlock__args_str(&a, o->name.s, o->name.len);
+    return rlock__args_command(&a);
+}
+
+/* A script of KEYS name, channel, then ARGV message, [count], publish. */
+static rlock__cmd *latch_script(const rlock *o, const rlock__script *s, int64_t message,
+                                const int64_t *count) {
+    char own[256];
+    size_t cap = channel_len(o) + 1;
+    char *ch = cap <= sizeof(own) ? own : malloc(cap);
+    if (ch == NULL) {
+        return NULL;
+    }
+    size_t len = channel(o, ch, cap);
+    rlock__args a;
+    rlock__args_init(&a);
+    rlock__args_key(&a, o->name.s, o->name.len);
+    rlock__args_key(&a, ch, len);
+    rlock__args_int(&a, message);
+    if (count != NULL) {
+        rlock__args_int(&a, *count);
+    }
+    rlock__args_lit(&a, rlock__object_publish(o));
+    rlock__cmd *cmd = rlock__args_script(&a, s);
+    if (ch != own) {
+        free(ch);
+    }
+    return cmd;
+}
+
+#define ZERO_COUNT_MESSAGE 0
+#define NEW_COUNT_MESSAGE 1
+
+/* ---- await ----------------------------------------------------------------------- */
+
+static rlock__cmd *await_try(rlock__sync_op *op) {
+    return get_count_cmd(op->obj);
+}
+
+static int await_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res *res,
+                       const char **msg) {
+    (void)op;
+    int64_t count = 0;
+    if (r->type == REDIS_REPLY_STRING) {
+        count = strtoll(r->str, NULL, 10);
+    } else if (r->type != REDIS_REPLY_NIL) {
+        *msg = "unexpected reply to the latch's GET";
+        return RLOCK_ERR_REDIS;
+    }
+    /* await(): while (getCount() > 0) wait */
+    res->done = count <= 0;
+    res->value = 1;
+    return RLOCK_OK;
+}
+
+static const rlock__sync_kind await_kind = {
+    .on_message = rlock__wait_latch_message,
+    .channel = channel,
+    .channel_len = channel_len,
+    .try_cmd = await_try,
+    .try_reply = await_reply,
+};
+
+rlock_future *rlock_latch_await_async(rlock_latch *l, int64_t wait_ms) {
+    const char *fn = "rlock_latch_await_async";
+    rlock_future *f = rlock__sync_refuse(OBJ(l), fn);
+    if (f != NULL) {
+        return f;
+    }
+    if (rlock__sync_check_wait(fn, wait_ms, true) != RLOCK_OK) {
+        return rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error());
+    }
+    return rlock__sync_wait_start(OBJ(l), &await_kind, 0, wait_ms);
+}
+
+/* ---- blocking forms ----------------------------------------------------------------- */
+
+static int bool_call(rlock_latch *l, const char *fn, bool *out,
+                     rlock__cmd *(*make)(const rlock *o, int64_t arg), int64_t arg) {
+    if (out != NULL) {
+        *out = false;
+    }
+    int rc = rlock__sync_check_blocking(OBJ(l), fn, out != NULL);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    int64_t v = 0;
+    rc = rlock__sync_block(rlock__sync_call(OBJ(l), make(OBJ(l), arg)), fn, &v, NULL, 0);
+    if (rc == RLOCK_OK) {
+        *out = v != 0;
+    }
+    return rc;
+}
+
+static rlock__cmd *try_set_count_cmd(const rlock *o, int64_t count) {
+    return latch_script(o, &rlock__script_latch_try_set_count, NEW_COUNT_MESSAGE, &count);
+}
+
+static rlock__cmd *delete_cmd(const rlock *o, int64_t unused) {
+    (void)unused;
+    return latch_script(o, &rlock__script_latch_delete, NEW_COUNT_MESSAGE, NULL);
+}
+
+int rlock_latch_try_set_count(rlock_latch *l, int64_t count, bool *set) {
+    return bool_call(l, "rlock_latch_try_set_count", set, try_set_count_cmd, count);
+}
+
+int rlock_latch_delete(rlock_latch *l, bool *deleted) {
+    return bool_call(l, "rlock_latch_delete", deleted, delete_cmd, 0);
+}
+
+int rlock_latch_count_down(rlock_latch *l) {
+    const char *fn = "rlock_latch_count_down";
+    int rc = rlock__sync_check_blocking(OBJ(l), fn, true);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    /* countDownAsync is evalWriteNoRetryAsync: a decrement applied twice
+     * would count two down. */
+    rlock__cmd *cmd =
+        latch_script(OBJ(l), &rlock__script_latch_count_down, ZERO_COUNT_MESSAGE, NULL);
+    if (cmd != NULL) {
+        rlock__cmd_no_retry(cmd);
+    }
+    return rlock__sync_block(rlock__sync_call(OBJ(l), cmd), fn, NULL, NULL, 0);
+}
+
+int rlock_latch_get_count(rlock_latch *l, int64_t *count) {
+    const char *fn = "rlock_latch_get_count";
+    if (count != NULL) {
+        *count = 0;
+    }
+    int rc = rlock__sync_check_blocking(OBJ(l), fn, count != NULL);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block(rlock__sync_call(OBJ(l), get_count_cmd(OBJ(l))), fn,
+                                              count, NULL, 0);
+}
+
+int rlock_latch_await(rlock_latch *l, int64_t wait_ms, bool *reached) {
+    const char *fn = "rlock_latch_await";
+    if (reached != NULL) {
+        *reached = false;
+    }
+    int rc = rlock__sync_check_blocking(OBJ(l), fn, reached != NULL);
+    if (rc == RLOCK_OK) {
+        rc = rlock__sync_check_wait(fn, wait_ms, true);
+    }
+    int64_t v = 0;
+    if (rc == RLOCK_OK) {
+        rc = rlock__sync_block(rlock__sync_wait_start(OBJ(l), &await_kind, 0, wait_ms), fn, &v,
+                               NULL, 0);
+    }
+    if (rc == RLOCK_OK) {
+        *reached = v != 0;
+    }
+    return rc;
+}
