@@ -608,6 +608,14 @@ static void test_semaphore_brace_inside_name(void **state) {
 
 /* ---- RPermitExpirableSemaphore ------------------------------------------ */
 
+/* Is line the peer's answer to Redisson's release(id) of an id it does not
+ * hold? IllegalArgumentException, which Redisson 4.7.0 hands out wrapped
+ * in a RedisException. */
+static bool is_unknown_permit(const char *line) {
+    return strncmp(line, "ERROR ", 6) == 0 &&
+           strstr(line, "IllegalArgumentException: Permit with id") != NULL;
+}
+
 static int64_t c_permits_available(rlock_permit_semaphore *s) {
     int64_t n = -1;
     assert_int_equal(rlock_permit_semaphore_available_permits(s, &n), RLOCK_OK);
@@ -703,7 +711,7 @@ static void permit_ids_shared(fx *f, rlock_client *c, const char *name) {
     assert_int_equal(rlock_permit_semaphore_try_release(s, jid, &released), RLOCK_OK);
     assert_false(released);
     const char *line = java_cmd("psem release %s %s", name, jid2);
-    if (strncmp(line, "ERROR IllegalArgumentException", 30) != 0) {
+    if (!is_unknown_permit(line)) {
         fail_msg("Redisson released a released permit: \"%s\"", line);
     }
     assert_false(java_bool("psem tryRelease %s %s", name, cid2));
@@ -835,7 +843,7 @@ static void test_permit_expired_lease_frees_it_for_other_side(void **state) {
     rlock_future_release(*w);
     *w = NULL;
     const char *line = java_cmd("psem release %s %s", name, jid);
-    if (strncmp(line, "ERROR IllegalArgumentException", 30) != 0) {
+    if (!is_unknown_permit(line)) {
         fail_msg("Redisson released its expired permit: \"%s\"", line);
     }
     assert_true(java_bool("psem tryRelease %s %s", name, cid));

@@ -80,9 +80,11 @@ import org.redisson.config.ShardedSubscriptionMode;
  *   latch &lt;command&gt; &lt;name&gt; ...           getCountDownLatch(name)
  * </pre>
  *
- * A failure prints "ERROR &lt;exception&gt;: &lt;message&gt;". Redisson's lock owner
- * is a Java thread, so each named owner has one thread of its own that
- * runs all of its commands: an unlock runs on the thread that locked.
+ * A failure prints "ERROR &lt;exception&gt;: &lt;message&gt;", followed by
+ * "(cause &lt;exception&gt;: &lt;message&gt;)" naming the root cause when there
+ * is one. Redisson's lock owner is a Java thread, so each named owner has
+ * one thread of its own that runs all of its commands: an unlock runs on
+ * the thread that locked.
  * endMs is System.nanoTime() in ms, which on Linux is CLOCK_MONOTONIC, the
  * C tests' clock. Redisson's own log goes to stderr (warnings only).
  */
@@ -578,6 +580,15 @@ public final class Peer {
 
     private static String error(Throwable e) {
         String msg = e.getClass().getSimpleName() + ": " + e.getMessage();
+        // Redisson wraps some failures (RedisException around the
+        // IllegalArgumentException of an unknown permit id): name the root.
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        if (root != e) {
+            msg += " (cause " + root.getClass().getSimpleName() + ": " + root.getMessage() + ")";
+        }
         return "ERROR " + msg.replaceAll("\\s+", " ");
     }
 }
