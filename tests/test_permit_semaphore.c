@@ -1,0 +1,429 @@
+/* RPermitExpirableSemaphore (Redisson's RedissonPermitExpirableSemaphore)
+ * against a real redis-server: the cases of
+ * RedissonPermitExpirableSemaphoreTest, the wire format (the permits left,
+ * the timeout set {name}:timeout of raw 16-byte ids, ids printed as 32 hex
+ * digits), a waiter that gets an expired permit at the lease's end without
+ * any release, and the waiting contract: a waiter woken by another
+ * client's release, a try that times out leaving no subscription, cancel,
+ * destroy with calls pending, a reconnect while waiting, bad input. Every
+ * wait is bounded. */
+#define _GNU_SOURCE
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "rt_main.h"
+
+#include "fixture.h"
+#include "lock_util.h"
+#include "sync_util.h"
+
+typedef rt_fx fx;
+typedef rlock_permit_semaphore psem;
+
+static int setup(void **state) {
+    return rt_fx_setup(state);
+}
+
+static int teardown(void **state) {
+    rt_free_clients();
+    return rt_fx_teardown(state);
+}
+
+static rlock_client *new_client(fx *f) {
+    rlock_config cfg = rt_config(f->redis.address);
+    return rt_client(&cfg);
+}
+
+static int64_t available(psem *s) {
+    int64_t n = -999;
+    assert_int_equal(rlock_permit_semaphore_available_permits(s, &n), RLOCK_OK);
+    return n;
+}
+
+static int64_t acquired(psem *s) {
+    int64_t n = -999;
+    assert_int_equal(rlock_permit_semaphore_acquired_permits(s, &n), RLOCK_OK);
+    return n;
+}
+
+static int64_t total(psem *s) {
+    int64_t n = -999;
+    assert_int_equal(rlock_permit_semaphore_get_permits(s, &n), RLOCK_OK);
+    return n;
+}
+
+/* tryAcquire(wait, lease): the id, or "" when none came. */
+static bool try_acquire(psem *s, int64_t wait_ms, int64_t lease_ms, char id[RLOCK_PERMIT_ID_MAX]) {
+    bool ok = false;
+    assert_int_equal(rlock_permit_semaphore_try_acquire(s, wait_ms, lease_ms, id, &ok), RLOCK_OK);
+    assert_int_equal(strlen(id), ok ? 32 : 0);
+    return ok;
+}
+
+static bool is_hex32(const char *id) {
+    if (strlen(id) != 32) {
+        return false;
+    }
+    for (int i = 0; i < 32; i++) {
+        if (!strchr("0123456789abcdef", id[i])) {
+            return false;
+        }
+    }
+    return true;
+}
+
+/* testTrySetPermits, testSetPermits, testAddPermits, testNotExistent. */
+static void test_permit_counts(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "test");
+    assert_non_null(s);
+    psem *none = rlock_get_permit_expirable_semaphore(c, "testSemaphoreForNPE");
+    assert_int_equal(available(none), 0);
+    assert_int_equal(total(none), 0);
+    rlock_permit_semaphore_free(none);
+
+    assert_int_equal(rlock_permit_semaphore_set_permits(s, 10), RLOCK_OK);
+    assert_int_equal(total(s), 10);
+    assert_int_equal(available(s), 10);
+    assert_int_equal(acquired(s), 0);
+    bool b = true;
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 15, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(rlock_permit_semaphore_set_permits(s, 15), RLOCK_OK);
+    assert_int_equal(total(s), 15);
+    assert_int_equal(rlock_permit_semaphore_set_permits(s, 5), RLOCK_OK);
+    assert_int_equal(available(s), 5);
+    char id[3][RLOCK_PERMIT_ID_MAX];
+    for (int i = 0; i < 3; i++) {
+        assert_true(try_acquire(s, 200, 10000, id[i]));
+    }
+    assert_int_equal(total(s), 5);
+    assert_int_equal(available(s), 2);
+    assert_int_equal(acquired(s), 3);
+    assert_int_equal(rlock_permit_semaphore_set_permits(s, 2), RLOCK_OK);
+    assert_int_equal(total(s), 2);
+    assert_int_equal(available(s), -1);
+    assert_int_equal(acquired(s), 3);
+
+    psem *a = rlock_get_permit_expirable_semaphore(c, "add");
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(a, 10, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(rlock_permit_semaphore_add_permits(a, 5), RLOCK_OK);
+    assert_int_equal(available(a), 15);
+    assert_int_equal(rlock_permit_semaphore_add_permits(a, -10), RLOCK_OK);
+    assert_int_equal(available(a), 5);
+    assert_int_equal(rlock_permit_semaphore_add_permits(a, -10), RLOCK_OK);
+    assert_int_equal(available(a), -5);
+    rlock_permit_semaphore_free(a);
+    rlock_permit_semaphore_free(s);
+}
+
+/* The wire: the id is 16 random bytes, printed as 32 lowercase hex
+ * digits, a member of {name}:timeout scored by its expiry (922337203685477
+ * without a lease); release gives it back. */
+static void test_wire_ids(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "wire");
+    bool b = false;
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 2, &b), RLOCK_OK);
+    char id[RLOCK_PERMIT_ID_MAX], id2[RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_acquire(s, -1, id), RLOCK_OK);
+    assert_true(is_hex32(id));
+    assert_true(try_acquire(s, 0, 60000, id2));
+    assert_true(is_hex32(id2));
+    assert_string_not_equal(id, id2);
+    rt_expect_string(&f->redis, "wire", 4, "0");
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "ZCARD {wire}:timeout"), 2);
+    redisReply *r = rt_redis_command(&f->redis, "ZRANGE {wire}:timeout 0 -1 WITHSCORES");
+    assert_non_null(r);
+    assert_int_equal(r->elements, 4);
+    bool saw_no_lease = false;
+    for (size_t i = 0; i < 4; i += 2) {
+        assert_int_equal(r->element[i]->len, 16); /* raw bytes */
+        char hex[33];
+        for (int k = 0; k < 16; k++) {
+            snprintf(hex + 2 * k, 3, "%02x", (unsigned char)r->element[i]->str[k]);
+        }
+        if (strcmp(hex, id) == 0) {
+            assert_string_equal(r->element[i + 1]->str, "922337203685477");
+            saw_no_lease = true;
+        } else {
+            assert_string_equal(hex, id2);
+        }
+    }
+    freeReplyObject(r);
+    assert_true(saw_no_lease);
+    /* a name with a '{' keeps it: name:timeout (suffixName) */
+    psem *t = rlock_get_permit_expirable_semaphore(c, "a{b}");
+    assert_int_equal(rlock_permit_semaphore_add_permits(t, 1), RLOCK_OK);
+    assert_true(try_acquire(t, 0, -1, id2));
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "ZCARD a{b}:timeout"), 1);
+    rlock_permit_semaphore_free(t);
+    assert_int_equal(rlock_permit_semaphore_release(s, id), RLOCK_OK);
+    assert_int_equal(available(s), 1);
+    rlock_permit_semaphore_free(s);
+}
+
+/* testReleaseExpired, testUpdateLeaseTime (shortened), unknown ids. */
+static void test_release_and_lease(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "test");
+    bool b = false;
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1, &b), RLOCK_OK);
+    assert_int_equal(rlock_permit_semaphore_update_lease_time(s, "1234", 1000, &b), RLOCK_OK);
+    assert_false(b);
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_acquire(s, -1, id), RLOCK_OK);
+    assert_int_equal(rlock_permit_semaphore_update_lease_time(s, id, 300, &b), RLOCK_OK);
+    assert_true(b);
+    rt_sleep_ms(450);
+    assert_int_equal(rlock_permit_semaphore_update_lease_time(s, id, 1000, &b), RLOCK_OK);
+    assert_false(b); /* expired: given back first */
+    assert_int_equal(available(s), 1);
+
+    assert_true(try_acquire(s, 100, 100, id));
+    rt_sleep_ms(200);
+    bool released = true;
+    assert_int_equal(rlock_permit_semaphore_try_release(s, id, &released), RLOCK_OK);
+    assert_false(released); /* expired */
+    assert_int_equal(rlock_permit_semaphore_release(s, id), RLOCK_ERR_NOT_HELD);
+    assert_non_null(strstr(rlock_last_error(), "has already been released"));
+    assert_int_equal(rlock_permit_semaphore_release(s, "00112233445566778899aabbccddeeff"),
+                     RLOCK_ERR_NOT_HELD);
+    assert_true(try_acquire(s, 100, -1, id));
+    assert_int_equal(rlock_permit_semaphore_try_release(s, id, &released), RLOCK_OK);
+    assert_true(released);
+    assert_int_equal(rlock_permit_semaphore_try_release(s, id, &released), RLOCK_OK);
+    assert_false(released);
+    assert_int_equal(available(s), 1);
+    rlock_permit_semaphore_free(s);
+}
+
+/* testExpireTryAcquire: with the only permit leased, a waiter gets it when
+ * the lease ends, with no release and no message: its try told it the
+ * nearest lease end. */
+static void test_waiter_gets_expired_permit(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_client *c2 = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "test");
+    psem *s2 = rlock_get_permit_expirable_semaphore(c2, "test");
+    bool b = false;
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1, &b), RLOCK_OK);
+    char id[RLOCK_PERMIT_ID_MAX];
+    int64_t start = rt_now_ms();
+    assert_true(try_acquire(s, 100, 600, id));
+    rlock_future *w = rlock_permit_semaphore_acquire_async(s2, -1);
+    int64_t v = 0;
+    assert_int_equal(rt_sync_wait(w, 10000, &v), RLOCK_OK);
+    int64_t took = rt_now_ms() - start;
+    assert_int_equal(v, 1);
+    assert_true(is_hex32(rlock_future_string(w)));
+    assert_true(took >= 550);
+    assert_true(took < 5000); /* the lease end, not some later poll */
+    char id2[RLOCK_PERMIT_ID_MAX];
+    snprintf(id2, sizeof(id2), "%s", rlock_future_string(w));
+    rlock_future_release(w);
+    assert_int_equal(rlock_permit_semaphore_try_release(s, id, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(rlock_permit_semaphore_release(s2, id2), RLOCK_OK);
+    rlock_permit_semaphore_free(s2);
+    rlock_permit_semaphore_free(s);
+}
+
+/* testTryAcquire: a waiter is woken by another client's release long
+ * before its wait ends. */
+static void test_waiter_woken_by_other_client(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_client *c2 = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "test");
+    psem *s2 = rlock_get_permit_expirable_semaphore(c2, "test");
+    bool b = false;
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1, &b), RLOCK_OK);
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_true(try_acquire(s2, 0, -1, id));
+    char none[RLOCK_PERMIT_ID_MAX];
+    assert_false(try_acquire(s, 0, -1, none));
+    int64_t start = rt_now_ms();
+    rlock_future *w = rlock_permit_semaphore_try_acquire_async(s, 20000, 5000);
+    assert_true(RT_STAT_REACHES(c, confirms, 1, 5000));
+    rt_sleep_ms(50);
+    assert_false(rlock_future_is_done(w));
+    assert_int_equal(rlock_permit_semaphore_release(s2, id), RLOCK_OK);
+    int64_t v = 0;
+    assert_int_equal(rt_sync_wait(w, 10000, &v), RLOCK_OK);
+    assert_int_equal(v, 1);
+    assert_true(is_hex32(rlock_future_string(w)));
+    assert_true(rt_now_ms() - start < 10000);
+    assert_int_equal(available(s), 0);
+    assert_int_equal(rlock_permit_semaphore_release(s, rlock_future_string(w)), RLOCK_OK);
+    rlock_future_release(w);
+    assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
+    rlock_permit_semaphore_free(s2);
+    rlock_permit_semaphore_free(s);
+}
+
+static void test_try_acquire_times_out(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "timeout");
+    char id[RLOCK_PERMIT_ID_MAX];
+    int64_t start = rt_now_ms();
+    assert_false(try_acquire(s, 300, -1, id));
+    int64_t took = rt_now_ms() - start;
+    assert_true(took >= 290);
+    assert_true(took < 5000);
+    rlock_future *w = rlock_permit_semaphore_try_acquire_async(s, 100, -1);
+    int64_t v = 7;
+    assert_int_equal(rt_sync_wait(w, 5000, &v), RLOCK_OK);
+    assert_int_equal(v, 0);
+    assert_null(rlock_future_string(w));
+    rlock_future_release(w);
+    assert_int_equal(rt_sync_numsub_becomes(&f->redis, "redisson_sc:{timeout}", 0, 3000), 0);
+    assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
+    rlock_permit_semaphore_free(s);
+}
+
+static void test_cancel_waiting(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "cancel");
+    rlock_future *w = rlock_permit_semaphore_acquire_async(s, 10000);
+    assert_true(RT_STAT_REACHES(c, confirms, 1, 5000));
+    rt_sleep_ms(50);
+    assert_false(rlock_future_is_done(w));
+    assert_true(rlock_future_cancel(w));
+    assert_int_equal(rlock_future_error(w), RLOCK_ERR_CANCELLED);
+    assert_null(rlock_future_string(w));
+    rlock_future_release(w);
+    assert_true(RT_STAT_BECOMES(c, entries, 0, 3000));
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 1), RLOCK_OK);
+    rt_sleep_ms(200);
+    assert_int_equal(available(s), 1);
+    assert_int_equal(acquired(s), 0);
+    rlock_permit_semaphore_free(s);
+}
+
+static void test_destroy_with_pending(void **state) {
+    fx *f = *state;
+    rlock_config cfg = rt_config(f->redis.address);
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "destroy");
+    rt_sync_counter k = {.want_err = RLOCK_ERR_CLOSED};
+    enum { N = 4 };
+    rlock_future *w[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = i % 2 ? rlock_permit_semaphore_acquire_async(s, -1)
+                     : rlock_permit_semaphore_try_acquire_async(s, 60000, 1000);
+        rt_sync_count_on(w[i], &k);
+    }
+    assert_true(RT_STAT_REACHES(c, confirms, 1, 5000));
+    rlock_client_destroy(c);
+    assert_true(rt_sync_calls_reach(&k, N, 5000));
+    rt_sleep_ms(50);
+    assert_int_equal(k.calls, N);
+    assert_int_equal(k.wrong, 0);
+    for (int i = 0; i < N; i++) {
+        rlock_future_release(w[i]);
+    }
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_acquire(s, -1, id), RLOCK_ERR_CLOSED);
+    assert_int_equal(rlock_permit_semaphore_release(s, "00112233445566778899aabbccddeeff"),
+                     RLOCK_ERR_CLOSED);
+    rlock_permit_semaphore_free(s);
+}
+
+static void test_reconnect_while_waiting(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_client *c2 = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "reconnect");
+    psem *s2 = rlock_get_permit_expirable_semaphore(c2, "reconnect");
+    rlock_future *w = rlock_permit_semaphore_try_acquire_async(s, 30000, -1);
+    assert_true(RT_STAT_REACHES(c, confirms, 1, 5000));
+    rt_sync_kill_connections(&f->redis);
+    assert_true(RT_STAT_REACHES(c, confirms, 2, 8000));
+    assert_int_equal(rt_ping_within(c2, 5000), RLOCK_OK);
+    int64_t start = rt_now_ms();
+    assert_int_equal(rlock_permit_semaphore_add_permits(s2, 1), RLOCK_OK);
+    int64_t v = 0;
+    assert_int_equal(rt_sync_wait(w, 10000, &v), RLOCK_OK);
+    assert_int_equal(v, 1);
+    assert_true(rt_now_ms() - start < 10000);
+    rlock_future_release(w);
+    rlock_permit_semaphore_free(s2);
+    rlock_permit_semaphore_free(s);
+}
+
+static void test_bad_input(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    assert_null(rlock_get_permit_expirable_semaphore(NULL, "x"));
+    assert_null(rlock_get_permit_expirable_semaphore(c, ""));
+    assert_null(rlock_get_permit_expirable_semaphore_n(c, "x", 0));
+    rlock_permit_semaphore_free(NULL);
+    char id[RLOCK_PERMIT_ID_MAX] = "x";
+    bool b = true;
+    int64_t n = 1;
+    assert_int_equal(rlock_permit_semaphore_acquire(NULL, -1, id), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_try_acquire(NULL, 0, -1, id, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+    assert_int_equal(rlock_permit_semaphore_release(NULL, "00"), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_try_release(NULL, "00", &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_update_lease_time(NULL, "00", 1, &b),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_set_permits(NULL, 1), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_available_permits(NULL, &n), RLOCK_ERR_INVALID);
+    rlock_future *fut = rlock_permit_semaphore_acquire_async(NULL, -1);
+    assert_int_equal(rt_sync_wait(fut, 1000, NULL), RLOCK_ERR_INVALID);
+    rlock_future_release(fut);
+
+    psem *s = rlock_get_permit_expirable_semaphore(c, "bad");
+    assert_int_equal(rlock_permit_semaphore_release(s, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_release(s, "not hex"), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_release(s, "abc"), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_acquire(s, -2, id), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "lease_ms"));
+    assert_int_equal(rlock_permit_semaphore_acquire(s, -1, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_try_acquire(s, -1, -1, id, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_try_acquire(s, 0, -1, id, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_update_lease_time(s, "00", -5, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_get_permits(s, NULL), RLOCK_ERR_INVALID);
+    fut = rlock_permit_semaphore_try_acquire_async(s, -1, -1);
+    assert_int_equal(rt_sync_wait(fut, 1000, NULL), RLOCK_ERR_INVALID);
+    assert_true(rlock_future_error_message(fut)[0] != '\0');
+    rlock_future_release(fut);
+    fut = rlock_permit_semaphore_acquire_async(s, -3);
+    assert_int_equal(rt_sync_wait(fut, 1000, NULL), RLOCK_ERR_INVALID);
+    rlock_future_release(fut);
+    assert_null(rlock_future_string(NULL));
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS bad {bad}:timeout"), 0);
+    rlock_permit_semaphore_free(s);
+}
+
+int main(int argc, char **argv) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_permit_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wire_ids, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_and_lease, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waiter_gets_expired_permit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waiter_woken_by_other_client, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_try_acquire_times_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_with_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+    };
+    return RT_RUN_TESTS(tests, argc, argv);
+}
