@@ -497,6 +497,97 @@ static void test_cluster_waiter_woken_by_sharded_pubsub(void **state) {
     rlock_client_destroy(a);
 }
 
+/* ---- the synchronizers, on every master ------------------------------------ */
+
+/* RSemaphore, RPermitExpirableSemaphore and RCountDownLatch on a name of
+ * each master: every key of the object and its channel in the name's slot
+ * (the scripts would fail CROSSSLOT otherwise), each waiter listening on
+ * that master with sharded pub/sub, and woken by the other client's
+ * release or count-down, well before its wait ends. */
+static void test_cluster_synchronizers(void **state) {
+    fx *f = *state;
+    rlock_config cfg = cluster_config(f);
+    rlock_client *a = cluster_client(&cfg);
+    rlock_client *b = cluster_client(&cfg);
+    static masters m;
+    masters_open(&f->cl, &m);
+    masters_close(&m); /* only its map is needed */
+    int k = 0;
+    for (int j = 0; j < m.n; j++) {
+        char name[NAME_LEN], ch[NAME_LEN + 64], timeout[NAME_LEN + 16];
+        /* RSemaphore */
+        name_on(&m, j, "sem", &k, name, NAME_LEN);
+        snprintf(ch, sizeof(ch), "redisson_sc:{%s}", name);
+        assert_int_equal(slot_of(ch), slot_of(name));
+        rlock_semaphore *sa = rlock_get_semaphore(a, name);
+        rlock_semaphore *sb = rlock_get_semaphore(b, name);
+        rlock_future *w = rlock_semaphore_try_acquire_async(sb, 2, WAITER_WAIT_MS);
+        if (!until_shard_subscribed(m.node[j], ch, NULL, 5000)) {
+            fail_msg("no SSUBSCRIBE to %s on port %d within 5 s", ch, m.node[j]->port);
+        }
+        int64_t t0 = rt_now_ms();
+        CHECK_RC(rlock_semaphore_release(sa, 2), "semaphore release");
+        int64_t got = 0;
+        assert_int_equal(finish(w, WAKE_BOUND_MS, &got), RLOCK_OK);
+        assert_int_equal(got, 1);
+        assert_true(rt_now_ms() - t0 < WAKE_BOUND_MS);
+        assert_int_equal(exists_on(m.node[j], name), 1);
+        rlock_semaphore_free(sa);
+        rlock_semaphore_free(sb);
+
+        /* RPermitExpirableSemaphore: {name}:timeout in the same slot */
+        name_on(&m, j, "psem", &k, name, NAME_LEN);
+        snprintf(ch, sizeof(ch), "redisson_sc:{%s}", name);
+        snprintf(timeout, sizeof(timeout), "{%s}:timeout", name);
+        assert_int_equal(slot_of(timeout), slot_of(name));
+        rlock_permit_semaphore *pa = rlock_get_permit_expirable_semaphore(a, name);
+        rlock_permit_semaphore *pb = rlock_get_permit_expirable_semaphore(b, name);
+        CHECK_RC(rlock_permit_semaphore_add_permits(pa, 1), "permit semaphore add");
+        char id[RLOCK_PERMIT_ID_MAX];
+        CHECK_RC(rlock_permit_semaphore_acquire(pa, LONG_LEASE_MS, id), "permit acquire");
+        assert_int_equal(exists_on(m.node[j], timeout), 1);
+        w = rlock_permit_semaphore_try_acquire_async(pb, WAITER_WAIT_MS, -1);
+        if (!until_shard_subscribed(m.node[j], ch, NULL, 5000)) {
+            fail_msg("no SSUBSCRIBE to %s on port %d within 5 s", ch, m.node[j]->port);
+        }
+        t0 = rt_now_ms();
+        CHECK_RC(rlock_permit_semaphore_release(pa, id), "permit release");
+        assert_non_null(w);
+        assert_int_equal(rlock_future_wait(w, WAKE_BOUND_MS), RLOCK_OK);
+        assert_int_equal(rlock_future_error(w), RLOCK_OK);
+        assert_int_equal(rlock_future_value(w), 1);
+        assert_int_equal(strlen(rlock_future_string(w)), 32);
+        rlock_future_release(w);
+        assert_true(rt_now_ms() - t0 < WAKE_BOUND_MS);
+        rlock_permit_semaphore_free(pa);
+        rlock_permit_semaphore_free(pb);
+
+        /* RCountDownLatch */
+        name_on(&m, j, "latch", &k, name, NAME_LEN);
+        snprintf(ch, sizeof(ch), "redisson_countdownlatch__channel__{%s}", name);
+        assert_int_equal(slot_of(ch), slot_of(name));
+        rlock_latch *la = rlock_get_count_down_latch(a, name);
+        rlock_latch *lb = rlock_get_count_down_latch(b, name);
+        bool set = false;
+        CHECK_RC(rlock_latch_try_set_count(la, 1, &set), "latch set");
+        assert_true(set);
+        w = rlock_latch_await_async(lb, WAITER_WAIT_MS);
+        if (!until_shard_subscribed(m.node[j], ch, NULL, 5000)) {
+            fail_msg("no SSUBSCRIBE to %s on port %d within 5 s", ch, m.node[j]->port);
+        }
+        t0 = rt_now_ms();
+        CHECK_RC(rlock_latch_count_down(la), "count down");
+        assert_int_equal(finish(w, WAKE_BOUND_MS, &got), RLOCK_OK);
+        assert_int_equal(got, 1);
+        assert_true(rt_now_ms() - t0 < WAKE_BOUND_MS);
+        assert_int_equal(exists_on(m.node[j], name), 0);
+        rlock_latch_free(la);
+        rlock_latch_free(lb);
+    }
+    rlock_client_destroy(b);
+    rlock_client_destroy(a);
+}
+
 /* ---- the other kinds, on every master -------------------------------------- */
 
 /* Waits for f, which must take its lock within WAKE_BOUND_MS of t0. */
@@ -2015,6 +2106,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_cluster_waiter_woken_by_sharded_pubsub, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_cluster_other_kinds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_synchronizers, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_pubsub_mode_off, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_pubsub_mode_on_and_auto, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_pubsub_auto_without_sharded, setup_no_sharded,

@@ -303,6 +303,73 @@ static void test_unsynced_faster_multi_lock(void **state) {
     run_kind(*state, K_FASTER_MULTI, "rs-group");
 }
 
+/* The semaphore's acquire under the same check (RedissonSemaphore's
+ * tryAcquireAsync: ServiceManager.execute around handleNoSync): a try no
+ * replica confirmed gives back the permits it took, is tried again
+ * retry_attempts times, then fails; a try that took nothing gives nothing
+ * back. The permit semaphore's acquire the same way. */
+static void test_unsynced_semaphore(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = rt_config("redis://127.0.0.1");
+    cfg.master_name = RT_SENTINEL_MASTER_NAME;
+    cfg.sentinel_addresses = e->addresses;
+    cfg.slaves_sync_timeout_ms = SYNC_MS;
+    cfg.log = log_stderr;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock_semaphore *s = rlock_get_semaphore(c, "rs-sem");
+    rlock_semaphore *none = rlock_get_semaphore(c, "rs-sem-none");
+    rlock_permit_semaphore *p = rlock_get_permit_expirable_semaphore(c, "rs-psem");
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    int rc = RLOCK_ERR_REDIS;
+    for (int i = 0; i < 20 && rc == RLOCK_ERR_REDIS; i++) {
+        rc = rlock_semaphore_add_permits(s, 1);
+        if (rc == RLOCK_ERR_REDIS) {
+            rlock_semaphore_add_permits(s, -1); /* it ran: undo, try again */
+        }
+    }
+    assert_int_equal(rc, RLOCK_OK);
+    rc = RLOCK_ERR_REDIS;
+    for (int i = 0; i < 20 && rc == RLOCK_ERR_REDIS; i++) {
+        bool set = false;
+        rc = rlock_permit_semaphore_try_set_permits(p, 1, &set);
+    }
+    assert_int_equal(rc, RLOCK_OK);
+
+    assert_int_equal(rt_redis_pause(replica), 0);
+    long long waits = wait_calls(master);
+    bool acquired = true;
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 0, &acquired), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_last_error(), "slaves_sync_timeout_ms"));
+    assert_false(acquired);
+    /* each try's WAIT and its undo's, 1 + retry_attempts tries (the last
+     * undo is not waited for: its WAIT may come after the call's end) */
+    int64_t until = rt_now_ms() + CALL_BOUND_MS;
+    while (wait_calls(master) - waits < 2 * (1 + cfg.retry_attempts) && rt_now_ms() < until) {
+        rt_sleep_ms(10);
+    }
+    assert_int_equal(wait_calls(master) - waits, 2 * (1 + cfg.retry_attempts));
+    redisReply *r = rt_redis_command(master, "GET rs-sem");
+    assert_non_null(r);
+    assert_string_equal(r->str, "1"); /* given back */
+    freeReplyObject(r);
+    assert_int_equal(rlock_semaphore_try_acquire(none, 1, 0, &acquired), RLOCK_ERR_REDIS);
+    assert_int_equal(exists_on(master, "rs-sem-none"), 0); /* took nothing, gave nothing */
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_try_acquire(p, 0, -1, id, &acquired), RLOCK_ERR_REDIS);
+    assert_string_equal(id, "");
+    r = rt_redis_command(master, "GET rs-psem");
+    assert_non_null(r);
+    assert_string_equal(r->str, "1");
+    freeReplyObject(r);
+    assert_int_equal(exists_on(master, "{rs-psem}:timeout"), 0);
+    resume_caught_up(master, replica);
+    rlock_permit_semaphore_free(p);
+    rlock_semaphore_free(none);
+    rlock_semaphore_free(s);
+    rlock_client_destroy(c);
+}
+
 /* A call cancelled while its WAIT is out: the undo still goes, once the
  * acquire is back, and nothing is left. */
 static void test_unsynced_cancelled(void **state) {
@@ -349,6 +416,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_unsynced_write_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_faster_multi_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_cancelled, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_semaphore, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -177,6 +177,11 @@ static void on_wake(rlock__waiter *x) {
 /* The client's deadline heap fires this for RLOCK__DEADLINE_SYNC. */
 static void on_timer(rlock__deadline *d) {
     rlock__sync_op *op = RLOCK__CONTAINER_OF(d, rlock__sync_op, timer);
+    if (op->resend) {
+        op->resend = false;
+        send_try(op); /* the same try again, whatever the wait says */
+        return;
+    }
     rlock__wait_stop(&op->wait);
     if (wait_over(op)) {
         op_finish(op, RLOCK_OK, 0, NULL);
@@ -249,10 +254,42 @@ static void not_yet(rlock__sync_op *op, int64_t retry_ms) {
     }
 }
 
+/* The try ran but no replica confirmed it (rlock__executor_sync_replicas'
+ * check). Redisson's tryAcquireAsync runs under ServiceManager.execute,
+ * which tries again after retryDelay up to retryAttempts times, and
+ * handleNoSync gives back what the try may have taken; here only what it
+ * did take (Redisson releases the permits whatever the script answered,
+ * which adds permits when it took none). */
+static void unsynced(rlock__sync_op *op, const char *msg, const redisReply *reply) {
+    rlock__sync_res res = {.retry_ms = -1};
+    const char *ignored = NULL;
+    if (op->kind->try_reply(op, reply, &res, &ignored) == RLOCK_OK && res.done) {
+        undo(op);
+    }
+    op->has_text = false;
+    rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
+    op->note.woken = false;
+    rlock_client *c = op->obj->client;
+    if (op->cancelled) {
+        op_free(op);
+    } else if (!c->closed && (int)op->unsynced_tries < c->cfg.retry_attempts) {
+        op->unsynced_tries++;
+        op->resend = true;
+        (void)arm_timer(op, c->cfg.retry_interval_ms);
+    } else {
+        op_finish(op, RLOCK_ERR_REDIS, 0, msg);
+    }
+}
+
 static void on_try_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     rlock__sync_op *op = arg;
     op->in_flight = false;
     rlock__wait_stop(&op->wait);
+    if (err == RLOCK_ERR_REDIS && reply != NULL) {
+        unsynced(op, msg, reply);
+        return;
+    }
+    op->unsynced_tries = 0;
     rlock__sync_res res = {.retry_ms = -1};
     if (err == RLOCK_OK) {
         err = op->kind->try_reply(op, reply, &res, &msg);

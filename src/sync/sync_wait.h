@@ -75,8 +75,10 @@ struct rlock__sync_op {
     bool has_deadline : 1;
     bool in_flight : 1;
     bool cancelled : 1;
-    bool has_text : 1; /* text holds the value's text (a permit id) */
-    uint8_t id[16];    /* the permit semaphore's id of the try out */
+    bool has_text : 1;      /* text holds the value's text (a permit id) */
+    bool resend : 1;        /* the timer sends the try again (unsynced_tries) */
+    uint8_t unsynced_tries; /* tries no replica confirmed, in a row (up to retry_attempts) */
+    uint8_t id[16];         /* the permit semaphore's id of the try out */
     char text[33];
 };
 
