@@ -596,7 +596,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         }
     }
     redis_timer_start(o);
-    if (o->master_name != NULL && !is_exec) {
+    if (o->master_name != NULL && !is_exec && !is_latch) {
         /* status, unlock and watch read the lock on plain connections:
          * to the master the sentinels name now. */
         char err[512];
@@ -607,7 +607,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         }
         o->address = o->master_address;
     }
-    if (o->cluster_nodes != NULL && !is_exec) {
+    if (o->cluster_nodes != NULL && !is_exec && !is_latch) {
         /* status, unlock and watch read the lock on plain connections: to
          * the master serving its slot now. */
         char err[512];
