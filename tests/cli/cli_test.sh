@@ -211,6 +211,18 @@ sentinel)
     [ "$rc" -eq 69 ] || fail "an unknown master gave $rc, not 69"
     run env -u RLOCK_SENTINELS "$RLOCK" status cli:sent
     [ "$rc" -eq 64 ] || fail "--master-name without sentinels gave $rc, not 64"
+    # A latch and a semaphore's permit through the sentinel.
+    "$RLOCK" latch set cli:sent-latch 1 >/dev/null || fail "latch set through the sentinel"
+    [ "$(redis-cli -p "$port" GET cli:sent-latch)" = 1 ] || fail "the latch is not on the master"
+    "$RLOCK" latch await --wait 10000 cli:sent-latch >/dev/null &
+    waiter=$!
+    sleep 0.3
+    "$RLOCK" latch count-down cli:sent-latch >/dev/null
+    run wait "$waiter"
+    [ "$rc" -eq 0 ] || fail "latch await through the sentinel gave $rc"
+    run "$RLOCK" exec --semaphore cli:sent-sem --permits 1 -- \
+        sh -c "redis-cli -p $port GET cli:sent-sem >'$WORK/sem'"
+    [ "$rc" -eq 0 ] && [ "$(cat "$WORK/sem")" = 0 ] || fail "exec --semaphore through the sentinel"
     ;;
 cluster)
     # Three cluster-enabled servers of the case's own, a master each (no
@@ -363,6 +375,19 @@ cluster)
     [ "$rc" -eq 1 ] || fail "status of a lock whose slot just moved gave $rc, not 1"
     "$RLOCK" exec "$moved" -- sh -c "redis-cli -p $to EXISTS '$moved' >'$WORK/moved'"
     [ "$(cat "$WORK/moved")" = 1 ] || fail "the lock is not on its slot's new master"
+
+    # A latch and a semaphore's permit on a name another master serves.
+    "$RLOCK" latch set "$name" 1 >/dev/null || fail "latch set in the cluster"
+    [ "$(redis-cli -p "$owner" GET "$name")" = 1 ] || fail "the latch is not on its master"
+    "$RLOCK" latch await --wait 10000 "$name" >/dev/null &
+    waiter=$!
+    sleep 0.3
+    "$RLOCK" latch count-down "$name" >/dev/null
+    run wait "$waiter"
+    [ "$rc" -eq 0 ] || fail "latch await in the cluster gave $rc"
+    run "$RLOCK" exec --semaphore "$name" --permits 1 -- \
+        sh -c "redis-cli -p $owner GET '$name' >'$WORK/csem'"
+    [ "$rc" -eq 0 ] && [ "$(cat "$WORK/csem")" = 0 ] || fail "exec --semaphore in the cluster"
 
     # Not a cluster (with_redis's own server), nobody there, bad company.
     run "$RLOCK" status --cluster-nodes "$RLOCK_ADDRESS" "$name"
