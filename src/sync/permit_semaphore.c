@@ -94,15 +94,6 @@ static int64_t expiry_of(int64_t lease_ms) {
     return lease_ms != -1 ? rlock__wall_ms() + lease_ms : NON_EXPIRABLE; /* calcTimeout */
 }
 
-static void to_hex(const uint8_t *id, char out[2 * ID_BYTES + 1]) {
-    static const char digits[] = "0123456789abcdef";
-    for (int i = 0; i < ID_BYTES; i++) {
-        out[2 * i] = digits[id[i] >> 4];
-        out[2 * i + 1] = digits[id[i] & 15];
-    }
-    out[2 * ID_BYTES] = '\0';
-}
-
 /* ByteBufUtil.decodeHexDump: an even number of hex digits (Redisson's ids
  * are 32); false when id is not one. */
 static bool from_hex(const char *id, uint8_t *out, size_t *len) {
@@ -225,8 +216,7 @@ static int acquire_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_re
         memcmp(r->str, "OK", 2) == 0) {
         res->done = true;
         res->value = 1;
-        to_hex(op->id, op->text);
-        op->has_text = true;
+        op->has_id = true;
         return RLOCK_OK;
     }
     if (r->type == REDIS_REPLY_NIL) {

@@ -122,6 +122,10 @@ rlock_future *rlock__sync_call(rlock *o, rlock__cmd *cmd) {
 
 /* ---- the waiting call -------------------------------------------------------- */
 
+/* 64-bit targets: a waiting call is one block of this size (a lock's is
+ * 216); thousands may wait at once. */
+_Static_assert(sizeof(void *) != 8 || sizeof(rlock__sync_op) <= 224, "rlock__sync_op grew");
+
 static void send_try(rlock__sync_op *op);
 
 static bool wait_over(const rlock__sync_op *op) {
@@ -150,10 +154,24 @@ static void undo(rlock__sync_op *op) {
     }
 }
 
+/* Redisson prints an id as ByteBufUtil.hexDump does: lowercase hex. */
+static void to_hex(const uint8_t *id, size_t n, char *out) {
+    static const char digits[] = "0123456789abcdef";
+    for (size_t i = 0; i < n; i++) {
+        out[2 * i] = digits[id[i] >> 4];
+        out[2 * i + 1] = digits[id[i] & 15];
+    }
+    out[2 * n] = '\0';
+}
+
 static void done(rlock__sync_op *op, int64_t value) {
     /* A success's text is the future's message slot (rlock_future_string). */
+    char text[2 * sizeof(op->id) + 1];
+    if (op->has_id) {
+        to_hex(op->id, sizeof(op->id), text);
+    }
     if (!rlock__future_complete(&op->future, RLOCK_OK, value,
-                                op->has_text && value != 0 ? op->text : NULL)) {
+                                op->has_id && value != 0 ? text : NULL)) {
         undo(op); /* cancelled meanwhile (Redisson: !result.complete -> release) */
     }
     op_free(op);
@@ -266,7 +284,7 @@ static void unsynced(rlock__sync_op *op, const char *msg, const redisReply *repl
     if (op->kind->try_reply(op, reply, &res, &ignored) == RLOCK_OK && res.done) {
         undo(op);
     }
-    op->has_text = false;
+    op->has_id = false;
     rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
     op->note.woken = false;
     rlock_client *c = op->obj->client;

@@ -37,7 +37,7 @@ typedef struct rlock__sync_op rlock__sync_op;
 
 /* What a try found. */
 typedef struct rlock__sync_res {
-    bool done;        /* the call is over with value (and text) */
+    bool done;        /* the call is over with value (and, has_id, the id as text) */
     int64_t value;    /* done: the future's value */
     int64_t retry_ms; /* not done: try again after this at most; -1: on a wake-up only */
 } rlock__sync_res;
@@ -75,11 +75,10 @@ struct rlock__sync_op {
     bool has_deadline : 1;
     bool in_flight : 1;
     bool cancelled : 1;
-    bool has_text : 1;      /* text holds the value's text (a permit id) */
+    bool has_id : 1;        /* the value's text is id, in hex (a permit id) */
     bool resend : 1;        /* the timer sends the try again (unsynced_tries) */
     uint8_t unsynced_tries; /* tries no replica confirmed, in a row (up to retry_attempts) */
     uint8_t id[16];         /* the permit semaphore's id of the try out */
-    char text[33];
 };
 
 /* Starts a waiting call of kind k on o: wait_ms < 0 waits until done.

@@ -63,3 +63,16 @@ void rt_sync_kill_connections(rt_redis *r) {
         freeReplyObject(x);
     }
 }
+
+void rt_sync_settle(rlock_client *c) {
+    uint64_t last = rlock__client_stats(c).sent;
+    int64_t since = rt_now_ms(), end = since + 5000;
+    while (rt_now_ms() < end && rt_now_ms() - since < 300) {
+        rt_sleep_ms(10);
+        uint64_t now = rlock__client_stats(c).sent;
+        if (now != last) {
+            last = now;
+            since = rt_now_ms();
+        }
+    }
+}

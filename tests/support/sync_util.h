@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "client.h"
 #include "redis_server.h"
 #include "rlock/rlock.h"
 
@@ -26,6 +27,11 @@ bool rt_sync_calls_reach(rt_sync_counter *c, int n, int64_t ms);
 /* Subscribers of one channel on the server (PUBSUB NUMSUB), polled at
  * most ms until it is want; returns the last count. */
 long long rt_sync_numsub_becomes(rt_redis *r, const char *channel, long long want, int64_t ms);
+
+/* Waits (at most 5 s) until c has written no command for 300 ms: its
+ * waiters' tries (the one after a confirmed subscription too) are back and
+ * they wait, so a connection dropped now has nothing in flight. */
+void rt_sync_settle(rlock_client *c);
 
 /* Drops every client connection but the caller's probe (CLIENT KILL of
  * TYPE normal and TYPE pubsub). */
