@@ -776,6 +776,24 @@ semaphore_lease)
     took=$((($(date +%s%N) - start) / 1000000))
     [ "$rc" -eq 0 ] || fail "the killed holder's permit was not freed ($rc)"
     [ "$took" -lt 4000 ] || fail "the killed holder's permit took $took ms to free"
+
+    # A permit found gone at a renewal is lost: reported, and with
+    # --kill-on-lost the command gets SIGTERM.
+    port=${RLOCK_ADDRESS##*:}
+    "$RLOCK" exec --semaphore cli:semlost --permits 1 --watchdog-timeout 600 --kill-on-lost -- \
+        sh -c "echo ready >'$WORK/r4'; exec sleep 20" 2>"$WORK/lost_err" &
+    lost=$!
+    wait_line "$WORK/r4" ready
+    [ "$(redis-cli -p "$port" DEL '{cli:semlost}:timeout')" = 1 ] || fail "no timeout set to delete"
+    for _ in $(seq 50); do
+        kill -0 "$lost" 2>/dev/null || break
+        sleep 0.1
+    done
+    run wait "$lost"
+    cat "$WORK/lost_err"
+    [ "$rc" -eq 143 ] || fail "a lost permit's command ended with $rc, not 143 (SIGTERM)"
+    grep -q "lost the semaphore's permit \"cli:semlost\"" "$WORK/lost_err" ||
+        fail "the lost permit was not reported"
     ;;
 latch)
     # rlock latch: set, count, count down, await.
