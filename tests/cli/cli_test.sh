@@ -721,7 +721,7 @@ semaphore)
     [ "$rc" -eq 3 ] || fail "exit 3 came back as $rc"
     # Both permits held: --wait gives up with 75 and does not run the command.
     for _ in 1 2; do
-        "$RLOCK" exec --semaphore cli:sem -- sh -c "echo >>'$WORK/held'; sleep 5" &
+        "$RLOCK" exec --semaphore cli:sem -- sh -c "echo >>'$WORK/held'; exec sleep 5" &
     done
     wait_line "$WORK/held" '^$'
     for _ in $(seq 100); do
