@@ -1,5 +1,6 @@
-/* rlock: the command-line tool. Runs a command under a distributed lock,
- * shows a lock's state, watches it change, and force-unlocks. Built on the
+/* rlock: the command-line tool. Runs a command under a distributed lock
+ * or a semaphore's permit, shows a lock's state, watches it change,
+ * force-unlocks, and sets, counts down and awaits a count-down latch. Built on the
  * public API only (rlock/rlock.h), plus plain hiredis connections for what
  * that API does not read (the lock hash's holders) or report (its
  * changes). See docs/cli.md, `rlock --help` and `man rlock` (tools/rlock.1). */
@@ -69,9 +70,10 @@ int main(int argc, char **argv) {
                                   : strcmp(cmd, "status") == 0 ? cmd_status
                                   : strcmp(cmd, "unlock") == 0 ? cmd_unlock
                                   : strcmp(cmd, "watch") == 0  ? cmd_watch
+                                  : strcmp(cmd, "latch") == 0  ? cmd_latch
                                                                : NULL;
     if (run == NULL) {
-        usage_error("unknown command \"%s\": exec, status, unlock or watch", cmd);
+        usage_error("unknown command \"%s\": exec, status, unlock, watch or latch", cmd);
         return EXIT_USAGE;
     }
     options o;

@@ -1,7 +1,8 @@
 /* The rlock command's shared core: its exit statuses, options, the
  * library's messages in the user's words, the --redis-timeout backstop,
  * the client and the plain connections, used by each subcommand's file
- * (rlock_exec.c, rlock_status.c, rlock_unlock.c, rlock_watch.c). */
+ * (rlock_exec.c, rlock_exec_semaphore.c, rlock_status.c, rlock_unlock.c,
+ * rlock_watch.c, rlock_latch.c). */
 #ifndef RLOCK_TOOL_CORE_H
 #define RLOCK_TOOL_CORE_H
 
@@ -61,6 +62,11 @@ typedef struct options {
     int64_t interval_ms; /* watch: how often to read the hash */
     const char *name;
     char **command; /* NULL-terminated, exec only */
+    bool semaphore; /* exec --semaphore: name is a permit-expirable semaphore's */
+    bool has_permits;
+    int64_t permits;    /* exec --permits: trySetPermits when not yet set */
+    const char *action; /* latch: set, count-down, await or count */
+    int64_t count;      /* latch set */
 } options;
 
 /* ---- options (rlock_options.c) ------------------------------------------- */
@@ -126,6 +132,21 @@ const redisReply *mode_of(const lock_state *s);
 extern sigset_t waited_signals;
 
 int cmd_exec(const options *o);
+/* For exec's other forms (rlock_exec_semaphore.c): the completion callback
+ * that wakes the main thread, the wait for an acquire future (a forwarded
+ * signal in *stopped_by; *late when --wait + --redis-timeout ran out), the
+ * command's run (tick called at least every 100 ms when given; extra_env
+ * one more NAME=value or NULL; returns the wait status, or sets
+ * *exit_code when it could not run) and the report that the permit or
+ * lock was lost while it ran. */
+void exec_on_done(rlock_future *f, void *arg);
+void exec_wait(const options *o, rlock_future *f, int *stopped_by, bool *late);
+int exec_command(const options *o, const sigset_t *old_mask, const char *extra_env,
+                 void (*tick)(void *), void *arg, int *exit_code);
+void exec_report_lost(const char *why);
+bool exec_lost(void);
+int exec_semaphore(const options *o);
+int cmd_latch(const options *o);
 int cmd_status(const options *o);
 int cmd_unlock(const options *o);
 int cmd_watch(const options *o);

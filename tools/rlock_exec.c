@@ -37,24 +37,33 @@ sigset_t waited_signals;
 static atomic_bool lock_lost;
 static char lost_message[512];
 
-static void on_acquired(rlock_future *f, void *arg) {
+void exec_on_done(rlock_future *f, void *arg) {
     (void)f;
     (void)arg;
     kill(getpid(), SIGUSR1);
 }
 
-static void on_lock_lost(const rlock_lock_lost_info *info, void *arg) {
-    (void)arg;
+void exec_report_lost(const char *why) {
     if (atomic_load(&lock_lost)) {
         return;
     }
-    char words[400];
-    snprintf(lost_message, sizeof lost_message, "%s (%s)",
+    snprintf(lost_message, sizeof lost_message, "%s", why);
+    atomic_store(&lock_lost, true);
+    kill(getpid(), SIGUSR2);
+}
+
+bool exec_lost(void) {
+    return atomic_load(&lock_lost);
+}
+
+static void on_lock_lost(const rlock_lock_lost_info *info, void *arg) {
+    (void)arg;
+    char words[400], why[512];
+    snprintf(why, sizeof why, "%s (%s)",
              info->reason == RLOCK_ERR_NOT_HELD ? "it is gone from Redis"
                                                 : in_user_words(info->message, words, sizeof words),
              rlock_err_name(info->reason));
-    atomic_store(&lock_lost, true);
-    kill(getpid(), SIGUSR2);
+    exec_report_lost(why);
 }
 
 /* Waits up to timeout_ms for one of waited_signals; 0 when none came. */
@@ -69,9 +78,10 @@ static bool forwarded(int sig) {
     return sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
 }
 
-/* environ plus RLOCK_NAME (and RLOCK_TOKEN for a fenced lock), replacing
- * any inherited ones. */
-static char **child_environment(const char *name, bool fenced, int64_t token, char **owned) {
+/* environ plus RLOCK_NAME and extra ("RLOCK_TOKEN=..." for a fenced lock,
+ * "RLOCK_PERMIT_ID=..." for a semaphore's permit, or NULL), replacing any
+ * inherited ones. */
+static char **child_environment(const char *name, const char *extra, char **owned) {
     size_t n = 0;
     while (environ[n] != NULL) {
         n++;
@@ -83,32 +93,30 @@ static char **child_environment(const char *name, bool fenced, int64_t token, ch
     size_t j = 0;
     for (size_t i = 0; i < n; i++) {
         if (strncmp(environ[i], "RLOCK_TOKEN=", 12) != 0 &&
+            strncmp(environ[i], "RLOCK_PERMIT_ID=", 16) != 0 &&
             strncmp(environ[i], "RLOCK_NAME=", 11) != 0) {
             env[j++] = environ[i];
         }
     }
     size_t name_size = strlen(name) + sizeof "RLOCK_NAME=";
     owned[0] = malloc(name_size);
-    owned[1] = malloc(48);
-    if (owned[0] == NULL || owned[1] == NULL) {
+    if (owned[0] == NULL) {
         free(env);
         return NULL;
     }
     snprintf(owned[0], name_size, "RLOCK_NAME=%s", name);
     env[j++] = owned[0];
-    if (fenced) {
-        snprintf(owned[1], 48, "RLOCK_TOKEN=%" PRId64, token);
-        env[j++] = owned[1];
+    if (extra != NULL) {
+        env[j++] = (char *)extra;
     }
     env[j] = NULL;
     return env;
 }
 
-/* Runs the command with the signal mask rlock started with; returns the
- * wait status, or sets *exit_code when it could not be run. */
-static int run_command(const options *o, const sigset_t *old_mask, int64_t token, int *exit_code) {
-    char *owned[2] = {NULL, NULL};
-    char **env = child_environment(o->name, o->kind == KIND_FENCED, token, owned);
+int exec_command(const options *o, const sigset_t *old_mask, const char *extra_env,
+                 void (*tick)(void *), void *arg, int *exit_code) {
+    char *owned[1] = {NULL};
+    char **env = child_environment(o->name, extra_env, owned);
     if (env == NULL) {
         fprintf(stderr, "rlock: out of memory\n");
         *exit_code = EXIT_SOFTWARE;
@@ -123,7 +131,6 @@ static int run_command(const options *o, const sigset_t *old_mask, int64_t token
     posix_spawnattr_destroy(&attr);
     free(env);
     free(owned[0]);
-    free(owned[1]);
     if (err != 0) {
         fprintf(stderr, "rlock: cannot run %s: %s\n", o->command[0], strerror(err));
         *exit_code = err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
@@ -134,7 +141,10 @@ static int run_command(const options *o, const sigset_t *old_mask, int64_t token
     int status = 0;
     for (;;) {
         siginfo_t si;
-        int sig = next_signal(1000, &si);
+        int sig = next_signal(tick != NULL ? 100 : 1000, &si);
+        if (tick != NULL) {
+            tick(arg);
+        }
         /* A signal the terminal sent to the whole foreground process group
          * (SI_KERNEL) reached the command already: pass on only the ones
          * sent to rlock alone (kill, timeout, a supervisor). */
@@ -143,8 +153,9 @@ static int run_command(const options *o, const sigset_t *old_mask, int64_t token
         }
         if (atomic_load(&lock_lost) && !lost_reported) {
             lost_reported = true;
-            fprintf(stderr, "rlock: lost the lock \"%s\" while %s ran: %s%s\n", o->name,
-                    o->command[0], lost_message, o->kill_on_lost ? "; sending it SIGTERM" : "");
+            fprintf(stderr, "rlock: lost the %s \"%s\" while %s ran: %s%s\n",
+                    o->semaphore ? "semaphore's permit" : "lock", o->name, o->command[0],
+                    lost_message, o->kill_on_lost ? "; sending it SIGTERM" : "");
             if (o->kill_on_lost) {
                 kill(pid, SIGTERM);
             }
@@ -163,7 +174,28 @@ static int run_command(const options *o, const sigset_t *old_mask, int64_t token
     return status;
 }
 
+void exec_wait(const options *o, rlock_future *f, int *stopped_by, bool *late) {
+    /* With --wait, the whole wait ends within --wait + --redis-timeout. */
+    int64_t give_up = o->has_wait ? redis_started_ms + o->wait_ms + o->redis_timeout_ms : INT64_MAX;
+    while (!rlock_future_is_done(f)) {
+        int64_t left = give_up - monotonic_ms();
+        if (left <= 0) {
+            *late = true;
+            return;
+        }
+        siginfo_t si;
+        int sig = next_signal(left < 1000 ? (int)left : 1000, &si);
+        if (forwarded(sig)) {
+            *stopped_by = sig;
+            return;
+        }
+    }
+}
+
 int cmd_exec(const options *o) {
+    if (o->semaphore) {
+        return exec_semaphore(o);
+    }
     sigset_t old_mask;
     pthread_sigmask(SIG_BLOCK, &waited_signals, &old_mask);
     rlock_client *client = NULL;
@@ -191,28 +223,14 @@ int cmd_exec(const options *o) {
         f = fenced ? rlock_lock_and_get_token_async(l, o->lease_ms, tid)
                    : rlock_lock_async(l, o->lease_ms, tid);
     }
-    if (f == NULL || rlock_future_on_complete(f, on_acquired, NULL) != RLOCK_OK) {
+    if (f == NULL || rlock_future_on_complete(f, exec_on_done, NULL) != RLOCK_OK) {
         fprintf(stderr, "rlock: out of memory\n");
         code = EXIT_SOFTWARE;
         goto out;
     }
-    /* With --wait, the whole wait ends within --wait + --redis-timeout. */
-    int64_t give_up = o->has_wait ? redis_started_ms + o->wait_ms + o->redis_timeout_ms : INT64_MAX;
     int stopped_by = 0;
     bool late = false;
-    while (!rlock_future_is_done(f)) {
-        int64_t left = give_up - monotonic_ms();
-        if (left <= 0) {
-            late = true;
-            break;
-        }
-        siginfo_t si;
-        int sig = next_signal(left < 1000 ? (int)left : 1000, &si);
-        if (forwarded(sig)) {
-            stopped_by = sig;
-            break;
-        }
-    }
+    exec_wait(o, f, &stopped_by, &late);
     if ((stopped_by != 0 || late) && rlock_future_cancel(f)) {
         /* Cancelled: a lock taken meanwhile is released by the library. */
         rlock_future_wait(f, o->redis_timeout_ms);
@@ -244,7 +262,9 @@ int cmd_exec(const options *o) {
         goto out;
     }
 
-    int status = run_command(o, &old_mask, value, &code);
+    char token_env[48];
+    snprintf(token_env, sizeof token_env, "RLOCK_TOKEN=%" PRId64, value);
+    int status = exec_command(o, &old_mask, fenced ? token_env : NULL, NULL, NULL, &code);
     if (code < 0) {
         code = WIFEXITED(status)     ? WEXITSTATUS(status)
                : WIFSIGNALED(status) ? 128 + WTERMSIG(status)

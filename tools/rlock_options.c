@@ -26,9 +26,12 @@
 
 const char usage_text[] =
     "usage: rlock exec [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
+    "       rlock exec --semaphore NAME [--permits N] [OPTIONS] [--] COMMAND [ARGS...]\n"
     "       rlock status [--json] [OPTIONS] NAME\n"
     "       rlock unlock --force [--kind KIND] [OPTIONS] NAME\n"
     "       rlock watch [--timeout MS] [--interval MS] [OPTIONS] NAME\n"
+    "       rlock latch set|count-down|count [--json] [OPTIONS] NAME [COUNT]\n"
+    "       rlock latch await [--wait MS] [--json] [OPTIONS] NAME\n"
     "       rlock --help | --version\n"
     "\n"
     "Redisson-compatible distributed locks on Redis, from the shell.\n"
@@ -47,6 +50,18 @@ const char usage_text[] =
     "  --kind KIND           lock (default), fair, spin, fenced, read or write\n"
     "  --kill-on-lost        send COMMAND SIGTERM when the lock is lost while it\n"
     "                        runs (it is always reported on stderr)\n"
+    "  --semaphore NAME      instead of a lock, hold one permit of the\n"
+    "                        permit-expirable semaphore NAME (Redisson's\n"
+    "                        RPermitExpirableSemaphore): at most its permits'\n"
+    "                        number of COMMANDs run at once. The permit is\n"
+    "                        leased: for --lease MS when given, else for the\n"
+    "                        watchdog timeout, renewed every third while\n"
+    "                        COMMAND runs; a killed rlock's permit frees\n"
+    "                        itself when its lease ends. The permit's id is\n"
+    "                        in COMMAND's environment as RLOCK_PERMIT_ID\n"
+    "  --permits N           with --semaphore: give it N permits when it has\n"
+    "                        none set yet (trySetPermits); without it, the\n"
+    "                        semaphore must have been set up already\n"
     "status   prints whether NAME is locked, its holders and their hold counts,\n"
     "         its remaining lease (TTL), a read/write lock's mode, a fair lock's\n"
     "         waiters and a fenced lock's last token.\n"
@@ -68,6 +83,15 @@ const char usage_text[] =
     "                        (not_locked, mode, locked, holds, released,\n"
     "                        unlocked, message) and its owner, holds, mode,\n"
     "                        payload or channel\n"
+    "latch    a count-down latch (Redisson's RCountDownLatch) NAME:\n"
+    "         set NAME COUNT: give it COUNT when it has no count (status 1\n"
+    "         when it has one); count-down NAME: take one off (at zero it is\n"
+    "         deleted and every waiter wakes); count NAME: print the count (0\n"
+    "         when it has none); await NAME: wait until the count is zero\n"
+    "  --wait MS             await: give up after MS ms with status 75;\n"
+    "                        default: wait as long as it takes\n"
+    "  --json                one JSON object instead of text: name, and count,\n"
+    "                        set or reached and waited_ms\n"
     "\n"
     "Every command:\n"
     "  --address ADDR        redis://[[user]:password@]host[:port][/db] or\n"
@@ -113,11 +137,14 @@ const char usage_text[] =
     "\n"
     "Exit status:\n"
     "  exec     COMMAND's status, 128+N when signal N killed it;\n"
-    "           75 when the lock was not had within --wait;\n"
+    "           75 when the lock (or a permit) was not had within --wait;\n"
     "           126 when COMMAND could not be run, 127 when it was not found\n"
     "  status   0 when NAME is locked, 1 when it is not\n"
     "  unlock   0 when a lock was deleted, 1 when NAME was not locked\n"
     "  watch    0 when --timeout ran out or a signal stopped it\n"
+    "  latch    0; set: 1 when it had a count already; await: 75 when the\n"
+    "           count was not zero within --wait, 128+N when signal N\n"
+    "           stopped the wait\n"
     "  all      64 bad usage, 69 Redis unreachable, failing or not answering\n"
     "           within --redis-timeout, 70 internal error;\n"
     "           exec passes on SIGINT, SIGTERM or SIGHUP that comes while it\n"
@@ -264,12 +291,49 @@ static int check_tls(const options *o) {
     return 0;
 }
 
-/* Parses argv[first..] for command cmd ("exec", "status", "unlock", "watch");
- * address: one given before the command, or NULL. Returns 0, -1 after
+/* rlock latch's words: an action, the name, and set's COUNT. 0 or
+ * EXIT_USAGE. */
+static int check_latch(options *o, const char *count_arg) {
+    static const char *const actions[] = {"set", "count-down", "await", "count"};
+    bool known = false;
+    for (size_t i = 0; o->action != NULL && i < sizeof actions / sizeof actions[0]; i++) {
+        known = known || strcmp(o->action, actions[i]) == 0;
+    }
+    if (!known) {
+        usage_error("rlock latch wants set, count-down, await or count, not \"%s\"",
+                    o->action != NULL ? o->action : "");
+        return EXIT_USAGE;
+    }
+    if (o->has_wait && strcmp(o->action, "await") != 0) {
+        usage_error("--wait is for rlock latch await, not rlock latch %s", o->action);
+        return EXIT_USAGE;
+    }
+    if (strcmp(o->action, "set") == 0) {
+        if (o->name == NULL || count_arg == NULL) {
+            usage_error("rlock latch set needs a name and a count: rlock latch set NAME COUNT%s",
+                        "");
+            return EXIT_USAGE;
+        }
+        char *end = NULL;
+        errno = 0;
+        long long v = strtoll(count_arg, &end, 10);
+        if (errno != 0 || end == count_arg || *end != '\0' || v <= 0) {
+            usage_error("rlock latch set wants a count above 0, not \"%s\"", count_arg);
+            return EXIT_USAGE;
+        }
+        o->count = v;
+    }
+    return 0;
+}
+
+/* Parses argv[first..] for command cmd ("exec", "status", "unlock", "watch",
+ * "latch"); address: one given before the command, or NULL. Returns 0, -1 after
  * --help, or an exit status. */
 int parse_options(const char *cmd, int argc, char **argv, int first, const char *address,
                   options *o) {
     bool is_exec = strcmp(cmd, "exec") == 0;
+    bool is_latch = strcmp(cmd, "latch") == 0;
+    const char *count_arg = NULL;
     memset(o, 0, sizeof *o);
     o->address = address != NULL ? address : getenv("RLOCK_ADDRESS");
     if (o->address == NULL || *o->address == '\0') {
@@ -301,6 +365,14 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
             if (arg[0] == '-' && arg[1] != '\0') {
                 usage_error("unknown option \"%s\"", arg);
                 return EXIT_USAGE;
+            }
+            if (is_latch && o->action == NULL) {
+                o->action = arg;
+                continue;
+            }
+            if (is_latch && o->name != NULL && count_arg == NULL && strcmp(o->action, "set") == 0) {
+                count_arg = arg;
+                continue;
             }
             if (o->name != NULL) {
                 usage_error("one lock name only: \"%s\" is one too many", arg);
@@ -366,7 +438,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
                 return EXIT_USAGE;
             }
         } else if (strcmp(opt, "--wait") == 0) {
-            applies = is_exec;
+            applies = is_exec || is_latch;
             o->has_wait = true;
             if (!parse_ms(opt, value, false, &o->wait_ms)) {
                 return EXIT_USAGE;
@@ -408,8 +480,24 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         } else if (strcmp(opt, "--kill-on-lost") == 0) {
             applies = is_exec;
             o->kill_on_lost = true;
+        } else if (strcmp(opt, "--semaphore") == 0) {
+            applies = is_exec;
+            if (o->name != NULL) {
+                usage_error("--semaphore NAME names what exec holds: give no lock name beside "
+                            "it (\"%s\")",
+                            o->name);
+                return EXIT_USAGE;
+            }
+            o->semaphore = true;
+            o->name = value;
+        } else if (strcmp(opt, "--permits") == 0) {
+            applies = is_exec;
+            o->has_permits = true;
+            if (!parse_ms(opt, value, true, &o->permits)) {
+                return EXIT_USAGE;
+            }
         } else if (strcmp(opt, "--json") == 0) {
-            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0;
+            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || is_latch;
             o->json = true;
         } else if (strcmp(opt, "--force") == 0) {
             applies = strcmp(cmd, "unlock") == 0;
@@ -423,6 +511,20 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
                     cmd);
             return EXIT_USAGE;
         }
+    }
+    if (is_latch) {
+        int code = check_latch(o, count_arg);
+        if (code != 0) {
+            return code;
+        }
+    }
+    if (is_exec && o->has_permits && !o->semaphore) {
+        usage_error("--permits is for a semaphore: rlock exec --semaphore NAME --permits N%s", "");
+        return EXIT_USAGE;
+    }
+    if (is_exec && o->semaphore && o->has_kind) {
+        usage_error("--kind is a lock's: rlock exec --semaphore holds a semaphore's permit%s", "");
+        return EXIT_USAGE;
     }
     if (o->name == NULL) {
         usage_error("rlock %s needs a lock name", cmd);
@@ -494,7 +596,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         }
     }
     redis_timer_start(o);
-    if (o->master_name != NULL && !is_exec) {
+    if (o->master_name != NULL && !is_exec && !is_latch) {
         /* status, unlock and watch read the lock on plain connections:
          * to the master the sentinels name now. */
         char err[512];
@@ -505,7 +607,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         }
         o->address = o->master_address;
     }
-    if (o->cluster_nodes != NULL && !is_exec) {
+    if (o->cluster_nodes != NULL && !is_exec && !is_latch) {
         /* status, unlock and watch read the lock on plain connections: to
          * the master serving its slot now. */
         char err[512];

@@ -211,6 +211,18 @@ sentinel)
     [ "$rc" -eq 69 ] || fail "an unknown master gave $rc, not 69"
     run env -u RLOCK_SENTINELS "$RLOCK" status cli:sent
     [ "$rc" -eq 64 ] || fail "--master-name without sentinels gave $rc, not 64"
+    # A latch and a semaphore's permit through the sentinel.
+    "$RLOCK" latch set cli:sent-latch 1 >/dev/null || fail "latch set through the sentinel"
+    [ "$(redis-cli -p "$port" GET cli:sent-latch)" = 1 ] || fail "the latch is not on the master"
+    "$RLOCK" latch await --wait 10000 cli:sent-latch >/dev/null &
+    waiter=$!
+    sleep 0.3
+    "$RLOCK" latch count-down cli:sent-latch >/dev/null
+    run wait "$waiter"
+    [ "$rc" -eq 0 ] || fail "latch await through the sentinel gave $rc"
+    run "$RLOCK" exec --semaphore cli:sent-sem --permits 1 -- \
+        sh -c "redis-cli -p $port GET cli:sent-sem >'$WORK/sem'"
+    [ "$rc" -eq 0 ] && [ "$(cat "$WORK/sem")" = 0 ] || fail "exec --semaphore through the sentinel"
     ;;
 cluster)
     # Three cluster-enabled servers of the case's own, a master each (no
@@ -363,6 +375,19 @@ cluster)
     [ "$rc" -eq 1 ] || fail "status of a lock whose slot just moved gave $rc, not 1"
     "$RLOCK" exec "$moved" -- sh -c "redis-cli -p $to EXISTS '$moved' >'$WORK/moved'"
     [ "$(cat "$WORK/moved")" = 1 ] || fail "the lock is not on its slot's new master"
+
+    # A latch and a semaphore's permit on a name another master serves.
+    "$RLOCK" latch set "$name" 1 >/dev/null || fail "latch set in the cluster"
+    [ "$(redis-cli -p "$owner" GET "$name")" = 1 ] || fail "the latch is not on its master"
+    "$RLOCK" latch await --wait 10000 "$name" >/dev/null &
+    waiter=$!
+    sleep 0.3
+    "$RLOCK" latch count-down "$name" >/dev/null
+    run wait "$waiter"
+    [ "$rc" -eq 0 ] || fail "latch await in the cluster gave $rc"
+    run "$RLOCK" exec --semaphore "$name" --permits 1 -- \
+        sh -c "redis-cli -p $owner GET '$name' >'$WORK/csem'"
+    [ "$rc" -eq 0 ] && [ "$(cat "$WORK/csem")" = 0 ] || fail "exec --semaphore in the cluster"
 
     # Not a cluster (with_redis's own server), nobody there, bad company.
     run "$RLOCK" status --cluster-nodes "$RLOCK_ADDRESS" "$name"
@@ -668,6 +693,155 @@ watch_timeout)
     [ "$rc" -eq 64 ] || fail "watch --kind gave $rc, not 64"
     run "$RLOCK" --address redis://127.0.0.1:1 watch --timeout 100 x
     [ "$rc" -eq 69 ] || fail "watch with an unreachable server gave $rc, not 69"
+    ;;
+semaphore)
+    # exec --semaphore: four runs on a semaphore of two permits; at most two
+    # commands run at once (each writes + on start and - on end), every one
+    # runs, and each sees its permit's id in RLOCK_PERMIT_ID.
+    log="$WORK/log"
+    pids=()
+    for who in a b c d; do
+        "$RLOCK" exec --semaphore cli:sem --permits 2 -- sh -c \
+            "echo + >>'$log'; echo \"\$RLOCK_NAME \$RLOCK_PERMIT_ID\" >>'$WORK/ids'; \
+             sleep 0.4; echo - >>'$log'" &
+        pids+=($!)
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid" || fail "an exec --semaphore failed"
+    done
+    cat "$log"
+    [ "$(wc -l <"$log")" -eq 8 ] || fail "expected 8 lines"
+    max=$(awk '$1 == "+" { n++; if (n > m) m = n } $1 == "-" { n-- } END { print m }' "$log")
+    [ "$max" -le 2 ] || fail "$max commands ran at once on 2 permits"
+    [ "$(grep -cE '^cli:sem [0-9a-f]{32}$' "$WORK/ids")" -eq 4 ] ||
+        fail "RLOCK_PERMIT_ID: $(cat "$WORK/ids")"
+    [ "$(sort -u "$WORK/ids" | wc -l)" -eq 4 ] || fail "two runs had the same permit id"
+    # The command's status comes back; --permits again changes nothing.
+    run "$RLOCK" exec --semaphore cli:sem --permits 5 -- sh -c 'exit 3'
+    [ "$rc" -eq 3 ] || fail "exit 3 came back as $rc"
+    # Both permits held: --wait gives up with 75 and does not run the command.
+    for _ in 1 2; do
+        "$RLOCK" exec --semaphore cli:sem -- sh -c "echo >>'$WORK/held'; exec sleep 5" &
+    done
+    wait_line "$WORK/held" '^$'
+    for _ in $(seq 100); do
+        [ "$(wc -l <"$WORK/held")" -eq 2 ] && break
+        sleep 0.1
+    done
+    [ "$(wc -l <"$WORK/held")" -eq 2 ] || fail "the two holders did not both start"
+    run "$RLOCK" exec --semaphore cli:sem --wait 300 -- sh -c 'echo ran >"$0"' "$WORK/ran"
+    [ "$rc" -eq 75 ] || fail "--wait ran out with status $rc, not 75"
+    [ ! -e "$WORK/ran" ] || fail "the command ran without a permit"
+    # Bad usage.
+    run "$RLOCK" exec --permits 2 cli:sem -- true
+    [ "$rc" -eq 64 ] || fail "--permits without --semaphore gave $rc, not 64"
+    run "$RLOCK" exec --semaphore cli:sem --kind fair -- true
+    [ "$rc" -eq 64 ] || fail "--semaphore with --kind gave $rc, not 64"
+    run "$RLOCK" exec --semaphore cli:sem --permits 0 -- true
+    [ "$rc" -eq 64 ] || fail "--permits 0 gave $rc, not 64"
+    ;;
+semaphore_lease)
+    # The permit is leased: renewed (every third of --watchdog-timeout)
+    # while the command runs, so it outlives that timeout; a fixed --lease
+    # is not renewed; and a killed rlock's permit frees itself.
+    "$RLOCK" exec --semaphore cli:semr --permits 1 --watchdog-timeout 600 -- \
+        sh -c "echo ready >'$WORK/r1'; sleep 2.5" &
+    renewed=$!
+    wait_line "$WORK/r1" ready
+    run "$RLOCK" exec --semaphore cli:semr --wait 1500 -- true
+    [ "$rc" -eq 75 ] || fail "a renewed permit was had by another run ($rc, not 75)"
+    wait "$renewed" || fail "the renewed run failed"
+    run "$RLOCK" exec --semaphore cli:semr --wait 0 -- true
+    [ "$rc" -eq 0 ] || fail "the permit was not given back ($rc)"
+
+    "$RLOCK" exec --semaphore cli:seml --permits 1 --lease 500 -- \
+        sh -c "echo ready >'$WORK/r2'; sleep 2.5" 2>"$WORK/lease_err" &
+    leased=$!
+    wait_line "$WORK/r2" ready
+    run "$RLOCK" exec --semaphore cli:seml --wait 2000 -- true
+    [ "$rc" -eq 0 ] || fail "a --lease 500 permit was still held after its lease ($rc)"
+    wait "$leased" || fail "the leased run failed"
+    cat "$WORK/lease_err"
+    grep -q 'no longer held' "$WORK/lease_err" || fail "the lapsed permit was not reported"
+
+    "$RLOCK" exec --semaphore cli:semk --permits 1 --watchdog-timeout 1000 -- \
+        sh -c "echo \$\$ >'$WORK/r3'; exec sleep 30" &
+    killed=$!
+    wait_line "$WORK/r3" '^[0-9]+$'
+    kill -KILL "$killed"
+    wait "$killed" || true
+    kill -KILL "$(cat "$WORK/r3")" 2>/dev/null || true # the orphaned command
+    start=$(date +%s%N)
+    run "$RLOCK" exec --semaphore cli:semk --wait 5000 -- true
+    took=$((($(date +%s%N) - start) / 1000000))
+    [ "$rc" -eq 0 ] || fail "the killed holder's permit was not freed ($rc)"
+    [ "$took" -lt 4000 ] || fail "the killed holder's permit took $took ms to free"
+
+    # A permit found gone at a renewal is lost: reported, and with
+    # --kill-on-lost the command gets SIGTERM.
+    port=${RLOCK_ADDRESS##*:}
+    "$RLOCK" exec --semaphore cli:semlost --permits 1 --watchdog-timeout 600 --kill-on-lost -- \
+        sh -c "echo ready >'$WORK/r4'; exec sleep 20" 2>"$WORK/lost_err" &
+    lost=$!
+    wait_line "$WORK/r4" ready
+    [ "$(redis-cli -p "$port" DEL '{cli:semlost}:timeout')" = 1 ] || fail "no timeout set to delete"
+    for _ in $(seq 50); do
+        kill -0 "$lost" 2>/dev/null || break
+        sleep 0.1
+    done
+    run wait "$lost"
+    cat "$WORK/lost_err"
+    [ "$rc" -eq 143 ] || fail "a lost permit's command ended with $rc, not 143 (SIGTERM)"
+    grep -q "lost the semaphore's permit \"cli:semlost\"" "$WORK/lost_err" ||
+        fail "the lost permit was not reported"
+    ;;
+latch)
+    # rlock latch: set, count, count down, await.
+    run "$RLOCK" latch count cli:latch
+    [ "$rc" -eq 0 ] || fail "count of a latch never set gave $rc"
+    run "$RLOCK" latch count --json cli:latch >"$WORK/out"
+    [ "$(cat "$WORK/out")" = '{"name":"cli:latch","count":0}' ] || fail "count --json: $(cat "$WORK/out")"
+    run "$RLOCK" latch set cli:latch 2
+    [ "$rc" -eq 0 ] || fail "set gave $rc"
+    run "$RLOCK" latch set --json cli:latch 5 >"$WORK/out"
+    [ "$rc" -eq 1 ] || fail "a second set gave $rc, not 1"
+    [ "$(cat "$WORK/out")" = '{"name":"cli:latch","set":false,"count":2}' ] ||
+        fail "set --json: $(cat "$WORK/out")"
+    run "$RLOCK" latch await --wait 300 cli:latch
+    [ "$rc" -eq 75 ] || fail "await of a count of 2 gave $rc, not 75"
+    "$RLOCK" latch await --json cli:latch >"$WORK/awaited" &
+    waiter=$!
+    sleep 0.5
+    run "$RLOCK" latch count-down --json cli:latch >"$WORK/out"
+    [ "$(cat "$WORK/out")" = '{"name":"cli:latch","count":1}' ] ||
+        fail "count-down --json: $(cat "$WORK/out")"
+    sleep 0.3
+    kill -0 "$waiter" 2>/dev/null || fail "await returned at count 1"
+    "$RLOCK" latch count-down cli:latch
+    for _ in $(seq 50); do
+        kill -0 "$waiter" 2>/dev/null || break
+        sleep 0.1
+    done
+    run wait "$waiter"
+    [ "$rc" -eq 0 ] || fail "await gave $rc after the count reached zero"
+    grep -Eq '^\{"name":"cli:latch","reached":true,"waited_ms":[0-9]+\}$' "$WORK/awaited" ||
+        fail "await --json: $(cat "$WORK/awaited")"
+    run "$RLOCK" latch await --wait 0 cli:latch
+    [ "$rc" -eq 0 ] || fail "await at zero gave $rc"
+    # A signal stops the wait: 128+N.
+    "$RLOCK" latch set cli:latch2 1
+    "$RLOCK" latch await cli:latch2 &
+    waiter=$!
+    sleep 0.5
+    kill -TERM "$waiter"
+    run wait "$waiter"
+    [ "$rc" -eq 143 ] || fail "SIGTERM during await gave $rc, not 143"
+    # Bad usage.
+    for args in "bogus x" "set x" "set x 0" "set x y" "count" "count --wait 5 x"; do
+        # shellcheck disable=SC2086
+        run "$RLOCK" latch $args 2>/dev/null
+        [ "$rc" -eq 64 ] || fail "latch $args gave $rc, not 64"
+    done
     ;;
 *)
     fail "no such case"

@@ -1,5 +1,6 @@
-# Wire compatibility with the real Redisson (test_compat_redisson): included
-# by tests/CMakeLists.txt after the test programs are registered.
+# Wire compatibility with the real Redisson (test_compat_redisson, the locks,
+# and test_compat_redisson_sync, the semaphores and the count-down latch):
+# included by tests/CMakeLists.txt after the test programs are registered.
 #
 # A ctest fixture, compat.mvn_package, builds the Java peer (tests/compat/java,
 # one jar with Redisson and its dependencies) into
@@ -34,11 +35,15 @@ set_tests_properties(compat.mvn_package PROPERTIES FIXTURES_SETUP rt_redisson_ja
 # The C program finds java and the jar through these (the environment
 # variables RT_JAVA and RT_REDISSON_JAR override them). Under RLOCK_VALGRIND,
 # valgrind wraps the test program only: it does not follow it into java.
-target_compile_definitions(test_compat_redisson PRIVATE RT_JAVA="${rt_java_path}"
-                                                        RT_REDISSON_JAR="${RT_REDISSON_JAR}")
+foreach(target test_compat_redisson test_compat_redisson_sync)
+    if(TARGET ${target})
+        target_compile_definitions(${target} PRIVATE RT_JAVA="${rt_java_path}"
+                                                     RT_REDISSON_JAR="${RT_REDISSON_JAR}")
+    endif()
+endforeach()
 get_property(rt_all_tests DIRECTORY PROPERTY TESTS)
 foreach(t IN LISTS rt_all_tests)
-    if(t MATCHES "^test_compat_redisson\\.")
+    if(t MATCHES "^test_compat_redisson(_sync)?\\.")
         set_tests_properties(${t} PROPERTIES FIXTURES_REQUIRED rt_redisson_java LABELS redisson)
     endif()
     # A Redis Cluster (six servers): one at a time, as test_cluster's.

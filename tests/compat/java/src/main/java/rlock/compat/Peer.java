@@ -3,6 +3,7 @@ package rlock.compat;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.HashMap;
 import java.util.Map;
@@ -14,9 +15,12 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.redisson.Redisson;
+import org.redisson.api.RCountDownLatch;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
+import org.redisson.api.RPermitExpirableSemaphore;
 import org.redisson.api.RReadWriteLock;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.client.codec.StringCodec;
 import org.redisson.config.Config;
@@ -68,11 +72,19 @@ import org.redisson.config.ShardedSubscriptionMode;
  *   lockAndGetToken &lt;name&gt; &lt;leaseMs|-1&gt;    OK &lt;token&gt;
  *   tryLockAndGetToken &lt;name&gt; &lt;waitMs&gt; &lt;leaseMs|-1&gt;  OK &lt;token&gt;|null (null: not taken)
  *   getToken &lt;name&gt;                        OK &lt;token&gt;|null (null: none given yet)
+ *
+ * synchronizer commands (they run on an owner's thread too, so "on" and
+ * "async" take them; see syncCommand):
+ *   sem &lt;command&gt; &lt;name&gt; ...             RedissonClient.getSemaphore(name)
+ *   psem &lt;command&gt; &lt;name&gt; ...            getPermitExpirableSemaphore(name)
+ *   latch &lt;command&gt; &lt;name&gt; ...           getCountDownLatch(name)
  * </pre>
  *
- * A failure prints "ERROR &lt;exception&gt;: &lt;message&gt;". Redisson's lock owner
- * is a Java thread, so each named owner has one thread of its own that
- * runs all of its commands: an unlock runs on the thread that locked.
+ * A failure prints "ERROR &lt;exception&gt;: &lt;message&gt;", followed by
+ * "(cause &lt;exception&gt;: &lt;message&gt;)" naming the root cause when there
+ * is one. Redisson's lock owner is a Java thread, so each named owner has
+ * one thread of its own that runs all of its commands: an unlock runs on
+ * the thread that locked.
  * endMs is System.nanoTime() in ms, which on Linux is CLOCK_MONOTONIC, the
  * C tests' clock. Redisson's own log goes to stderr (warnings only).
  */
@@ -292,6 +304,9 @@ public final class Peer {
 
     /** A command on a lock ("kind k" first, or the RLock), on the calling (owner's) thread. */
     private static String lockCommand(String[] w) throws Exception {
+        if (w.length > 0 && SYNC_OBJECTS.contains(w[0])) {
+            return syncCommand(w);
+        }
         String kind = "lock";
         if (w.length > 0 && w[0].equals("kind")) {
             need(w, 3);
@@ -340,6 +355,159 @@ public final class Peer {
             default:
                 throw new IllegalArgumentException("unknown command " + w[0]);
         }
+    }
+
+    private static final java.util.Set<String> SYNC_OBJECTS = java.util.Set.of("sem", "psem", "latch");
+
+    /**
+     * A command on a synchronizer, on the calling (owner's) thread. Times
+     * are ms; a wait of -1 waits without a bound (acquire, await()).
+     *
+     * <pre>
+     *   sem trySetPermits &lt;name&gt; &lt;n&gt;            OK true|false
+     *   sem addPermits &lt;name&gt; &lt;n&gt;               OK -
+     *   sem acquire &lt;name&gt; &lt;n&gt;                  OK -
+     *   sem tryAcquire &lt;name&gt; &lt;n&gt; &lt;waitMs&gt;       OK true|false
+     *   sem release &lt;name&gt; &lt;n&gt;                  OK -
+     *   sem availablePermits &lt;name&gt;              OK &lt;n&gt;
+     *   sem drainPermits &lt;name&gt;                  OK &lt;n&gt;
+     *   psem trySetPermits &lt;name&gt; &lt;n&gt;           OK true|false
+     *   psem setPermits &lt;name&gt; &lt;n&gt;              OK -
+     *   psem addPermits &lt;name&gt; &lt;n&gt;              OK -
+     *   psem acquire &lt;name&gt; &lt;leaseMs|-1&gt;        OK &lt;permit id&gt;
+     *   psem tryAcquire &lt;name&gt; &lt;waitMs&gt; &lt;leaseMs|-1&gt;   OK &lt;permit id&gt;|null
+     *   psem release &lt;name&gt; &lt;id&gt;                OK - (ERROR IllegalArgumentException: unknown id)
+     *   psem tryRelease &lt;name&gt; &lt;id&gt;             OK true|false
+     *   psem updateLeaseTime &lt;name&gt; &lt;id&gt; &lt;leaseMs|-1&gt;   OK true|false
+     *   psem getLeaseTime &lt;name&gt; &lt;id&gt;           OK &lt;ms&gt; (-1: no lease)
+     *   psem availablePermits|getPermits|acquiredPermits &lt;name&gt;   OK &lt;n&gt;
+     *   latch trySetCount &lt;name&gt; &lt;n&gt;            OK true|false
+     *   latch countDown &lt;name&gt;                   OK -
+     *   latch getCount &lt;name&gt;                    OK &lt;n&gt;
+     *   latch await &lt;name&gt; &lt;waitMs|-1&gt;          OK true|false (-1: await(), then true)
+     *   latch delete &lt;name&gt;                      OK true|false
+     * </pre>
+     */
+    private static String syncCommand(String[] w) throws Exception {
+        need(w, 3);
+        if (redisson == null) {
+            throw new IllegalStateException("not connected");
+        }
+        String object = w[0];
+        String cmd = w[1];
+        String name = w[2];
+        switch (object) {
+            case "sem": {
+                RSemaphore s = redisson.getSemaphore(name);
+                switch (cmd) {
+                    case "trySetPermits":
+                        need(w, 4);
+                        return String.valueOf(s.trySetPermits(Integer.parseInt(w[3])));
+                    case "addPermits":
+                        need(w, 4);
+                        s.addPermits(Integer.parseInt(w[3]));
+                        return "-";
+                    case "acquire":
+                        need(w, 4);
+                        s.acquire(Integer.parseInt(w[3]));
+                        return "-";
+                    case "tryAcquire":
+                        need(w, 5);
+                        return String.valueOf(s.tryAcquire(Integer.parseInt(w[3]),
+                                Duration.ofMillis(Long.parseLong(w[4]))));
+                    case "release":
+                        need(w, 4);
+                        s.release(Integer.parseInt(w[3]));
+                        return "-";
+                    case "availablePermits":
+                        return String.valueOf(s.availablePermits());
+                    case "drainPermits":
+                        return String.valueOf(s.drainPermits());
+                    default:
+                        break;
+                }
+                break;
+            }
+            case "psem": {
+                RPermitExpirableSemaphore s = redisson.getPermitExpirableSemaphore(name);
+                switch (cmd) {
+                    case "trySetPermits":
+                        need(w, 4);
+                        return String.valueOf(s.trySetPermits(Integer.parseInt(w[3])));
+                    case "setPermits":
+                        need(w, 4);
+                        s.setPermits(Integer.parseInt(w[3]));
+                        return "-";
+                    case "addPermits":
+                        need(w, 4);
+                        s.addPermits(Integer.parseInt(w[3]));
+                        return "-";
+                    case "acquire": {
+                        need(w, 4);
+                        long lease = Long.parseLong(w[3]);
+                        return lease == -1 ? s.acquire()
+                                           : s.acquire(lease, TimeUnit.MILLISECONDS);
+                    }
+                    case "tryAcquire":
+                        need(w, 5);
+                        return String.valueOf(s.tryAcquire(Long.parseLong(w[3]),
+                                Long.parseLong(w[4]), TimeUnit.MILLISECONDS));
+                    case "release":
+                        need(w, 4);
+                        s.release(w[3]);
+                        return "-";
+                    case "tryRelease":
+                        need(w, 4);
+                        return String.valueOf(s.tryRelease(w[3]));
+                    case "updateLeaseTime":
+                        need(w, 5);
+                        return String.valueOf(s.updateLeaseTime(w[3], Long.parseLong(w[4]),
+                                TimeUnit.MILLISECONDS));
+                    case "getLeaseTime":
+                        need(w, 4);
+                        return String.valueOf(s.getLeaseTime(w[3]));
+                    case "availablePermits":
+                        return String.valueOf(s.availablePermits());
+                    case "getPermits":
+                        return String.valueOf(s.getPermits());
+                    case "acquiredPermits":
+                        return String.valueOf(s.acquiredPermits());
+                    default:
+                        break;
+                }
+                break;
+            }
+            case "latch": {
+                RCountDownLatch l = redisson.getCountDownLatch(name);
+                switch (cmd) {
+                    case "trySetCount":
+                        need(w, 4);
+                        return String.valueOf(l.trySetCount(Long.parseLong(w[3])));
+                    case "countDown":
+                        l.countDown();
+                        return "-";
+                    case "getCount":
+                        return String.valueOf(l.getCount());
+                    case "await": {
+                        need(w, 4);
+                        long wait = Long.parseLong(w[3]);
+                        if (wait == -1) {
+                            l.await();
+                            return "true";
+                        }
+                        return String.valueOf(l.await(wait, TimeUnit.MILLISECONDS));
+                    }
+                    case "delete":
+                        return String.valueOf(l.delete());
+                    default:
+                        break;
+                }
+                break;
+            }
+            default:
+                break;
+        }
+        throw new IllegalArgumentException("unknown command " + object + " " + cmd);
     }
 
     /**
@@ -412,6 +580,15 @@ public final class Peer {
 
     private static String error(Throwable e) {
         String msg = e.getClass().getSimpleName() + ": " + e.getMessage();
+        // Redisson wraps some failures (RedisException around the
+        // IllegalArgumentException of an unknown permit id): name the root.
+        Throwable root = e;
+        while (root.getCause() != null && root.getCause() != root) {
+            root = root.getCause();
+        }
+        if (root != e) {
+            msg += " (cause " + root.getClass().getSimpleName() + ": " + root.getMessage() + ")";
+        }
         return "ERROR " + msg.replaceAll("\\s+", " ");
     }
 }
