@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 import org.redisson.config.SingleServerConfig;
@@ -42,6 +43,7 @@ import org.redisson.config.SingleServerConfig;
  *   ... s5 --addr H:P --n W
  *   ... s6 --addr H:P --lock NAME --counter KEY --seconds S --start-at NS --out FILE
  *        --variant rw|lock [--seed N] [--hold-us 1000] [--read-pct 90]
+ *   ... s7 --addr H:P --lock NAME --permits K --seconds S --start-at NS --out FILE
  * </pre>
  *
  * Every lock is taken with the watchdog (no lease), as rlock's
@@ -50,7 +52,8 @@ import org.redisson.config.SingleServerConfig;
  * scenario warms the JIT up: S1 20 000 pairs or --warmup-s seconds (default:
  * the property bench.warmupS, else 10),
  * whichever ends first; S2 --warmup-s seconds of the same chains; S3 and S6
- * workers on a private lock name until 200 ms before --start-at.
+ * workers on a private lock name until 200 ms before --start-at, S7 workers
+ * on a private semaphore the same way.
  */
 public final class RedissonPeer {
     private static final int WARMUP_PAIRS = 20_000;
@@ -81,6 +84,7 @@ public final class RedissonPeer {
                 case "s3" -> rc = s3(a);
                 case "s5" -> rc = s5(a);
                 case "s6" -> rc = s6(a);
+                case "s7" -> rc = s7(a);
                 default -> {
                     usage("unknown scenario " + argv[0]);
                     rc = 2;
@@ -97,7 +101,7 @@ public final class RedissonPeer {
 
     private static void usage(String why) {
         System.err.println("RedissonPeer: " + why
-                + " (usage: s1|s2|s3|s5|s6 --addr HOST:PORT [flags]; see the class comment)");
+                + " (usage: s1|s2|s3|s5|s6|s7 --addr HOST:PORT [flags]; see the class comment)");
         Runtime.getRuntime().halt(2);
     }
 
@@ -631,6 +635,73 @@ public final class RedissonPeer {
         m.put("read_violations", readViolations);
         m.put("write_violations", writeViolations);
         m.put("errors", errors);
+        print(m);
+        return n > 0 ? 0 : 1; // none: it missed the whole window
+    }
+
+    // ---- S7 --------------------------------------------------------------------
+
+    /**
+     * One worker of the semaphore scenario: getSemaphore(name), trySetPermits(K)
+     * (a no-op once set), then from --start-at for --seconds acquire() /
+     * release() with no work in between. Writes "ACQUIRE_CALLED_NS
+     * ACQUIRE_RETURNED_NS RELEASE_RETURNED_NS" per pair, and reports the
+     * process's CPU over the loop (cpu_s).
+     */
+    private static int s7(Map<String, String> a) throws Exception {
+        String name = need(a, "lock");
+        int permits = Integer.parseInt(need(a, "permits"));
+        double secs = Double.parseDouble(need(a, "seconds"));
+        long startAt = Long.parseLong(need(a, "start-at"));
+        RedissonClient c = client(a.get("addr"), false);
+        RSemaphore s = c.getSemaphore(name);
+        s.trySetPermits(permits);
+        RSemaphore warm = c.getSemaphore(uniqueName("s7warm"));
+        warm.trySetPermits(1);
+        long until = startAt - 200_000_000L;
+        for (int i = 0; i < WARMUP_PAIRS && System.nanoTime() < until; i++) {
+            warm.acquire();
+            warm.release();
+        }
+        long lateMs = Math.max(0, (System.nanoTime() - startAt) / 1_000_000);
+        if (lateMs > 0) {
+            System.err.println("RedissonPeer s7: ready " + lateMs + " ms after the start");
+        }
+        StringBuilder pairs = new StringBuilder();
+        long n = 0, errors = 0;
+        long end = startAt + (long) (secs * 1e9);
+        sleepUntil(startAt);
+        long cpu0 = cpuNs();
+        while (System.nanoTime() < end) {
+            long called = System.nanoTime();
+            try {
+                s.acquire();
+            } catch (RuntimeException e) {
+                e.printStackTrace();
+                errors++;
+                continue;
+            }
+            long gotNs = System.nanoTime();
+            try {
+                s.release();
+            } catch (RuntimeException e) {
+                e.printStackTrace();
+                errors++;
+            }
+            pairs.append(called).append(' ').append(gotNs).append(' ').append(System.nanoTime())
+                    .append('\n');
+            n++;
+        }
+        long cpu = cpuNs() - cpu0;
+        try (BufferedWriter f = new BufferedWriter(new FileWriter(need(a, "out"), true))) {
+            f.write(pairs.toString());
+        }
+        Map<String, Object> m = line("default", "S7-worker");
+        m.put("ops", n);
+        m.put("cpu_s", cpu / 1e9);
+        m.put("late_ms", lateMs);
+        m.put("errors", errors);
+        m.put("settings", settings(c, false));
         print(m);
         return n > 0 ? 0 : 1; // none: it missed the whole window
     }
