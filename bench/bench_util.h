@@ -18,7 +18,7 @@ typedef struct bench_opts {
     const char *addr;       /* HOST:PORT */
     const char *more_addrs; /* s1 multi: the other servers, HOST:PORT,HOST:PORT... */
     const char *variant;
-    long n;                    /* s1: pairs; s4: locks held; s5: waiters */
+    long n;                    /* s1: pairs; s4: locks held; s5, s7w: waiters */
     long k;                    /* s2: locks in flight */
     double seconds;            /* s2: measured time */
     const char *lock;          /* s3, s6: the lock's name; s7: the semaphore's */
@@ -125,5 +125,6 @@ int bench_s4(const bench_opts *o);
 int bench_s5(const bench_opts *o);
 int bench_s6_worker(const bench_opts *o);
 int bench_s7_worker(const bench_opts *o);
+int bench_s7_waiters(const bench_opts *o);
 
 #endif
