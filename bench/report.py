@@ -1117,9 +1117,24 @@ def s7_section(res, w, rtt_p50):
              "SUBSCRIBEs/pair", "commands/pair", "give-ups"], rows) + "\n")
     if rtt_p50:
         w("The round trip of this run (S0, `redis-benchmark -c 1`): p50 %s µs.\n" % fmt(rtt_p50))
-    w("Bytes per waiting acquire (as S5 measures them for the lock) are not measured for "
-      "the semaphore.\n")
     skipped_note(res, "S7", w)
+    ws = res.ok("S7-waiters")
+    if ws:
+        w("Waiting acquires, as S5 for the lock: `rlock_bench s7w` makes W "
+          "`rlock_semaphore_acquire_async(1)` calls on one semaphore that has no permits, "
+          "one handle, one client on the program's loop, after a warm-up wait on another "
+          "name; then one `rlock_semaphore_release_async(W)` and the drain is timed until "
+          "every acquire has completed. *bytes per waiter*: the client's heap (glibc "
+          "`mallinfo2()`) while all wait, above the baseline, ÷ W; *scripts per waiter*: "
+          "Redis's EVAL/EVALSHA calls (`INFO commandstats`) ÷ W, while queueing and "
+          "during the drain.\n")
+        w(table(["implementation", "W", "bytes per waiter", "scripts/waiter, queueing",
+                 "drain s", "scripts/waiter, drain"],
+                [[label(r), fmt(r["w"]), fmt(r["bytes_per_waiter"], 0),
+                  fmt(r["scripts_per_waiter_queueing"], 2), fmt(r["drain_s"], 3),
+                  fmt(r["scripts_per_waiter_draining"], 2)]
+                 for r in sorted(ws, key=lambda r: r["w"])]) + "\n")
+    skipped_note(res, "S7-waiters", w)
 
 
 def skipped_note(res, scenario, w, exclude=(), only=None):
