@@ -1100,8 +1100,8 @@ def s7_section(res, w, rtt_p50):
       "overlapped a release are still counted: read it at K < P); *waited*: the share of "
       "acquires so counted; *client CPU per pair*: the CPU every worker reports for its "
       "measured loop (`getrusage`, `process.cpuUsage()`, `getProcessCpuTime()`), summed, "
-      "÷ pairs; *EVALs*, *SUBSCRIBEs*, *commands*: Redis's counts (`INFO commandstats`) "
-      "over the window ÷ pairs.\n".replace("@S", secs))
+      "÷ pairs; *EVALs*, *SUBSCRIBEs*, *commands*: Redis's counts (`INFO commandstats`, "
+      "where *commands* includes those the scripts run) over the window ÷ pairs.\n".replace("@S", secs))
     rows = []
     for r in sorted(s7, key=lambda r: (r["permits"], IMPLS.index(r["impl"]) if r["impl"] in IMPLS
                                        else 99, r.get("variant") != "default")):
