@@ -126,6 +126,8 @@ int bench_s7_waiters(const bench_opts *o) {
     bench_json_int("w", o->n);
     bench_json_num("bytes_per_waiter", ((double)heap_waiting - (double)heap0) / w);
     bench_json_num("scripts_per_waiter_queueing", (double)(scripts1 - scripts0) / w);
+    bench_json_bool("drained", true);
+    bench_json_int("acquired", st.done);
     bench_json_num("drain_s", drain_s);
     bench_json_num("scripts_per_waiter_draining", (double)(scripts2 - scripts1) / w);
     bench_json_int("completed_early", early);

@@ -44,6 +44,7 @@ import org.redisson.config.SingleServerConfig;
  *   ... s6 --addr H:P --lock NAME --counter KEY --seconds S --start-at NS --out FILE
  *        --variant rw|lock [--seed N] [--hold-us 1000] [--read-pct 90]
  *   ... s7 --addr H:P --lock NAME --permits K --seconds S --start-at NS --out FILE
+ *   ... s7w --addr H:P --n W
  * </pre>
  *
  * Every lock is taken with the watchdog (no lease), as rlock's
@@ -85,6 +86,7 @@ public final class RedissonPeer {
                 case "s5" -> rc = s5(a);
                 case "s6" -> rc = s6(a);
                 case "s7" -> rc = s7(a);
+                case "s7w" -> rc = s7w(a);
                 default -> {
                     usage("unknown scenario " + argv[0]);
                     rc = 2;
@@ -101,7 +103,7 @@ public final class RedissonPeer {
 
     private static void usage(String why) {
         System.err.println("RedissonPeer: " + why
-                + " (usage: s1|s2|s3|s5|s6|s7 --addr HOST:PORT [flags]; see the class comment)");
+                + " (usage: s1|s2|s3|s5|s6|s7|s7w --addr HOST:PORT [flags]; see the class comment)");
         Runtime.getRuntime().halt(2);
     }
 
@@ -704,6 +706,80 @@ public final class RedissonPeer {
         m.put("settings", settings(c, false));
         print(m);
         return n > 0 ? 0 : 1; // none: it missed the whole window
+    }
+
+    /**
+     * S7's waiters, as S5 for the lock: W acquireAsync(1) on one semaphore
+     * with no permits, after a warm-up of 3 s of pairs on another; used heap
+     * after System.gc() (the least of three readings) before and while all
+     * wait; then release(W) and the drain until every acquire completed,
+     * or 10 s. Redisson 4.7.0 runs one waiting listener per message
+     * (SemaphorePubSub.onMessage), so the acquires of one JVM may not all
+     * complete: how many did is reported (acquired), and drain_s only
+     * when all did.
+     */
+    private static int s7w(Map<String, String> a) throws Exception {
+        int w = Integer.parseInt(need(a, "n"));
+        RedissonClient c = client(a.get("addr"), false);
+        Resp r = new Resp(a.get("addr"));
+        String name = uniqueName("s7w");
+        RSemaphore warm = c.getSemaphore(name + ":warm-up");
+        warm.trySetPermits(1);
+        long until = System.nanoTime() + 3_000_000_000L;
+        for (int i = 0; i < WARMUP_PAIRS && System.nanoTime() < until; i++) {
+            warm.acquire();
+            warm.release();
+        }
+        Thread.sleep(1000);
+        RSemaphore s = c.getSemaphore(name);
+        long heap0 = usedHeapAfterGc();
+        long rss0 = rssBytes();
+        long scripts0 = commandCalls(r, "evalsha", "eval");
+        AtomicLong errors = new AtomicLong();
+        CountDownLatch done = new CountDownLatch(w);
+        List<CompletableFuture<Void>> waiting = new ArrayList<>(w);
+        for (int i = 0; i < w; i++) {
+            waiting.add(s.acquireAsync().toCompletableFuture().whenComplete((x, e) -> {
+                if (e != null) {
+                    errors.incrementAndGet();
+                }
+                done.countDown();
+            }));
+        }
+        // Every acquire has tried and waits: no new script for 500 ms.
+        long evals = commandCalls(r, "evalsha", "eval");
+        long since = System.nanoTime();
+        while (System.nanoTime() - since < 500_000_000L) {
+            Thread.sleep(20);
+            long e = commandCalls(r, "evalsha", "eval");
+            if (e != evals) {
+                evals = e;
+                since = System.nanoTime();
+            }
+        }
+        long heapW = usedHeapAfterGc();
+        long rssW = rssBytes();
+        long early = w - done.getCount();
+        long tr = System.nanoTime();
+        s.release(w);
+        boolean drained = done.await(10, TimeUnit.SECONDS);
+        double drainS = (System.nanoTime() - tr) / 1e9;
+        long evals2 = commandCalls(r, "evalsha", "eval");
+        Map<String, Object> m = line("default", "S7-waiters");
+        m.put("w", w);
+        m.put("bytes_per_waiter", (double) (heapW - heap0) / w);
+        m.put("rss_bytes_per_waiter", (double) (rssW - rss0) / w);
+        m.put("scripts_per_waiter_queueing", (double) (evals - scripts0) / w);
+        m.put("drained", drained);
+        m.put("acquired", w - done.getCount());
+        m.put("drain_s", drained ? drainS : null);
+        m.put("scripts_per_waiter_draining", (double) (evals2 - evals) / w);
+        m.put("completed_early", early);
+        m.put("errors", errors.get());
+        m.put("memory", "used heap after System.gc() twice (MemoryMXBean), VmRSS");
+        m.put("settings", settings(c, false));
+        print(m);
+        return errors.get() == 0 && early == 0 ? 0 : 1;
     }
 
     // ---- a plain Redis connection (RESP2), for the counter and the probes ------
