@@ -736,12 +736,18 @@ public final class RedissonPeer {
         long rss0 = rssBytes();
         long scripts0 = commandCalls(r, "evalsha", "eval");
         AtomicLong errors = new AtomicLong();
+        AtomicLong acquired = new AtomicLong();
+        java.util.concurrent.atomic.AtomicReference<String> firstError =
+                new java.util.concurrent.atomic.AtomicReference<>();
         CountDownLatch done = new CountDownLatch(w);
         List<CompletableFuture<Void>> waiting = new ArrayList<>(w);
         for (int i = 0; i < w; i++) {
             waiting.add(s.acquireAsync().toCompletableFuture().whenComplete((x, e) -> {
                 if (e != null) {
                     errors.incrementAndGet();
+                    firstError.compareAndSet(null, e.toString());
+                } else {
+                    acquired.incrementAndGet();
                 }
                 done.countDown();
             }));
@@ -759,7 +765,8 @@ public final class RedissonPeer {
         }
         long heapW = usedHeapAfterGc();
         long rssW = rssBytes();
-        long early = w - done.getCount();
+        long early = acquired.get();
+        long failedWaiting = errors.get();
         long tr = System.nanoTime();
         s.release(w);
         boolean drained = done.await(10, TimeUnit.SECONDS);
@@ -771,7 +778,9 @@ public final class RedissonPeer {
         m.put("rss_bytes_per_waiter", (double) (rssW - rss0) / w);
         m.put("scripts_per_waiter_queueing", (double) (evals - scripts0) / w);
         m.put("drained", drained);
-        m.put("acquired", w - done.getCount());
+        m.put("acquired", acquired.get());
+        m.put("failed_while_waiting", failedWaiting);
+        m.put("first_error", firstError.get());
         m.put("drain_s", drained ? drainS : null);
         m.put("scripts_per_waiter_draining", (double) (evals2 - evals) / w);
         m.put("completed_early", early);
