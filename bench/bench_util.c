@@ -46,6 +46,7 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
     o->seed = 1;
     o->hold_us = 1000;
     o->read_pct = 90;
+    o->permits = 1;
     if (argc < 2) {
         fprintf(stderr,
                 "usage: rlock_bench s1|s2|s3|s4|s5|s6 [--flag value]... (see bench/README.md)\n");
@@ -89,6 +90,8 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
             o->hold_us = parse_long(f, v);
         } else if (strcmp(f, "--read-pct") == 0) {
             o->read_pct = parse_long(f, v);
+        } else if (strcmp(f, "--permits") == 0) {
+            o->permits = parse_long(f, v);
         } else if (strcmp(f, "--tls-addr") == 0) {
             o->tls_addr = v;
         } else if (strcmp(f, "--tls-ca") == 0) {
@@ -131,7 +134,8 @@ void bench_parse(int argc, char **argv, bench_opts *o) {
         }
     }
     if (o->n < 1 || o->k < 1 || o->iters < 0 || o->seconds <= 0 || o->periods < 1 ||
-        o->watchdog_ms < 3 || o->hold_us < 0 || o->read_pct < 0 || o->read_pct > 100) {
+        o->watchdog_ms < 3 || o->hold_us < 0 || o->read_pct < 0 || o->read_pct > 100 ||
+        o->permits < 1) {
         fprintf(stderr, "rlock_bench: a count or time is out of range\n");
         exit(2);
     }

@@ -18,17 +18,18 @@ typedef struct bench_opts {
     const char *addr;       /* HOST:PORT */
     const char *more_addrs; /* s1 multi: the other servers, HOST:PORT,HOST:PORT... */
     const char *variant;
-    long n;                    /* s1: pairs; s4: locks held; s5: waiters */
+    long n;                    /* s1: pairs; s4: locks held; s5, s7w: waiters */
     long k;                    /* s2: locks in flight */
     double seconds;            /* s2: measured time */
-    const char *lock;          /* s3, s6: the lock's name */
+    const char *lock;          /* s3, s6: the lock's name; s7: the semaphore's */
     const char *counter;       /* s3, s6: the counter's key */
     long iters;                /* s3 */
-    int64_t start_at;          /* s3, s6: CLOCK_MONOTONIC ns */
-    const char *out;           /* s3, s6: the holds file */
+    int64_t start_at;          /* s3, s6, s7: CLOCK_MONOTONIC ns */
+    const char *out;           /* s3, s6, s7: the holds file */
     int64_t seed;              /* s6: the RNG's seed */
     long hold_us;              /* s6: the work inside a hold */
     long read_pct;             /* s6: reads among the operations, % */
+    long permits;              /* s7: the semaphore's permits */
     int64_t watchdog_ms;       /* s4, s5: lock_watchdog_timeout_ms */
     int periods;               /* s4: renewal periods to watch */
     const char *tls_addr;      /* variant tls: the server's TLS port, HOST:PORT */
@@ -123,5 +124,7 @@ int bench_s3_worker(const bench_opts *o);
 int bench_s4(const bench_opts *o);
 int bench_s5(const bench_opts *o);
 int bench_s6_worker(const bench_opts *o);
+int bench_s7_worker(const bench_opts *o);
+int bench_s7_waiters(const bench_opts *o);
 
 #endif

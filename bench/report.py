@@ -331,6 +331,11 @@ def redisson_targets(res, add):
                     read_pct=b.get("read_pct", 90))
         higher("S6", "reads/s vs Redisson, P = %d (%s)" % (b["procs"], b["variant"]), a, b,
                "reads_per_s")
+    for b in sorted(res.ok("S7", impl="redisson"), key=lambda x: x["permits"]):
+        a = res.one("S7", impl="rlock", variant="default", procs=b["procs"], permits=b["permits"])
+        what = "P = %d, K = %d" % (b["procs"], b["permits"])
+        higher("S7", "pairs/s vs Redisson, " + what, a, b, "pairs_per_s")
+        lower("S7", "client CPU per pair vs Redisson, " + what, a, b, "cpu_us_per_pair")
 
 
 # ---- plots ---------------------------------------------------------------------
@@ -816,6 +821,7 @@ def page(data, tg, made, md_path, plot_note):
     skipped_note(res, "S5", w)
 
     s6_section(res, w)
+    s7_section(res, w, rtt_p50)
     cluster_section(res, w)
 
     if plot_note:
@@ -1075,12 +1081,74 @@ def s6_section(res, w):
     skipped_note(res, "S6", w)
 
 
+def s7_section(res, w, rtt_p50):
+    s7 = res.ok("S7")
+    if not s7 and not res.skipped("S7"):
+        return
+    w("## S7 — a semaphore of K permits, P processes\n")
+    secs = fmt(s7[0]["seconds"], 0) if s7 else "5"
+    w("P processes on one semaphore of K permits, each a loop for @S s of acquire(1) then "
+      "release(1), nothing in between. rlock: `rlock_semaphore_acquire` / "
+      "`rlock_semaphore_release` (blocking, the client's own I/O thread); Redisson 4.7.0: "
+      "`getSemaphore(name)`, `trySetPermits(K)`, `acquire()` / `release()` (each JVM warms up "
+      "on a semaphore of its own first); redis-semaphore 5.8.0: `new Semaphore(client, name, "
+      "K)`, `acquire()` / `release()`, polling every `retryInterval` (default 10 ms, tuned 1 "
+      "ms). *pairs/s*: pairs finished over the span from the common start to the last "
+      "release; *acquire*: from the call to its return; *handoff*: for an acquire during which "
+      "another process's release returned, from the last such release to the acquire's "
+      "return (with K ≥ P no acquire waits for a permit, and the acquires that merely "
+      "overlapped a release are still counted: read it at K < P); *waited*: the share of "
+      "acquires so counted; *client CPU per pair*: the CPU every worker reports for its "
+      "measured loop (`getrusage`, `process.cpuUsage()`, `getProcessCpuTime()`), summed, "
+      "÷ pairs; *EVALs*, *SUBSCRIBEs*, *commands*: Redis's counts (`INFO commandstats`, "
+      "where *commands* includes those the scripts run) over the window ÷ pairs.\n".replace("@S", secs))
+    rows = []
+    for r in sorted(s7, key=lambda r: (r["permits"], IMPLS.index(r["impl"]) if r["impl"] in IMPLS
+                                       else 99, r.get("variant") != "default")):
+        rows.append([label(r), r["procs"], r["permits"], fmt(r["pairs_per_s"]),
+                     fmt(r["acquire_p50_us"]), fmt(r["acquire_p99_us"]),
+                     fmt(r["handoff_p50_us"]), fmt(r["handoff_p99_us"]),
+                     fmt(ratio(r["handoff_p50_us"], rtt_p50), 1),
+                     "%s %%" % fmt(r["waited_pct"]), fmt(r["cpu_us_per_pair"]),
+                     fmt(r["evals_per_pair"], 2), fmt(r["subscribes_per_pair"], 3),
+                     fmt(r["cmds_per_pair"], 2), r["errors"]])
+    w(table(["implementation", "P", "K", "pairs/s", "acquire p50 µs", "p99", "handoff p50 µs",
+             "p99", "handoff p50 ÷ RTT", "waited", "client CPU µs/pair", "EVALs/pair",
+             "SUBSCRIBEs/pair", "commands/pair", "give-ups"], rows) + "\n")
+    if rtt_p50:
+        w("The round trip of this run (S0, `redis-benchmark -c 1`): p50 %s µs.\n" % fmt(rtt_p50))
+    skipped_note(res, "S7", w)
+    ws = res.ok("S7-waiters")
+    if ws:
+        w("Waiting acquires, as S5 for the lock: `rlock_bench s7w` makes W "
+          "`rlock_semaphore_acquire_async(1)` calls on one semaphore that has no permits, "
+          "one handle, one client on the program's loop, after a warm-up wait on another "
+          "name; then one `rlock_semaphore_release_async(W)` and the drain is timed until "
+          "every acquire has completed. *bytes per waiter*: the client's heap (glibc "
+          "`mallinfo2()`) while all wait, above the baseline, ÷ W; *scripts per waiter*: "
+          "Redis's EVAL/EVALSHA calls (`INFO commandstats`) ÷ W, while queueing and "
+          "during the drain.\n")
+        w(table(["implementation", "W", "bytes per waiter", "scripts/waiter, queueing",
+                 "acquired after the release", "drain s", "scripts/waiter, drain"],
+                [[label(r), fmt(r["w"]), fmt(r["bytes_per_waiter"], 0),
+                  fmt(r["scripts_per_waiter_queueing"], 2), fmt(r.get("acquired")),
+                  fmt(r["drain_s"], 3), fmt(r["scripts_per_waiter_draining"], 2)]
+                 for r in sorted(ws, key=lambda r: (r["w"], r["impl"] != "rlock"))]) + "\n")
+        if any(not r.get("drained", True) for r in ws):
+            w("Redisson 4.7.0 wakes one waiting acquire of a JVM per release message "
+              "(`SemaphorePubSub.onMessage` runs one listener), so after `release(W)` most of "
+              "its W acquires stay waiting: the row gives how many completed in 10 s, and no "
+              "drain time. Its bytes are the used heap after `System.gc()` (the least of three "
+              "readings), as in S5.\n")
+    skipped_note(res, "S7-waiters", w)
+
+
 def skipped_note(res, scenario, w, exclude=(), only=None):
     sk = [r for r in res.skipped(scenario) if r.get("variant", "default") not in exclude
           and (only is None or r.get("variant", "default") == only)]
     if sk:
         w("Not measured: " + "; ".join(
-            "%s%s: %s" % (label(r), "".join(" %s = %s" % (k, r[k]) for k in ("k", "procs", "n", "w")
+            "%s%s: %s" % (label(r), "".join(" %s = %s" % (k, r[k]) for k in ("k", "procs", "permits", "n", "w")
                                              if k in r), r["skipped"]) for r in sk) + ".\n")
 
 

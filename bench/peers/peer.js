@@ -5,6 +5,8 @@
 //   node peer.js <impl> s2 --addr HOST:PORT --k K --seconds S [--variant V]
 //   node peer.js <impl> s3 --addr HOST:PORT --lock NAME --counter KEY --iters N
 //                          --start-at NS --out FILE [--variant V]
+//   node peer.js redis-semaphore s7 --addr HOST:PORT --lock NAME --permits K --seconds S
+//                          --start-at NS --out FILE [--variant V]
 //
 // Prints one JSON line on stdout; diagnostics go to stderr. Exit 0 on
 // success, 1 on a runtime failure, 2 on bad usage.
@@ -22,6 +24,12 @@
 //     BENCH_PEER_MID=1 in the environment (check.sh only; not the bench
 //     contract) each line gets a third field: the moment just before the
 //     release call, i.e. the end of the critical section.
+// s7: one worker of the semaphore scenario (redis-semaphore's Semaphore of
+//     K permits, the Mutex's options per variant): wait until NS, then for
+//     S seconds acquire() / release() with no work in between (a give-up is
+//     retried and counted in "errors"); writes "ACQUIRE_CALLED_NS
+//     ACQUIRE_RETURNED_NS RELEASE_RETURNED_NS" per pair to FILE at the end,
+//     and reports the process's CPU over the loop (cpu_s).
 //
 // Variants (see README.md):
 //   node-redisson    pub/sub wake-ups, no polling setting: tuned == default.
@@ -53,7 +61,7 @@ function now() {
 }
 
 function usage() {
-    die('usage: node peer.js <node-redisson|redlock|redis-semaphore> <s1|s2|s3> --addr HOST:PORT [flags]', 2);
+    die('usage: node peer.js <node-redisson|redlock|redis-semaphore> <s1|s2|s3|s7> --addr HOST:PORT [flags]', 2);
 }
 
 function parseArgs(argv) {
@@ -64,6 +72,7 @@ function parseArgs(argv) {
     const known = {
         '--addr': 'addr', '--n': 'n', '--variant': 'variant', '--k': 'k', '--seconds': 'seconds',
         '--lock': 'lock', '--counter': 'counter', '--iters': 'iters', '--start-at': 'startAt', '--out': 'out',
+        '--permits': 'permits',
     };
     for (let i = 2; i < argv.length; i++) {
         let flag = argv[i];
@@ -92,7 +101,13 @@ function parseArgs(argv) {
     if (!a.addr) {
         die('--addr is required', 2);
     }
-    const need = { s1: ['n'], s2: ['k', 'seconds'], s3: ['lock', 'counter', 'iters', 'startAt', 'out'] }[a.scenario];
+    const need = {
+        s1: ['n'], s2: ['k', 'seconds'], s3: ['lock', 'counter', 'iters', 'startAt', 'out'],
+        s7: ['lock', 'permits', 'seconds', 'startAt', 'out'],
+    }[a.scenario];
+    if (a.scenario === 's7' && a.impl !== 'redis-semaphore') {
+        die('s7 is for redis-semaphore only', 2);
+    }
     if (!need) {
         die('unknown scenario ' + a.scenario, 2);
     }
@@ -109,7 +124,7 @@ function parseArgs(argv) {
             a[k] = k === 'startAt' ? BigInt(a[k]) : Number(a[k]);
         }
     };
-    ['n', 'k', 'iters', 'startAt'].forEach(int);
+    ['n', 'k', 'iters', 'startAt', 'permits'].forEach(int);
     if (a.seconds !== undefined) {
         a.seconds = Number(a.seconds);
         if (!(a.seconds > 0)) {
@@ -195,7 +210,7 @@ function makeImpl(impl, variant, addr) {
         };
     }
     if (impl === 'redis-semaphore') {
-        const { Mutex } = req('redis-semaphore');
+        const { Mutex, Semaphore } = req('redis-semaphore');
         const { TimeoutError } = req('redis-semaphore');
         const client = newIoredis(addr);
         // default: the library's own options (lockTimeout 10000,
@@ -215,6 +230,8 @@ function makeImpl(impl, variant, addr) {
             init: () => client.ping(),
             // One Mutex object per lock name, reused: it keeps one identifier.
             make: (name) => new Mutex(client, name, opts),
+            // S7: a Semaphore of `permits`, with the Mutex's options.
+            makeSemaphore: (name, permits) => new Semaphore(client, name, permits, opts),
             lock: (m) => m.acquire(),
             unlock: (m) => m.release(),
             isGiveUp: (e) => e instanceof TimeoutError,
@@ -341,11 +358,41 @@ async function runS3(a, im) {
     };
 }
 
+async function runS7(a, im) {
+    const sem = im.makeSemaphore(a.lock, a.permits);
+    const lines = [];
+    let errors = 0;
+    await waitUntil(a.startAt);
+    const end = a.startAt + BigInt(Math.round(a.seconds * 1e9));
+    const cpu0 = process.cpuUsage();
+    while (now() < end) {
+        const called = now();
+        try {
+            await sem.acquire();
+        } catch (e) {
+            if (!im.isGiveUp(e)) {
+                throw e;
+            }
+            errors++;
+            continue;
+        }
+        const got = now();
+        await sem.release();
+        lines.push(called + ' ' + got + ' ' + now() + '\n');
+    }
+    const cpu = process.cpuUsage(cpu0);
+    fs.writeFileSync(a.out, lines.join(''), { flag: 'a' });
+    return {
+        impl: a.impl, variant: a.variant, scenario: 'S7-worker', ops: lines.length,
+        cpu_s: (cpu.user + cpu.system) / 1e6, errors, settings: im.settings,
+    };
+}
+
 async function main() {
     const a = parseArgs(process.argv.slice(2));
     const im = makeImpl(a.impl, a.variant, a.addr);
     await im.init();
-    const run = { s1: runS1, s2: runS2, s3: runS3 }[a.scenario];
+    const run = { s1: runS1, s2: runS2, s3: runS3, s7: runS7 }[a.scenario];
     const result = await run(a, im);
     await im.close().catch(() => {});
     // node-redisson leaves timers behind (a waiter's timeout is never

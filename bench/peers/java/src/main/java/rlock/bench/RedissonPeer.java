@@ -25,6 +25,7 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicLongArray;
 import org.redisson.Redisson;
 import org.redisson.api.RLock;
+import org.redisson.api.RSemaphore;
 import org.redisson.api.RedissonClient;
 import org.redisson.config.Config;
 import org.redisson.config.SingleServerConfig;
@@ -42,6 +43,8 @@ import org.redisson.config.SingleServerConfig;
  *   ... s5 --addr H:P --n W
  *   ... s6 --addr H:P --lock NAME --counter KEY --seconds S --start-at NS --out FILE
  *        --variant rw|lock [--seed N] [--hold-us 1000] [--read-pct 90]
+ *   ... s7 --addr H:P --lock NAME --permits K --seconds S --start-at NS --out FILE
+ *   ... s7w --addr H:P --n W
  * </pre>
  *
  * Every lock is taken with the watchdog (no lease), as rlock's
@@ -50,7 +53,8 @@ import org.redisson.config.SingleServerConfig;
  * scenario warms the JIT up: S1 20 000 pairs or --warmup-s seconds (default:
  * the property bench.warmupS, else 10),
  * whichever ends first; S2 --warmup-s seconds of the same chains; S3 and S6
- * workers on a private lock name until 200 ms before --start-at.
+ * workers on a private lock name until 200 ms before --start-at, S7 workers
+ * on a private semaphore the same way.
  */
 public final class RedissonPeer {
     private static final int WARMUP_PAIRS = 20_000;
@@ -81,6 +85,8 @@ public final class RedissonPeer {
                 case "s3" -> rc = s3(a);
                 case "s5" -> rc = s5(a);
                 case "s6" -> rc = s6(a);
+                case "s7" -> rc = s7(a);
+                case "s7w" -> rc = s7w(a);
                 default -> {
                     usage("unknown scenario " + argv[0]);
                     rc = 2;
@@ -97,7 +103,7 @@ public final class RedissonPeer {
 
     private static void usage(String why) {
         System.err.println("RedissonPeer: " + why
-                + " (usage: s1|s2|s3|s5|s6 --addr HOST:PORT [flags]; see the class comment)");
+                + " (usage: s1|s2|s3|s5|s6|s7|s7w --addr HOST:PORT [flags]; see the class comment)");
         Runtime.getRuntime().halt(2);
     }
 
@@ -633,6 +639,156 @@ public final class RedissonPeer {
         m.put("errors", errors);
         print(m);
         return n > 0 ? 0 : 1; // none: it missed the whole window
+    }
+
+    // ---- S7 --------------------------------------------------------------------
+
+    /**
+     * One worker of the semaphore scenario: getSemaphore(name), trySetPermits(K)
+     * (a no-op once set), then from --start-at for --seconds acquire() /
+     * release() with no work in between. Writes "ACQUIRE_CALLED_NS
+     * ACQUIRE_RETURNED_NS RELEASE_RETURNED_NS" per pair, and reports the
+     * process's CPU over the loop (cpu_s).
+     */
+    private static int s7(Map<String, String> a) throws Exception {
+        String name = need(a, "lock");
+        int permits = Integer.parseInt(need(a, "permits"));
+        double secs = Double.parseDouble(need(a, "seconds"));
+        long startAt = Long.parseLong(need(a, "start-at"));
+        RedissonClient c = client(a.get("addr"), false);
+        RSemaphore s = c.getSemaphore(name);
+        s.trySetPermits(permits);
+        RSemaphore warm = c.getSemaphore(uniqueName("s7warm"));
+        warm.trySetPermits(1);
+        long until = startAt - 200_000_000L;
+        for (int i = 0; i < WARMUP_PAIRS && System.nanoTime() < until; i++) {
+            warm.acquire();
+            warm.release();
+        }
+        long lateMs = Math.max(0, (System.nanoTime() - startAt) / 1_000_000);
+        if (lateMs > 0) {
+            System.err.println("RedissonPeer s7: ready " + lateMs + " ms after the start");
+        }
+        StringBuilder pairs = new StringBuilder();
+        long n = 0, errors = 0;
+        long end = startAt + (long) (secs * 1e9);
+        sleepUntil(startAt);
+        long cpu0 = cpuNs();
+        while (System.nanoTime() < end) {
+            long called = System.nanoTime();
+            try {
+                s.acquire();
+            } catch (RuntimeException e) {
+                e.printStackTrace();
+                errors++;
+                continue;
+            }
+            long gotNs = System.nanoTime();
+            try {
+                s.release();
+            } catch (RuntimeException e) {
+                e.printStackTrace();
+                errors++;
+            }
+            pairs.append(called).append(' ').append(gotNs).append(' ').append(System.nanoTime())
+                    .append('\n');
+            n++;
+        }
+        long cpu = cpuNs() - cpu0;
+        try (BufferedWriter f = new BufferedWriter(new FileWriter(need(a, "out"), true))) {
+            f.write(pairs.toString());
+        }
+        Map<String, Object> m = line("default", "S7-worker");
+        m.put("ops", n);
+        m.put("cpu_s", cpu / 1e9);
+        m.put("late_ms", lateMs);
+        m.put("errors", errors);
+        m.put("settings", settings(c, false));
+        print(m);
+        return n > 0 ? 0 : 1; // none: it missed the whole window
+    }
+
+    /**
+     * S7's waiters, as S5 for the lock: W acquireAsync(1) on one semaphore
+     * with no permits, after a warm-up of 3 s of pairs on another; used heap
+     * after System.gc() (the least of three readings) before and while all
+     * wait; then release(W) and the drain until every acquire completed,
+     * or 10 s. Redisson 4.7.0 runs one waiting listener per message
+     * (SemaphorePubSub.onMessage), so the acquires of one JVM may not all
+     * complete: how many did is reported (acquired), and drain_s only
+     * when all did.
+     */
+    private static int s7w(Map<String, String> a) throws Exception {
+        int w = Integer.parseInt(need(a, "n"));
+        RedissonClient c = client(a.get("addr"), false);
+        Resp r = new Resp(a.get("addr"));
+        String name = uniqueName("s7w");
+        RSemaphore warm = c.getSemaphore(name + ":warm-up");
+        warm.trySetPermits(1);
+        long until = System.nanoTime() + 3_000_000_000L;
+        for (int i = 0; i < WARMUP_PAIRS && System.nanoTime() < until; i++) {
+            warm.acquire();
+            warm.release();
+        }
+        Thread.sleep(1000);
+        RSemaphore s = c.getSemaphore(name);
+        long heap0 = usedHeapAfterGc();
+        long rss0 = rssBytes();
+        long scripts0 = commandCalls(r, "evalsha", "eval");
+        AtomicLong errors = new AtomicLong();
+        AtomicLong acquired = new AtomicLong();
+        java.util.concurrent.atomic.AtomicReference<String> firstError =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        CountDownLatch done = new CountDownLatch(w);
+        List<CompletableFuture<Void>> waiting = new ArrayList<>(w);
+        for (int i = 0; i < w; i++) {
+            waiting.add(s.acquireAsync().toCompletableFuture().whenComplete((x, e) -> {
+                if (e != null) {
+                    errors.incrementAndGet();
+                    firstError.compareAndSet(null, e.toString());
+                } else {
+                    acquired.incrementAndGet();
+                }
+                done.countDown();
+            }));
+        }
+        // Every acquire has tried and waits: no new script for 500 ms.
+        long evals = commandCalls(r, "evalsha", "eval");
+        long since = System.nanoTime();
+        while (System.nanoTime() - since < 500_000_000L) {
+            Thread.sleep(20);
+            long e = commandCalls(r, "evalsha", "eval");
+            if (e != evals) {
+                evals = e;
+                since = System.nanoTime();
+            }
+        }
+        long heapW = usedHeapAfterGc();
+        long rssW = rssBytes();
+        long early = acquired.get();
+        long failedWaiting = errors.get();
+        long tr = System.nanoTime();
+        s.release(w);
+        boolean drained = done.await(10, TimeUnit.SECONDS);
+        double drainS = (System.nanoTime() - tr) / 1e9;
+        long evals2 = commandCalls(r, "evalsha", "eval");
+        Map<String, Object> m = line("default", "S7-waiters");
+        m.put("w", w);
+        m.put("bytes_per_waiter", (double) (heapW - heap0) / w);
+        m.put("rss_bytes_per_waiter", (double) (rssW - rss0) / w);
+        m.put("scripts_per_waiter_queueing", (double) (evals - scripts0) / w);
+        m.put("drained", drained);
+        m.put("acquired", acquired.get());
+        m.put("failed_while_waiting", failedWaiting);
+        m.put("first_error", firstError.get());
+        m.put("drain_s", drained ? drainS : null);
+        m.put("scripts_per_waiter_draining", (double) (evals2 - evals) / w);
+        m.put("completed_early", early);
+        m.put("errors", errors.get());
+        m.put("memory", "used heap after System.gc() twice (MemoryMXBean), VmRSS");
+        m.put("settings", settings(c, false));
+        print(m);
+        return errors.get() == 0 && early == 0 ? 0 : 1;
     }
 
     // ---- a plain Redis connection (RESP2), for the counter and the probes ------
