@@ -20,11 +20,14 @@
  * settings when a loss is reported. */
 typedef struct owner {
     uint64_t thread_id;
-    uint64_t seq;          /* tells this acquisition from a later one */
     int64_t renewed_ms;    /* when the request that last set the lease was sent */
     const char *suffix;    /* after "<clientId>:<threadId>" in its field */
     rlock__lost_sink sink; /* the handle's callback */
-    int count;             /* watchdog holds */
+    /* Tells this acquisition from a later one: 32 bits, packed with count
+     * (an entry is one per held lock), since a round's answer would have
+     * to come back 2^32 acquisitions later to mistake one for the other. */
+    uint32_t seq;
+    int count; /* watchdog holds */
 } owner;
 
 /* A name in one script's table: one per held lock, so kept small (the
@@ -42,6 +45,10 @@ typedef struct renew_entry {
      * fields' length (a uint32_t, unaligned) and the fields. */
     char name[];
 } renew_entry;
+
+/* 64-bit targets: with a name of up to 34 bytes an entry is a malloc
+ * chunk of 112 bytes (bench/ S4 holds a held lock to a budget). */
+_Static_assert(sizeof(void *) != 8 || offsetof(renew_entry, name) <= 69, "renew_entry grew");
 
 struct rlock__renewal {
     rlock__loop *loop;
@@ -62,9 +69,9 @@ struct rlock__renewal {
     bool walking;
     bool closed;
     const rlock__topology *topology;
-    bool by_slot;  /* the topology groups keys: one call's names share a group */
-    int in_flight; /* calls of the current round still out */
-    uint64_t next_seq;
+    bool by_slot;      /* the topology groups keys: one call's names share a group */
+    int in_flight;     /* calls of the current round still out */
+    uint32_t next_seq; /* wraps */
     rlock__renewal_stats stats;
     /* Holds taken and given up on other threads (the blocking calls'
      * direct path), applied in order on the loop before the table is
@@ -98,7 +105,7 @@ typedef struct note {
  * (LockTask: the first owner of each name; ReadLockTask: every owner). */
 typedef struct chunk_item {
     uint64_t thread_id;
-    uint64_t seq;
+    uint32_t seq;
     int key;         /* its name's place in the reply */
     size_t off, len; /* of the name, in names */
 } chunk_item;
