@@ -100,7 +100,7 @@ typedef struct acquire_op {
 /* 64-bit targets: the budget bench/ holds S5 to (a lock call's block is a
  * malloc chunk of 208 bytes, a try-lock's 224, plus the deadline heap's
  * slot). */
-_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 200, "acquire_op grew");
+_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 192, "acquire_op grew");
 
 /* The wait a try-lock asked for; -1 for a lock call. */
 static int64_t wait_ms_of(const acquire_op *op) {
@@ -122,7 +122,7 @@ static void acquire_free(acquire_op *op) {
         rlock__wait_leave(&op->wait);
     }
     rlock__client_untrack(&op->live);
-    rlock__future_on_cancel(&op->future, NULL, NULL);
+    rlock__future_on_cancel(&op->future, NULL);
     rlock_future_release(&op->future); /* may free op */
     rlock__object_unref(l);
 }
@@ -468,8 +468,8 @@ static void send_acquire(acquire_op *op) {
 
 /* A user's cancel won (loop thread): stop waiting now, or once the acquire
  * in flight is back (then a lock it took is released). */
-static void on_cancel(void *ctx) {
-    acquire_op *op = ctx;
+static void on_cancel(rlock_future *f) {
+    acquire_op *op = RLOCK__CONTAINER_OF(f, acquire_op, future);
     op->cancelled = true;
     if (!op->in_flight) {
         acquire_failed(op);
@@ -493,7 +493,7 @@ static void start_acquire(void *arg) {
         acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
         return;
     }
-    rlock__future_on_cancel(&op->future, on_cancel, op);
+    rlock__future_on_cancel(&op->future, on_cancel);
     int64_t first_ttl = op->first_ttl;
     if (first_ttl >= -1) {
         wait_for_unlock(op, first_ttl); /* the direct path's try said busy */

@@ -230,21 +230,19 @@ bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char 
     return true;
 }
 
-void rlock__future_on_cancel(rlock_future *f, void (*fn)(void *ctx), void *ctx) {
+void rlock__future_on_cancel(rlock_future *f, void (*fn)(rlock_future *f)) {
     LOCK(f);
     f->cancel_fn = fn;
-    f->cancel_ctx = ctx;
     UNLOCK(f);
 }
 
 static void cancel_on_loop(void *arg) {
     rlock_future *f = arg;
     LOCK(f);
-    void (*fn)(void *) = f->cancel_fn;
-    void *ctx = f->cancel_ctx;
+    void (*fn)(rlock_future *) = f->cancel_fn;
     UNLOCK(f);
     if (fn != NULL) {
-        fn(ctx);
+        fn(f);
     }
     schedule_callbacks(f);
     rlock_future_release(f); /* the reference taken by rlock_future_cancel */

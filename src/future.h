@@ -32,8 +32,9 @@ struct rlock_future {
     rlock_future_cb first_fn;
     void *first_arg;
     struct rlock__future_callback *callbacks;
-    void (*cancel_fn)(void *ctx);
-    void *cancel_ctx;
+    /* Given f: an operation that embeds its future finds itself from
+     * it, one that does not keeps a pointer after it (new_sized). */
+    void (*cancel_fn)(rlock_future *f);
     /* Posts a cancel to the loop thread, then defers the callbacks: one
      * at a time, since only the winner of settle() uses it, and the loop
      * is done with a task once its function runs. */
@@ -57,9 +58,9 @@ rlock_future *rlock__future_failed(rlock__loop *loop, int err, const char *msg);
  * operation then undoes what it did. msg may be NULL. */
 bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char *msg);
 
-/* fn(ctx) runs on the loop thread after a user's cancel won. The operation
- * clears it (NULL fn) before it drops its reference. */
-void rlock__future_on_cancel(rlock_future *f, void (*fn)(void *ctx), void *ctx);
+/* fn(f) runs on the loop thread after a user's cancel won. The operation
+ * clears it (NULL) before it drops its reference. */
+void rlock__future_on_cancel(rlock_future *f, void (*fn)(rlock_future *f));
 
 void rlock__future_ref(rlock_future *f);
 

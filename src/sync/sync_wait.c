@@ -123,8 +123,8 @@ rlock_future *rlock__sync_call(rlock *o, rlock__cmd *cmd) {
 /* ---- the waiting call -------------------------------------------------------- */
 
 /* 64-bit targets: a waiting call is one block of this size (a lock's is
- * 216); thousands may wait at once. */
-_Static_assert(sizeof(void *) != 8 || sizeof(rlock__sync_op) <= 224, "rlock__sync_op grew");
+ * 192, a try-lock's 208); thousands may wait at once. */
+_Static_assert(sizeof(void *) != 8 || sizeof(rlock__sync_op) <= 216, "rlock__sync_op grew");
 
 static void send_try(rlock__sync_op *op);
 
@@ -137,7 +137,7 @@ static void op_free(rlock__sync_op *op) {
     rlock__deadlines_remove(&o->client->deadlines, &op->timer);
     rlock__wait_leave(&op->wait);
     rlock__client_untrack(&op->live);
-    rlock__future_on_cancel(&op->future, NULL, NULL);
+    rlock__future_on_cancel(&op->future, NULL);
     rlock_future_release(&op->future); /* may free op */
     rlock__object_unref(o);
 }
@@ -363,8 +363,8 @@ static void send_try(rlock__sync_op *op) {
 
 /* A user's cancel won (loop thread): stop now, or once the try in flight
  * is back (then what it took is given back). */
-static void on_cancel(void *ctx) {
-    rlock__sync_op *op = ctx;
+static void on_cancel(rlock_future *f) {
+    rlock__sync_op *op = RLOCK__CONTAINER_OF(f, rlock__sync_op, future);
     op->cancelled = true;
     if (!op->in_flight) {
         op_free(op);
@@ -387,7 +387,7 @@ static void start(void *arg) {
         op_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
         return;
     }
-    rlock__future_on_cancel(&op->future, on_cancel, op);
+    rlock__future_on_cancel(&op->future, on_cancel);
     send_try(op);
 }
 
