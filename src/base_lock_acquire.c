@@ -98,9 +98,9 @@ typedef struct acquire_op {
 } acquire_op;
 
 /* 64-bit targets: the budget bench/ holds S5 to (a lock call's block is a
- * malloc chunk of 208 bytes, a try-lock's 224, plus the deadline heap's
+ * malloc chunk of 192 bytes, a try-lock's 208, plus the deadline heap's
  * slot). */
-_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 192, "acquire_op grew");
+_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 184, "acquire_op grew");
 
 /* The wait a try-lock asked for; -1 for a lock call. */
 static int64_t wait_ms_of(const acquire_op *op) {

@@ -29,6 +29,14 @@ typedef struct rlock__future_callback {
     void *arg;
 } callback;
 
+static void free_callbacks(callback *cb) {
+    while (cb != NULL) {
+        callback *next = cb->next;
+        free(cb);
+        cb = next;
+    }
+}
+
 /* ---- the shared locks ---------------------------------------------------- */
 
 #define STRIPES 64
@@ -153,11 +161,8 @@ void rlock_future_release(rlock_future *f) {
     if (atomic_fetch_sub(&f->refs, 1) != 1) {
         return;
     }
-    callback *cb = f->callbacks;
-    while (cb != NULL) { /* only when never completed: an error path */
-        callback *next = cb->next;
-        free(cb);
-        cb = next;
+    if (f->cb_list) { /* only when never completed: an error path */
+        free_callbacks(f->first_arg);
     }
     rlock__loop_unref(f->loop);
     free(f->msg);
@@ -174,10 +179,11 @@ static void run_callbacks(void *arg) {
         LOCK(f);
         rlock_future_cb first_fn = f->first_fn;
         void *first_arg = f->first_arg;
-        callback *cb = f->callbacks;
+        bool list = f->cb_list;
         f->first_fn = NULL;
-        f->callbacks = NULL;
-        if (first_fn == NULL) { /* the list is empty too */
+        f->first_arg = NULL;
+        f->cb_list = false;
+        if (first_fn == NULL) {
             loop = f->loop;
             f->loop = NULL;
         }
@@ -185,8 +191,11 @@ static void run_callbacks(void *arg) {
         if (first_fn == NULL) {
             break;
         }
-        first_fn(f, first_arg);
-        while (cb != NULL) {
+        if (!list) {
+            first_fn(f, first_arg);
+            continue;
+        }
+        for (callback *cb = first_arg; cb != NULL;) {
             callback *next = cb->next;
             cb->fn(f, cb->arg);
             free(cb);
@@ -279,25 +288,35 @@ int rlock_future_on_complete(rlock_future *f, rlock_future_cb fn, void *arg) {
         fn(f, arg);
         return RLOCK_OK;
     }
-    if (f->first_fn == NULL) { /* then the list is empty too */
+    if (f->first_fn == NULL) {
         f->first_fn = fn;
         f->first_arg = arg;
         UNLOCK(f);
         return RLOCK_OK;
     }
-    callback *cb = malloc(sizeof(*cb)); /* rare: a second callback */
-    if (cb == NULL) {
+    /* Rare: a second callback. The first moves to the list's head. */
+    bool to_list = !f->cb_list;
+    callback *cb = malloc(sizeof(*cb));
+    callback *head = to_list && cb != NULL ? malloc(sizeof(*head)) : NULL;
+    if (cb == NULL || (to_list && head == NULL)) {
         UNLOCK(f);
+        free(cb);
         return RLOCK_ERR_NOMEM;
     }
     cb->next = NULL;
     cb->fn = fn;
     cb->arg = arg;
-    callback **tail = &f->callbacks;
-    while (*tail != NULL) {
-        tail = &(*tail)->next;
+    if (to_list) {
+        *head = (callback){.next = cb, .fn = f->first_fn, .arg = f->first_arg};
+        f->cb_list = true;
+        f->first_arg = head;
+    } else {
+        callback *last = f->first_arg;
+        while (last->next != NULL) {
+            last = last->next;
+        }
+        last->next = cb;
     }
-    *tail = cb;
     UNLOCK(f);
     return RLOCK_OK;
 }

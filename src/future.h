@@ -23,15 +23,16 @@ struct rlock_future {
      * apart would be needed to mistake one process for another. */
     uint32_t fork_gen;
     bool done;
+    bool cb_list;      /* first_arg is the list of callbacks (see below) */
     rlock__loop *loop; /* referenced until the callbacks have run */
     int64_t value;
     char *msg; /* a failure's details; a success's text value (a permit id) */
-    /* The callbacks in the order added. Almost every future gets one, so
-     * the first of a batch waiting to run is kept here (first_fn set)
-     * rather than allocated; the rest queue in the list behind it. */
+    /* The callbacks waiting to run. Almost every future gets one, so one
+     * is kept here (first_fn set) rather than allocated; when more wait,
+     * cb_list is set and first_arg is the list of them in the order added
+     * (first_fn then only tells that some wait). */
     rlock_future_cb first_fn;
     void *first_arg;
-    struct rlock__future_callback *callbacks;
     /* Given f: an operation that embeds its future finds itself from
      * it, one that does not keeps a pointer after it (new_sized). */
     void (*cancel_fn)(rlock_future *f);

@@ -123,8 +123,8 @@ rlock_future *rlock__sync_call(rlock *o, rlock__cmd *cmd) {
 /* ---- the waiting call -------------------------------------------------------- */
 
 /* 64-bit targets: a waiting call is one block of this size (a lock's is
- * 192, a try-lock's 208); thousands may wait at once. */
-_Static_assert(sizeof(void *) != 8 || sizeof(rlock__sync_op) <= 216, "rlock__sync_op grew");
+ * 184, a try-lock's 200); thousands may wait at once. */
+_Static_assert(sizeof(void *) != 8 || sizeof(rlock__sync_op) <= 208, "rlock__sync_op grew");
 
 static void send_try(rlock__sync_op *op);
 
