@@ -23,6 +23,8 @@
 #include "registry.h"
 #include "rlock/errors.h"
 
+_Static_assert(offsetof(rlock_future, task) == 0, "a task is given its own address (loop.h)");
+
 typedef struct rlock__future_callback {
     struct rlock__future_callback *next;
     rlock_future_cb fn;
@@ -210,7 +212,7 @@ static void run_callbacks(void *arg) {
  * loop once the current iteration's work is done (see rlock__loop_defer). */
 static void schedule_callbacks(rlock_future *f) {
     rlock__future_ref(f);
-    rlock__loop_defer(f->loop, &f->task, run_callbacks, f);
+    rlock__loop_defer(f->loop, &f->task, run_callbacks);
 }
 
 /* Flips f to done under the lock; false if it was done already. */
@@ -267,7 +269,7 @@ bool rlock_future_cancel(rlock_future *f) {
     if (rlock__loop_on_thread(f->loop)) {
         cancel_on_loop(f);
     } else {
-        rlock__loop_post_task(f->loop, &f->task, cancel_on_loop, f);
+        rlock__loop_post_task(f->loop, &f->task, cancel_on_loop);
     }
     return true;
 }

@@ -17,6 +17,11 @@
 /* The state behind rlock_future (future.c works on it; an operation may
  * embed it, see rlock__future_new_sized). */
 struct rlock_future {
+    /* Posts a cancel to the loop thread, then defers the callbacks: one
+     * at a time, since only the winner of settle() uses it, and the loop
+     * is done with a task once its function runs. First: its function is
+     * given its address (loop.h). */
+    rlock__task task;
     atomic_int refs;
     int err;
     /* rlock__fork_generation() at creation, truncated: 4 billion forks
@@ -36,10 +41,6 @@ struct rlock_future {
     /* Given f: an operation that embeds its future finds itself from
      * it, one that does not keeps a pointer after it (new_sized). */
     void (*cancel_fn)(rlock_future *f);
-    /* Posts a cancel to the loop thread, then defers the callbacks: one
-     * at a time, since only the winner of settle() uses it, and the loop
-     * is done with a task once its function runs. */
-    rlock__task task;
 };
 
 rlock_future *rlock__future_new(rlock__loop *loop);

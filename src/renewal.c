@@ -135,6 +135,7 @@ typedef struct lost_event {
     char message[256];
     char name[];
 } lost_event;
+_Static_assert(offsetof(lost_event, task) == 0, "a task is given its own address (loop.h)");
 
 static void on_timer(struct ev_loop *ev, ev_timer *w, int revents);
 static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents);
@@ -303,7 +304,7 @@ static void report_lost(rlock__renewal *r, renew_entry *e, owner *o, int reason,
                                           .thread_id = o->thread_id,
                                           .reason = reason,
                                           .message = ev->message};
-        rlock__loop_defer(r->loop, &ev->task, deliver_lost, ev);
+        rlock__loop_defer(r->loop, &ev->task, deliver_lost);
     } else {
         free(ev);
     }

@@ -49,8 +49,8 @@ static void complete_on_loop(void *arg) {
 }
 
 typedef struct {
+    rlock__task task; /* first: marker_ran is given its address */
     rlock__loop *loop;
-    rlock__task task;
     atomic_bool ran;
 } marker;
 
@@ -60,7 +60,7 @@ static void marker_ran(void *arg) {
 
 static void defer_marker(void *arg) {
     marker *m = arg;
-    rlock__loop_defer(m->loop, &m->task, marker_ran, m);
+    rlock__loop_defer(m->loop, &m->task, marker_ran);
 }
 
 /* Returns once everything posted or deferred before it has run: deferred
