@@ -66,8 +66,7 @@ typedef struct acquire_try {
  * is freed with the future's last reference, so a call is one allocation;
  * the op's fields are dead once it has dropped its own reference. */
 typedef struct acquire_op {
-    rlock_future future;
-    rlock__live live; /* in the client's list while under way */
+    rlock__live live; /* its future first; in the client's list while under way */
     rlock *lock;
     uint64_t thread_id;
     int64_t lease_ms; /* < 0: the watchdog */
@@ -98,9 +97,9 @@ typedef struct acquire_op {
 } acquire_op;
 
 /* 64-bit targets: the budget bench/ holds S5 to (a lock call's block is a
- * malloc chunk of 192 bytes, a try-lock's 208, plus the deadline heap's
+ * malloc chunk of 176 bytes, a try-lock's 192, plus the deadline heap's
  * slot). */
-_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 184, "acquire_op grew");
+_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 168, "acquire_op grew");
 
 /* The wait a try-lock asked for; -1 for a lock call. */
 static int64_t wait_ms_of(const acquire_op *op) {
@@ -122,13 +121,13 @@ static void acquire_free(acquire_op *op) {
         rlock__wait_leave(&op->wait);
     }
     rlock__client_untrack(&op->live);
-    rlock__future_on_cancel(&op->future, NULL);
-    rlock_future_release(&op->future); /* may free op */
+    rlock__future_on_cancel(&op->live.future, NULL);
+    rlock_future_release(&op->live.future); /* may free op */
     rlock__object_unref(l);
 }
 
 static void acquire_finish(acquire_op *op, int err, int64_t value, const char *msg) {
-    rlock__future_complete(&op->future, err, value, msg);
+    rlock__future_complete(&op->live.future, err, value, msg);
     acquire_free(op);
 }
 
@@ -177,7 +176,7 @@ static void acquired(acquire_op *op, int64_t token) {
     } else {
         atomic_store(&l->lease_ms, op->lease_ms);
     }
-    if (!rlock__future_complete(&op->future, RLOCK_OK, value, NULL)) {
+    if (!rlock__future_complete(&op->live.future, RLOCK_OK, value, NULL)) {
         /* Cancelled meanwhile: release it (the undo has no caller, so the
          * watchdog is told here). */
         if (watched) {
@@ -467,21 +466,21 @@ static void send_acquire(acquire_op *op) {
 }
 
 /* A user's cancel won (loop thread): stop waiting now, or once the acquire
- * in flight is back (then a lock it took is released). */
+ * in flight is back (then a lock it took is released). Or, the future not
+ * done yet, the client shuts down (rlock__live): those in flight fail with
+ * the executor. */
 static void on_cancel(rlock_future *f) {
-    acquire_op *op = RLOCK__CONTAINER_OF(f, acquire_op, future);
+    acquire_op *op = RLOCK__CONTAINER_OF(f, acquire_op, live.future);
+    if (!rlock_future_is_done(f)) {
+        if (!op->in_flight) {
+            acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+        }
+        return;
+    }
     op->cancelled = true;
     if (!op->in_flight) {
         acquire_failed(op);
         acquire_free(op);
-    }
-}
-
-/* Client shutdown: those in flight fail with the executor. */
-static void close_acquire(rlock__live *live) {
-    acquire_op *op = RLOCK__CONTAINER_OF(live, acquire_op, live);
-    if (!op->in_flight) {
-        acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
     }
 }
 
@@ -493,7 +492,7 @@ static void start_acquire(void *arg) {
         acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
         return;
     }
-    rlock__future_on_cancel(&op->future, on_cancel);
+    rlock__future_on_cancel(&op->live.future, on_cancel);
     int64_t first_ttl = op->first_ttl;
     if (first_ttl >= -1) {
         wait_for_unlock(op, first_ttl); /* the direct path's try said busy */
@@ -531,7 +530,7 @@ rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, 
     if (f == NULL) {
         return rlock__future_failed(l->client->loop, RLOCK_ERR_NOMEM, "out of memory");
     }
-    acquire_op *op = RLOCK__CONTAINER_OF(f, acquire_op, future);
+    acquire_op *op = RLOCK__CONTAINER_OF(f, acquire_op, live.future);
     op->lock = l;
     op->thread_id = thread_id;
     op->lease_ms = lease_ms;
@@ -550,7 +549,6 @@ rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, 
         rlock__wait_init(&op->wait);
     }
     rlock__list_init(&op->live.node);
-    op->live.close = close_acquire;
     /* No task of its own to start with: off the loop thread one is
      * allocated for the trip (and freed after), so a waiting call does not
      * carry one. */

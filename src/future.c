@@ -247,6 +247,15 @@ void rlock__future_on_cancel(rlock_future *f, void (*fn)(rlock_future *f)) {
     UNLOCK(f);
 }
 
+void rlock__future_close(rlock_future *f) {
+    LOCK(f);
+    void (*fn)(rlock_future *) = f->cancel_fn;
+    UNLOCK(f);
+    if (fn != NULL) {
+        fn(f);
+    }
+}
+
 static void cancel_on_loop(void *arg) {
     rlock_future *f = arg;
     LOCK(f);

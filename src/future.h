@@ -64,6 +64,11 @@ bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char 
  * clears it (NULL) before it drops its reference. */
 void rlock__future_on_cancel(rlock_future *f, void (*fn)(rlock_future *f));
 
+/* The client shuts down (loop thread): runs f's cancel hook, if set, which
+ * tells this from a user's cancel by f not being done yet (client.h:
+ * rlock__live). */
+void rlock__future_close(rlock_future *f);
+
 void rlock__future_ref(rlock_future *f);
 
 #endif
