@@ -60,8 +60,10 @@ rlock_future *rlock__future_failed(rlock__loop *loop, int err, const char *msg);
  * operation then undoes what it did. msg may be NULL. */
 bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char *msg);
 
-/* fn(f) runs on the loop thread after a user's cancel won. The operation
- * clears it (NULL) before it drops its reference. */
+/* fn(f) runs on the loop thread after a user's cancel won, and for an
+ * operation the client tracks when the client shuts down (f not done yet:
+ * rlock__future_close). The operation clears it (NULL) before it drops
+ * its reference. */
 void rlock__future_on_cancel(rlock_future *f, void (*fn)(rlock_future *f));
 
 /* The client shuts down (loop thread): runs f's cancel hook, if set, which
