@@ -54,19 +54,23 @@ static const char *check_wait(int64_t wait_ms) {
 
 /* ---- lock and try-lock --------------------------------------------------- */
 
+/* A try-lock's wait, after the op's other fields and allocated only for a
+ * try-lock: a lock call waits as long as it takes. */
+typedef struct acquire_try {
+    int64_t wait_ms;     /* the wait asked for */
+    int64_t deadline_ms; /* when the wait runs out */
+} acquire_try;
+
 /* One per waiter, so kept small: thousands may wait on one name (S5 in
  * bench/ measures it). The future is the op's first member and the block
  * is freed with the future's last reference, so a call is one allocation;
  * the op's fields are dead once it has dropped its own reference. */
 typedef struct acquire_op {
-    rlock_future future;
-    rlock__live live; /* in the client's list while under way */
+    rlock__live live; /* its future first; in the client's list while under way */
     rlock *lock;
     uint64_t thread_id;
-    int64_t lease_ms;    /* < 0: the watchdog */
-    int64_t wait_ms;     /* try-lock: the wait asked for; lock: -1 */
-    int64_t deadline_ms; /* try-lock: when the wait runs out */
-    union {              /* never two at once */
+    int64_t lease_ms; /* < 0: the watchdog */
+    union {           /* never two at once */
         /* >= -1: the answer of a try made before the op (direct path),
          * read once as the op starts, before anything is sent */
         int64_t first_ttl;
@@ -89,11 +93,18 @@ typedef struct acquire_op {
     bool waited : 1;              /* counted in rlock_stats.waits */
     bool resend : 1;              /* the timer sends the acquire again (unsynced_tries) */
     unsigned unsynced_tries : 10; /* of this try, undone (up to retry_attempts) */
+    acquire_try try_[];           /* is_try: one */
 } acquire_op;
 
-/* 64-bit targets: the budget bench/ holds S5 to (a malloc chunk of 224
- * bytes with the deadline heap's slot, under 250 per waiting call). */
-_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 216, "acquire_op grew");
+/* 64-bit targets: the budget bench/ holds S5 to (a lock call's block is a
+ * malloc chunk of 176 bytes, a try-lock's 192, plus the deadline heap's
+ * slot). */
+_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 168, "acquire_op grew");
+
+/* The wait a try-lock asked for; -1 for a lock call. */
+static int64_t wait_ms_of(const acquire_op *op) {
+    return op->is_try ? op->try_[0].wait_ms : -1;
+}
 
 static void send_acquire(acquire_op *op);
 
@@ -110,13 +121,13 @@ static void acquire_free(acquire_op *op) {
         rlock__wait_leave(&op->wait);
     }
     rlock__client_untrack(&op->live);
-    rlock__future_on_cancel(&op->future, NULL, NULL);
-    rlock_future_release(&op->future); /* may free op */
+    rlock__future_on_cancel(&op->live.future, NULL);
+    rlock_future_release(&op->live.future); /* may free op */
     rlock__object_unref(l);
 }
 
 static void acquire_finish(acquire_op *op, int err, int64_t value, const char *msg) {
-    rlock__future_complete(&op->future, err, value, msg);
+    rlock__future_complete(&op->live.future, err, value, msg);
     acquire_free(op);
 }
 
@@ -126,7 +137,7 @@ static void acquire_finish(acquire_op *op, int err, int64_t value, const char *m
 static void acquire_failed(acquire_op *op) {
     rlock *l = op->lock;
     if (l->ops->acquire_failed != NULL && !l->client->closed) {
-        rlock__fire_and_forget(l->client, l->ops->acquire_failed(l, op->thread_id, op->wait_ms));
+        rlock__fire_and_forget(l->client, l->ops->acquire_failed(l, op->thread_id, wait_ms_of(op)));
     }
 }
 
@@ -165,7 +176,7 @@ static void acquired(acquire_op *op, int64_t token) {
     } else {
         atomic_store(&l->lease_ms, op->lease_ms);
     }
-    if (!rlock__future_complete(&op->future, RLOCK_OK, value, NULL)) {
+    if (!rlock__future_complete(&op->live.future, RLOCK_OK, value, NULL)) {
         /* Cancelled meanwhile: release it (the undo has no caller, so the
          * watchdog is told here). */
         if (watched) {
@@ -178,7 +189,7 @@ static void acquired(acquire_op *op, int64_t token) {
 }
 
 static bool wait_over(const acquire_op *op) {
-    return op->is_try && rlock__now_ms() >= op->deadline_ms;
+    return op->is_try && rlock__now_ms() >= op->try_[0].deadline_ms;
 }
 
 /* A wake-up: try again, unless a try-lock's wait has run out. */
@@ -311,7 +322,7 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
     rlock__wait_park(&op->wait, on_wake);
     int64_t t = ttl >= 0 && ttl < l->ops->min_wait_ms ? l->ops->min_wait_ms : ttl;
     if (op->is_try) {
-        int64_t left = op->deadline_ms - rlock__now_ms();
+        int64_t left = op->try_[0].deadline_ms - rlock__now_ms();
         t = t < 0 || left < t ? left : t;
     }
     if (t >= 0) {
@@ -424,7 +435,7 @@ static void send_acquire(acquire_op *op) {
     rlock__acquire_req req = {.thread_id = op->thread_id,
                               .lease_ms =
                                   op->lease_ms > 0 ? op->lease_ms : c->cfg.lock_watchdog_timeout_ms,
-                              .wait_ms = op->wait_ms,
+                              .wait_ms = wait_ms_of(op),
                               .token = op->token};
     rlock__cmd *cmd = l->ops->acquire(l, &req);
     if (cmd == NULL) {
@@ -435,7 +446,7 @@ static void send_acquire(acquire_op *op) {
     if (op->is_try) {
         /* Redis unreachable: the try-lock still ends within its wait plus
          * one response timeout, whatever retry_attempts says. */
-        rlock__cmd_give_up_at(cmd, op->deadline_ms);
+        rlock__cmd_give_up_at(cmd, op->try_[0].deadline_ms);
     }
     op->sent_ms = rlock__now_ms();
     op->in_flight = true;
@@ -455,21 +466,21 @@ static void send_acquire(acquire_op *op) {
 }
 
 /* A user's cancel won (loop thread): stop waiting now, or once the acquire
- * in flight is back (then a lock it took is released). */
-static void on_cancel(void *ctx) {
-    acquire_op *op = ctx;
+ * in flight is back (then a lock it took is released). Or, the future not
+ * done yet, the client shuts down (rlock__live): those in flight fail with
+ * the executor. */
+static void on_cancel(rlock_future *f) {
+    acquire_op *op = RLOCK__CONTAINER_OF(f, acquire_op, live.future);
+    if (!rlock_future_is_done(f)) {
+        if (!op->in_flight) {
+            acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+        }
+        return;
+    }
     op->cancelled = true;
     if (!op->in_flight) {
         acquire_failed(op);
         acquire_free(op);
-    }
-}
-
-/* Client shutdown: those in flight fail with the executor. */
-static void close_acquire(rlock__live *live) {
-    acquire_op *op = RLOCK__CONTAINER_OF(live, acquire_op, live);
-    if (!op->in_flight) {
-        acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
     }
 }
 
@@ -481,7 +492,7 @@ static void start_acquire(void *arg) {
         acquire_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
         return;
     }
-    rlock__future_on_cancel(&op->future, on_cancel, op);
+    rlock__future_on_cancel(&op->live.future, on_cancel);
     int64_t first_ttl = op->first_ttl;
     if (first_ttl >= -1) {
         wait_for_unlock(op, first_ttl); /* the direct path's try said busy */
@@ -514,18 +525,22 @@ int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, bool
  * this answer (the direct path), so the operation starts by waiting. */
 rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
                                    bool is_try, bool token, int64_t started_ms, int64_t ttl) {
-    rlock_future *f = rlock__future_new_sized(l->client->loop, sizeof(acquire_op));
+    size_t size = sizeof(acquire_op) + (is_try ? sizeof(acquire_try) : 0);
+    rlock_future *f = rlock__future_new_sized(l->client->loop, size);
     if (f == NULL) {
         return rlock__future_failed(l->client->loop, RLOCK_ERR_NOMEM, "out of memory");
     }
-    acquire_op *op = RLOCK__CONTAINER_OF(f, acquire_op, future);
+    acquire_op *op = RLOCK__CONTAINER_OF(f, acquire_op, live.future);
     op->lock = l;
     op->thread_id = thread_id;
     op->lease_ms = lease_ms;
     op->is_try = is_try;
     op->token = token;
-    op->wait_ms = is_try ? wait_ms : -1;
-    op->deadline_ms = started_ms + wait_ms; /* the wait counts from the call */
+    if (is_try) {
+        op->try_[0] = (acquire_try){.wait_ms = wait_ms,
+                                    /* the wait counts from the call */
+                                    .deadline_ms = started_ms + wait_ms};
+    }
     op->first_ttl = ttl;
     rlock__deadline_init(&op->timer); /* its slot only: first_ttl shares due_ms */
     if (l->ops->spins) {
@@ -534,7 +549,6 @@ rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, 
         rlock__wait_init(&op->wait);
     }
     rlock__list_init(&op->live.node);
-    op->live.close = close_acquire;
     /* No task of its own to start with: off the loop thread one is
      * allocated for the trip (and freed after), so a waiting call does not
      * carry one. */

@@ -185,7 +185,7 @@ rlock_future *rlock__direct_unlock_begin(rlock__direct_step *st) {
         return NULL;
     }
     op->future = f; /* the loop's path, which retries what never left */
-    rlock__loop_call_task(c->loop, &op->task, rlock__unlock_start, op);
+    rlock__loop_call_task(c->loop, &op->task, rlock__unlock_start);
     return f;
 }
 

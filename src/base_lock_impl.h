@@ -51,6 +51,7 @@ typedef struct unlock_op {
     size_t latch_len;
     char latch[]; /* redisson_unlock_latch:{name}:<requestId> */
 } unlock_op;
+_Static_assert(offsetof(unlock_op, task) == 0, "a task is given its own address (loop.h)");
 
 /* The not-held message's room (a name is shown up to 200 bytes). */
 #define NOT_HELD_MSG_MAX sizeof(((rlock__direct_step *)0)->msg)

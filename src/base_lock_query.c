@@ -22,6 +22,7 @@ typedef struct query_op {
     rlock__cmd *cmd;
     rlock__query kind;
 } query_op;
+_Static_assert(offsetof(query_op, task) == 0, "a task is given its own address (loop.h)");
 
 static void on_query_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     query_op *op = arg;
@@ -125,7 +126,7 @@ static rlock_future *query(rlock *l, rlock__query kind, uint64_t thread_id) {
     op->future = f;
     op->cmd = cmd;
     op->kind = kind;
-    rlock__loop_call_task(l->client->loop, &op->task, start_query, op);
+    rlock__loop_call_task(l->client->loop, &op->task, start_query);
     return f;
 }
 

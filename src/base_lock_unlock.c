@@ -187,6 +187,6 @@ rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id) {
         return rlock__future_failed(l->client->loop, RLOCK_ERR_NOMEM, "out of memory");
     }
     op->future = f;
-    rlock__loop_call_task(l->client->loop, &op->task, rlock__unlock_start, op);
+    rlock__loop_call_task(l->client->loop, &op->task, rlock__unlock_start);
     return f;
 }

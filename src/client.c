@@ -282,7 +282,7 @@ static void close_live(rlock_client *c) {
     while (n != &c->live) {
         rlock__live *op = RLOCK__CONTAINER_OF(n, rlock__live, node);
         n = n->next; /* op may leave the list */
-        op->close(op);
+        rlock__future_close(&op->future);
     }
 }
 

@@ -11,6 +11,7 @@
 #include "deadlines.h"
 #include "direct.h"
 #include "executor.h"
+#include "future.h"
 #include "loop.h"
 #include "pubsub.h"
 #include "registry.h"
@@ -70,12 +71,15 @@ int rlock__client_usable(const rlock_client *c, const char *fn);
 
 /* An operation that waits on the loop beyond a command (a lock call
  * waiting for an unlock): the client closes it when it shuts down, since
- * the executor only fails what is in flight. Loop thread only. */
+ * the executor only fails what is in flight. It begins with its future
+ * (rlock__future_new_sized), whose cancel hook the close runs
+ * (rlock__future_close): the hook, seeing the future not done yet,
+ * completes the operation with RLOCK_ERR_CLOSED or leaves it to the
+ * executor's failure of its command in flight, and may untrack it. So a
+ * waiting call carries no close function of its own. Loop thread only. */
 typedef struct rlock__live {
-    rlock__list node;
-    /* Completes the operation with RLOCK_ERR_CLOSED, or leaves it to the
-     * executor's failure of its command in flight. May untrack it. */
-    void (*close)(struct rlock__live *op);
+    rlock_future future;
+    rlock__list node; /* in the client's list while tracked */
 } rlock__live;
 
 void rlock__client_track(rlock_client *c, rlock__live *op);

@@ -23,11 +23,21 @@
 #include "registry.h"
 #include "rlock/errors.h"
 
+_Static_assert(offsetof(rlock_future, task) == 0, "a task is given its own address (loop.h)");
+
 typedef struct rlock__future_callback {
     struct rlock__future_callback *next;
     rlock_future_cb fn;
     void *arg;
 } callback;
+
+static void free_callbacks(callback *cb) {
+    while (cb != NULL) {
+        callback *next = cb->next;
+        free(cb);
+        cb = next;
+    }
+}
 
 /* ---- the shared locks ---------------------------------------------------- */
 
@@ -153,11 +163,8 @@ void rlock_future_release(rlock_future *f) {
     if (atomic_fetch_sub(&f->refs, 1) != 1) {
         return;
     }
-    callback *cb = f->callbacks;
-    while (cb != NULL) { /* only when never completed: an error path */
-        callback *next = cb->next;
-        free(cb);
-        cb = next;
+    if (f->cb_list) { /* only when never completed: an error path */
+        free_callbacks(f->first_arg);
     }
     rlock__loop_unref(f->loop);
     free(f->msg);
@@ -174,10 +181,11 @@ static void run_callbacks(void *arg) {
         LOCK(f);
         rlock_future_cb first_fn = f->first_fn;
         void *first_arg = f->first_arg;
-        callback *cb = f->callbacks;
+        bool list = f->cb_list;
         f->first_fn = NULL;
-        f->callbacks = NULL;
-        if (first_fn == NULL) { /* the list is empty too */
+        f->first_arg = NULL;
+        f->cb_list = false;
+        if (first_fn == NULL) {
             loop = f->loop;
             f->loop = NULL;
         }
@@ -185,8 +193,11 @@ static void run_callbacks(void *arg) {
         if (first_fn == NULL) {
             break;
         }
-        first_fn(f, first_arg);
-        while (cb != NULL) {
+        if (!list) {
+            first_fn(f, first_arg);
+            continue;
+        }
+        for (callback *cb = first_arg; cb != NULL;) {
             callback *next = cb->next;
             cb->fn(f, cb->arg);
             free(cb);
@@ -201,7 +212,7 @@ static void run_callbacks(void *arg) {
  * loop once the current iteration's work is done (see rlock__loop_defer). */
 static void schedule_callbacks(rlock_future *f) {
     rlock__future_ref(f);
-    rlock__loop_defer(f->loop, &f->task, run_callbacks, f);
+    rlock__loop_defer(f->loop, &f->task, run_callbacks);
 }
 
 /* Flips f to done under the lock; false if it was done already. */
@@ -230,21 +241,28 @@ bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char 
     return true;
 }
 
-void rlock__future_on_cancel(rlock_future *f, void (*fn)(void *ctx), void *ctx) {
+void rlock__future_on_cancel(rlock_future *f, void (*fn)(rlock_future *f)) {
     LOCK(f);
     f->cancel_fn = fn;
-    f->cancel_ctx = ctx;
     UNLOCK(f);
+}
+
+void rlock__future_close(rlock_future *f) {
+    LOCK(f);
+    void (*fn)(rlock_future *) = f->cancel_fn;
+    UNLOCK(f);
+    if (fn != NULL) {
+        fn(f);
+    }
 }
 
 static void cancel_on_loop(void *arg) {
     rlock_future *f = arg;
     LOCK(f);
-    void (*fn)(void *) = f->cancel_fn;
-    void *ctx = f->cancel_ctx;
+    void (*fn)(rlock_future *) = f->cancel_fn;
     UNLOCK(f);
     if (fn != NULL) {
-        fn(ctx);
+        fn(f);
     }
     schedule_callbacks(f);
     rlock_future_release(f); /* the reference taken by rlock_future_cancel */
@@ -260,7 +278,7 @@ bool rlock_future_cancel(rlock_future *f) {
     if (rlock__loop_on_thread(f->loop)) {
         cancel_on_loop(f);
     } else {
-        rlock__loop_post_task(f->loop, &f->task, cancel_on_loop, f);
+        rlock__loop_post_task(f->loop, &f->task, cancel_on_loop);
     }
     return true;
 }
@@ -281,25 +299,35 @@ int rlock_future_on_complete(rlock_future *f, rlock_future_cb fn, void *arg) {
         fn(f, arg);
         return RLOCK_OK;
     }
-    if (f->first_fn == NULL) { /* then the list is empty too */
+    if (f->first_fn == NULL) {
         f->first_fn = fn;
         f->first_arg = arg;
         UNLOCK(f);
         return RLOCK_OK;
     }
-    callback *cb = malloc(sizeof(*cb)); /* rare: a second callback */
-    if (cb == NULL) {
+    /* Rare: a second callback. The first moves to the list's head. */
+    bool to_list = !f->cb_list;
+    callback *cb = malloc(sizeof(*cb));
+    callback *head = to_list && cb != NULL ? malloc(sizeof(*head)) : NULL;
+    if (cb == NULL || (to_list && head == NULL)) {
         UNLOCK(f);
+        free(cb);
         return RLOCK_ERR_NOMEM;
     }
     cb->next = NULL;
     cb->fn = fn;
     cb->arg = arg;
-    callback **tail = &f->callbacks;
-    while (*tail != NULL) {
-        tail = &(*tail)->next;
+    if (to_list) {
+        *head = (callback){.next = cb, .fn = f->first_fn, .arg = f->first_arg};
+        f->cb_list = true;
+        f->first_arg = head;
+    } else {
+        callback *last = f->first_arg;
+        while (last->next != NULL) {
+            last = last->next;
+        }
+        last->next = cb;
     }
-    *tail = cb;
     UNLOCK(f);
     return RLOCK_OK;
 }

@@ -17,27 +17,30 @@
 /* The state behind rlock_future (future.c works on it; an operation may
  * embed it, see rlock__future_new_sized). */
 struct rlock_future {
+    /* Posts a cancel to the loop thread, then defers the callbacks: one
+     * at a time, since only the winner of settle() uses it, and the loop
+     * is done with a task once its function runs. First: its function is
+     * given its address (loop.h). */
+    rlock__task task;
     atomic_int refs;
     int err;
     /* rlock__fork_generation() at creation, truncated: 4 billion forks
      * apart would be needed to mistake one process for another. */
     uint32_t fork_gen;
     bool done;
+    bool cb_list;      /* first_arg is the list of callbacks (see below) */
     rlock__loop *loop; /* referenced until the callbacks have run */
     int64_t value;
     char *msg; /* a failure's details; a success's text value (a permit id) */
-    /* The callbacks in the order added. Almost every future gets one, so
-     * the first of a batch waiting to run is kept here (first_fn set)
-     * rather than allocated; the rest queue in the list behind it. */
+    /* The callbacks waiting to run. Almost every future gets one, so one
+     * is kept here (first_fn set) rather than allocated; when more wait,
+     * cb_list is set and first_arg is the list of them in the order added
+     * (first_fn then only tells that some wait). */
     rlock_future_cb first_fn;
     void *first_arg;
-    struct rlock__future_callback *callbacks;
-    void (*cancel_fn)(void *ctx);
-    void *cancel_ctx;
-    /* Posts a cancel to the loop thread, then defers the callbacks: one
-     * at a time, since only the winner of settle() uses it, and the loop
-     * is done with a task once its function runs. */
-    rlock__task task;
+    /* Given f: an operation that embeds its future finds itself from
+     * it, one that does not keeps a pointer after it (new_sized). */
+    void (*cancel_fn)(rlock_future *f);
 };
 
 rlock_future *rlock__future_new(rlock__loop *loop);
@@ -57,9 +60,16 @@ rlock_future *rlock__future_failed(rlock__loop *loop, int err, const char *msg);
  * operation then undoes what it did. msg may be NULL. */
 bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char *msg);
 
-/* fn(ctx) runs on the loop thread after a user's cancel won. The operation
- * clears it (NULL fn) before it drops its reference. */
-void rlock__future_on_cancel(rlock_future *f, void (*fn)(void *ctx), void *ctx);
+/* fn(f) runs on the loop thread after a user's cancel won, and for an
+ * operation the client tracks when the client shuts down (f not done yet:
+ * rlock__future_close). The operation clears it (NULL) before it drops
+ * its reference. */
+void rlock__future_on_cancel(rlock_future *f, void (*fn)(rlock_future *f));
+
+/* The client shuts down (loop thread): runs f's cancel hook, if set, which
+ * tells this from a user's cancel by f not being done yet (client.h:
+ * rlock__live). */
+void rlock__future_close(rlock_future *f);
 
 void rlock__future_ref(rlock_future *f);
 

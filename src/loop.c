@@ -33,6 +33,7 @@ struct rlock__loop {
     rlock__task *deferred_head, *deferred_tail;
 };
 
+/* Tasks are given their own address: each is the first member of its state. */
 typedef struct sync_call {
     rlock__task task; /* queued in place: a sync call cannot fail for memory */
     rlock__task_fn fn;
@@ -43,7 +44,7 @@ typedef struct sync_call {
 } sync_call;
 
 static void run_task(rlock__task *t) {
-    t->fn(t->arg); /* may free t */
+    t->fn(t); /* may free t */
 }
 
 /* Runs the tasks queued so far. Tasks posted meanwhile signal the async
@@ -222,10 +223,9 @@ bool rlock__loop_on_thread(const rlock__loop *l) {
     return pthread_equal(pthread_self(), l->thread) != 0;
 }
 
-void rlock__loop_post_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg) {
+void rlock__loop_post_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn) {
     t->next = NULL;
     t->fn = fn;
-    t->arg = arg;
     pthread_mutex_lock(&l->mu);
     if (l->closed) {
         pthread_mutex_unlock(&l->mu);
@@ -243,17 +243,16 @@ void rlock__loop_post_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, vo
     pthread_mutex_unlock(&l->mu);
 }
 
-void rlock__loop_defer(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg) {
+void rlock__loop_defer(rlock__loop *l, rlock__task *t, rlock__task_fn fn) {
     pthread_mutex_lock(&l->mu);
     bool closed = l->closed;
     pthread_mutex_unlock(&l->mu);
     if (closed || !rlock__loop_on_thread(l)) {
-        rlock__loop_post_task(l, t, fn, arg); /* runs inline once closed */
+        rlock__loop_post_task(l, t, fn); /* runs inline once closed */
         return;
     }
     t->next = NULL;
     t->fn = fn;
-    t->arg = arg;
     if (l->deferred_tail != NULL) {
         l->deferred_tail->next = t;
     } else {
@@ -286,7 +285,7 @@ int rlock__loop_post(rlock__loop *l, rlock__task_fn fn, void *arg) {
     }
     p->fn = fn;
     p->arg = arg;
-    rlock__loop_post_task(l, &p->task, run_posted, p);
+    rlock__loop_post_task(l, &p->task, run_posted);
     return RLOCK_OK;
 }
 
@@ -298,12 +297,12 @@ int rlock__loop_call(rlock__loop *l, rlock__task_fn fn, void *arg) {
     return rlock__loop_post(l, fn, arg);
 }
 
-void rlock__loop_call_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg) {
+void rlock__loop_call_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn) {
     if (rlock__loop_on_thread(l)) {
-        fn(arg);
+        fn(t);
         return;
     }
-    rlock__loop_post_task(l, t, fn, arg);
+    rlock__loop_post_task(l, t, fn);
 }
 
 static void run_sync_task(void *arg) {
@@ -323,7 +322,7 @@ void rlock__loop_run_sync(rlock__loop *l, rlock__task_fn fn, void *arg) {
     sync_call s = {.fn = fn, .arg = arg};
     pthread_mutex_init(&s.mu, NULL);
     pthread_cond_init(&s.cv, NULL);
-    rlock__loop_post_task(l, &s.task, run_sync_task, &s);
+    rlock__loop_post_task(l, &s.task, run_sync_task);
     pthread_mutex_lock(&s.mu);
     while (!s.done) {
         pthread_cond_wait(&s.cv, &s.mu);
@@ -333,9 +332,15 @@ void rlock__loop_run_sync(rlock__loop *l, rlock__task_fn fn, void *arg) {
     pthread_cond_destroy(&s.cv);
 }
 
+/* A task that stops the loop's ev_run. */
+typedef struct break_call {
+    rlock__task task;
+    rlock__loop *loop;
+} break_call;
+
 static void break_task(void *arg) {
-    rlock__loop *l = arg;
-    ev_break(l->ev, EVBREAK_ALL);
+    break_call *b = arg;
+    ev_break(b->loop->ev, EVBREAK_ALL);
 }
 
 typedef struct close_call {
@@ -360,13 +365,13 @@ bool rlock__loop_close(rlock__loop *l, rlock__task_fn fn, void *arg, rlock__task
         l->after = after;
         l->after_arg = after_arg;
         pthread_detach(l->thread);
-        break_task(l);
+        ev_break(l->ev, EVBREAK_ALL);
         return true;
     }
     if (l->own && l->thread_started) {
         rlock__loop_run_sync(l, close_on_loop, &call);
-        rlock__task brk = {0};
-        rlock__loop_post_task(l, &brk, break_task, l);
+        break_call brk = {.loop = l};
+        rlock__loop_post_task(l, &brk.task, break_task);
         pthread_join(l->thread, NULL);
         l->thread_started = false;
     } else {

@@ -19,11 +19,12 @@ struct ev_loop;
 typedef struct rlock__loop rlock__loop;
 typedef void (*rlock__task_fn)(void *arg);
 
-/* A queued call. Embed one to post without allocating. */
+/* A queued call. Embed one to post without allocating, as the first
+ * member of the state its function reads: the function is given the
+ * task's address (no argument is kept, since a waiting call embeds one). */
 typedef struct rlock__task {
     struct rlock__task *next;
     rlock__task_fn fn;
-    void *arg;
 } rlock__task;
 
 /* app_loop NULL: create a private loop run by rlock__loop_start()'s thread. */
@@ -43,20 +44,22 @@ bool rlock__loop_on_thread(const rlock__loop *l);
 /* Queues fn(arg) to run on the loop thread after the current callback
  * returns. 0, or RLOCK_ERR_NOMEM. */
 int rlock__loop_post(rlock__loop *l, rlock__task_fn fn, void *arg);
-void rlock__loop_post_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg);
+/* The same with t embedded: queues fn(t). */
+void rlock__loop_post_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn);
 
-/* Queues fn(arg) to run on the loop thread at the end of the current loop
+/* Queues fn(t) to run on the loop thread at the end of the current loop
  * iteration, at the top of the stack: never inside the caller. This is how
  * user callbacks run, so no user code runs in the middle of library code
  * (and may, e.g., destroy the client there). Off the loop thread, or once
  * the loop is closed, it is rlock__loop_post_task. */
-void rlock__loop_defer(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg);
+void rlock__loop_defer(rlock__loop *l, rlock__task *t, rlock__task_fn fn);
 
 /* Runs fn(arg) now when on the loop thread, else posts it. */
 int rlock__loop_call(rlock__loop *l, rlock__task_fn fn, void *arg);
 
-/* rlock__loop_call that cannot fail: t is embedded in the caller's state. */
-void rlock__loop_call_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn, void *arg);
+/* rlock__loop_call that cannot fail: t is embedded in the caller's state,
+ * and fn is given t. */
+void rlock__loop_call_task(rlock__loop *l, rlock__task *t, rlock__task_fn fn);
 
 /* Runs fn(arg) on the loop thread and returns once it has run. */
 void rlock__loop_run_sync(rlock__loop *l, rlock__task_fn fn, void *arg);

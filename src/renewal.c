@@ -20,28 +20,42 @@
  * settings when a loss is reported. */
 typedef struct owner {
     uint64_t thread_id;
-    uint64_t seq;          /* tells this acquisition from a later one */
-    int64_t renewed_ms;    /* when the request that last set the lease was sent */
-    const char *suffix;    /* after "<clientId>:<threadId>" in its field */
-    rlock__lost_sink sink; /* the handle's callback */
-    int count;             /* watchdog holds */
+    int64_t renewed_ms; /* when the request that last set the lease was sent */
+    const char *suffix; /* after "<clientId>:<threadId>" in its field */
+    /* The handle's callback, allocated when it has one (most have not): a
+     * held lock costs its bytes here. */
+    rlock__lost_sink *sink;
+    /* Tells this acquisition from a later one: 32 bits, packed with count
+     * (an entry is one per held lock), since a round's answer would have
+     * to come back 2^32 acquisitions later to mistake one for the other. */
+    uint32_t seq;
+    int count; /* watchdog holds */
 } owner;
+
+/* The owners of a name beyond its first, with their count. */
+typedef struct more_owners {
+    uint32_t n, cap; /* owners of the name in all (the first too), and room */
+    owner o[];       /* cap - 1 */
+} more_owners;
 
 /* A name in one script's table: one per held lock, so kept small (the
  * first owner inline, the table an open hash set of pointers). */
 typedef struct renew_entry {
     /* LockTask renews the first; more only in passing. ReadLockTask
-     * renews them all in one go. owners[0] is first, owners[i] more[i-1]
-     * (owner_at). */
+     * renews them all in one go. owners[0] is first, owners[i]
+     * more->o[i-1] (owner_at). */
     owner first;
-    owner *more;
-    uint32_t n, cap;
+    more_owners *more; /* NULL: first is the only owner */
     uint32_t len;
     uint8_t script;
     /* The name, NUL-terminated; for RLOCK__RENEW_FAST_MULTI then the
      * fields' length (a uint32_t, unaligned) and the fields. */
     char name[];
 } renew_entry;
+
+/* 64-bit targets: with a name of up to 34 bytes an entry is a malloc
+ * chunk of 96 bytes (bench/ S4 holds a held lock to a budget). */
+_Static_assert(sizeof(void *) != 8 || offsetof(renew_entry, name) <= 53, "renew_entry grew");
 
 struct rlock__renewal {
     rlock__loop *loop;
@@ -62,9 +76,9 @@ struct rlock__renewal {
     bool walking;
     bool closed;
     const rlock__topology *topology;
-    bool by_slot;  /* the topology groups keys: one call's names share a group */
-    int in_flight; /* calls of the current round still out */
-    uint64_t next_seq;
+    bool by_slot;      /* the topology groups keys: one call's names share a group */
+    int in_flight;     /* calls of the current round still out */
+    uint32_t next_seq; /* wraps */
     rlock__renewal_stats stats;
     /* Holds taken and given up on other threads (the blocking calls'
      * direct path), applied in order on the loop before the table is
@@ -98,7 +112,7 @@ typedef struct note {
  * (LockTask: the first owner of each name; ReadLockTask: every owner). */
 typedef struct chunk_item {
     uint64_t thread_id;
-    uint64_t seq;
+    uint32_t seq;
     int key;         /* its name's place in the reply */
     size_t off, len; /* of the name, in names */
 } chunk_item;
@@ -121,6 +135,7 @@ typedef struct lost_event {
     char message[256];
     char name[];
 } lost_event;
+_Static_assert(offsetof(lost_event, task) == 0, "a task is given its own address (loop.h)");
 
 static void on_timer(struct ev_loop *ev, ev_timer *w, int revents);
 static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents);
@@ -131,12 +146,17 @@ static const char *entry_name(const void *obj, size_t *len) {
     return e->name;
 }
 
+/* An entry has at least one owner while in the table. */
+static uint32_t owners_of(const renew_entry *e) {
+    return e->more != NULL ? e->more->n : 1;
+}
+
 static owner *owner_at(renew_entry *e, uint32_t i) {
-    return i == 0 ? &e->first : &e->more[i - 1];
+    return i == 0 ? &e->first : &e->more->o[i - 1];
 }
 
 static uint32_t index_of(const renew_entry *e, const owner *o) {
-    return o == &e->first ? 0 : (uint32_t)(o - e->more) + 1;
+    return o == &e->first ? 0 : (uint32_t)(o - e->more->o) + 1;
 }
 
 /* The faster multi-lock's fields, after the name. */
@@ -206,11 +226,11 @@ static bool table_empty(const rlock__renewal *r) {
 /* How many of e's owners its script renews: the first (LockTask), or all
  * (ReadLockTask). */
 static uint32_t renewed_owners(const renew_entry *e) {
-    return e->script == RLOCK__RENEW_READ ? e->n : 1;
+    return e->script == RLOCK__RENEW_READ ? owners_of(e) : 1;
 }
 
 static owner *find_owner(renew_entry *e, uint64_t thread_id) {
-    for (uint32_t i = 0; i < e->n; i++) {
+    for (uint32_t i = 0, n = owners_of(e); i < n; i++) {
         owner *o = owner_at(e, i);
         if (o->thread_id == thread_id) {
             return o;
@@ -232,17 +252,20 @@ static void stop_if_idle(rlock__renewal *r) {
 
 /* Takes o (of e) out of the table, and e too when it was the last. */
 static void remove_owner(rlock__renewal *r, renew_entry *e, owner *o) {
-    for (uint32_t i = index_of(e, o); i + 1 < e->n; i++) {
+    uint32_t n = owners_of(e);
+    free(o->sink);
+    for (uint32_t i = index_of(e, o); i + 1 < n; i++) {
         *owner_at(e, i) = *owner_at(e, i + 1);
     }
-    e->n--;
+    n--;
     r->stats.renewing--;
-    if (e->n == 1 && e->more != NULL) {
+    if (e->more != NULL && n == 1) {
         free(e->more);
         e->more = NULL;
-        e->cap = 1;
+    } else if (e->more != NULL) {
+        e->more->n = n;
     }
-    if (e->n == 0) {
+    if (n == 0) {
         rlock__name_set_remove(&r->table[e->script], e);
         free(e);
     }
@@ -266,21 +289,22 @@ static void report_lost(rlock__renewal *r, renew_entry *e, owner *o, int reason,
                (int)(e->len > 200 ? 200 : e->len), e->name, o->thread_id, msg);
     rlock__lost_sink client = {.cb = r->cfg->on_lock_lost, .arg = r->cfg->on_lock_lost_arg};
     lost_event *ev = calloc(1, sizeof(*ev) + e->len + 1);
-    if (ev != NULL && (o->sink.cb != NULL || client.cb != NULL)) {
+    rlock__lost_sink lock = o->sink != NULL ? *o->sink : (rlock__lost_sink){0};
+    if (ev != NULL && (lock.cb != NULL || client.cb != NULL)) {
         memcpy(ev->name, e->name, e->len);
         /* Cut to the buffer on purpose (a bounded copy, not snprintf,
          * whose truncation GCC warns about at -O3). */
         size_t n = strnlen(msg, sizeof(ev->message) - 1);
         memcpy(ev->message, msg, n);
         ev->message[n] = '\0';
-        ev->lock = o->sink;
+        ev->lock = lock;
         ev->client = client;
         ev->info = (rlock_lock_lost_info){.name = ev->name,
                                           .name_len = e->len,
                                           .thread_id = o->thread_id,
                                           .reason = reason,
                                           .message = ev->message};
-        rlock__loop_defer(r->loop, &ev->task, deliver_lost, ev);
+        rlock__loop_defer(r->loop, &ev->task, deliver_lost);
     } else {
         free(ev);
     }
@@ -628,7 +652,7 @@ static void send_chunk(rlock__renewal *r, rlock__renew_script script, const orde
             argv[2 * k + 1] = ch->names + off;
             argvlen[2 * k + 1] = read_key_prefix(e->name, e->len, ch->names + off);
             off += argvlen[2 * k + 1];
-            argvlen[a] = (size_t)snprintf(nums[k], sizeof(nums[0]), "%u", (unsigned)e->n);
+            argvlen[a] = (size_t)snprintf(nums[k], sizeof(nums[0]), "%u", (unsigned)owners_of(e));
             argv[a++] = nums[k];
         } else {
             argv[k] = ch->names + name_off;
@@ -691,6 +715,14 @@ static int add_now(rlock__renewal *r, rlock__renew_script script, const char *na
     if (r->closed) {
         return RLOCK_ERR_CLOSED;
     }
+    /* The latest acquisition's callback, copied first: nothing to undo. */
+    rlock__lost_sink *cb = NULL;
+    if (sink != NULL && sink->cb != NULL) {
+        if ((cb = malloc(sizeof(*cb))) == NULL) {
+            return RLOCK_ERR_NOMEM;
+        }
+        *cb = *sink;
+    }
     renew_entry *e = find(r, script, name, len);
     bool created = e == NULL;
     if (created) {
@@ -698,11 +730,11 @@ static int add_now(rlock__renewal *r, rlock__renew_script script, const char *na
         size_t size =
             offsetof(renew_entry, name) + len + 1 + (fast ? sizeof(uint32_t) : 0) + fields_len;
         if (len > UINT32_MAX || fields_len > UINT32_MAX || (e = calloc(1, size)) == NULL) {
+            free(cb);
             return RLOCK_ERR_NOMEM;
         }
         e->script = (uint8_t)script;
         e->len = (uint32_t)len;
-        e->cap = 1;
         memcpy(e->name, name, len);
         if (fast) {
             uint32_t n = (uint32_t)fields_len;
@@ -711,21 +743,30 @@ static int add_now(rlock__renewal *r, rlock__renew_script script, const char *na
         }
         if (!rlock__name_set_add(&r->table[script], e)) {
             free(e);
+            free(cb);
             return RLOCK_ERR_NOMEM;
         }
     }
-    owner *o = find_owner(e, thread_id);
+    owner *o = created ? NULL : find_owner(e, thread_id);
     if (o == NULL) {
-        if (e->n == e->cap) {
-            uint32_t cap = 2 * e->cap;
-            owner *grown = realloc(e->more, (size_t)(cap - 1) * sizeof(owner));
+        uint32_t n = created ? 0 : owners_of(e);
+        uint32_t cap = e->more != NULL ? e->more->cap : 1;
+        if (n == cap) {
+            cap *= 2;
+            more_owners *grown =
+                realloc(e->more, sizeof(more_owners) + (size_t)(cap - 1) * sizeof(owner));
             if (grown == NULL) {
+                free(cb);
                 return RLOCK_ERR_NOMEM; /* e has its other owners */
             }
+            grown->n = n;
+            grown->cap = cap;
             e->more = grown;
-            e->cap = cap;
         }
-        o = owner_at(e, e->n++);
+        if (e->more != NULL) {
+            e->more->n = n + 1;
+        }
+        o = owner_at(e, n);
         *o = (owner){.thread_id = thread_id,
                      .seq = ++r->next_seq,
                      .renewed_ms = taken_ms,
@@ -733,7 +774,8 @@ static int add_now(rlock__renewal *r, rlock__renew_script script, const char *na
         r->stats.renewing++;
     }
     o->count++;
-    o->sink = *sink; /* the latest acquisition's callback */
+    free(o->sink);
+    o->sink = cb; /* the latest acquisition's callback */
     if (taken_ms > o->renewed_ms) {
         o->renewed_ms = taken_ms;
     }
@@ -862,8 +904,8 @@ void rlock__renewal_cancel_all(rlock__renewal *r, rlock__renew_script script, co
                                size_t len) {
     drain(r);
     renew_entry *e = find(r, script, name, len);
-    while (e != NULL && e->n > 0) {
-        bool last = e->n == 1;
+    while (e != NULL) {
+        bool last = owners_of(e) == 1;
         remove_owner(r, e, &e->first);
         if (last) {
             break; /* e is freed */
@@ -888,7 +930,10 @@ void rlock__renewal_close(rlock__renewal *r) {
     for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
         size_t pos = 0;
         for (renew_entry *e; (e = next_entry(&r->table[s], &pos)) != NULL; pos++) {
-            r->stats.renewing -= (uint64_t)e->n;
+            for (uint32_t i = 0, n = owners_of(e); i < n; i++) {
+                free(owner_at(e, i)->sink);
+            }
+            r->stats.renewing -= (uint64_t)owners_of(e);
             free(e->more);
             free(e);
         }

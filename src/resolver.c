@@ -9,12 +9,14 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 struct rlock__lookup {
+    rlock__task task; /* first: the delivery is given its address */
     atomic_int refs;
     /* Set on the loop thread; read where the result is delivered, which is
      * the loop thread too, or after the loop closed (its lock orders the
@@ -23,11 +25,12 @@ struct rlock__lookup {
     rlock__loop *loop; /* referenced until the result is delivered */
     rlock__lookup_cb cb;
     void *arg;
-    rlock__task task;
     char ip[INET6_ADDRSTRLEN];
     char err[160];
     char host[]; /* NUL-terminated */
 };
+_Static_assert(offsetof(struct rlock__lookup, task) == 0,
+               "a task is given its own address (loop.h)");
 
 bool rlock__is_numeric_host(const char *host) {
     struct in6_addr a6;
@@ -89,7 +92,7 @@ static void *run(void *arg) {
     }
     /* Embedded task: the hand-over cannot fail; once the loop is closed it
      * runs here, and the owner has cancelled by then. */
-    rlock__loop_post_task(q->loop, &q->task, deliver, q);
+    rlock__loop_post_task(q->loop, &q->task, deliver);
     return NULL;
 }
 

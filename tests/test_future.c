@@ -49,8 +49,8 @@ static void complete_on_loop(void *arg) {
 }
 
 typedef struct {
+    rlock__task task; /* first: marker_ran is given its address */
     rlock__loop *loop;
-    rlock__task task;
     atomic_bool ran;
 } marker;
 
@@ -60,7 +60,7 @@ static void marker_ran(void *arg) {
 
 static void defer_marker(void *arg) {
     marker *m = arg;
-    rlock__loop_defer(m->loop, &m->task, marker_ran, m);
+    rlock__loop_defer(m->loop, &m->task, marker_ran);
 }
 
 /* Returns once everything posted or deferred before it has run: deferred
@@ -280,8 +280,15 @@ typedef struct {
     atomic_int undo;
 } op_state;
 
-static void undo(void *ctx) {
-    op_state *s = ctx;
+/* An operation's future, as the engines make it (rlock__future_new_sized):
+ * the cancel hook finds the operation's state from it. */
+typedef struct {
+    rlock_future future;
+    op_state *s;
+} op_future;
+
+static void undo(rlock_future *f) {
+    op_state *s = ((op_future *)(void *)f)->s;
     atomic_fetch_add(&s->undo, 1);
 }
 
@@ -306,9 +313,10 @@ static void test_cancel_races_completion(void **state) {
     rlock__loop *l = new_loop();
     int cancels = 0, completes = 0;
     for (int round = 0; round < 300; round++) {
-        rlock_future *f = rlock__future_new(l);
+        rlock_future *f = rlock__future_new_sized(l, sizeof(op_future));
         op_state s = {0};
-        rlock__future_on_cancel(f, undo, &s);
+        ((op_future *)(void *)f)->s = &s;
+        rlock__future_on_cancel(f, undo);
         counter c = {0};
         assert_int_equal(rlock_future_on_complete(f, count, &c), RLOCK_OK);
         canceller k = {.f = f};
@@ -325,7 +333,7 @@ static void test_cancel_races_completion(void **state) {
         assert_int_equal(rlock_future_error(f), k.won ? RLOCK_ERR_CANCELLED : RLOCK_OK);
         cancels += k.won;
         completes += done.won;
-        rlock__future_on_cancel(f, NULL, NULL);
+        rlock__future_on_cancel(f, NULL);
         rlock_future_release(f); /* the operation's */
         rlock_future_release(f); /* the user's */
     }

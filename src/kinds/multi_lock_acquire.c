@@ -137,9 +137,15 @@ static void on_sub(rlock_future *f, void *arg) {
     op_unref(op);
 }
 
+/* The call's future, with the op its cancel hook reaches. */
+typedef struct multi_future {
+    rlock_future future;
+    multi_op *op;
+} multi_future;
+
 /* The user's cancel won (on the first sub-lock's loop thread). */
-static void on_cancel(void *ctx) {
-    multi_op *op = ctx;
+static void on_cancel(rlock_future *f) {
+    multi_op *op = RLOCK__CONTAINER_OF(f, multi_future, future)->op;
     pthread_mutex_lock(&op->mu);
     op->cancelled = true;
     pthread_mutex_unlock(&op->mu);
@@ -188,7 +194,7 @@ static void complete(multi_op *op, int err, int64_t value, const char *msg) {
     op->done = true;
     if (rlock__future_complete(op->future, err, value, msg)) {
         /* The cancel hook can no longer run: drop its reference. */
-        rlock__future_on_cancel(op->future, NULL, NULL);
+        rlock__future_on_cancel(op->future, NULL);
         op_unref(op);
     }
     op_unref(op); /* the state machine's; the running thread holds another */
@@ -442,7 +448,7 @@ static void succeed(multi_op *op) {
         start_release(op, A_CANCELLED);
         return;
     }
-    rlock__future_on_cancel(op->future, NULL, NULL);
+    rlock__future_on_cancel(op->future, NULL);
     op_unref(op); /* the cancel hook's */
     op_unref(op); /* the state machine's */
 }
@@ -569,7 +575,8 @@ rlock_future *rlock__multi_start_acquire(rlock *l, int64_t wait_ms, int64_t leas
                                          uint64_t thread_id, bool is_try, bool fast) {
     size_t n = l->nsubs;
     multi_op *op = calloc(1, sizeof(*op) + n * (2 * sizeof(bool) + sizeof(rlock_future *)));
-    rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;
+    rlock_future *f =
+        op != NULL ? rlock__future_new_sized(l->client->loop, sizeof(multi_future)) : NULL;
     if (f == NULL) {
         free(op);
         return rlock__future_failed(l->client->loop, RLOCK_ERR_NOMEM, "out of memory");
@@ -593,7 +600,8 @@ rlock_future *rlock__multi_start_acquire(rlock *l, int64_t wait_ms, int64_t leas
     op->wait_ms = is_try ? wait_ms : lock_wait_time(n, lease_ms);
     op->ph = P_START;
     init_state(op);
-    rlock__future_on_cancel(f, on_cancel, op);
+    RLOCK__CONTAINER_OF(f, multi_future, future)->op = op;
+    rlock__future_on_cancel(f, on_cancel);
     kick(op);
     op_unref(op);
     return f;

@@ -123,8 +123,8 @@ rlock_future *rlock__sync_call(rlock *o, rlock__cmd *cmd) {
 /* ---- the waiting call -------------------------------------------------------- */
 
 /* 64-bit targets: a waiting call is one block of this size (a lock's is
- * 216); thousands may wait at once. */
-_Static_assert(sizeof(void *) != 8 || sizeof(rlock__sync_op) <= 224, "rlock__sync_op grew");
+ * 168, a try-lock's 184); thousands may wait at once. */
+_Static_assert(sizeof(void *) != 8 || sizeof(rlock__sync_op) <= 192, "rlock__sync_op grew");
 
 static void send_try(rlock__sync_op *op);
 
@@ -137,13 +137,13 @@ static void op_free(rlock__sync_op *op) {
     rlock__deadlines_remove(&o->client->deadlines, &op->timer);
     rlock__wait_leave(&op->wait);
     rlock__client_untrack(&op->live);
-    rlock__future_on_cancel(&op->future, NULL, NULL);
-    rlock_future_release(&op->future); /* may free op */
+    rlock__future_on_cancel(&op->live.future, NULL);
+    rlock_future_release(&op->live.future); /* may free op */
     rlock__object_unref(o);
 }
 
 static void op_finish(rlock__sync_op *op, int err, int64_t value, const char *msg) {
-    rlock__future_complete(&op->future, err, value, msg);
+    rlock__future_complete(&op->live.future, err, value, msg);
     op_free(op);
 }
 
@@ -170,7 +170,7 @@ static void done(rlock__sync_op *op, int64_t value) {
     if (op->has_id) {
         to_hex(op->id, sizeof(op->id), text);
     }
-    if (!rlock__future_complete(&op->future, RLOCK_OK, value,
+    if (!rlock__future_complete(&op->live.future, RLOCK_OK, value,
                                 op->has_id && value != 0 ? text : NULL)) {
         undo(op); /* cancelled meanwhile (Redisson: !result.complete -> release) */
     }
@@ -362,20 +362,20 @@ static void send_try(rlock__sync_op *op) {
 }
 
 /* A user's cancel won (loop thread): stop now, or once the try in flight
- * is back (then what it took is given back). */
-static void on_cancel(void *ctx) {
-    rlock__sync_op *op = ctx;
+ * is back (then what it took is given back). Or, the future not done yet,
+ * the client shuts down (rlock__live): a call in flight fails with the
+ * executor. */
+static void on_cancel(rlock_future *f) {
+    rlock__sync_op *op = RLOCK__CONTAINER_OF(f, rlock__sync_op, live.future);
+    if (!rlock_future_is_done(f)) {
+        if (!op->in_flight) {
+            op_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+        }
+        return;
+    }
     op->cancelled = true;
     if (!op->in_flight) {
         op_free(op);
-    }
-}
-
-/* Client shutdown: a call in flight fails with the executor. */
-static void on_close(rlock__live *live) {
-    rlock__sync_op *op = RLOCK__CONTAINER_OF(live, rlock__sync_op, live);
-    if (!op->in_flight) {
-        op_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
     }
 }
 
@@ -387,7 +387,7 @@ static void start(void *arg) {
         op_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
         return;
     }
-    rlock__future_on_cancel(&op->future, on_cancel, op);
+    rlock__future_on_cancel(&op->live.future, on_cancel);
     send_try(op);
 }
 
@@ -398,7 +398,7 @@ rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_
     if (f == NULL) {
         return rlock__future_failed(c->loop, RLOCK_ERR_NOMEM, "out of memory");
     }
-    rlock__sync_op *op = RLOCK__CONTAINER_OF(f, rlock__sync_op, future);
+    rlock__sync_op *op = RLOCK__CONTAINER_OF(f, rlock__sync_op, live.future);
     op->obj = o;
     op->kind = k;
     op->arg = arg;
@@ -407,7 +407,6 @@ rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_
     rlock__deadline_init_kind(&op->timer, RLOCK__DEADLINE_SYNC);
     rlock__wait_init(&op->wait);
     rlock__list_init(&op->live.node);
-    op->live.close = on_close;
     rlock__object_ref(o);
     if (rlock__loop_call(c->loop, start, op) != RLOCK_OK) {
         rlock__object_unref(o);

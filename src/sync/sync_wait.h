@@ -63,8 +63,7 @@ typedef struct rlock__sync_kind {
 /* One per waiting call, the future first (one allocation, freed with the
  * future's last reference). */
 struct rlock__sync_op {
-    rlock_future future;
-    rlock__live live; /* in the client's list while under way */
+    rlock__live live; /* its future first; in the client's list while under way */
     rlock *obj;
     const rlock__sync_kind *kind;
     int64_t arg;         /* the kind's: permits, or a lease */
