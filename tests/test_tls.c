@@ -726,10 +726,15 @@ static void killed_during_call(fx *f, rt_redis *r, const rlock_config *cfg, int 
     assert_int_equal(rlock_lock(l, 60000), RLOCK_OK); /* connections made and warm */
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     rlock__executor_stats x0 = rlock__client_stats(c);
+    uint64_t acquires0 = rt_lock_stats(c).acquires;
     assert_int_equal(rt_redis_pause(r), 0);
     call k;
     start_call(&k, l);
-    rt_sleep_ms(300); /* written by now; the answer cannot come */
+    /* Counted just before it is written (one write to a socket with
+     * room): written once a moment more has passed; the answer cannot
+     * come. */
+    assert_true(RT_STAT_REACHES(c, acquires, acquires0 + 1, 10000));
+    rt_sleep_ms(100);
     assert_int_equal(atomic_load(&k.done_at), 0);
     assert_int_equal(rt_redis_kill(r), 0);
     *rc = finish_call(&k, 10000);
