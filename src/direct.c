@@ -133,8 +133,11 @@ static int error_of(const rlock__direct_conn *dc) {
 static bool write_command(rlock__direct_conn *dc, int argc, const char **argv,
                           const size_t *argvlen) {
     if (dc->tls != NULL) {
-        dc->failed = !rlock__tls_blocking_write(dc->tls, argc, argv, argvlen);
-        return !dc->failed;
+        if (!rlock__tls_blocking_write(dc->tls, argc, argv, argvlen)) {
+            dc->failed = true;
+            return false;
+        }
+        return true;
     }
     if (redisAppendCommandArgv(dc->ctx, argc, argv, argvlen) != REDIS_OK) {
         dc->failed = true;
@@ -259,9 +262,9 @@ static bool still_open(rlock__direct_conn *dc) {
     if ((p.revents & POLLIN) == 0 || dc->unread > 0) {
         return true;
     }
-    /* TLS sends records of its own with no answer in them (a TLS 1.3
-     * server's session tickets, after the handshake): read, they leave
-     * the connection as it was. */
+    /* TLS sends records of its own with no answer in them (a key update;
+     * a TLS 1.3 server's session tickets, when no answer was read since
+     * the handshake): read, they leave the connection as it was. */
     return dc->tls != NULL && rlock__tls_blocking_idle_read(dc->tls);
 }
 

@@ -217,9 +217,10 @@ bool rlock__tls_blocking_write(rlock__tls_blocking *t, int argc, const char **ar
     return !t->failed;
 }
 
-/* Reads what TLS has for us, waiting at most wait_ms for it (< 0: not at
- * all). 1: bytes fed to the reader; 0: none yet; -1: failed. */
+/* Reads what TLS has for us, waiting at most wait_ms in all for it (< 0:
+ * not at all). 1: bytes fed to the reader; 0: none yet; -1: failed. */
 static int read_some(rlock__tls_blocking *t, int64_t wait_ms) {
+    int64_t end_ms = rlock__now_ms() + (wait_ms > 0 ? wait_ms : 0);
     for (;;) {
         char buf[16384];
         ERR_clear_error();
@@ -242,7 +243,8 @@ static int read_some(rlock__tls_blocking *t, int64_t wait_ms) {
             return 0;
         }
         /* A key update may want out first (WANT_WRITE). */
-        if (wait_fd(t->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, wait_ms) == 0) {
+        int64_t left = end_ms - rlock__now_ms();
+        if (wait_fd(t->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, left > 0 ? left : 0) == 0) {
             return 0;
         }
     }

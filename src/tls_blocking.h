@@ -45,8 +45,9 @@ bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void 
 
 /* For an idle connection that has bytes to read though no answer is due:
  * reads them without waiting. True when they were TLS's own records
- * only (the session tickets a TLS 1.3 server sends after the handshake, a
- * key update): the connection is still usable. False for data or a close. */
+ * only (a key update; the session tickets a TLS 1.3 server sends after
+ * the handshake, when nothing was read since): the connection is still
+ * usable. False for data or a close. */
 bool rlock__tls_blocking_idle_read(rlock__tls_blocking *t);
 
 bool rlock__tls_blocking_failed(const rlock__tls_blocking *t);
