@@ -259,8 +259,12 @@ static bool still_open(rlock__direct_conn *dc) {
     if (n < 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) {
         return false;
     }
-    if ((p.revents & POLLIN) == 0 || dc->unread > 0) {
+    if (dc->unread > 0) {
         return true;
+    }
+    if ((p.revents & POLLIN) == 0) {
+        /* Nothing on the socket; TLS may hold bytes already read. */
+        return dc->tls == NULL || !rlock__tls_blocking_pending(dc->tls);
     }
     /* TLS sends records of its own with no answer in them (a key update;
      * a TLS 1.3 server's session tickets, when no answer was read since

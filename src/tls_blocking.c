@@ -4,6 +4,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "common.h"
@@ -42,16 +44,6 @@ static int wait_fd(int fd, short events, int64_t ms) {
             return 0;
         }
     }
-}
-
-/* The wait for the next bytes: timeout_ms, cut to the deadline. */
-static int64_t wait_ms_of(const rlock__tls_blocking *t, int64_t deadline_ms) {
-    int64_t ms = t->timeout_ms;
-    if (deadline_ms > 0) {
-        int64_t left = deadline_ms - rlock__now_ms();
-        ms = left < ms ? (left > 0 ? left : 0) : ms;
-    }
-    return ms;
 }
 
 /* The connection failed for good, for why. */
@@ -123,6 +115,22 @@ static bool connect_tcp(rlock__tls_blocking *t, const char *ip, int port, int64_
     return true;
 }
 
+/* From the handshake on, a blocking socket whose reads and writes give up
+ * after timeout_ms (as hiredis's redisSetTimeout): a read that waits for
+ * its answer is one read() then, not a read, a poll and a read. */
+static bool go_blocking(rlock__tls_blocking *t, char *err, size_t errlen) {
+    struct timeval tv = {.tv_sec = (time_t)(t->timeout_ms / 1000),
+                         .tv_usec = (suseconds_t)(t->timeout_ms % 1000) * 1000};
+    int flags = fcntl(t->fd, F_GETFL);
+    if (flags < 0 || fcntl(t->fd, F_SETFL, flags & ~O_NONBLOCK) != 0 ||
+        setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) != 0 ||
+        setsockopt(t->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) != 0) {
+        snprintf(err, errlen, "%s", strerror(errno));
+        return false;
+    }
+    return true;
+}
+
 /* The TLS handshake, by end_ms. false with err. */
 static bool handshake(rlock__tls_blocking *t, int64_t end_ms, char *err, size_t errlen) {
     for (;;) {
@@ -170,8 +178,11 @@ rlock__tls_blocking *rlock__tls_blocking_connect(SSL_CTX *ctx, const char *host,
         ok = false;
     }
     if (ok) {
+        /* A record whole in one read(), and the next one too when it is
+         * there already (the answer a latch DEL left). */
+        SSL_set_read_ahead(t->ssl, 1);
         SSL_set_connect_state(t->ssl);
-        ok = handshake(t, end_ms, err, errlen);
+        ok = handshake(t, end_ms, err, errlen) && go_blocking(t, err, errlen);
     }
     if (!ok) {
         rlock__tls_blocking_free(t);
@@ -204,11 +215,8 @@ bool rlock__tls_blocking_write(rlock__tls_blocking *t, int argc, const char **ar
         int saved = errno;
         int e = SSL_get_error(t->ssl, n);
         if (e == SSL_ERROR_WANT_WRITE || e == SSL_ERROR_WANT_READ) {
-            if (wait_fd(t->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, t->timeout_ms) == 0) {
-                fail(t, true, "Resource temporarily unavailable");
-                break;
-            }
-            continue;
+            fail(t, true, "Resource temporarily unavailable"); /* SO_SNDTIMEO ran out */
+            break;
         }
         io_failed(t, e, saved, "TLS write");
         break;
@@ -217,37 +225,28 @@ bool rlock__tls_blocking_write(rlock__tls_blocking *t, int argc, const char **ar
     return !t->failed;
 }
 
-/* Reads what TLS has for us, waiting at most wait_ms in all for it (< 0:
- * not at all). 1: bytes fed to the reader; 0: none yet; -1: failed. */
-static int read_some(rlock__tls_blocking *t, int64_t wait_ms) {
-    int64_t end_ms = rlock__now_ms() + (wait_ms > 0 ? wait_ms : 0);
-    for (;;) {
-        char buf[16384];
-        ERR_clear_error();
-        errno = 0;
-        int n = SSL_read(t->ssl, buf, (int)sizeof(buf));
-        if (n > 0) {
-            if (redisReaderFeed(t->reader, buf, (size_t)n) != REDIS_OK) {
-                fail(t, false, "out of memory reading a reply");
-                return -1;
-            }
-            return 1;
-        }
-        int saved = errno;
-        int e = SSL_get_error(t->ssl, n);
-        if (e != SSL_ERROR_WANT_READ && e != SSL_ERROR_WANT_WRITE) {
-            io_failed(t, e, saved, "TLS read");
+/* One SSL_read into the reader: 1 bytes fed; 0 none (on the blocking
+ * socket: its SO_RCVTIMEO ran out; on a non-blocking one: nothing there);
+ * -1 failed. */
+static int read_once(rlock__tls_blocking *t) {
+    char buf[16384];
+    ERR_clear_error();
+    errno = 0;
+    int n = SSL_read(t->ssl, buf, (int)sizeof(buf));
+    if (n > 0) {
+        if (redisReaderFeed(t->reader, buf, (size_t)n) != REDIS_OK) {
+            fail(t, false, "out of memory reading a reply");
             return -1;
         }
-        if (wait_ms < 0) {
-            return 0;
-        }
-        /* A key update may want out first (WANT_WRITE). */
-        int64_t left = end_ms - rlock__now_ms();
-        if (wait_fd(t->fd, e == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT, left > 0 ? left : 0) == 0) {
-            return 0;
-        }
+        return 1;
     }
+    int saved = errno;
+    int e = SSL_get_error(t->ssl, n);
+    if (e == SSL_ERROR_WANT_READ || e == SSL_ERROR_WANT_WRITE) {
+        return 0;
+    }
+    io_failed(t, e, saved, "TLS read");
+    return -1;
 }
 
 bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void **reply) {
@@ -255,6 +254,7 @@ bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void 
     if (t->failed) {
         return false;
     }
+    bool waited = deadline_ms <= 0;
     for (;;) {
         if (redisReaderGetReply(t->reader, reply) != REDIS_OK) {
             char why[sizeof(t->errstr)];
@@ -265,7 +265,18 @@ bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void 
         if (*reply != NULL) {
             return true;
         }
-        int got = read_some(t, wait_ms_of(t, deadline_ms));
+        /* With a deadline: bytes by then (or TLS has some already), as
+         * direct.c's readable_by does for hiredis's context; the reads
+         * that follow are bounded by the socket's timeout. */
+        if (!waited) {
+            waited = true;
+            int64_t left = deadline_ms - rlock__now_ms();
+            if (!SSL_has_pending(t->ssl) && wait_fd(t->fd, POLLIN, left > 0 ? left : 0) == 0) {
+                fail(t, true, "Resource temporarily unavailable");
+                return false;
+            }
+        }
+        int got = read_once(t);
         if (got < 0) {
             return false;
         }
@@ -277,10 +288,22 @@ bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void 
 }
 
 bool rlock__tls_blocking_idle_read(rlock__tls_blocking *t) {
-    if (SSL_has_pending(t->ssl)) {
+    if (t->failed || SSL_has_pending(t->ssl)) {
         return false; /* data already */
     }
-    return !t->failed && read_some(t, -1) == 0;
+    /* Once, without waiting: the socket is blocking otherwise. */
+    int flags = fcntl(t->fd, F_GETFL);
+    if (flags < 0 || fcntl(t->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        return false;
+    }
+    int got = read_once(t);
+    bool restored = fcntl(t->fd, F_SETFL, flags) == 0;
+    /* Nothing for the reader, and no part of a record left over. */
+    return got == 0 && restored && !SSL_has_pending(t->ssl);
+}
+
+bool rlock__tls_blocking_pending(const rlock__tls_blocking *t) {
+    return SSL_has_pending(t->ssl) != 0;
 }
 
 bool rlock__tls_blocking_failed(const rlock__tls_blocking *t) {

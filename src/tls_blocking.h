@@ -2,9 +2,10 @@
  * calls' own (direct.c), where plain TCP uses a synchronous hiredis
  * context, which hiredis 0.14 cannot give TLS.
  *
- * OpenSSL over a non-blocking socket, waiting in poll() for at most the
- * time given, and hiredis's redisReader for the replies: what a
- * synchronous redisContext does, over an SSL. The connection's SSL is set
+ * OpenSSL over a socket of its own (non-blocking, waiting in poll(), for
+ * the connect and the handshake; then blocking, with timeout_ms as its
+ * send and receive timeouts), and hiredis's redisReader for the replies:
+ * what a synchronous redisContext does, over an SSL. The connection's SSL is set
  * up as the loop's TLS connections' (tls_stream.h: same SSL_CTX, server
  * name, SNI), so a certificate passes or fails here as it does there.
  *
@@ -37,10 +38,11 @@ int rlock__tls_blocking_fd(const rlock__tls_blocking *t);
 bool rlock__tls_blocking_write(rlock__tls_blocking *t, int argc, const char **argv,
                                const size_t *argvlen);
 
-/* The next reply: one already read whole, else read for it, each wait at
- * most timeout_ms and, with deadline_ms (rlock__now_ms() time; 0: none),
- * none past it. false: none came (timed_out tells a timeout from a lost
- * or broken connection; errstr says why), and the connection has failed. */
+/* The next reply: one already read whole, else read for it, each read
+ * waiting at most timeout_ms and, with deadline_ms (rlock__now_ms() time;
+ * 0: none), no first bytes waited for past it (as direct.c's plain reads).
+ * false: none came (timed_out tells a timeout from a lost or broken
+ * connection; errstr says why), and the connection has failed. */
 bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void **reply);
 
 /* For an idle connection that has bytes to read though no answer is due:
@@ -49,6 +51,10 @@ bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void 
  * the handshake, when nothing was read since): the connection is still
  * usable. False for data or a close. */
 bool rlock__tls_blocking_idle_read(rlock__tls_blocking *t);
+
+/* TLS holds bytes read off the socket and not handed out yet (which a
+ * poll() of the socket cannot see). */
+bool rlock__tls_blocking_pending(const rlock__tls_blocking *t);
 
 bool rlock__tls_blocking_failed(const rlock__tls_blocking *t);
 bool rlock__tls_blocking_timed_out(const rlock__tls_blocking *t);
