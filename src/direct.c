@@ -240,6 +240,14 @@ static rlock__direct_conn *connect_new(rlock__direct *d, int64_t max_connect_ms,
         ok =
             handshake(dc, msg, msglen, (const char *[]){"CLIENT", "SETNAME", d->client_name, NULL});
     }
+    /* TLS 1.3 ends the client's side of the handshake before the server
+     * has checked it (a client certificate it requires): an answer proves
+     * the server took the connection, so that a refused one sends nothing
+     * and the call goes on as the loop's operation, as after a refused
+     * plain connect. */
+    if (ok && dc->tls != NULL) {
+        ok = handshake(dc, msg, msglen, (const char *[]){"PING", NULL});
+    }
     if (!ok) {
         conn_free(dc);
         return NULL;

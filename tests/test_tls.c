@@ -577,6 +577,42 @@ static void test_blocking_calls_refused_certificate(void **state) {
     check_blocking_refused(f, &cfg, "certificate verification failed");
 }
 
+/* Mutual TLS without a client certificate: a TLS 1.3 server refuses the
+ * client only after the client's side of the handshake is done, so a
+ * connection that looks made may not be. The blocking calls fail as the
+ * loop's path does (its retries: "after 2 attempts"), not with an acquire
+ * written to a connection the server had refused ("the connection was
+ * lost before the answer"). */
+static void test_blocking_calls_without_client_certificate(void **state) {
+    fx *f = *state;
+    start(f, f->env.server_cert, f->env.server_key, true);
+    rlock_config cfg = tls_config(f, "localhost");
+    cfg.retry_attempts = 1;
+    cfg.retry_interval_ms = 200;
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "tls:no-client-cert");
+    rlock_future *fu = rlock_lock_async(l, 30000, 1);
+    assert_non_null(fu);
+    assert_int_equal(rlock_future_wait(fu, 20000), RLOCK_OK);
+    int loop_rc = rlock_future_error(fu);
+    char loop_msg[300];
+    snprintf(loop_msg, sizeof(loop_msg), "%s", rlock_future_error_message(fu));
+    rlock_future_release(fu);
+    for (int op = 0; op < 2; op++) {
+        int rc = op == 0 ? rlock_lock(l, 30000) : rlock_unlock(l);
+        const char *msg = rlock_last_error();
+        print_message("loop: %s (%s); blocking: %s (%s)\n", rlock_err_name(loop_rc), loop_msg,
+                      rlock_err_name(rc), msg);
+        assert_int_equal(loop_rc, RLOCK_ERR_CONNECTION);
+        assert_int_equal(rc, loop_rc);
+        assert_non_null(strstr(loop_msg, "(after 2 attempts)"));
+        if (strstr(msg, "(after 2 attempts)") == NULL) {
+            fail_msg("blocking: %s; loop: %s", msg, loop_msg);
+        }
+    }
+    assert_int_equal(rt_redis_int(&f->redis, &f->probe, "EXISTS tls:no-client-cert"), 0);
+}
+
 /* The server restarted, or the connections killed (CLIENT KILL), between
  * two blocking calls: the pooled TLS connection is found closed before
  * anything is written on it, and the next calls work. */
@@ -795,6 +831,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_settings_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocking_calls_direct_over_tls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_blocking_calls_refused_certificate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocking_calls_without_client_certificate, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_direct_restart_and_kill_between_calls, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_direct_server_stopped_during_call, setup, teardown),
