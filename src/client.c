@@ -245,11 +245,10 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         (rc = rlock__pubsub_create(c->sub_conn, &c->log, c->id, &c->pubsub)) != RLOCK_OK ||
         (rc = rlock__renewal_create(c->loop, c->exec, c->topology, &c->cfg, &c->log, c->id,
                                     &c->renewal)) != RLOCK_OK ||
-        /* The blocking pool's synchronous connections are hiredis's, which
-         * has no TLS: over rediss:// the blocking calls go through the loop. */
         (cfg->loop == NULL && cfg->blocking_pool_size > 0 &&
-         rlock__topology_blocking_pool(c->topology) && !c->addr.tls &&
-         (rc = rlock__direct_create(&c->cfg, cfg->blocking_pool_size, &c->direct)) != RLOCK_OK) ||
+         rlock__topology_blocking_pool(c->topology) &&
+         (rc = rlock__direct_create(&c->cfg, c->tls, cfg->blocking_pool_size, &c->direct)) !=
+             RLOCK_OK) ||
         (rc = rlock__loop_start(c->loop)) != RLOCK_OK) {
         rlock__loop_close(c->loop, close_connections, c, NULL, NULL);
         free_failed(c);

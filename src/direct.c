@@ -3,18 +3,25 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
+#include <openssl/ssl.h>
+
 #include "address.h"
 #include "direct.h"
 #include "rlock/errors.h"
+#include "tls_blocking.h"
 
+/* A pooled connection: hiredis's synchronous context over plain TCP or a
+ * unix socket, the library's blocking TLS connection over rediss://
+ * (exactly one of ctx and tls). The conn_* functions below are the one
+ * place that tells them apart. */
 struct rlock__direct_conn {
     redisContext *ctx;
+    rlock__tls_blocking *tls;
     int unread; /* answers of rlock__direct_send still to drop */
     bool failed;
     uint64_t target; /* rlock__direct.target when it was made */
@@ -25,7 +32,9 @@ struct rlock__direct {
     rlock__address addr; /* a copy: the client frees its own at destroy */
     char *address_text;
     struct timeval connect_timeout, timeout;
-    int64_t connect_timeout_ms;
+    int64_t connect_timeout_ms, timeout_ms;
+    SSL_CTX *tls; /* rediss://: a reference of our own; NULL: plain */
+    bool tls_check_name;
     char *client_name; /* CLIENT SETNAME in the handshake; NULL: none */
     uint64_t target;   /* bumped by rlock__direct_retarget (under mu, as addr.host/port) */
     int size, idle_count;
@@ -37,7 +46,7 @@ static struct timeval tv_of(int64_t ms) {
                             .tv_usec = (suseconds_t)(ms % 1000) * 1000};
 }
 
-int rlock__direct_create(const rlock_config *cfg, int size, rlock__direct **out) {
+int rlock__direct_create(const rlock_config *cfg, SSL_CTX *tls, int size, rlock__direct **out) {
     rlock__direct *d = calloc(1, sizeof(*d) + (size_t)size * sizeof(d->idle[0]));
     char err[256];
     if (d == NULL || (d->address_text = strdup(cfg->address)) == NULL ||
@@ -58,6 +67,14 @@ int rlock__direct_create(const rlock_config *cfg, int size, rlock__direct **out)
     d->connect_timeout = tv_of(cfg->connect_timeout_ms);
     d->connect_timeout_ms = cfg->connect_timeout_ms;
     d->timeout = tv_of(cfg->timeout_ms);
+    d->timeout_ms = cfg->timeout_ms;
+    if (tls != NULL) {
+        /* Its own reference: a call may still connect after the client's
+         * destroy has let go of the client's. */
+        SSL_CTX_up_ref(tls);
+        d->tls = tls;
+        d->tls_check_name = cfg->ssl_enable_endpoint_identification != 0;
+    }
     d->size = size;
     *out = d;
     return RLOCK_OK;
@@ -65,9 +82,25 @@ int rlock__direct_create(const rlock_config *cfg, int size, rlock__direct **out)
 
 static void conn_free(rlock__direct_conn *dc) {
     if (dc != NULL) {
-        redisFree(dc->ctx);
+        if (dc->ctx != NULL) {
+            redisFree(dc->ctx);
+        }
+        rlock__tls_blocking_free(dc->tls);
         free(dc);
     }
+}
+
+static int conn_fd(const rlock__direct_conn *dc) {
+    return dc->tls != NULL ? rlock__tls_blocking_fd(dc->tls) : dc->ctx->fd;
+}
+
+static const char *conn_errstr(const rlock__direct_conn *dc) {
+    return dc->tls != NULL ? rlock__tls_blocking_errstr(dc->tls) : dc->ctx->errstr;
+}
+
+/* Whether the connection broke (a read or write failed). */
+static bool conn_broken(const rlock__direct_conn *dc) {
+    return dc->tls != NULL ? rlock__tls_blocking_failed(dc->tls) : dc->ctx->err != 0;
 }
 
 void rlock__direct_destroy(rlock__direct *d) {
@@ -78,27 +111,75 @@ void rlock__direct_destroy(rlock__direct *d) {
         conn_free(d->idle[i]);
     }
     pthread_mutex_destroy(&d->mu);
+    SSL_CTX_free(d->tls); /* ours (NULL: nothing) */
     rlock__address_free(&d->addr);
     free(d->address_text);
     free(d->client_name);
     free(d);
 }
 
-static int error_of(const redisContext *ctx) {
-    return ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
+/* Why a read failed: its socket timeout, or a lost connection. */
+static int error_of(const rlock__direct_conn *dc) {
+    if (dc->tls != NULL) {
+        return rlock__tls_blocking_timed_out(dc->tls) ? RLOCK_ERR_TIMEOUT : RLOCK_ERR_CONNECTION;
+    }
+    return dc->ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
                ? RLOCK_ERR_TIMEOUT
                : RLOCK_ERR_CONNECTION;
 }
 
-/* One handshake command; false (with msg) unless Redis said OK. */
-static bool handshake(redisContext *ctx, char *msg, size_t msglen, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(ctx, fmt, ap);
-    va_end(ap);
-    bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+/* Writes one command whole. false: it did not reach the connection whole,
+ * so Redis cannot have run it. */
+static bool write_command(rlock__direct_conn *dc, int argc, const char **argv,
+                          const size_t *argvlen) {
+    if (dc->tls != NULL) {
+        if (!rlock__tls_blocking_write(dc->tls, argc, argv, argvlen)) {
+            dc->failed = true;
+            return false;
+        }
+        return true;
+    }
+    if (redisAppendCommandArgv(dc->ctx, argc, argv, argvlen) != REDIS_OK) {
+        dc->failed = true;
+        return false;
+    }
+    int done = 0;
+    while (!done) {
+        if (redisBufferWrite(dc->ctx, &done) != REDIS_OK) {
+            dc->failed = true;
+            return false;
+        }
+    }
+    return true;
+}
+
+/* The next reply, waiting for it (each read at most the socket's
+ * timeout). false: none (the connection failed). */
+static bool get_reply(rlock__direct_conn *dc, void **r) {
+    bool ok = dc->tls != NULL ? rlock__tls_blocking_read(dc->tls, 0, r)
+                              : redisGetReply(dc->ctx, r) == REDIS_OK;
+    dc->failed = dc->failed || !ok;
+    return ok;
+}
+
+/* One handshake command, words NULL-terminated (at most 4); false (with
+ * msg) unless Redis said OK. */
+static bool handshake(rlock__direct_conn *dc, char *msg, size_t msglen, const char *const *words) {
+    const char *argv[4];
+    size_t argvlen[4];
+    int argc = 0;
+    for (; argc < 4 && words[argc] != NULL; argc++) {
+        argv[argc] = words[argc];
+        argvlen[argc] = strlen(words[argc]);
+    }
+    redisReply *r = NULL;
+    if (!write_command(dc, argc, argv, argvlen) || !get_reply(dc, (void **)&r)) {
+        snprintf(msg, msglen, "%.200s", conn_errstr(dc));
+        return false;
+    }
+    bool ok = r->type != REDIS_REPLY_ERROR;
     if (!ok) {
-        snprintf(msg, msglen, "%.200s", r != NULL ? r->str : ctx->errstr);
+        snprintf(msg, msglen, "%.200s", r->str);
     }
     freeReplyObject(r);
     return ok;
@@ -114,35 +195,63 @@ static rlock__direct_conn *connect_new(rlock__direct *d, int64_t max_connect_ms,
     bool is_unix = a->is_unix;
     uint64_t target = d->target;
     pthread_mutex_unlock(&d->mu);
-    struct timeval tv = d->connect_timeout;
+    int64_t connect_ms = d->connect_timeout_ms;
     if (max_connect_ms > 0 && max_connect_ms < d->connect_timeout_ms) {
-        tv = tv_of(max_connect_ms);
+        connect_ms = max_connect_ms;
     }
-    redisContext *ctx = is_unix ? redisConnectUnixWithTimeout(a->path, tv)
-                                : redisConnectWithTimeout(host, port, tv);
-    if (ctx == NULL || ctx->err) {
-        snprintf(msg, msglen, "connect failed: %.200s", ctx != NULL ? ctx->errstr : "no memory");
-        redisFree(ctx);
+    rlock__direct_conn *dc = calloc(1, sizeof(*dc));
+    if (dc == NULL) {
+        snprintf(msg, msglen, "out of memory");
         return NULL;
     }
-    bool ok = redisSetTimeout(ctx, d->timeout) == REDIS_OK;
+    dc->target = target;
+    char why[256];
+    bool ok;
+    if (d->tls != NULL) {
+        /* rediss:// (never a unix socket): the connect bound covers the
+         * TLS handshake too, as on the loop. */
+        dc->tls = rlock__tls_blocking_connect(d->tls, host, port, d->tls_check_name, connect_ms,
+                                              d->timeout_ms, why, sizeof(why));
+        ok = dc->tls != NULL;
+    } else {
+        struct timeval tv = tv_of(connect_ms);
+        dc->ctx = is_unix ? redisConnectUnixWithTimeout(a->path, tv)
+                          : redisConnectWithTimeout(host, port, tv);
+        ok = dc->ctx != NULL && !dc->ctx->err;
+        snprintf(why, sizeof(why), "%s", dc->ctx != NULL ? dc->ctx->errstr : "no memory");
+        ok = ok && redisSetTimeout(dc->ctx, d->timeout) == REDIS_OK;
+    }
+    if (!ok) {
+        snprintf(msg, msglen, "connect failed: %.200s", why);
+        conn_free(dc);
+        return NULL;
+    }
     if (ok && a->password != NULL) {
-        ok = a->user != NULL ? handshake(ctx, msg, msglen, "AUTH %s %s", a->user, a->password)
-                             : handshake(ctx, msg, msglen, "AUTH %s", a->password);
+        ok = a->user != NULL
+                 ? handshake(dc, msg, msglen, (const char *[]){"AUTH", a->user, a->password, NULL})
+                 : handshake(dc, msg, msglen, (const char *[]){"AUTH", a->password, NULL});
     }
     if (ok && a->db > 0) {
-        ok = handshake(ctx, msg, msglen, "SELECT %d", a->db);
+        char db[16];
+        snprintf(db, sizeof(db), "%d", a->db);
+        ok = handshake(dc, msg, msglen, (const char *[]){"SELECT", db, NULL});
     }
     if (ok && d->client_name != NULL) {
-        ok = handshake(ctx, msg, msglen, "CLIENT SETNAME %s", d->client_name);
+        ok =
+            handshake(dc, msg, msglen, (const char *[]){"CLIENT", "SETNAME", d->client_name, NULL});
     }
-    rlock__direct_conn *dc = ok ? calloc(1, sizeof(*dc)) : NULL;
-    if (dc == NULL) {
-        redisFree(ctx);
+    /* TLS 1.3 ends the client's side of the handshake before the server
+     * has checked it (a client certificate it requires): an answer proves
+     * the server took the connection, so that a refused one sends nothing
+     * and the call goes on as the loop's operation, as after a refused
+     * plain connect. */
+    if (ok && dc->tls != NULL) {
+        ok = handshake(dc, msg, msglen, (const char *[]){"PING", NULL});
+    }
+    if (!ok) {
+        conn_free(dc);
         return NULL;
     }
-    dc->ctx = ctx;
-    dc->target = target;
     return dc;
 }
 
@@ -153,12 +262,22 @@ static rlock__direct_conn *connect_new(rlock__direct *d, int64_t max_connect_ms,
  * close behind them is seen with POLLRDHUP (the peer's FIN), which a peek
  * at the first byte cannot see. */
 static bool still_open(rlock__direct_conn *dc) {
-    struct pollfd p = {.fd = dc->ctx->fd, .events = POLLIN | POLLRDHUP};
+    struct pollfd p = {.fd = conn_fd(dc), .events = POLLIN | POLLRDHUP};
     int n = poll(&p, 1, 0);
     if (n < 0 || (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0) {
         return false;
     }
-    return (p.revents & POLLIN) == 0 || dc->unread > 0;
+    if (dc->unread > 0) {
+        return true;
+    }
+    if ((p.revents & POLLIN) == 0) {
+        /* Nothing on the socket; TLS may hold bytes already read. */
+        return dc->tls == NULL || !rlock__tls_blocking_pending(dc->tls);
+    }
+    /* TLS sends records of its own with no answer in them (a key update;
+     * a TLS 1.3 server's session tickets, when no answer was read since
+     * the handshake): read, they leave the connection as it was. */
+    return dc->tls != NULL && rlock__tls_blocking_idle_read(dc->tls);
 }
 
 /* Drops the answers of rlock__direct_send, which come before the next
@@ -166,8 +285,7 @@ static bool still_open(rlock__direct_conn *dc) {
 static bool drop_unread(rlock__direct_conn *dc) {
     while (dc->unread > 0) {
         void *r = NULL;
-        if (redisGetReply(dc->ctx, &r) != REDIS_OK) {
-            dc->failed = true;
+        if (!get_reply(dc, &r)) {
             return false;
         }
         freeReplyObject(r);
@@ -193,7 +311,7 @@ rlock__direct_conn *rlock__direct_take(rlock__direct *d, int64_t max_connect_ms,
 }
 
 void rlock__direct_give(rlock__direct *d, rlock__direct_conn *dc) {
-    if (dc->failed || dc->ctx->err) {
+    if (dc->failed || conn_broken(dc)) {
         conn_free(dc);
         return;
     }
@@ -227,27 +345,9 @@ void rlock__direct_retarget(rlock__direct *d, const char *host, int port) {
     }
 }
 
-/* Writes one command whole. false: it did not reach the connection whole,
- * so Redis cannot have run it. */
-static bool write_command(rlock__direct_conn *dc, int argc, const char **argv,
-                          const size_t *argvlen) {
-    if (redisAppendCommandArgv(dc->ctx, argc, argv, argvlen) != REDIS_OK) {
-        dc->failed = true;
-        return false;
-    }
-    int done = 0;
-    while (!done) {
-        if (redisBufferWrite(dc->ctx, &done) != REDIS_OK) {
-            dc->failed = true;
-            return false;
-        }
-    }
-    return true;
-}
-
 static int read_failed(rlock__direct_conn *dc, char *msg, size_t msglen) {
     dc->failed = true;
-    int err = error_of(dc->ctx);
+    int err = error_of(dc);
     snprintf(msg, msglen, "%s",
              err == RLOCK_ERR_TIMEOUT ? "timed out waiting for a response"
                                       : "the connection was lost before the answer");
@@ -258,7 +358,7 @@ static int read_failed(rlock__direct_conn *dc, char *msg, size_t msglen) {
 static bool readable_by(rlock__direct_conn *dc, int64_t deadline_ms) {
     for (;;) {
         int64_t left = deadline_ms - rlock__now_ms();
-        struct pollfd p = {.fd = dc->ctx->fd, .events = POLLIN};
+        struct pollfd p = {.fd = conn_fd(dc), .events = POLLIN};
         int n = poll(&p, 1, left > 0 ? (int)left : 0);
         if (n > 0 || (n < 0 && errno != EINTR)) {
             return true; /* readable, or an error the read will report */
@@ -277,6 +377,14 @@ static int read_answer(rlock__direct_conn *dc, int64_t deadline_ms, redisReply *
     if (!drop_unread(dc)) {
         return read_failed(dc, msg, msglen);
     }
+    if (dc->tls != NULL) {
+        /* Its reads wait no longer than the deadline themselves. */
+        if (!rlock__tls_blocking_read(dc->tls, deadline_ms, &r)) {
+            return read_failed(dc, msg, msglen);
+        }
+        *reply = r;
+        return RLOCK_OK;
+    }
     /* With a deadline (several connections read in turn): an answer the
      * reader has whole already, else wait for bytes no longer than it. */
     if (deadline_ms > 0) {
@@ -289,7 +397,7 @@ static int read_answer(rlock__direct_conn *dc, int64_t deadline_ms, redisReply *
             return RLOCK_ERR_TIMEOUT;
         }
     }
-    if (r == NULL && redisGetReply(dc->ctx, &r) != REDIS_OK) {
+    if (r == NULL && !get_reply(dc, &r)) {
         return read_failed(dc, msg, msglen);
     }
     *reply = r;
@@ -303,7 +411,7 @@ bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *ms
     const rlock__script *script;
     rlock__cmd_view(cmd, &argc, &argv, &argvlen, &script);
     if (!write_command(dc, argc, (const char **)argv, argvlen)) {
-        snprintf(msg, msglen, "%.200s", dc->ctx->errstr);
+        snprintf(msg, msglen, "%.200s", conn_errstr(dc));
         return false;
     }
     return true;
@@ -336,7 +444,7 @@ int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, int64_t de
         if (write_command(dc, argc, eval, evallen)) {
             rc = read_answer(dc, deadline_ms, &rep, msg, msglen);
         } else {
-            snprintf(msg, msglen, "%.200s", dc->ctx->errstr);
+            snprintf(msg, msglen, "%.200s", conn_errstr(dc));
             rc = RLOCK_ERR_CONNECTION;
         }
     }

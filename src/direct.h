@@ -1,8 +1,8 @@
-/* The blocking calls' own connections: a small pool of synchronous hiredis
- * connections that a calling thread uses to run an acquire or unlock
- * script itself, instead of handing it to the client's I/O thread and
- * sleeping until that thread wakes it (two thread hand-offs per call).
- * Waiting, pub/sub and the watchdog stay on the I/O thread.
+/* The blocking calls' own connections: a small pool of synchronous
+ * connections (hiredis's; over rediss://, tls_blocking.c's) that a calling
+ * thread uses to run an acquire or unlock script itself, instead of handing it to the client's I/O
+ * thread and sleeping until that thread wakes it (two thread hand-offs per call). Waiting, pub/sub
+ * and the watchdog stay on the I/O thread.
  *
  * Any thread; the pool has its own lock. Connections are made on first
  * use and kept, up to the pool's size, for the next call. */
@@ -15,13 +15,17 @@
 #include "executor.h"
 #include "rlock/config.h"
 
+typedef struct ssl_ctx_st SSL_CTX;
 typedef struct rlock__direct rlock__direct;
 typedef struct rlock__direct_conn rlock__direct_conn;
 
 /* size: connections kept between calls (rlock_config.blocking_pool_size,
  * > 0). Copies what it needs from cfg (the address is parsed again: the
- * client frees its own copy at destroy, while a call may still be here). */
-int rlock__direct_create(const rlock_config *cfg, int size, rlock__direct **out);
+ * client frees its own copy at destroy, while a call may still be here).
+ * tls: rediss://'s settings, the client's (the pool keeps a reference of
+ * its own): its connections are then TLS ones (tls_blocking.h), set up as
+ * the loop's; NULL for plain TCP and unix sockets (hiredis's). */
+int rlock__direct_create(const rlock_config *cfg, SSL_CTX *tls, int size, rlock__direct **out);
 void rlock__direct_destroy(rlock__direct *d);
 
 /* A connection for this thread's call: an idle one that is still open,

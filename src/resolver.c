@@ -76,19 +76,26 @@ static void deliver(void *arg) {
     rlock__loop_unref(loop);
 }
 
-static void *run(void *arg) {
-    rlock__lookup *q = arg;
+bool rlock__lookup_now(const char *host, char *ip, size_t iplen, char *err, size_t errlen) {
     struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
     struct addrinfo *res = NULL;
-    int rc = getaddrinfo(q->host, NULL, &hints, &res);
+    int rc = getaddrinfo(host, NULL, &hints, &res);
+    bool ok = rc == 0 && pick(res, ip, iplen);
     if (rc != 0) {
-        snprintf(q->err, sizeof(q->err), "cannot resolve \"%.100s\": %s", q->host,
-                 gai_strerror(rc));
-    } else if (!pick(res, q->ip, sizeof(q->ip))) {
-        snprintf(q->err, sizeof(q->err), "\"%.100s\" has no IPv4 or IPv6 address", q->host);
+        snprintf(err, errlen, "cannot resolve \"%.100s\": %s", host, gai_strerror(rc));
+    } else if (!ok) {
+        snprintf(err, errlen, "\"%.100s\" has no IPv4 or IPv6 address", host);
     }
     if (res != NULL) {
         freeaddrinfo(res);
+    }
+    return ok;
+}
+
+static void *run(void *arg) {
+    rlock__lookup *q = arg;
+    if (!rlock__lookup_now(q->host, q->ip, sizeof(q->ip), q->err, sizeof(q->err))) {
+        q->ip[0] = '\0';
     }
     /* Embedded task: the hand-over cannot fail; once the loop is closed it
      * runs here, and the owner has cancelled by then. */

@@ -11,6 +11,7 @@
 #define RLOCK_RESOLVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "loop.h"
 
@@ -23,6 +24,10 @@ typedef void (*rlock__lookup_cb)(void *arg, const char *ip, const char *err);
 /* True when host is already a numeric IPv4 or IPv6 address: no lookup
  * needed. */
 bool rlock__is_numeric_host(const char *host);
+
+/* Looks host up on the calling thread (a blocking getaddrinfo), choosing
+ * as a lookup below does: true with ip, or false with err saying why. */
+bool rlock__lookup_now(const char *host, char *ip, size_t iplen, char *err, size_t errlen);
 
 /* Starts looking host up; cb(arg, ...) runs on the loop thread once it is
  * done, unless cancelled first, and the lookup is over (freed) once cb has

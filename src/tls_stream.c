@@ -217,29 +217,35 @@ static void broke(rlock__tls_stream *s) {
 
 /* ---- the handshake ----------------------------------------------------------- */
 
-/* Says why SSL_connect failed: the certificate check's verdict when it
- * has one (expired, untrusted, wrong name), else OpenSSL's error. */
-static void handshake_error(rlock__tls_stream *s, int rc) {
-    long v = SSL_get_verify_result(s->ssl);
+bool rlock__tls_handshake_error(SSL *ssl, int rc, char *buf, size_t len) {
+    int saved = errno;
+    long v = SSL_get_verify_result(ssl);
     if (v != X509_V_OK) {
-        s->verify_failed = true;
-        set_error(s, "TLS handshake: certificate verification failed: %s",
-                  X509_verify_cert_error_string(v));
+        snprintf(buf, len, "TLS handshake: certificate verification failed: %s",
+                 X509_verify_cert_error_string(v));
         ERR_clear_error();
-        return;
+        return true;
     }
-    int e = SSL_get_error(s->ssl, rc);
+    int e = SSL_get_error(ssl, rc);
     unsigned long q = ERR_peek_error();
     if (q != 0) {
         char detail[160];
         ERR_error_string_n(q, detail, sizeof(detail));
         ERR_clear_error();
-        set_error(s, "TLS handshake: %s", detail);
-    } else if (e == SSL_ERROR_SYSCALL && errno != 0) {
-        set_error(s, "TLS handshake: %s", strerror(errno));
+        snprintf(buf, len, "TLS handshake: %s", detail);
+    } else if (e == SSL_ERROR_SYSCALL && saved != 0) {
+        snprintf(buf, len, "TLS handshake: %s", strerror(saved));
     } else {
-        set_error(s, "TLS handshake: the server closed the connection");
+        snprintf(buf, len, "TLS handshake: the server closed the connection");
     }
+    return false;
+}
+
+/* Says why SSL_connect failed (rlock__tls_handshake_error). */
+static void handshake_error(rlock__tls_stream *s, int rc) {
+    s->verify_failed =
+        rlock__tls_handshake_error(s->ssl, rc, s->ac.c.errstr, sizeof(s->ac.c.errstr));
+    s->ac.err = REDIS_ERR_IO;
 }
 
 static void want(rlock__tls_stream *s, bool read, bool write) {
@@ -510,9 +516,7 @@ static void on_io(struct ev_loop *ev, ev_io *w, int revents) {
 
 /* ---- the API --------------------------------------------------------------------- */
 
-/* A non-blocking socket connecting to ip:port, or to the unix socket at
- * ip when it starts with '/'. */
-static int open_socket(const char *ip, int port, char *err, size_t errlen) {
+int rlock__tls_socket(const char *ip, int port, char *err, size_t errlen) {
     struct sockaddr_storage ss;
     socklen_t sl;
     memset(&ss, 0, sizeof(ss));
@@ -598,19 +602,31 @@ rlock__tls_stream *rlock__tls_open(struct ev_loop *ev, SSL_CTX *ctx, const char 
         snprintf(err, errlen, "out of memory");
         return NULL;
     }
-    s->ssl = ctx != NULL ? SSL_new(ctx) : NULL;
-    if (ctx != NULL && s->ssl == NULL) {
-        snprintf(err, errlen, "out of memory");
-        destroy(s);
-        return NULL;
-    }
     if (ctx == NULL) { /* plain (the reply fuzzer's second transport) */
-        s->fd = open_socket(ip, port, err, errlen);
+        s->fd = rlock__tls_socket(ip, port, err, errlen);
         if (s->fd < 0) {
             destroy(s);
             return NULL;
         }
         return start_connect(s);
+    }
+    s->ssl = rlock__tls_ssl_new(ctx, server_name, check_name, err, errlen);
+    s->fd = s->ssl != NULL ? rlock__tls_socket(ip, port, err, errlen) : -1;
+    if (s->fd < 0 || SSL_set_fd(s->ssl, s->fd) != 1) {
+        destroy(s);
+        return NULL;
+    }
+    SSL_set_connect_state(s->ssl);
+    return start_connect(s);
+}
+
+SSL *rlock__tls_ssl_new(SSL_CTX *ctx, const char *server_name, bool check_name, char *err,
+                        size_t errlen) {
+    ERR_clear_error();
+    SSL *ssl = SSL_new(ctx);
+    if (ssl == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return NULL;
     }
     /* The name the certificate must carry: the host as the address gave
      * it (not the address it resolved to). SNI only for names. */
@@ -619,24 +635,20 @@ rlock__tls_stream *rlock__tls_open(struct ev_loop *ev, SSL_CTX *ctx, const char 
     bool literal =
         inet_pton(AF_INET, server_name, &a4) == 1 || inet_pton(AF_INET6, server_name, &a6) == 1;
     int ok = 1;
-    if (check_name && SSL_get_verify_mode(s->ssl) != SSL_VERIFY_NONE) {
-        X509_VERIFY_PARAM *p = SSL_get0_param(s->ssl);
+    if (check_name && SSL_get_verify_mode(ssl) != SSL_VERIFY_NONE) {
+        X509_VERIFY_PARAM *p = SSL_get0_param(ssl);
         ok = literal ? X509_VERIFY_PARAM_set1_ip_asc(p, server_name)
                      : X509_VERIFY_PARAM_set1_host(p, server_name, 0);
     }
     if (ok && !literal) {
-        ok = (int)SSL_set_tlsext_host_name(s->ssl, server_name);
+        ok = (int)SSL_set_tlsext_host_name(ssl, server_name);
     }
-    s->fd = ok ? open_socket(ip, port, err, errlen) : -1;
-    if (!ok || s->fd < 0 || SSL_set_fd(s->ssl, s->fd) != 1) {
-        if (!ok) {
-            ssl_error(err, errlen, "cannot set the server name");
-        }
-        destroy(s);
+    if (!ok) {
+        ssl_error(err, errlen, "cannot set the server name");
+        SSL_free(ssl);
         return NULL;
     }
-    SSL_set_connect_state(s->ssl);
-    return start_connect(s);
+    return ssl;
 }
 
 redisAsyncContext *rlock__tls_context(rlock__tls_stream *s) {

@@ -11,7 +11,7 @@
  * drops or is freed), so connection.c drives both kinds alike. Plain TCP
  * and unix sockets stay on hiredis's own async context.
  *
- * Loop thread only. */
+ * Loop thread only, but for the shared set-up functions below. */
 #ifndef RLOCK_TLS_STREAM_H
 #define RLOCK_TLS_STREAM_H
 
@@ -35,6 +35,28 @@ typedef struct rlock__tls_settings {
 /* An SSL_CTX for these settings (files read now), or NULL with err set. */
 SSL_CTX *rlock__tls_ctx_new(const rlock__tls_settings *s, char *err, size_t errlen);
 void rlock__tls_ctx_free(SSL_CTX *ctx);
+
+/* The parts a connection of either kind (this stream, or the blocking
+ * calls' own, tls_blocking.h) sets up alike. Any thread.
+ *
+ * An SSL under ctx for a connection to server_name (the host name of the
+ * address): sent as SNI and, with check_name, required in the certificate
+ * (an IP literal is checked against the certificate's IP addresses and
+ * sends no SNI). NULL with err set. */
+typedef struct ssl_st SSL;
+SSL *rlock__tls_ssl_new(SSL_CTX *ctx, const char *server_name, bool check_name, char *err,
+                        size_t errlen);
+
+/* Why SSL_connect (which returned rc) failed, into buf: the certificate
+ * check's verdict when it has one ("certificate verification failed:
+ * ..."), else OpenSSL's error. True when the certificate failed
+ * verification: no retry can succeed until it or the settings change. */
+bool rlock__tls_handshake_error(SSL *ssl, int rc, char *buf, size_t len);
+
+/* A non-blocking socket connecting to ip:port (numeric; a path starting
+ * with '/' is a unix socket): TCP_NODELAY and keep-alive set, the connect
+ * under way. -1 with err set. */
+int rlock__tls_socket(const char *ip, int port, char *err, size_t errlen);
 
 typedef struct rlock__tls_stream rlock__tls_stream;
 

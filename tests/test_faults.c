@@ -199,6 +199,20 @@ static void test_acl_user_and_database(void **state) {
     assert_non_null(strstr(r->str, "db3:keys=1"));
     assert_null(strstr(r->str, "db0:"));
     freeReplyObject(r);
+    /* The blocking calls' own connections authenticate and select alike:
+     * the lock is taken on one of them (the executor sends nothing). */
+    rlock *l = rlock_get_lock(c, "lock3");
+    assert_non_null(l);
+    rlock__executor_stats x0 = rlock__client_stats(c);
+    assert_int_equal(rlock_lock(l, 30000), RLOCK_OK);
+    assert_int_equal(rlock__client_stats(c).sent, x0.sent);
+    r = rt_redis_command(&f->redis, "INFO keyspace");
+    assert_non_null(r);
+    assert_non_null(strstr(r->str, "db3:keys=2"));
+    assert_null(strstr(r->str, "db0:"));
+    freeReplyObject(r);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock_free(l);
 }
 
 static int setup_acl(void **state) {

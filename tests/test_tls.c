@@ -3,11 +3,16 @@
  * pub/sub wake-ups over TLS, mutual TLS, each way a certificate can fail
  * (untrusted, wrong name, expired) with a message that says which, a
  * server that never answers the handshake, reconnecting after a restart,
- * and the settings' own errors. Label "tls". */
+ * and the settings' own errors. The blocking calls' direct path over TLS
+ * (the pool's own TLS connections): used, under the same certificate
+ * settings as the loop's, and a server restarted, killed or stopped
+ * around a call as on the plain direct path. Label "tls". */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +35,9 @@ typedef struct fx {
     rt_tls_env env;
     rt_redis redis;
     bool started;
+    rt_redis plain; /* a plain server, for a comparison */
+    bool plain_started;
+    redisContext *probe; /* the test's own connection to redis (its unix socket) */
 } fx;
 
 static int setup(void **state) {
@@ -45,8 +53,14 @@ static int setup(void **state) {
 static int teardown(void **state) {
     fx *f = *state;
     rt_free_clients();
+    if (f->probe != NULL) {
+        redisFree(f->probe);
+    }
     if (f->started) {
         rt_redis_stop(&f->redis);
+    }
+    if (f->plain_started) {
+        rt_redis_stop(&f->plain);
     }
     rt_tls_env_free(&f->env);
     free(f);
@@ -91,6 +105,68 @@ static void lock_and_wake(rlock_client *c, const char *name) {
     assert_int_equal(rt_finish(rlock_unlock_async(l, 2), NULL), RLOCK_OK);
 }
 
+/* ---- the blocking calls' direct path --------------------------------------- */
+
+#define PAIRS 20
+
+/* The probe's connection is gone with the server it was made to (a
+ * write on it would raise SIGPIPE: a unix socket): the next probe makes
+ * another. */
+static void drop_probe(fx *f) {
+    if (f->probe != NULL) {
+        redisFree(f->probe);
+        f->probe = NULL;
+    }
+}
+
+/* calls= of one command in INFO commandstats ("evalsha"); 0 when absent. */
+static long long cmd_calls(fx *f, const char *cmd) {
+    redisReply *r = rt_probe(&f->redis, &f->probe, "INFO commandstats");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    char pat[64];
+    snprintf(pat, sizeof(pat), "cmdstat_%s:calls=", cmd);
+    const char *p = strstr(r->str, pat);
+    long long n = p != NULL ? strtoll(p + strlen(pat), NULL, 10) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* The blocking calls of c (a client with its pool, made over rediss://)
+ * run on the calling thread's own connection: lock and unlock pairs, the
+ * watchdog's form and a try-lock all reach Redis while the client's
+ * executor (the loop's path) sends nothing. */
+static void check_direct_path(fx *f, rlock_client *c, const char *name) {
+    rlock *l = rt_lock(c, name);
+    bool locked = true;
+    assert_int_equal(rlock_is_locked(l, &locked), RLOCK_OK); /* the executor is connected */
+    assert_false(locked);
+    rlock__executor_stats x0 = rlock__client_stats(c);
+    uint64_t acquires0 = rt_lock_stats(c).acquires;
+    long long evalsha0 = cmd_calls(f, "evalsha");
+    for (int i = 0; i < PAIRS; i++) {
+        assert_int_equal(rlock_lock(l, 30000), RLOCK_OK);
+        assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    }
+    assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+    assert_true(RT_STAT_BECOMES(c, renewing, 1, WITHIN_MS));
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, WITHIN_MS));
+    bool acquired = false;
+    assert_int_equal(rlock_try_lock(l, 0, 30000, &acquired), RLOCK_OK);
+    assert_true(acquired);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock__executor_stats x1 = rlock__client_stats(c);
+    long long evalsha = cmd_calls(f, "evalsha") - evalsha0;
+    print_message("executor sent %llu, Redis ran %lld EVALSHA\n",
+                  (unsigned long long)(x1.sent - x0.sent), evalsha);
+    assert_true(evalsha >= 2 * (PAIRS + 2));
+    assert_int_equal(rt_lock_stats(c).acquires - acquires0, PAIRS + 2);
+    assert_int_equal(x1.sent, x0.sent);
+    assert_int_equal(x1.evalsha, x0.evalsha);
+    assert_int_equal(rt_lock_stats(c).lost, 0);
+}
+
 static void test_lock_over_tls_by_name_and_by_ip(void **state) {
     fx *f = *state;
     start(f, f->env.server_cert, f->env.server_key, false);
@@ -102,8 +178,7 @@ static void test_lock_over_tls_by_name_and_by_ip(void **state) {
     rlock_client *by_ip = rt_client(&cfg);
     assert_int_equal(rt_ping_within(by_ip, WITHIN_MS), RLOCK_OK);
     lock_and_wake(by_ip, "tls:ip");
-    /* The blocking calls work too (through the loop: the blocking pool is
-     * plain hiredis). */
+    /* The blocking calls work too, on the pool's own TLS connections. */
     rlock *l = rt_lock(by_ip, "tls:blocking");
     assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
@@ -201,6 +276,7 @@ static void test_mutual_tls(void **state) {
     rlock_client *with_cert = rt_client(&cfg);
     assert_int_equal(rt_ping_within(with_cert, WITHIN_MS), RLOCK_OK);
     lock_and_wake(with_cert, "tls:mutual");
+    check_direct_path(f, with_cert, "tls:mutual:direct"); /* the pool's connections have it too */
     /* Without a certificate the server refuses it: never ready. */
     cfg = tls_config(f, "localhost");
     rlock_client *without = rt_client(&cfg);
@@ -293,6 +369,7 @@ static void test_wrong_name(void **state) {
     cfg.ssl_enable_endpoint_identification = 0;
     rlock_client *unchecked = rt_client(&cfg);
     assert_int_equal(rt_ping_within(unchecked, WITHIN_MS), RLOCK_OK);
+    check_direct_path(f, unchecked, "tls:unchecked:direct");
 }
 
 static void test_expired_certificate(void **state) {
@@ -312,6 +389,7 @@ static void test_insecure_skip_verify_accepts_any(void **state) {
     rlock_client *c = rt_client(&cfg);
     assert_int_equal(rt_ping_within(c, WITHIN_MS), RLOCK_OK);
     lock_and_wake(c, "tls:insecure");
+    check_direct_path(f, c, "tls:insecure:direct");
 }
 
 /* A server that accepts TCP connections and then says nothing: the
@@ -412,6 +490,330 @@ static void test_settings_errors(void **state) {
     assert_non_null(strstr(rlock_last_error(), "Sentinel"));
 }
 
+/* The blocking calls over rediss:// take the direct path, by host name
+ * and by IP address; the pool's connections do the handshake's SELECT
+ * and CLIENT SETNAME as the loop's do. */
+static void test_blocking_calls_direct_over_tls(void **state) {
+    fx *f = *state;
+    start(f, f->env.server_cert, f->env.server_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    rlock_client *by_name = rt_client(&cfg);
+    check_direct_path(f, by_name, "tls:direct:name");
+    cfg = tls_config(f, "127.0.0.1");
+    rlock_client *by_ip = rt_client(&cfg);
+    check_direct_path(f, by_ip, "tls:direct:ip");
+
+    char address[128];
+    snprintf(address, sizeof(address), "rediss://localhost:%d/2", f->redis.port);
+    cfg = tls_config(f, "localhost");
+    cfg.address = address;
+    cfg.client_name = "tls-direct";
+    rlock_client *c = rt_client(&cfg);
+    check_direct_path(f, c, "tls:direct:db");
+    rlock *l = rt_lock(c, "tls:direct:db");
+    assert_int_equal(rlock_lock(l, 30000), RLOCK_OK);
+    redisContext *db2 = rt_redis_connect(&f->redis, 2000, true);
+    assert_non_null(db2);
+    redisReply *r = redisCommand(db2, "SELECT 2");
+    assert_non_null(r);
+    freeReplyObject(r);
+    r = redisCommand(db2, "PTTL tls:direct:db");
+    assert_non_null(r);
+    long long pttl = r->type == REDIS_REPLY_INTEGER ? r->integer : -3;
+    freeReplyObject(r);
+    r = redisCommand(db2, "CLIENT LIST");
+    assert_non_null(r);
+    int named = 0;
+    for (const char *p = r->str; (p = strstr(p, "name=tls-direct ")) != NULL; p++) {
+        named++;
+    }
+    freeReplyObject(r);
+    redisFree(db2);
+    assert_true(pttl > 0 && pttl <= 30000); /* in db 2 */
+    assert_true(named >= 3);                /* the command, pub/sub and pool connections */
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+}
+
+/* A certificate the settings refuse: the blocking calls fail as the
+ * loop's path does (its error, at the first attempt), the pool's
+ * connections refusing it too; untrusted by the CA, and a good server
+ * certificate checked against another CA. Nothing is taken. */
+static void check_blocking_refused(fx *f, const rlock_config *cfg, const char *why) {
+    rlock_config c2 = *cfg;
+    c2.timeout_ms = 4000;
+    c2.retry_attempts = 3;
+    c2.retry_interval_ms = 3000;
+    rlock_client *c = rt_client(&c2);
+    rlock *l = rt_lock(c, "tls:refused");
+    for (int op = 0; op < 3; op++) {
+        int64_t t0 = rt_now_ms();
+        bool acquired = false;
+        int rc = op == 0   ? rlock_lock(l, 30000)
+                 : op == 1 ? rlock_try_lock(l, 100, 30000, &acquired)
+                           : rlock_unlock(l);
+        int64_t took = rt_now_ms() - t0;
+        const char *msg = rlock_last_error();
+        if (rc != RLOCK_ERR_CONNECTION || strstr(msg, why) == NULL ||
+            strstr(msg, "(after 1 attempt)") == NULL || took >= 3000) {
+            fail_msg("call %d: %s after %lld ms: %s", op, rlock_err_name(rc), (long long)took, msg);
+        }
+        assert_false(acquired);
+    }
+    assert_int_equal(rt_redis_int(&f->redis, &f->probe, "EXISTS tls:refused"), 0);
+}
+
+static void test_blocking_calls_refused_certificate(void **state) {
+    fx *f = *state;
+    start(f, f->env.untrusted_cert, f->env.untrusted_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    check_blocking_refused(f, &cfg, "certificate verification failed");
+    rt_free_clients();
+    rt_redis_stop(&f->redis);
+    f->started = false;
+    drop_probe(f);
+    start(f, f->env.server_cert, f->env.server_key, false);
+    cfg = tls_config(f, "localhost");
+    cfg.ssl_truststore = f->env.other_ca_cert; /* the wrong CA */
+    check_blocking_refused(f, &cfg, "certificate verification failed");
+}
+
+/* Mutual TLS without a client certificate: a TLS 1.3 server refuses the
+ * client only after the client's side of the handshake is done, so a
+ * connection that looks made may not be. The blocking calls fail as the
+ * loop's path does (its retries: "after 2 attempts"), not with an acquire
+ * written to a connection the server had refused ("the connection was
+ * lost before the answer"). */
+static void test_blocking_calls_without_client_certificate(void **state) {
+    fx *f = *state;
+    start(f, f->env.server_cert, f->env.server_key, true);
+    rlock_config cfg = tls_config(f, "localhost");
+    cfg.retry_attempts = 1;
+    cfg.retry_interval_ms = 200;
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "tls:no-client-cert");
+    rlock_future *fu = rlock_lock_async(l, 30000, 1);
+    assert_non_null(fu);
+    assert_int_equal(rlock_future_wait(fu, 20000), RLOCK_OK);
+    int loop_rc = rlock_future_error(fu);
+    char loop_msg[300];
+    snprintf(loop_msg, sizeof(loop_msg), "%s", rlock_future_error_message(fu));
+    rlock_future_release(fu);
+    for (int op = 0; op < 2; op++) {
+        int rc = op == 0 ? rlock_lock(l, 30000) : rlock_unlock(l);
+        const char *msg = rlock_last_error();
+        print_message("loop: %s (%s); blocking: %s (%s)\n", rlock_err_name(loop_rc), loop_msg,
+                      rlock_err_name(rc), msg);
+        assert_int_equal(loop_rc, RLOCK_ERR_CONNECTION);
+        assert_int_equal(rc, loop_rc);
+        assert_non_null(strstr(loop_msg, "(after 2 attempts)"));
+        if (strstr(msg, "(after 2 attempts)") == NULL) {
+            fail_msg("blocking: %s; loop: %s", msg, loop_msg);
+        }
+    }
+    assert_int_equal(rt_redis_int(&f->redis, &f->probe, "EXISTS tls:no-client-cert"), 0);
+}
+
+/* The server restarted, or the connections killed (CLIENT KILL), between
+ * two blocking calls: the pooled TLS connection is found closed before
+ * anything is written on it, and the next calls work. */
+static void test_direct_restart_and_kill_between_calls(void **state) {
+    fx *f = *state;
+    start(f, f->env.server_cert, f->env.server_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    cfg.timeout_ms = 3000;
+    cfg.retry_attempts = 3;
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "tls:direct:restart");
+    for (int round = 0; round < 4; round++) {
+        assert_int_equal(rlock_lock(l, 30000), RLOCK_OK);
+        assert_int_equal(rlock_unlock(l), RLOCK_OK);
+        rt_sleep_ms(20); /* the unlock's latch DEL has been answered */
+        if (round % 2 == 0) {
+            assert_int_equal(rt_redis_restart(&f->redis), 0);
+            drop_probe(f);
+        } else {
+            redisReply *r = rt_probe(&f->redis, &f->probe, "CLIENT KILL TYPE normal SKIPME yes");
+            assert_non_null(r);
+            assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+            assert_true(r->integer >= 1);
+            freeReplyObject(r);
+            rt_sleep_ms(20);
+        }
+        int rc = rlock_lock(l, 30000);
+        if (rc != RLOCK_OK) {
+            fail_msg("round %d: rlock_lock: %s (%s)", round, rlock_err_name(rc),
+                     rlock_last_error());
+        }
+        assert_int_equal(rt_redis_hold(&f->redis, &f->probe, rlock_name(l), rlock_name_len(l), c,
+                                       rlock_thread_id()),
+                         1);
+        rc = rlock_unlock(l);
+        if (rc != RLOCK_OK) {
+            fail_msg("round %d: rlock_unlock: %s (%s)", round, rlock_err_name(rc),
+                     rlock_last_error());
+        }
+    }
+    /* Restarted while held: the unlock finds nothing, without an error of
+     * the connection. */
+    assert_int_equal(rlock_lock(l, 30000), RLOCK_OK);
+    assert_int_equal(rt_redis_restart(&f->redis), 0);
+    assert_int_equal(rlock_unlock(l), RLOCK_ERR_NOT_HELD);
+}
+
+/* A blocking rlock_lock on a thread of its own. */
+typedef struct call {
+    pthread_t thread;
+    rlock *lock;
+    _Atomic uint64_t tid;
+    int rc;
+    char msg[256];
+    int64_t began_at;
+    _Atomic int64_t done_at; /* 0 while it runs */
+} call;
+
+static void *call_main(void *arg) {
+    call *k = arg;
+    k->began_at = rt_now_ms();
+    atomic_store(&k->tid, rlock_thread_id());
+    k->rc = rlock_lock(k->lock, 60000);
+    snprintf(k->msg, sizeof(k->msg), "%s", k->rc != RLOCK_OK ? rlock_last_error() : "");
+    atomic_store(&k->done_at, rt_now_ms());
+    return NULL;
+}
+
+static void start_call(call *k, rlock *l) {
+    memset(k, 0, sizeof(*k));
+    k->lock = l;
+    assert_int_equal(pthread_create(&k->thread, NULL, call_main, k), 0);
+    while (atomic_load(&k->tid) == 0) {
+        rt_sleep_ms(1);
+    }
+}
+
+static int finish_call(call *k, int64_t timeout_ms) {
+    int64_t end = rt_now_ms() + timeout_ms;
+    while (atomic_load(&k->done_at) == 0 && rt_now_ms() < end) {
+        rt_sleep_ms(2);
+    }
+    if (atomic_load(&k->done_at) == 0) {
+        fail_msg("the blocking call did not return within %lld ms", (long long)timeout_ms);
+    }
+    pthread_join(k->thread, NULL);
+    return k->rc;
+}
+
+#define STOP_TIMEOUT_MS 500
+
+/* Stopped (SIGSTOP) for 2 s during a blocking lock on a warm pooled TLS
+ * connection: RLOCK_ERR_TIMEOUT in about timeout_ms, the acquire written
+ * once and not sent again (hold count 1 once it runs), as on plain TCP
+ * (test_blocking.test_direct__stopped). */
+static void test_direct_server_stopped_during_call(void **state) {
+    fx *f = *state;
+    start(f, f->env.server_cert, f->env.server_key, false);
+    rlock_config cfg = tls_config(f, "localhost");
+    cfg.timeout_ms = STOP_TIMEOUT_MS;
+    cfg.retry_attempts = 3;
+    cfg.retry_interval_ms = 100;
+    cfg.ping_connection_interval_ms = 0;
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "tls:direct:stopped");
+    assert_int_equal(rlock_lock(l, 60000), RLOCK_OK); /* connections made and warm */
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    bool locked = true;
+    assert_int_equal(rlock_is_locked(l, &locked), RLOCK_OK);
+    rlock__executor_stats x0 = rlock__client_stats(c);
+
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+    call k;
+    start_call(&k, l);
+    while (atomic_load(&k.done_at) == 0 && rt_now_ms() - k.began_at < 2000) {
+        rt_sleep_ms(5);
+    }
+    if (rt_now_ms() - k.began_at < 2000) {
+        rt_sleep_ms(2000 - (rt_now_ms() - k.began_at));
+    }
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+    int rc = finish_call(&k, 10000);
+    int64_t took = k.done_at - k.began_at;
+    print_message("rlock_lock with Redis stopped: %s after %lld ms (%s)\n", rlock_err_name(rc),
+                  (long long)took, k.msg);
+    assert_int_equal(rc, RLOCK_ERR_TIMEOUT);
+    assert_true(took >= STOP_TIMEOUT_MS - 5);
+    assert_true(took < 1900); /* returned while Redis was still stopped */
+    assert_int_equal(rlock__client_stats(c).sent, x0.sent); /* on the direct path */
+
+    rt_sleep_ms(200);
+    assert_int_equal(
+        rt_redis_hold(&f->redis, &f->probe, rlock_name(l), rlock_name_len(l), c, k.tid), 1);
+    assert_int_equal(rt_finish(rlock_unlock_async(l, k.tid), NULL), RLOCK_OK);
+    assert_int_equal(rlock_lock(l, 30000), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+}
+
+/* Killed (SIGKILL) while a blocking lock waits for its answer on a warm
+ * pooled connection, then started again: the call's error is the plain
+ * direct path's, code and message, and the calls after the restart
+ * work. */
+static void killed_during_call(fx *f, rt_redis *r, const rlock_config *cfg, int *rc, char *msg,
+                               size_t msglen) {
+    rlock_client *c = rt_client(cfg);
+    rlock *l = rt_lock(c, "direct:killed");
+    assert_int_equal(rlock_lock(l, 60000), RLOCK_OK); /* connections made and warm */
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock__executor_stats x0 = rlock__client_stats(c);
+    uint64_t acquires0 = rt_lock_stats(c).acquires;
+    assert_int_equal(rt_redis_pause(r), 0);
+    call k;
+    start_call(&k, l);
+    /* Counted just before it is written (one write to a socket with
+     * room): written once a moment more has passed; the answer cannot
+     * come. */
+    assert_true(RT_STAT_REACHES(c, acquires, acquires0 + 1, 10000));
+    rt_sleep_ms(100);
+    assert_int_equal(atomic_load(&k.done_at), 0);
+    assert_int_equal(rt_redis_kill(r), 0);
+    *rc = finish_call(&k, 10000);
+    snprintf(msg, msglen, "%s", k.msg);
+    assert_int_equal(rlock__client_stats(c).sent, x0.sent); /* on the direct path */
+    assert_int_equal(rt_redis_restart(r), 0);
+    int again = rlock_lock(l, 30000);
+    if (again != RLOCK_OK) {
+        fail_msg("rlock_lock after the restart: %s (%s)", rlock_err_name(again),
+                 rlock_last_error());
+    }
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    (void)f;
+}
+
+static void test_direct_server_killed_during_call(void **state) {
+    fx *f = *state;
+    rt_redis_opts opts = {0};
+    assert_int_equal(rt_redis_start(&f->plain, &opts), 0);
+    f->plain_started = true;
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    cfg.address = f->plain.address;
+    cfg.timeout_ms = 3000;
+    cfg.connect_timeout_ms = 2000;
+    cfg.reconnect_delay_max_ms = 500;
+    int plain_rc = 0;
+    char plain_msg[256];
+    killed_during_call(f, &f->plain, &cfg, &plain_rc, plain_msg, sizeof(plain_msg));
+
+    start(f, f->env.server_cert, f->env.server_key, false);
+    cfg = tls_config(f, "localhost");
+    cfg.timeout_ms = 3000;
+    int tls_rc = 0;
+    char tls_msg[256];
+    killed_during_call(f, &f->redis, &cfg, &tls_rc, tls_msg, sizeof(tls_msg));
+    print_message("plain: %s (%s); TLS: %s (%s)\n", rlock_err_name(plain_rc), plain_msg,
+                  rlock_err_name(tls_rc), tls_msg);
+    assert_int_equal(plain_rc, RLOCK_ERR_CONNECTION);
+    assert_int_equal(tls_rc, plain_rc);
+    assert_string_equal(tls_msg, plain_msg);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_lock_over_tls_by_name_and_by_ip, setup, teardown),
@@ -427,6 +829,14 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_handshake_timeout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_after_restart, setup, teardown),
         cmocka_unit_test_setup_teardown(test_settings_errors, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocking_calls_direct_over_tls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocking_calls_refused_certificate, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_blocking_calls_without_client_certificate, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_direct_restart_and_kill_between_calls, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_direct_server_stopped_during_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_direct_server_killed_during_call, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
