@@ -63,6 +63,9 @@ bool due[N];           /* an unlock published to it; it has not tried since */
 bool gaveup[N];        /* its call gave up (wait over or cancelled) */
 byte giveups = 0;
 
+/* Sized so that no send ever blocks (a blocked send would split an
+ * atomic step; serve asserts it): a waiter has one command out at a
+ * time, and hears one SUBOK and at most one message per unlock. */
 chan cmd[N] = [2] of { mtype };   /* command connection, FIFO */
 chan rep[N] = [1] of { mtype };
 chan psreq[N] = [1] of { mtype }; /* pub/sub connection, FIFO each way */
@@ -153,7 +156,7 @@ inline run_unlock(i) {
     :: qlen > 0 ->
         due[q[0]] = true;
         if
-        :: srv_sub[q[0]] -> psin[q[0]]!MSG0
+        :: srv_sub[q[0]] -> assert(len(psin[q[0]]) < 5); psin[q[0]]!MSG0
         :: else -> skip /* nobody listens yet: lost */
         fi
     :: else -> skip
@@ -163,6 +166,7 @@ inline run_unlock(i) {
 inline serve(i) {
     atomic {
         cmd[i]?m ->
+        assert(len(rep[i]) == 0);
         if
         :: m == ACQ -> run_acquire(i)
         :: m == UNL -> run_unlock(i); rep[i]!DONE

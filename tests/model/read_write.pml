@@ -45,9 +45,11 @@ byte writes = 1;          /* write holds taken so far */
 bool due[R];              /* ghost: a wake-all is due to the reader */
 bool waiting[R];          /* ghost: the reader's lock() has not got the lock */
 
-chan cmd = [2] of { mtype, byte };   /* the readers' command connection */
+/* Sized so that no send ever blocks (a blocked send would split an
+ * atomic step): one command per reader at a time, one message per unlock. */
+chan cmd = [R] of { mtype, byte };   /* the readers' command connection */
 chan rep[R] = [1] of { mtype };
-chan psin = [6] of { mtype };        /* their pub/sub connection */
+chan psin = [MAXWRITES + R] of { mtype };  /* their pub/sub connection */
 
 /* read_lock_acquire.lua */
 inline run_read_acquire(i) {

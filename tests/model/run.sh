@@ -179,12 +179,13 @@ run fair.gap.head_not_told bug 60 "-DCOLLAPSE -DMEMLIM=1024" -DMAXGIVEUP=1 -DMAX
 
 model=read_write.pml
 echo "== read/write lock: the correct model"
-run rw.correct clean 60 "-DMEMLIM=1024" -DR=3 -DMAXWRITES=3
+run rw.correct clean 60 "-DCOLLAPSE -DMEMLIM=1024" -DR=3 -DMAXWRITES=3
+run rw.correct.4readers clean 60 "-DCOLLAPSE -DMEMLIM=1024" -DR=4 -DMAXWRITES=3
 echo "== read/write lock: planted bugs"
 # WAKE: a reader does not listen while its try is out.
-run rw.bug.not_listening bug 60 "-DMEMLIM=1024" -DR=3 -DMAXWRITES=3 -DBUG_NOT_LISTENING
+run rw.bug.not_listening bug 60 "-DCOLLAPSE -DMEMLIM=1024" -DR=3 -DMAXWRITES=3 -DBUG_NOT_LISTENING
 # WAKE: a wake-up that reaches a reader whose try is out is not remembered.
-run rw.bug.no_woken bug 60 "-DMEMLIM=1024" -DR=3 -DMAXWRITES=3 -DBUG_NO_WOKEN
+run rw.bug.no_woken bug 60 "-DCOLLAPSE -DMEMLIM=1024" -DR=3 -DMAXWRITES=3 -DBUG_NO_WOKEN
 
 echo "== model check took $((SECONDS - total_start))s"
 if [ "$failed" -ne 0 ]; then
