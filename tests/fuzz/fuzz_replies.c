@@ -90,7 +90,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_RECORDS 256
 #define MAX_FUTURES 64
 #define MAX_CONNS 16
-#define MAX_ARRAY 1024 /* longest array the server sends (see safe_reply) */
+#define MAX_ARRAY 1024  /* longest array the server sends (see safe_reply) */
+#define MAX_SCRIPTS 128 /* the harness's script cache (lua/ has 43) */
 
 static int64_t now_ms(void) {
     struct timespec ts;
@@ -375,7 +376,7 @@ typedef struct mkey {
 typedef struct model {
     mkey *keys;
     int nkeys;
-    unsigned loaded; /* the script cache: bit i for rlock__scripts_all[i] */
+    bool loaded[MAX_SCRIPTS]; /* the script cache: rlock__scripts_all[i] loaded */
 } model;
 
 static void key_free(mkey *k) {
@@ -777,6 +778,10 @@ static void set_latch(model *m, const args *k, int i, long long value, long long
 
 static const rlock__script *script_by(const char *s, size_t len, bool body, int *index) {
     for (int i = 0; rlock__scripts_all[i] != NULL; i++) {
+        if (i >= MAX_SCRIPTS) {
+            fprintf(stderr, "fuzz_replies: more scripts than MAX_SCRIPTS (%d)\n", MAX_SCRIPTS);
+            abort();
+        }
         const rlock__script *x = rlock__scripts_all[i];
         const char *cmp = body ? x->body : x->sha1;
         size_t cmp_len = body ? x->len : 40;
@@ -880,7 +885,7 @@ static void execute(run *r, sconn *s, const args *a, buf *out) {
         int i;
         const rlock__script *sc = script_by(a->v[2], a->len[2], true, &i);
         if (sc != NULL) {
-            m->loaded |= 1u << i;
+            m->loaded[i] = true;
             resp_bulk(out, sc->sha1, 40);
         } else {
             resp_line(out, '-', "ERR unknown script", 18);
@@ -890,12 +895,12 @@ static void execute(run *r, sconn *s, const args *a, buf *out) {
         int i = 0;
         const rlock__script *sc = script_by(a->v[1], a->len[1], body, &i);
         long long nk = arg_ll(a, 2);
-        if (sc == NULL || (!body && !(m->loaded & (1u << i)))) {
+        if (sc == NULL || (!body && !m->loaded[i])) {
             resp_line(out, '-', "NOSCRIPT No matching script. Please use EVAL.", 45);
         } else if (nk < 0 || nk > a->n - 3) {
             resp_line(out, '-', "ERR Number of keys can't be greater than number of args", 55);
         } else {
-            m->loaded |= 1u << i;
+            m->loaded[i] = true;
             args k = {a->v + 3, a->len + 3, (int)nk};
             args v = {a->v + 3 + nk, a->len + 3 + nk, a->n - 3 - (int)nk};
             run_script(r, sc, &k, &v, out);
@@ -1056,7 +1061,7 @@ static void handle(run *r, sconn *s, redisReply *cmd) {
         answer(r, s, cmd, false);
         break;
     case R_FLUSH:
-        r->m.loaded = 0;
+        memset(r->m.loaded, 0, sizeof(r->m.loaded));
         answer(r, s, cmd, true);
         break;
     }
