@@ -76,6 +76,27 @@ static void ssl_error(char *buf, size_t len, const char *what) {
     snprintf(buf, len, "%s: %.*s", what, (int)room, detail);
 }
 
+/* OpenSSL works out a certificate's extensions on its first use and
+ * later finds them through a lock-free atomic check, which
+ * ThreadSanitizer cannot see inside the uninstrumented libcrypto: the
+ * loop's handshake then seems to race the blocking pool's. Worked out
+ * here, before any thread shares the context, they are published by
+ * thread creation. Certificates a hashed directory lends later are
+ * looked up on use and cannot be done ahead. */
+static void cache_extensions(SSL_CTX *ctx) {
+    STACK_OF(X509_OBJECT) *objs = X509_STORE_get0_objects(SSL_CTX_get_cert_store(ctx));
+    for (int i = 0; i < sk_X509_OBJECT_num(objs); i++) {
+        X509 *x = X509_OBJECT_get0_X509(sk_X509_OBJECT_value(objs, i));
+        if (x != NULL) {
+            X509_check_purpose(x, -1, 0);
+        }
+    }
+    X509 *own = SSL_CTX_get0_certificate(ctx);
+    if (own != NULL) {
+        X509_check_purpose(own, -1, 0);
+    }
+}
+
 SSL_CTX *rlock__tls_ctx_new(const rlock__tls_settings *s, char *err, size_t errlen) {
     ERR_clear_error();
     SSL_CTX *ctx = SSL_CTX_new(TLS_client_method());
@@ -136,6 +157,7 @@ SSL_CTX *rlock__tls_ctx_new(const rlock__tls_settings *s, char *err, size_t errl
         SSL_CTX_free(ctx);
         return NULL;
     }
+    cache_extensions(ctx);
     return ctx;
 }
 
