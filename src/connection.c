@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "resolver.h"
+#include "resp.h"
 #include "rlock/errors.h"
 #include "tls_stream.h"
 
@@ -63,7 +64,14 @@ static int ctx_command(rlock__conn *c, redisAsyncContext *ac, redisCallbackFn *f
     if (c->on_stream) {
         return rlock__tls_command(rlock__tls_of(ac), fn, privdata, argc, argv, argvlen);
     }
-    return redisAsyncCommandArgv(ac, fn, privdata, argc, argv, argvlen);
+    char buf[1024];
+    char *cmd;
+    size_t len = rlock__resp_format(buf, sizeof(buf), &cmd, argc, argv, argvlen);
+    int rc = len > 0 ? redisAsyncFormattedCommand(ac, fn, privdata, cmd, len) : REDIS_ERR;
+    if (cmd != buf) {
+        free(cmd);
+    }
+    return rc;
 }
 
 static void ctx_free(rlock__conn *c, redisAsyncContext *ac) {

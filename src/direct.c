@@ -12,6 +12,7 @@
 
 #include "address.h"
 #include "direct.h"
+#include "resp.h"
 #include "rlock/errors.h"
 #include "tls_blocking.h"
 
@@ -139,7 +140,14 @@ static bool write_command(rlock__direct_conn *dc, int argc, const char **argv,
         }
         return true;
     }
-    if (redisAppendCommandArgv(dc->ctx, argc, argv, argvlen) != REDIS_OK) {
+    char buf[1024];
+    char *cmd;
+    size_t len = rlock__resp_format(buf, sizeof(buf), &cmd, argc, argv, argvlen);
+    bool appended = len > 0 && redisAppendFormattedCommand(dc->ctx, cmd, len) == REDIS_OK;
+    if (cmd != buf) {
+        free(cmd);
+    }
+    if (!appended) {
         dc->failed = true;
         return false;
     }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "resp.h"
 #include "rlock/errors.h"
 
 enum cmd_state { CMD_NEW, CMD_WAITING, CMD_SENT, CMD_PAUSED };
@@ -172,14 +173,14 @@ rlock__cmd *rlock__cmd_script(const rlock__script *s, int numkeys, int argc,
     if (cmd == NULL) {
         return NULL;
     }
-    int n = snprintf(cmd->numkeys, sizeof(cmd->numkeys), "%d", numkeys);
+    size_t n = rlock__int_text(numkeys, cmd->numkeys);
     cmd->script = s;
     cmd->argv[0] = "EVALSHA";
     cmd->argvlen[0] = 7;
     cmd->argv[1] = s->sha1;
     cmd->argvlen[1] = 40;
     cmd->argv[2] = cmd->numkeys;
-    cmd->argvlen[2] = (size_t)n;
+    cmd->argvlen[2] = n;
     return cmd;
 }
 

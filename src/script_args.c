@@ -1,11 +1,10 @@
 /* Building a script call by name instead of by position: each kind lists
  * its KEYS and ARGV in the order its Lua file documents. */
-#include <inttypes.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "executor.h"
 #include "kind.h"
+#include "resp.h"
 
 void rlock__args_init(rlock__args *a) {
     a->argc = 0;
@@ -41,8 +40,8 @@ void rlock__args_int(rlock__args *a, int64_t v) {
         a->overflow = true;
         return;
     }
-    int n = snprintf(a->num[a->argc], sizeof(a->num[0]), "%" PRId64, v);
-    rlock__args_str(a, a->num[a->argc], (size_t)n);
+    size_t n = rlock__int_text(v, a->num[a->argc]);
+    rlock__args_str(a, a->num[a->argc], n);
 }
 
 void rlock__args_owner(rlock__args *a, const rlock *l, uint64_t thread_id) {

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
+#include <limits.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
@@ -18,6 +19,7 @@
 
 #include "common.h"
 #include "resolver.h"
+#include "resp.h"
 #include "tls_stream.h"
 
 struct rlock__tls_blocking {
@@ -197,19 +199,21 @@ int rlock__tls_blocking_fd(const rlock__tls_blocking *t) {
 
 bool rlock__tls_blocking_write(rlock__tls_blocking *t, int argc, const char **argv,
                                const size_t *argvlen) {
-    char *cmd = NULL;
-    int len = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
-    if (len < 0) {
+    char buf[1024];
+    char *cmd;
+    size_t len = rlock__resp_format(buf, sizeof(buf), &cmd, argc, argv, argvlen);
+    if (len == 0) {
         fail(t, false, "out of memory");
         return false;
     }
-    int off = 0;
+    size_t off = 0;
     while (off < len) {
         ERR_clear_error();
         errno = 0;
-        int n = SSL_write(t->ssl, cmd + off, len - off);
+        size_t chunk = len - off < INT_MAX ? len - off : INT_MAX;
+        int n = SSL_write(t->ssl, cmd + off, (int)chunk);
         if (n > 0) {
-            off += n;
+            off += (size_t)n;
             continue;
         }
         int saved = errno;
@@ -221,7 +225,9 @@ bool rlock__tls_blocking_write(rlock__tls_blocking *t, int argc, const char **ar
         io_failed(t, e, saved, "TLS write");
         break;
     }
-    free(cmd);
+    if (cmd != buf) {
+        free(cmd);
+    }
     return !t->failed;
 }
 

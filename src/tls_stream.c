@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "resp.h"
 
 enum stream_state { S_TCP, S_HANDSHAKE, S_OPEN };
 
@@ -705,34 +706,27 @@ int rlock__tls_command(rlock__tls_stream *s, redisCallbackFn *fn, void *privdata
     if (s->closing || s->free_asked || argc < 1) {
         return REDIS_ERR;
     }
-    char *cmd = NULL;
-    int n = redisFormatCommandArgv(&cmd, argc, argv, argvlen);
-    if (n < 0) {
-        return REDIS_ERR;
-    }
+    size_t n = rlock__resp_size(argc, (const char *const *)argv, argvlen);
     bool push = is_pubsub_command(argv[0], argvlen[0]);
     pending *p = push ? NULL : malloc(sizeof(*p));
-    if (s->len + (size_t)n > s->cap) {
+    if (s->len + n > s->cap) {
         size_t cap = s->cap == 0 ? 4096 : s->cap;
-        while (cap < s->len + (size_t)n) {
+        while (cap < s->len + n) {
             cap *= 2;
         }
         char *out = realloc(s->out, cap);
         if (out == NULL) {
             free(p);
-            free(cmd);
             return REDIS_ERR;
         }
         s->out = out;
         s->cap = cap;
     }
     if (!push && p == NULL) {
-        free(cmd);
         return REDIS_ERR;
     }
-    memcpy(s->out + s->len, cmd, (size_t)n);
-    s->len += (size_t)n;
-    free(cmd);
+    rlock__resp_write(s->out + s->len, argc, (const char *const *)argv, argvlen);
+    s->len += n;
     if (push) {
         s->push_fn = fn;
         s->push_privdata = privdata;
