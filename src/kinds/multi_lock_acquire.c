@@ -182,7 +182,9 @@ static int take_result(multi_op *op, size_t i, int64_t *value, char *msg, size_t
         err = RLOCK_ERR_NOMEM; /* its callback could not be added */
     }
     *value = err == RLOCK_OK ? rlock_future_value(f) : 0;
-    if (msg != NULL) {
+    if (msg != NULL && err == RLOCK_OK) {
+        msg[0] = '\0'; /* no message to copy on the common path */
+    } else if (msg != NULL) {
         const char *m = f != NULL ? rlock_future_error_message(f) : "";
         snprintf(msg, cap, "%s", m[0] != '\0' ? m : rlock_strerror(err));
     }
