@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/time.h>
 
 #include <openssl/ssl.h>
@@ -143,20 +144,36 @@ static bool write_command(rlock__direct_conn *dc, int argc, const char **argv,
     char buf[1024];
     char *cmd;
     size_t len = rlock__resp_format(buf, sizeof(buf), &cmd, argc, argv, argvlen);
-    bool appended = len > 0 && redisAppendFormattedCommand(dc->ctx, cmd, len) == REDIS_OK;
+    if (len == 0) {
+        snprintf(dc->ctx->errstr, sizeof(dc->ctx->errstr), "out of memory");
+        dc->ctx->err = REDIS_ERR_OOM;
+    }
+    /* send(MSG_NOSIGNAL) where hiredis would write(): this runs on the
+     * caller's thread, and a connection the server reset must fail the
+     * call with EPIPE, not raise SIGPIPE in a program that keeps its
+     * default. Blocking, with the send timeout hiredis set. */
+    size_t off = 0;
+    while (len > 0 && off < len) {
+        ssize_t n = send(dc->ctx->fd, cmd + off, len - off, MSG_NOSIGNAL);
+        if (n > 0) {
+            off += (size_t)n;
+            continue;
+        }
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        int saved = n < 0 ? errno : EPIPE;
+        snprintf(dc->ctx->errstr, sizeof(dc->ctx->errstr), "%s", strerror(saved));
+        dc->ctx->err = REDIS_ERR_IO;
+        errno = saved; /* error_of tells a send timeout by it */
+        break;
+    }
     if (cmd != buf) {
         free(cmd);
     }
-    if (!appended) {
+    if (len == 0 || off < len) {
         dc->failed = true;
         return false;
-    }
-    int done = 0;
-    while (!done) {
-        if (redisBufferWrite(dc->ctx, &done) != REDIS_OK) {
-            dc->failed = true;
-            return false;
-        }
     }
     return true;
 }

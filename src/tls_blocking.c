@@ -7,9 +7,11 @@
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <limits.h>
+#include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,6 +158,52 @@ static bool handshake(rlock__tls_blocking *t, int64_t end_ms, char *err, size_t 
     }
 }
 
+/* OpenSSL's socket BIO writes with write(), and these connections write
+ * on the caller's thread: a connection the server reset would raise
+ * SIGPIPE in a program that keeps its default. The same BIO, writing with
+ * send(MSG_NOSIGNAL): the call fails with EPIPE instead. */
+static int write_nosignal(BIO *b, const char *buf, int len) {
+    int fd = -1;
+    BIO_get_fd(b, &fd);
+    ssize_t n = send(fd, buf, (size_t)len, MSG_NOSIGNAL);
+    BIO_clear_retry_flags(b);
+    if (n <= 0 && BIO_sock_should_retry((int)n)) {
+        BIO_set_retry_write(b);
+    }
+    return (int)n;
+}
+
+static BIO_METHOD *g_socket_method; /* made once, kept for the process */
+static pthread_once_t g_socket_once = PTHREAD_ONCE_INIT;
+
+static void make_socket_method(void) {
+    const BIO_METHOD *sock = BIO_s_socket();
+    BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR,
+                                 "rlock socket");
+    if (m != NULL &&
+        (!BIO_meth_set_write(m, write_nosignal) || !BIO_meth_set_read(m, BIO_meth_get_read(sock)) ||
+         !BIO_meth_set_puts(m, BIO_meth_get_puts(sock)) ||
+         !BIO_meth_set_ctrl(m, BIO_meth_get_ctrl(sock)) ||
+         !BIO_meth_set_create(m, BIO_meth_get_create(sock)) ||
+         !BIO_meth_set_destroy(m, BIO_meth_get_destroy(sock)))) {
+        BIO_meth_free(m);
+        m = NULL;
+    }
+    g_socket_method = m;
+}
+
+/* SSL_set_fd with the BIO above. */
+static bool attach_socket(SSL *ssl, int fd) {
+    pthread_once(&g_socket_once, make_socket_method);
+    BIO *bio = g_socket_method != NULL ? BIO_new(g_socket_method) : NULL;
+    if (bio == NULL) {
+        return false;
+    }
+    BIO_set_fd(bio, fd, BIO_NOCLOSE);
+    SSL_set_bio(ssl, bio, bio);
+    return true;
+}
+
 rlock__tls_blocking *rlock__tls_blocking_connect(SSL_CTX *ctx, const char *host, int port,
                                                  bool check_name, int64_t connect_ms,
                                                  int64_t timeout_ms, char *err, size_t errlen) {
@@ -175,7 +223,7 @@ rlock__tls_blocking *rlock__tls_blocking_connect(SSL_CTX *ctx, const char *host,
     ok = ok && rlock__lookup_now(host, ip, sizeof(ip), err, errlen) &&
          (t->ssl = rlock__tls_ssl_new(ctx, host, check_name, err, errlen)) != NULL &&
          connect_tcp(t, ip, port, end_ms, err, errlen);
-    if (ok && SSL_set_fd(t->ssl, t->fd) != 1) {
+    if (ok && !attach_socket(t->ssl, t->fd)) {
         snprintf(err, errlen, "out of memory");
         ok = false;
     }
