@@ -51,7 +51,7 @@ int rlock__check_client(const rlock *l, const char *fn) {
         return check_one_client(l, fn);
     }
     for (size_t i = 0; i < l->nsubs; i++) { /* a multi lock: every sub-lock's */
-        int rc = check_one_client(l->subs[i], fn);
+        int rc = check_one_client(rlock__subs(l)[i], fn);
         if (rc != RLOCK_OK) {
             return rc;
         }
@@ -62,7 +62,7 @@ int rlock__check_client(const rlock *l, const char *fn) {
 bool rlock__on_own_io_thread(const rlock *l) {
     size_t n = l->nsubs > 0 ? l->nsubs : 1;
     for (size_t i = 0; i < n; i++) {
-        const rlock__loop *loop = (l->nsubs > 0 ? l->subs[i] : l)->client->loop;
+        const rlock__loop *loop = (l->nsubs > 0 ? rlock__subs(l)[i] : l)->client->loop;
         if (rlock__loop_owns_thread(loop) && rlock__loop_on_thread(loop)) {
             return true;
         }

@@ -154,11 +154,12 @@ static void watch(rlock *l, uint64_t thread_id, int64_t sent_ms) {
     rlock__object_lost_cb(l, &sink.cb, &sink.arg); /* the handle's, as the lock is had */
     const char *fields = NULL;
     size_t fields_len = l->ops->renew_fields != NULL ? l->ops->renew_fields(l, &fields) : 0;
-    if (rlock__renewal_add(c->renewal, l->ops->renewal, l->name.s, l->name.len, fields, fields_len,
-                           thread_id, l->ops->field_suffix, sent_ms, &sink) != RLOCK_OK) {
+    if (rlock__renewal_add(c->renewal, l->ops->renewal, rlock__name_of(l), l->name_len, fields,
+                           fields_len, thread_id, l->ops->field_suffix, sent_ms,
+                           &sink) != RLOCK_OK) {
         rlock__log(&c->log, RLOCK_LOG_ERROR,
                    "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
-                   (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
+                   (int)(l->name_len > 200 ? 200 : l->name_len), rlock__name_of(l),
                    (long long)c->cfg.lock_watchdog_timeout_ms);
     }
 }
@@ -180,8 +181,8 @@ static void acquired(acquire_op *op, int64_t token) {
         /* Cancelled meanwhile: release it (the undo has no caller, so the
          * watchdog is told here). */
         if (watched) {
-            rlock__renewal_cancel(l->client->renewal, l->ops->renewal, l->name.s, l->name.len,
-                                  op->thread_id);
+            rlock__renewal_cancel(l->client->renewal, l->ops->renewal, rlock__name_of(l),
+                                  l->name_len, op->thread_id);
         }
         rlock__unlock_undo_acquire(l, op->thread_id);
     }
@@ -298,8 +299,8 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
          * an entry); per waiting owner when the kind gives each its own
          * channel (the fair lock), then named after that channel. */
         bool own_channel = l->ops->waiter_channel != NULL;
-        const char *en = own_channel ? ch : l->name.s;
-        size_t en_len = own_channel ? ch_len : l->name.len;
+        const char *en = own_channel ? ch : rlock__name_of(l);
+        size_t en_len = own_channel ? ch_len : l->name_len;
         int rc = ch_len > 0 ? rlock__wait_join(&op->wait, c, ch, ch_len, en, en_len,
                                                rlock__wait_lock_message)
                             : RLOCK_ERR_NOMEM;

@@ -32,8 +32,8 @@ static int note_watchdog(rlock *l, uint64_t thread_id, int64_t sent_ms, bool add
         rlock__object_lost_cb(l, &sink.cb, &sink.arg);
         fields_len = l->ops->renew_fields != NULL ? l->ops->renew_fields(l, &fields) : 0;
     }
-    return rlock__renewal_note(c->renewal, add, l->ops->renewal, l->name.s, l->name.len, fields,
-                               fields_len, thread_id, l->ops->field_suffix, sent_ms, &sink);
+    return rlock__renewal_note(c->renewal, add, l->ops->renewal, rlock__name_of(l), l->name_len,
+                               fields, fields_len, thread_id, l->ops->field_suffix, sent_ms, &sink);
 }
 
 bool rlock__direct_usable(const rlock *l) {
@@ -98,7 +98,7 @@ void rlock__direct_acquire_end(rlock__direct_step *st) {
     } else if (note_watchdog(l, st->thread_id, st->sent_ms, true) != RLOCK_OK) {
         rlock__log(&c->log, RLOCK_LOG_ERROR,
                    "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
-                   (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
+                   (int)(l->name_len > 200 ? 200 : l->name_len), rlock__name_of(l),
                    (long long)c->cfg.lock_watchdog_timeout_ms);
     }
     c->acquired++;

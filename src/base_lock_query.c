@@ -61,7 +61,8 @@ static void start_query(void *arg) {
         /* forceUnlockAsync stops the renewal before it deletes, and
          * (cancelExpirationRenewal) later holds start from the watchdog
          * timeout again. */
-        rlock__renewal_cancel_all(l->client->renewal, l->ops->renewal, l->name.s, l->name.len);
+        rlock__renewal_cancel_all(l->client->renewal, l->ops->renewal, rlock__name_of(l),
+                                  l->name_len);
         atomic_store(&l->lease_ms, l->client->cfg.lock_watchdog_timeout_ms);
     }
     if (rlock__executor_submit(l->client->exec, cmd, on_query_reply, op) != RLOCK_OK) {
@@ -101,15 +102,15 @@ static rlock_future *query(rlock *l, rlock__query kind, uint64_t thread_id) {
     } else if (kind == RLOCK__Q_HELD && l->ops->is_held != NULL) {
         cmd = l->ops->is_held(l, thread_id);
     } else if (kind == RLOCK__Q_TOKEN) {
-        const char *argv[2] = {"GET", l->extra[0].s};
-        size_t argvlen[2] = {3, l->extra[0].len};
+        const char *argv[2] = {"GET", rlock__extras(l)[0].s};
+        size_t argvlen[2] = {3, rlock__extras(l)[0].len};
         cmd = rlock__cmd_command(2, argv, argvlen);
     } else {
         /* EXISTS name, PTTL name; HEXISTS and HGET name field. */
         static const char *const commands[] = {"EXISTS", "HEXISTS", "HGET", "PTTL"};
         char field[RLOCK__FIELD_MAX];
-        const char *argv[3] = {commands[kind], l->name.s, field};
-        size_t argvlen[3] = {strlen(commands[kind]), l->name.len,
+        const char *argv[3] = {commands[kind], rlock__name_of(l), field};
+        size_t argvlen[3] = {strlen(commands[kind]), l->name_len,
                              rlock__owner_field(l, thread_id, field)};
         cmd = rlock__cmd_command(kind == RLOCK__Q_HELD || kind == RLOCK__Q_HOLD_COUNT ? 3 : 2, argv,
                                  argvlen);

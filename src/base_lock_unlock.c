@@ -30,7 +30,7 @@ int rlock__unlock_result(rlock *l, uint64_t thread_id, int err, const char **msg
             snprintf(buf, NOT_HELD_MSG_MAX,
                      "attempt to unlock lock \"%.*s\", not locked by current thread by node id: "
                      "%s thread-id: %llu",
-                     (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s,
+                     (int)(l->name_len > 200 ? 200 : l->name_len), rlock__name_of(l),
                      rlock_client_id(l->client), (unsigned long long)thread_id);
             *msg = buf;
         } else if (reply->type != REDIS_REPLY_INTEGER) {
@@ -65,7 +65,7 @@ static void on_undo_reply(unlock_op *op, int err, const char *msg, const redisRe
         /* reply set: the unlock ran, only its WAIT went unconfirmed too */
         rlock__log(&c->log, reply != NULL ? RLOCK_LOG_DEBUG : RLOCK_LOG_WARN,
                    "undoing an acquire of lock \"%.*s\" no replica confirmed: %s",
-                   (int)(l->name.len > 200 ? 200 : l->name.len), l->name.s, msg);
+                   (int)(l->name_len > 200 ? 200 : l->name_len), rlock__name_of(l), msg);
     }
     op->undone(op->undo_of, op->undo_msg);
     free(op->undo_msg);
@@ -85,7 +85,8 @@ static void on_unlock_reply(int err, const char *msg, const redisReply *reply, v
     if (op->future != NULL && !op->renewal_cancelled) {
         /* An unlock ends one watchdog hold whatever Redis answered, as
          * Redisson's cancelExpirationRenewal(threadId) does. */
-        rlock__renewal_cancel(c->renewal, l->ops->renewal, l->name.s, l->name.len, op->thread_id);
+        rlock__renewal_cancel(c->renewal, l->ops->renewal, rlock__name_of(l), l->name_len,
+                              op->thread_id);
     }
     char buf[NOT_HELD_MSG_MAX];
     err = rlock__unlock_result(l, op->thread_id, err, &msg, reply, buf);

@@ -47,10 +47,7 @@ void rlock__object_unref(rlock *l) {
         return;
     }
     for (size_t i = 0; i < l->nsubs; i++) {
-        rlock__object_unref(l->subs[i]);
-    }
-    if (l->nsubs > 0) {
-        free(l->subs);
+        rlock__object_unref(rlock__subs(l)[i]);
     }
     rlock__client_unref(l->client);
     free(l->lost);
@@ -135,16 +132,16 @@ rlock *rlock__object_new_tail(rlock_client *c, const char *fn, const char *name,
     l->ops = ops;
     atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
     atomic_flag_clear(&l->lost_guard);
-    l->extra = nextra > 0 ? (rlock__name *)(void *)l->text : NULL;
-    l->name.s = l->text + nextra * sizeof(rlock__name);
-    memcpy(l->name.s, name, len);
-    l->name.s[len] = '\0';
-    l->name.len = len;
-    char *p = l->name.s + len + 1;
+    l->nextra = (uint8_t)nextra; /* at most RLOCK__EXTRA_KEYS */
+    l->name_len = (uint32_t)len; /* at most RLOCK_NAME_MAX */
+    char *p = rlock__name_of(l);
+    memcpy(p, name, len);
+    p[len] = '\0';
+    p += len + 1;
     for (size_t i = 0; i < nextra; i++) {
-        l->extra[i].s = p;
-        l->extra[i].len = prefix_name(p, extra[i], name, len, "");
-        p += l->extra[i].len + 1;
+        rlock__extras(l)[i].s = p;
+        rlock__extras(l)[i].len = prefix_name(p, extra[i], name, len, "");
+        p += rlock__extras(l)[i].len + 1;
     }
     if (!rlock__registry_add(l, RLOCK__KIND_LOCK)) {
         rlock__set_error_message("out of memory");
@@ -195,14 +192,12 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
             return NULL;
         }
     }
-    rlock *l = calloc(1, sizeof(rlock) + 1);
-    rlock **subs = calloc(n, sizeof(*subs));
-    if (l == NULL || subs == NULL) {
-        free(l);
-        free(subs);
+    rlock *l = calloc(1, sizeof(rlock) + n * sizeof(rlock *));
+    if (l == NULL) {
         rlock__set_error_message("out of memory");
         return NULL;
     }
+    rlock **subs = (rlock **)(void *)l->text;
     for (size_t i = 0; i < n; i++) {
         rlock__object_ref(locks[i]);
         subs[i] = locks[i];
@@ -212,11 +207,9 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
     rlock__client_ref(c);
     l->client = c;
     l->ops = ops;
-    l->subs = subs;
     l->nsubs = (uint16_t)n; /* at most MULTI_MAX */
     atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
     atomic_flag_clear(&l->lost_guard);
-    l->name.s = l->text; /* "": no name of its own (Redisson's getName throws) */
     if (!rlock__registry_add(l, RLOCK__KIND_LOCK)) {
         rlock__set_error_message("out of memory");
         rlock__object_unref(l);
@@ -237,11 +230,11 @@ void rlock_free(rlock *l) {
 }
 
 const char *rlock_name(const rlock *l) {
-    return l != NULL ? l->name.s : "";
+    return l != NULL ? rlock__name_of(l) : "";
 }
 
 size_t rlock_name_len(const rlock *l) {
-    return l != NULL ? l->name.len : 0;
+    return l != NULL ? l->name_len : 0;
 }
 
 int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg) {
@@ -290,7 +283,7 @@ void rlock__object_lost_cb(rlock *l, rlock_lock_lost_cb *cb, void **arg) {
 }
 
 char *rlock__object_tail(const rlock *l) {
-    return l->name.s + l->name.len + 1;
+    return rlock__name_of(l) + l->name_len + 1;
 }
 
 rlock__backoff rlock__object_backoff(const rlock *l) {
@@ -305,7 +298,8 @@ static const char *channel_prefix_of(const rlock *l) {
 
 /* A multi lock has no name, so no channel or latch of its own: "". */
 size_t rlock__object_channel_len(const rlock *l) {
-    return l->nsubs > 0 ? 0 : prefix_name_len(channel_prefix_of(l), l->name.s, l->name.len, "");
+    return l->nsubs > 0 ? 0
+                        : prefix_name_len(channel_prefix_of(l), rlock__name_of(l), l->name_len, "");
 }
 
 size_t rlock__object_channel(const rlock *l, char *out) {
@@ -313,11 +307,11 @@ size_t rlock__object_channel(const rlock *l, char *out) {
         out[0] = '\0';
         return 0;
     }
-    return prefix_name(out, channel_prefix_of(l), l->name.s, l->name.len, "");
+    return prefix_name(out, channel_prefix_of(l), rlock__name_of(l), l->name_len, "");
 }
 
 size_t rlock__object_latch_prefix_len(const rlock *l) {
-    return l->nsubs > 0 ? 0 : prefix_name_len(latch_prefix, l->name.s, l->name.len, ":");
+    return l->nsubs > 0 ? 0 : prefix_name_len(latch_prefix, rlock__name_of(l), l->name_len, ":");
 }
 
 size_t rlock__object_latch_prefix(const rlock *l, char *out) {
@@ -325,7 +319,7 @@ size_t rlock__object_latch_prefix(const rlock *l, char *out) {
         out[0] = '\0';
         return 0;
     }
-    return prefix_name(out, latch_prefix, l->name.s, l->name.len, ":");
+    return prefix_name(out, latch_prefix, rlock__name_of(l), l->name_len, ":");
 }
 
 bool rlock__object_channel_key(const rlock *l, rlock__key *k) {

@@ -42,29 +42,45 @@ typedef struct rlock__lost_cb_slot {
 
 struct rlock {
     atomic_int refs;
-    uint16_t nsubs;         /* see subs below; at most 1024 */
+    uint16_t nsubs;         /* see text below; at most 1024 */
     atomic_flag lost_guard; /* a spin lock over the lost-lock callback: set rarely */
+    uint8_t nextra;         /* the kind's extra keys, RLOCK__EXTRA_KEYS at most */
     const rlock__kind_ops *ops;
-    /* nsubs > 0: a kind of whole operations (kind.h: the multi lock),
-     * whose sub-locks are subs, each referenced, in the caller's order;
-     * then client is subs[0]'s, and the names are empty. Otherwise extra
-     * holds the kind's extra keys (RLOCK__EXTRA_KEYS at most), in the
-     * block after the handle; NULL when it has none. */
-    union {
-        rlock **subs;
-        rlock__name *extra;
-    };
     rlock_client *client; /* referenced: outlives a destroy while the handle lives */
     /* internalLockLeaseTime: the lease a remaining reentrant hold gets on
      * unlock; the last lease given, or the watchdog timeout. */
     _Atomic int64_t lease_ms;
     rlock__lost_cb_slot *lost; /* NULL until a callback is set */
-    rlock__name name;
-    /* The extra keys' table, then the name, then the extra keys. The
-     * channel and the latch prefix are made when needed rather than kept
+    uint32_t name_len;         /* at most RLOCK_NAME_MAX */
+    /* nsubs > 0: a kind of whole operations (kind.h: the multi lock), whose
+     * sub-locks are here (rlock__subs), each referenced, in the caller's
+     * order; then client is the first's, and the name is empty. Otherwise
+     * the extra keys' table (rlock__extras), the name (rlock__name_of),
+     * then the extra keys. Found from their counts rather than kept as
+     * pointers, and the channel and the latch prefix are made when needed
      * (rlock__object_channel): a program may keep a handle per lock. */
     _Alignas(rlock__name) char text[];
 };
+
+/* 64-bit targets: with a name of up to 39 bytes a plain lock's handle is a
+ * malloc chunk of 96 bytes (bench/ S4 holds kept handles to a budget). */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rlock) <= 48, "struct rlock grew");
+
+/* The lock's name, NUL-terminated (it may hold NUL bytes); "" for a multi
+ * lock. */
+static inline char *rlock__name_of(const rlock *l) {
+    return l->nsubs > 0 ? (char *)"" : (char *)l->text + l->nextra * sizeof(rlock__name);
+}
+
+/* The kind's extra keys (nextra of them). */
+static inline rlock__name *rlock__extras(const rlock *l) {
+    return (rlock__name *)(void *)l->text;
+}
+
+/* A multi lock's sub-locks (nsubs of them). */
+static inline rlock *const *rlock__subs(const rlock *l) {
+    return (rlock *const *)(const void *)l->text;
+}
 
 /* The handle's pub/sub channel, Redisson's getChannelName():
  * "redisson_lock__channel:{name}" (or the kind's prefix), written at out

@@ -9,8 +9,8 @@
 #include "rlock/errors.h"
 #include "rlock__scripts_all.h"
 
-#define QUEUE_KEY 0   /* l->extra[0] */
-#define TIMEOUT_KEY 1 /* l->extra[1] */
+#define QUEUE_KEY 0   /* rlock__extras(l)[0] */
+#define TIMEOUT_KEY 1 /* rlock__extras(l)[1] */
 
 /* threadWaitTime: a try-lock's wait when it has one, else the setting. */
 static int64_t thread_wait(const rlock *l, int64_t wait_ms) {
@@ -19,10 +19,10 @@ static int64_t thread_wait(const rlock *l, int64_t wait_ms) {
 
 static void fair_keys(rlock__args *a, const rlock *l, bool lock_key) {
     if (lock_key) {
-        rlock__args_key(a, l->name.s, l->name.len);
+        rlock__args_key(a, rlock__name_of(l), l->name_len);
     }
-    rlock__args_key(a, l->extra[QUEUE_KEY].s, l->extra[QUEUE_KEY].len);
-    rlock__args_key(a, l->extra[TIMEOUT_KEY].s, l->extra[TIMEOUT_KEY].len);
+    rlock__args_key(a, rlock__extras(l)[QUEUE_KEY].s, rlock__extras(l)[QUEUE_KEY].len);
+    rlock__args_key(a, rlock__extras(l)[TIMEOUT_KEY].s, rlock__extras(l)[TIMEOUT_KEY].len);
 }
 
 /* The EVAL_LONG script: lock(), and tryLock with any wait (tryLock(0)

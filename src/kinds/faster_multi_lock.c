@@ -74,7 +74,8 @@ static rlock__cmd *fm_acquire(const rlock *l, const rlock__acquire_req *req) {
     rlock__owner_field(l, req->thread_id, owner);
     const char *fixed[3] = {lease, now, owner};
     return with_fields(l, &rlock__script_faster_multi_lock_acquire, 1,
-                       (const char *const[]){l->name.s}, &l->name.len, 3, fixed);
+                       (const char *const[]){rlock__name_of(l)}, (const size_t[]){l->name_len}, 3,
+                       fixed);
 }
 
 /* unlockInnerAsync: lock name, message, lease, publish, latch ms, now, fields. */
@@ -90,8 +91,8 @@ static rlock__cmd *fm_unlock(const rlock *l, uint64_t thread_id, const char *lat
     if (!rlock__object_channel_key(l, &ch)) {
         return NULL;
     }
-    const char *keys[3] = {l->name.s, ch.s, latch};
-    size_t key_lens[3] = {l->name.len, ch.len, latch_len};
+    const char *keys[3] = {rlock__name_of(l), ch.s, latch};
+    size_t key_lens[3] = {l->name_len, ch.len, latch_len};
     rlock__cmd *cmd =
         with_fields(l, &rlock__script_faster_multi_lock_unlock, 3, keys, key_lens, 6, fixed);
     rlock__key_free(&ch);
@@ -105,8 +106,8 @@ static rlock__cmd *fm_force_unlock(const rlock *l) {
     if (!rlock__object_channel_key(l, &ch)) {
         return NULL;
     }
-    const char *keys[2] = {l->name.s, ch.s};
-    size_t key_lens[2] = {l->name.len, ch.len};
+    const char *keys[2] = {rlock__name_of(l), ch.s};
+    size_t key_lens[2] = {l->name_len, ch.len};
     rlock__cmd *cmd =
         with_fields(l, &rlock__script_faster_multi_lock_force_unlock, 2, keys, key_lens, 2, fixed);
     rlock__key_free(&ch);
@@ -119,7 +120,8 @@ static rlock__cmd *fm_is_locked(const rlock *l) {
     print_i64(now, rlock__wall_ms());
     const char *fixed[1] = {now};
     return with_fields(l, &rlock__script_faster_multi_lock_is_locked, 1,
-                       (const char *const[]){l->name.s}, &l->name.len, 1, fixed);
+                       (const char *const[]){rlock__name_of(l)}, (const size_t[]){l->name_len}, 1,
+                       fixed);
 }
 
 /* isHeldByThreadAsync: now, lock name, fields. */
@@ -129,7 +131,8 @@ static rlock__cmd *fm_is_held(const rlock *l, uint64_t thread_id) {
     rlock__owner_field(l, thread_id, owner);
     const char *fixed[2] = {now, owner};
     return with_fields(l, &rlock__script_faster_multi_lock_is_held, 1,
-                       (const char *const[]){l->name.s}, &l->name.len, 2, fixed);
+                       (const char *const[]){rlock__name_of(l)}, (const size_t[]){l->name_len}, 2,
+                       fixed);
 }
 
 static size_t fm_renew_fields(const rlock *l, const char **fields) {

@@ -7,13 +7,13 @@
 #include "rlock/errors.h"
 #include "rlock__scripts_all.h"
 
-#define TOKEN_KEY 0 /* l->extra[0] */
+#define TOKEN_KEY 0 /* rlock__extras(l)[0] */
 
 static rlock__cmd *fenced_acquire(const rlock *l, const rlock__acquire_req *req) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
-    rlock__args_key(&a, l->extra[TOKEN_KEY].s, l->extra[TOKEN_KEY].len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
+    rlock__args_key(&a, rlock__extras(l)[TOKEN_KEY].s, rlock__extras(l)[TOKEN_KEY].len);
     rlock__args_int(&a, req->lease_ms);
     rlock__args_owner(&a, l, req->thread_id);
     return rlock__args_script(&a, req->token ? &rlock__script_fenced_lock_acquire_token

@@ -9,7 +9,7 @@
 rlock__cmd *rlock__lock_acquire(const rlock *l, const rlock__acquire_req *req) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     rlock__args_int(&a, req->lease_ms);
     rlock__args_owner(&a, l, req->thread_id);
     return rlock__args_script(&a, &rlock__script_lock_acquire);
@@ -31,7 +31,7 @@ rlock__cmd *rlock__lock_unlock(const rlock *l, uint64_t thread_id, const char *l
                                size_t latch_len, int64_t latch_ms) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     rlock__args_channel(&a, l);
     rlock__args_key(&a, latch, latch_len);
     rlock__args_lit(&a, "0"); /* LockPubSub.UNLOCK_MESSAGE */
@@ -45,7 +45,7 @@ rlock__cmd *rlock__lock_unlock(const rlock *l, uint64_t thread_id, const char *l
 rlock__cmd *rlock__lock_force_unlock(const rlock *l) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     rlock__args_channel(&a, l);
     rlock__args_lit(&a, "0");
     rlock__args_lit(&a, rlock__object_publish(l));

@@ -212,7 +212,7 @@ static void start_release(multi_op *op, after_release after) {
     op->after = after;
     for (size_t i = 0; i < op->n; i++) {
         if (op->acquired[i]) {
-            issue(op, i, rlock_unlock_async(op->lock->subs[i], op->thread_id));
+            issue(op, i, rlock_unlock_async(rlock__subs(op->lock)[i], op->thread_id));
         }
     }
 }
@@ -229,13 +229,13 @@ static void start_expire(multi_op *op) {
         if (!op->acquired[i]) {
             continue;
         }
-        const rlock *s = op->lock->subs[i];
+        const rlock *s = rlock__subs(op->lock)[i];
         rlock_future *f = NULL;
         if (rlock__client_usable(s->client, "rlock multi lock") != RLOCK_OK) {
             f = rlock__future_failed(NULL, RLOCK_ERR_CLOSED, rlock_last_error());
         } else {
-            const char *argv[3] = {"PEXPIRE", s->name.s, ms};
-            size_t argvlen[3] = {7, s->name.len, strlen(ms)};
+            const char *argv[3] = {"PEXPIRE", rlock__name_of(s), ms};
+            size_t argvlen[3] = {7, s->name_len, strlen(ms)};
             f = rlock__client_run(s->client, rlock__cmd_command(3, argv, argvlen));
         }
         issue(op, i, f);
@@ -265,7 +265,7 @@ static void start_try(multi_op *op) {
     op->idx = i;
     op->ph = P_TRY;
     op->cancel_sent = false;
-    rlock *s = op->lock->subs[i];
+    rlock *s = rlock__subs(op->lock)[i];
     rlock_future *f;
     if (op->wait_ms <= 0 && op->lease_ms <= 0) {
         f = rlock_try_lock_async(s, 0, RLOCK_LEASE_WATCHDOG, op->thread_id);
@@ -329,7 +329,7 @@ static void on_tried(multi_op *op, bool cancelled) {
         }
         /* exceptionally(e -> null): an attempt that timed out may still
          * take the lock later; its unlock follows it on the connection. */
-        rlock_future_release(rlock_unlock_async(op->lock->subs[i], op->thread_id));
+        rlock_future_release(rlock_unlock_async(rlock__subs(op->lock)[i], op->thread_id));
     }
     if (!taken) {
         if (op->n - op->nacquired == failed_locks_limit(op)) {
@@ -363,7 +363,7 @@ static void start_fast(multi_op *op) {
     op->ph = P_FAST;
     for (size_t i = 0; i < op->n; i++) {
         issue(op, i,
-              rlock_try_lock_async(op->lock->subs[i], 0,
+              rlock_try_lock_async(rlock__subs(op->lock)[i], 0,
                                    op->lease_ms > 0 ? op->lease_ms : RLOCK_LEASE_WATCHDOG,
                                    op->thread_id));
     }
@@ -392,7 +392,7 @@ static void on_fast(multi_op *op, bool cancelled) {
             }
             /* As in the walk: an attempt that failed may still take the
              * lock later; its unlock follows it on the connection. */
-            rlock_future_release(rlock_unlock_async(op->lock->subs[i], op->thread_id));
+            rlock_future_release(rlock_unlock_async(rlock__subs(op->lock)[i], op->thread_id));
         }
     }
     if (cancelled) {

@@ -23,7 +23,7 @@
 /* Every sub-lock's client has a blocking pool (rlock__direct_usable). */
 static bool all_direct(const rlock *l) {
     for (size_t i = 0; i < l->nsubs; i++) {
-        if (!rlock__direct_usable(l->subs[i])) {
+        if (!rlock__direct_usable(rlock__subs(l)[i])) {
             return false;
         }
     }
@@ -48,9 +48,9 @@ static int unlock_direct_all(rlock *l, const bool *which, uint64_t thread_id, ch
     int64_t now = rlock__now_ms();
     for (size_t i = 0; i < n; i++) {
         if (which[i]) {
-            st[i] = (rlock__direct_step){.lock = l->subs[i],
+            st[i] = (rlock__direct_step){.lock = rlock__subs(l)[i],
                                          .thread_id = thread_id,
-                                         .deadline_ms = deadline(l->subs[i], now)};
+                                         .deadline_ms = deadline(rlock__subs(l)[i], now)};
             loop_path[i] = rlock__direct_unlock_begin(&st[i]);
         }
     }
@@ -95,10 +95,10 @@ rlock_future *rlock__multi_acquire_direct(rlock *l, int64_t wait_ms, int64_t lea
     rlock__direct_step st[DIRECT_MAX];
     bool begun[DIRECT_MAX], taken[DIRECT_MAX], all = true;
     for (size_t i = 0; i < n; i++) {
-        st[i] = (rlock__direct_step){.lock = l->subs[i],
+        st[i] = (rlock__direct_step){.lock = rlock__subs(l)[i],
                                      .thread_id = thread_id,
                                      .lease_ms = lease_ms > 0 ? lease_ms : -1,
-                                     .deadline_ms = deadline(l->subs[i], started_ms)};
+                                     .deadline_ms = deadline(rlock__subs(l)[i], started_ms)};
         begun[i] = rlock__direct_acquire_begin(&st[i], 0, 0);
     }
     for (size_t i = 0; i < n; i++) {
@@ -108,7 +108,7 @@ rlock_future *rlock__multi_acquire_direct(rlock *l, int64_t wait_ms, int64_t lea
             taken[i] = st[i].taken;
             if (st[i].err != RLOCK_OK) {
                 /* As the walk: it may still take the lock; the unlock follows it. */
-                rlock_future_release(rlock_unlock_async(l->subs[i], thread_id));
+                rlock_future_release(rlock_unlock_async(rlock__subs(l)[i], thread_id));
             }
         }
         all = all && taken[i];

@@ -77,7 +77,7 @@ rlock_future *rlock__multi_fan_out(rlock *l, uint64_t thread_id, bool held, bool
     op->skip = skip;
     op->n = n;
     for (size_t i = 0; i < n; i++) {
-        rlock *s = l->subs[i];
+        rlock *s = rlock__subs(l)[i];
         op->futs[i] =
             held ? rlock_is_held_by_thread_async(s, thread_id) : rlock_unlock_async(s, thread_id);
         if (op->futs[i] == NULL ||

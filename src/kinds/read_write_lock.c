@@ -36,18 +36,18 @@ static const char timeout_suffix[] = ":rwlock_timeout";
  * or the name itself when it has a '{'. Written at out (key_prefix_len(l)
  * bytes, no NUL); returns its length. */
 static size_t key_prefix_len(const rlock *l) {
-    return l->name.len + (memchr(l->name.s, '{', l->name.len) != NULL ? 0 : 2);
+    return l->name_len + (memchr(rlock__name_of(l), '{', l->name_len) != NULL ? 0 : 2);
 }
 
 static size_t key_prefix(const rlock *l, char *out) {
-    if (memchr(l->name.s, '{', l->name.len) != NULL) {
-        memcpy(out, l->name.s, l->name.len);
-        return l->name.len;
+    if (memchr(rlock__name_of(l), '{', l->name_len) != NULL) {
+        memcpy(out, rlock__name_of(l), l->name_len);
+        return l->name_len;
     }
     out[0] = '{';
-    memcpy(out + 1, l->name.s, l->name.len);
-    out[l->name.len + 1] = '}';
-    return l->name.len + 2;
+    memcpy(out + 1, rlock__name_of(l), l->name_len);
+    out[l->name_len + 1] = '}';
+    return l->name_len + 2;
 }
 
 /* The read half's names for one owner: the key prefix, and
@@ -98,7 +98,7 @@ static rlock__cmd *read_acquire(const rlock *l, const rlock__acquire_req *req) {
     wlen += 6;
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     rlock__args_key(&a, n.timeout, n.timeout_len);
     rlock__args_int(&a, req->lease_ms);
     rlock__args_owner(&a, l, req->thread_id);
@@ -116,7 +116,7 @@ static rlock__cmd *read_unlock(const rlock *l, uint64_t thread_id, const char *l
     }
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     rlock__args_channel(&a, l);
     rlock__args_key(&a, n.timeout, n.timeout_len);
     rlock__args_key(&a, n.prefix, n.prefix_len);
@@ -133,7 +133,7 @@ static rlock__cmd *read_unlock(const rlock *l, uint64_t thread_id, const char *l
 static rlock__cmd *read_force_unlock(const rlock *l) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     rlock__args_channel(&a, l);
     rlock__args_lit(&a, "0"); /* LockPubSub.UNLOCK_MESSAGE */
     rlock__args_lit(&a, rlock__object_publish(l));
@@ -143,7 +143,7 @@ static rlock__cmd *read_force_unlock(const rlock *l) {
 static rlock__cmd *read_is_locked(const rlock *l) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     return rlock__args_script(&a, &rlock__script_read_lock_is_locked);
 }
 
@@ -163,7 +163,7 @@ static const rlock__kind_ops read_lock_ops = {
 static rlock__cmd *write_acquire(const rlock *l, const rlock__acquire_req *req) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     rlock__args_int(&a, req->lease_ms);
     rlock__args_owner(&a, l, req->thread_id); /* "<clientId>:<threadId>:write" */
     return rlock__args_script(&a, &rlock__script_write_lock_acquire);
@@ -173,7 +173,7 @@ static rlock__cmd *write_unlock(const rlock *l, uint64_t thread_id, const char *
                                 size_t latch_len, int64_t latch_ms) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     rlock__args_channel(&a, l);
     rlock__args_key(&a, latch, latch_len);
     rlock__args_lit(&a, "1"); /* LockPubSub.READ_UNLOCK_MESSAGE */
@@ -187,7 +187,7 @@ static rlock__cmd *write_unlock(const rlock *l, uint64_t thread_id, const char *
 static rlock__cmd *write_force_unlock(const rlock *l) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     rlock__args_channel(&a, l);
     rlock__args_lit(&a, "1"); /* LockPubSub.READ_UNLOCK_MESSAGE */
     rlock__args_lit(&a, rlock__object_publish(l));
@@ -199,7 +199,7 @@ static rlock__cmd *write_is_locked(const rlock *l) {
     rlock__args a;
     rlock__args_init(&a);
     rlock__args_lit(&a, "HGET");
-    rlock__args_str(&a, l->name.s, l->name.len);
+    rlock__args_str(&a, rlock__name_of(l), l->name_len);
     rlock__args_lit(&a, "mode");
     return rlock__args_command(&a);
 }

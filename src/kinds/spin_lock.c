@@ -11,7 +11,7 @@ static rlock__cmd *spin_unlock(const rlock *l, uint64_t thread_id, const char *l
                                size_t latch_len, int64_t latch_ms) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     rlock__args_key(&a, latch, latch_len);
     rlock__args_int(&a, atomic_load(&l->lease_ms));
     rlock__args_owner(&a, l, thread_id);
@@ -22,7 +22,7 @@ static rlock__cmd *spin_unlock(const rlock *l, uint64_t thread_id, const char *l
 static rlock__cmd *spin_force_unlock(const rlock *l) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, l->name.s, l->name.len);
+    rlock__args_key(&a, rlock__name_of(l), l->name_len);
     return rlock__args_script(&a, &rlock__script_spin_lock_force_unlock);
 }
 

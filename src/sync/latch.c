@@ -18,7 +18,7 @@ static const rlock__kind_ops latch_ops = {.name = "count-down latch"};
 static const char channel_head[] = "redisson_countdownlatch__channel__{";
 
 static size_t channel_len(const rlock *o) {
-    return sizeof(channel_head) - 1 + o->name.len + 1;
+    return sizeof(channel_head) - 1 + o->name_len + 1;
 }
 
 static size_t channel(const rlock *o, char *buf, size_t cap) {
@@ -27,7 +27,7 @@ static size_t channel(const rlock *o, char *buf, size_t cap) {
         return 0;
     }
     memcpy(buf, channel_head, sizeof(channel_head) - 1);
-    memcpy(buf + sizeof(channel_head) - 1, o->name.s, o->name.len);
+    memcpy(buf + sizeof(channel_head) - 1, rlock__name_of(o), o->name_len);
     buf[len - 1] = '}';
     buf[len] = '\0';
     return len;
@@ -54,7 +54,7 @@ static rlock__cmd *get_count_cmd(const rlock *o) {
     rlock__args a; /* getCountAsync: GET name */
     rlock__args_init(&a);
     rlock__args_lit(&a, "GET");
-    rlock__args_str(&a, o->name.s, o->name.len);
+    rlock__args_str(&a, rlock__name_of(o), o->name_len);
     return rlock__args_command(&a);
 }
 
@@ -70,7 +70,7 @@ static rlock__cmd *latch_script(const rlock *o, const rlock__script *s, int64_t 
     size_t len = channel(o, ch, cap);
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, o->name.s, o->name.len);
+    rlock__args_key(&a, rlock__name_of(o), o->name_len);
     rlock__args_key(&a, ch, len);
     rlock__args_int(&a, message);
     if (count != NULL) {

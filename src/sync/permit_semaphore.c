@@ -58,8 +58,8 @@ typedef struct names {
 static bool names_make(const rlock *o, names *n) {
     /* suffixName(name, "timeout"): "{name}:timeout", "name:timeout" when
      * the name has a '{' */
-    bool tagged = memchr(o->name.s, '{', o->name.len) != NULL;
-    size_t tlen = o->name.len + (tagged ? 0 : 2) + 8;
+    bool tagged = memchr(rlock__name_of(o), '{', o->name_len) != NULL;
+    size_t tlen = o->name_len + (tagged ? 0 : 2) + 8;
     size_t clen = rlock__object_channel_len(o);
     n->timeout = tlen < sizeof(n->local[0]) ? n->local[0] : malloc(tlen + 1);
     n->channel = clen < sizeof(n->local[1]) ? n->local[1] : malloc(clen + 1);
@@ -70,8 +70,8 @@ static bool names_make(const rlock *o, names *n) {
     if (!tagged) {
         *p++ = '{';
     }
-    memcpy(p, o->name.s, o->name.len);
-    p += o->name.len;
+    memcpy(p, rlock__name_of(o), o->name_len);
+    p += o->name_len;
     if (!tagged) {
         *p++ = '}';
     }
@@ -124,7 +124,7 @@ static rlock__cmd *timeout_first_cmd(const rlock *o, const rlock__script *s, con
     if (names_make(o, &n)) {
         rlock__args a;
         rlock__args_init(&a);
-        rlock__args_key(&a, o->name.s, o->name.len);
+        rlock__args_key(&a, rlock__name_of(o), o->name_len);
         rlock__args_key(&a, n.timeout, n.timeout_len);
         rlock__args_key(&a, n.channel, n.channel_len);
         if (id != NULL) { /* updateLeaseTime: id, expiry, now, publish */
@@ -145,7 +145,7 @@ static rlock__cmd *try_release_cmd(const rlock *o, const uint8_t *id, size_t id_
     if (names_make(o, &n)) {
         rlock__args a;
         rlock__args_init(&a);
-        rlock__args_key(&a, o->name.s, o->name.len);
+        rlock__args_key(&a, rlock__name_of(o), o->name_len);
         rlock__args_key(&a, n.channel, n.channel_len);
         rlock__args_key(&a, n.timeout, n.timeout_len);
         rlock__args_str(&a, (const char *)id, id_len);
@@ -166,7 +166,7 @@ static rlock__cmd *permits_cmd(const rlock *o, const rlock__script *s, int64_t p
     if (names_make(o, &n)) {
         rlock__args a;
         rlock__args_init(&a);
-        rlock__args_key(&a, o->name.s, o->name.len);
+        rlock__args_key(&a, rlock__name_of(o), o->name_len);
         rlock__args_key(&a, n.channel, n.channel_len);
         if (with_timeout) {
             rlock__args_key(&a, n.timeout, n.timeout_len);
@@ -195,7 +195,7 @@ static rlock__cmd *acquire_try(rlock__sync_op *op) {
     if (names_make(o, &n)) {
         rlock__args a;
         rlock__args_init(&a);
-        rlock__args_key(&a, o->name.s, o->name.len);
+        rlock__args_key(&a, rlock__name_of(o), o->name_len);
         rlock__args_key(&a, n.timeout, n.timeout_len);
         rlock__args_key(&a, n.channel, n.channel_len);
         rlock__args_int(&a, 1);

@@ -35,7 +35,7 @@ void rlock_semaphore_free(rlock_semaphore *s) {
 static rlock__cmd *try_acquire_cmd(const rlock *o, int64_t permits) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, o->name.s, o->name.len);
+    rlock__args_key(&a, rlock__name_of(o), o->name_len);
     rlock__args_int(&a, permits);
     return rlock__args_script(&a, &rlock__script_semaphore_try_acquire);
 }
@@ -44,7 +44,7 @@ static rlock__cmd *try_acquire_cmd(const rlock *o, int64_t permits) {
 static rlock__cmd *publishing_cmd(const rlock *o, const rlock__script *s, int64_t permits) {
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, o->name.s, o->name.len);
+    rlock__args_key(&a, rlock__name_of(o), o->name_len);
     rlock__args_channel(&a, o);
     rlock__args_int(&a, permits);
     rlock__args_lit(&a, rlock__object_publish(o));
@@ -163,7 +163,7 @@ static rlock_future *available_permits_async(rlock_semaphore *s, const char *fn)
     rlock__args a; /* availablePermitsAsync: GET name */
     rlock__args_init(&a);
     rlock__args_lit(&a, "GET");
-    rlock__args_str(&a, OBJ(s)->name.s, OBJ(s)->name.len);
+    rlock__args_str(&a, rlock__name_of(OBJ(s)), OBJ(s)->name_len);
     return rlock__sync_call(OBJ(s), rlock__args_command(&a));
 }
 
@@ -174,7 +174,7 @@ static rlock_future *drain_permits_async(rlock_semaphore *s, const char *fn) {
     }
     rlock__args a;
     rlock__args_init(&a);
-    rlock__args_key(&a, OBJ(s)->name.s, OBJ(s)->name.len);
+    rlock__args_key(&a, rlock__name_of(OBJ(s)), OBJ(s)->name_len);
     return rlock__sync_call(OBJ(s), rlock__args_script(&a, &rlock__script_semaphore_drain_permits));
 }
 

@@ -231,8 +231,8 @@ static bool join(rlock__sync_op *op) {
     /* One entry per name and kind of message, as Redisson's one table per
      * PublishSubscribe (a semaphore and a permit semaphore of one name
      * share it, as their SemaphorePubSub entries do). */
-    int rc = len > 0 ? rlock__wait_join(&op->wait, o->client, buf, len, o->name.s, o->name.len,
-                                        op->kind->on_message)
+    int rc = len > 0 ? rlock__wait_join(&op->wait, o->client, buf, len, rlock__name_of(o),
+                                        o->name_len, op->kind->on_message)
                      : RLOCK_ERR_NOMEM;
     if (buf != own) {
         free(buf);
