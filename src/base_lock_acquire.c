@@ -109,7 +109,7 @@ static int64_t wait_ms_of(const acquire_op *op) {
 static void send_acquire(acquire_op *op);
 
 static bool spins(const acquire_op *op) {
-    return op->lock->ops->spins;
+    return rlock__ops(op->lock)->spins;
 }
 
 /* The end of an operation: leave the entry and let go of everything. */
@@ -136,8 +136,9 @@ static void acquire_finish(acquire_op *op, int err, int64_t value, const char *m
  * to the next waiter. */
 static void acquire_failed(acquire_op *op) {
     rlock *l = op->lock;
-    if (l->ops->acquire_failed != NULL && !l->client->closed) {
-        rlock__fire_and_forget(l->client, l->ops->acquire_failed(l, op->thread_id, wait_ms_of(op)));
+    if (rlock__ops(l)->acquire_failed != NULL && !l->client->closed) {
+        rlock__fire_and_forget(l->client,
+                               rlock__ops(l)->acquire_failed(l, op->thread_id, wait_ms_of(op)));
     }
 }
 
@@ -153,9 +154,10 @@ static void watch(rlock *l, uint64_t thread_id, int64_t sent_ms) {
     rlock__lost_sink sink;
     rlock__object_lost_cb(l, &sink.cb, &sink.arg); /* the handle's, as the lock is had */
     const char *fields = NULL;
-    size_t fields_len = l->ops->renew_fields != NULL ? l->ops->renew_fields(l, &fields) : 0;
-    if (rlock__renewal_add(c->renewal, l->ops->renewal, rlock__name_of(l), l->name_len, fields,
-                           fields_len, thread_id, l->ops->field_suffix, sent_ms,
+    size_t fields_len =
+        rlock__ops(l)->renew_fields != NULL ? rlock__ops(l)->renew_fields(l, &fields) : 0;
+    if (rlock__renewal_add(c->renewal, rlock__ops(l)->renewal, rlock__name_of(l), l->name_len,
+                           fields, fields_len, thread_id, rlock__ops(l)->field_suffix, sent_ms,
                            &sink) != RLOCK_OK) {
         rlock__log(&c->log, RLOCK_LOG_ERROR,
                    "cannot renew lock \"%.*s\" (out of memory): it expires after %lld ms",
@@ -181,7 +183,7 @@ static void acquired(acquire_op *op, int64_t token) {
         /* Cancelled meanwhile: release it (the undo has no caller, so the
          * watchdog is told here). */
         if (watched) {
-            rlock__renewal_cancel(l->client->renewal, l->ops->renewal, rlock__name_of(l),
+            rlock__renewal_cancel(l->client->renewal, rlock__ops(l)->renewal, rlock__name_of(l),
                                   l->name_len, op->thread_id);
         }
         rlock__unlock_undo_acquire(l, op->thread_id);
@@ -290,15 +292,15 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
         char *buf = cap <= sizeof(own) ? own : malloc(cap);
         size_t ch_len = 0;
         if (buf != NULL) {
-            ch_len = l->ops->waiter_channel != NULL
-                         ? l->ops->waiter_channel(l, op->thread_id, buf, cap)
+            ch_len = rlock__ops(l)->waiter_channel != NULL
+                         ? rlock__ops(l)->waiter_channel(l, op->thread_id, buf, cap)
                          : rlock__object_channel(l, buf);
         }
         const char *ch = buf;
         /* One entry per lock name ("x" and "{x}" share a channel but not
          * an entry); per waiting owner when the kind gives each its own
          * channel (the fair lock), then named after that channel. */
-        bool own_channel = l->ops->waiter_channel != NULL;
+        bool own_channel = rlock__ops(l)->waiter_channel != NULL;
         const char *en = own_channel ? ch : rlock__name_of(l);
         size_t en_len = own_channel ? ch_len : l->name_len;
         int rc = ch_len > 0 ? rlock__wait_join(&op->wait, c, ch, ch_len, en, en_len,
@@ -321,7 +323,7 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
         return;
     }
     rlock__wait_park(&op->wait, on_wake);
-    int64_t t = ttl >= 0 && ttl < l->ops->min_wait_ms ? l->ops->min_wait_ms : ttl;
+    int64_t t = ttl >= 0 && ttl < rlock__ops(l)->min_wait_ms ? rlock__ops(l)->min_wait_ms : ttl;
     if (op->is_try) {
         int64_t left = op->try_[0].deadline_ms - rlock__now_ms();
         t = t < 0 || left < t ? left : t;
@@ -404,7 +406,7 @@ static void on_acquire_reply(int err, const char *msg, const redisReply *reply, 
     rlock__acquire_res res = {0};
     if (err == RLOCK_OK) {
         rlock__reply r = rlock__typed_reply(reply);
-        err = op->lock->ops->acquire_reply(&r, &res, &msg);
+        err = rlock__ops(op->lock)->acquire_reply(&r, &res, &msg);
     }
     bool has_entry = !spins(op);
     if (op->cancelled) {
@@ -438,7 +440,7 @@ static void send_acquire(acquire_op *op) {
                                   op->lease_ms > 0 ? op->lease_ms : c->cfg.lock_watchdog_timeout_ms,
                               .wait_ms = wait_ms_of(op),
                               .token = op->token};
-    rlock__cmd *cmd = l->ops->acquire(l, &req);
+    rlock__cmd *cmd = rlock__ops(l)->acquire(l, &req);
     if (cmd == NULL) {
         acquire_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
         return;
@@ -514,8 +516,8 @@ int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, bool
         rlock__set_error_message("%s: %s", fn, l == NULL ? "lock is NULL" : why);
         return RLOCK_ERR_INVALID;
     }
-    if (token && !l->ops->fenced) {
-        rlock__set_error_message("%s: a %s has no fencing token", fn, l->ops->name);
+    if (token && !rlock__ops(l)->fenced) {
+        rlock__set_error_message("%s: a %s has no fencing token", fn, rlock__ops(l)->name);
         return RLOCK_ERR_UNSUPPORTED;
     }
     return RLOCK_OK;
@@ -544,7 +546,7 @@ rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, 
     }
     op->first_ttl = ttl;
     rlock__deadline_init(&op->timer); /* its slot only: first_ttl shares due_ms */
-    if (l->ops->spins) {
+    if (rlock__ops(l)->spins) {
         op->spin.next_sleep_ms = rlock__object_backoff(l).initial_delay_ms;
     } else {
         rlock__wait_init(&op->wait);
@@ -573,8 +575,8 @@ rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64
     if (refused != NULL) {
         return refused;
     }
-    if (l->ops->whole != NULL) {
-        return l->ops->whole->acquire(l, wait_ms, lease_ms, thread_id, is_try);
+    if (rlock__ops(l)->whole != NULL) {
+        return rlock__ops(l)->whole->acquire(l, wait_ms, lease_ms, thread_id, is_try);
     }
     return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, rlock__now_ms(),
                                 -2);

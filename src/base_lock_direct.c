@@ -30,15 +30,17 @@ static int note_watchdog(rlock *l, uint64_t thread_id, int64_t sent_ms, bool add
     size_t fields_len = 0;
     if (add) {
         rlock__object_lost_cb(l, &sink.cb, &sink.arg);
-        fields_len = l->ops->renew_fields != NULL ? l->ops->renew_fields(l, &fields) : 0;
+        fields_len =
+            rlock__ops(l)->renew_fields != NULL ? rlock__ops(l)->renew_fields(l, &fields) : 0;
     }
-    return rlock__renewal_note(c->renewal, add, l->ops->renewal, rlock__name_of(l), l->name_len,
-                               fields, fields_len, thread_id, l->ops->field_suffix, sent_ms, &sink);
+    return rlock__renewal_note(c->renewal, add, rlock__ops(l)->renewal, rlock__name_of(l),
+                               l->name_len, fields, fields_len, thread_id,
+                               rlock__ops(l)->field_suffix, sent_ms, &sink);
 }
 
 bool rlock__direct_usable(const rlock *l) {
-    return l->ops->whole != NULL ? l->ops->whole->acquire_direct != NULL
-                                 : l->client->direct != NULL;
+    return rlock__ops(l)->whole != NULL ? rlock__ops(l)->whole->acquire_direct != NULL
+                                        : l->client->direct != NULL;
 }
 
 bool rlock__direct_acquire_begin(rlock__direct_step *st, int64_t wait_ms, int64_t max_connect_ms) {
@@ -53,7 +55,7 @@ bool rlock__direct_acquire_begin(rlock__direct_step *st, int64_t wait_ms, int64_
     st->taken = false;
     st->err = RLOCK_OK;
     st->msg[0] = '\0';
-    st->cmd = l->ops->acquire(l, &req);
+    st->cmd = rlock__ops(l)->acquire(l, &req);
     st->dc = st->cmd != NULL
                  ? rlock__direct_take(c->direct, max_connect_ms, st->msg, sizeof(st->msg))
                  : NULL;
@@ -82,7 +84,7 @@ void rlock__direct_acquire_end(rlock__direct_step *st) {
     if (err == RLOCK_OK) {
         rlock__reply r = rlock__typed_reply(reply);
         const char *why = NULL;
-        err = l->ops->acquire_reply(&r, &st->res, &why);
+        err = rlock__ops(l)->acquire_reply(&r, &st->res, &why);
         if (err != RLOCK_OK) {
             snprintf(st->msg, sizeof(st->msg), "%s", why);
         }
@@ -106,9 +108,9 @@ void rlock__direct_acquire_end(rlock__direct_step *st) {
 
 void rlock__direct_acquire_failed(const rlock__direct_step *st, int64_t wait_ms) {
     rlock *l = st->lock;
-    if (l->ops->acquire_failed != NULL && !st->taken && st->err == RLOCK_OK) {
+    if (rlock__ops(l)->acquire_failed != NULL && !st->taken && st->err == RLOCK_OK) {
         rlock_future_release(
-            rlock__client_run(l->client, l->ops->acquire_failed(l, st->thread_id, wait_ms)));
+            rlock__client_run(l->client, rlock__ops(l)->acquire_failed(l, st->thread_id, wait_ms)));
     }
 }
 
@@ -118,8 +120,8 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
     if (*rc != RLOCK_OK) {
         return NULL;
     }
-    if (l->ops->whole != NULL) {
-        return l->ops->whole->acquire_direct(l, wait_ms, lease_ms, is_try, rc, value);
+    if (rlock__ops(l)->whole != NULL) {
+        return rlock__ops(l)->whole->acquire_direct(l, wait_ms, lease_ms, is_try, rc, value);
     }
     uint64_t thread_id = rlock_thread_id();
     int64_t started_ms = rlock__now_ms();
@@ -218,8 +220,8 @@ void rlock__direct_unlock_end(rlock__direct_step *st) {
 }
 
 rlock_future *rlock__unlock_direct(rlock *l, int *rc) {
-    if (l->ops->whole != NULL) {
-        return l->ops->whole->unlock_direct(l, rc);
+    if (rlock__ops(l)->whole != NULL) {
+        return rlock__ops(l)->whole->unlock_direct(l, rc);
     }
     rlock__direct_step st = {.lock = l, .thread_id = rlock_thread_id()};
     rlock_future *f = rlock__direct_unlock_begin(&st);

@@ -27,7 +27,7 @@ _Static_assert(offsetof(query_op, task) == 0, "a task is given its own address (
 static void on_query_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     query_op *op = arg;
     int64_t value = 0;
-    const rlock__kind_ops *ops = op->lock->ops;
+    const rlock__kind_ops *ops = rlock__ops(op->lock);
     if (err == RLOCK_OK && op->kind == RLOCK__Q_IS_LOCKED && ops->is_locked_reply != NULL) {
         rlock__reply r = rlock__typed_reply(reply);
         bool locked = false;
@@ -61,7 +61,7 @@ static void start_query(void *arg) {
         /* forceUnlockAsync stops the renewal before it deletes, and
          * (cancelExpirationRenewal) later holds start from the watchdog
          * timeout again. */
-        rlock__renewal_cancel_all(l->client->renewal, l->ops->renewal, rlock__name_of(l),
+        rlock__renewal_cancel_all(l->client->renewal, rlock__ops(l)->renewal, rlock__name_of(l),
                                   l->name_len);
         atomic_store(&l->lease_ms, l->client->cfg.lock_watchdog_timeout_ms);
     }
@@ -78,29 +78,29 @@ static rlock_future *query(rlock *l, rlock__query kind, uint64_t thread_id) {
     if (l == NULL) {
         return rlock__invalid("%s: lock is NULL", fns[kind]);
     }
-    if (kind == RLOCK__Q_TOKEN && !l->ops->fenced) {
-        rlock__set_error_message("%s: a %s has no fencing token", fns[kind], l->ops->name);
+    if (kind == RLOCK__Q_TOKEN && !rlock__ops(l)->fenced) {
+        rlock__set_error_message("%s: a %s has no fencing token", fns[kind], rlock__ops(l)->name);
         return rlock__future_failed(NULL, RLOCK_ERR_UNSUPPORTED, rlock_last_error());
     }
     rlock_future *refused = rlock__refuse(l, fns[kind]);
     if (refused != NULL) {
         return refused;
     }
-    if (l->ops->whole != NULL) {
-        return l->ops->whole->query(l, kind, thread_id);
+    if (rlock__ops(l)->whole != NULL) {
+        return rlock__ops(l)->whole->query(l, kind, thread_id);
     }
-    if ((l->ops->unsupported & (1u << kind)) != 0) {
+    if ((rlock__ops(l)->unsupported & (1u << kind)) != 0) {
         rlock__set_error_message("%s: a %s does not support it (nor does Redisson's)", fns[kind],
-                                 l->ops->name);
+                                 rlock__ops(l)->name);
         return rlock__future_failed(NULL, RLOCK_ERR_UNSUPPORTED, rlock_last_error());
     }
     rlock__cmd *cmd = NULL;
     if (kind == RLOCK__Q_FORCE_UNLOCK) {
-        cmd = l->ops->force_unlock(l);
-    } else if (kind == RLOCK__Q_IS_LOCKED && l->ops->is_locked != NULL) {
-        cmd = l->ops->is_locked(l);
-    } else if (kind == RLOCK__Q_HELD && l->ops->is_held != NULL) {
-        cmd = l->ops->is_held(l, thread_id);
+        cmd = rlock__ops(l)->force_unlock(l);
+    } else if (kind == RLOCK__Q_IS_LOCKED && rlock__ops(l)->is_locked != NULL) {
+        cmd = rlock__ops(l)->is_locked(l);
+    } else if (kind == RLOCK__Q_HELD && rlock__ops(l)->is_held != NULL) {
+        cmd = rlock__ops(l)->is_held(l, thread_id);
     } else if (kind == RLOCK__Q_TOKEN) {
         const char *argv[2] = {"GET", rlock__extras(l)[0].s};
         size_t argvlen[2] = {3, rlock__extras(l)[0].len};

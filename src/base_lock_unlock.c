@@ -85,7 +85,7 @@ static void on_unlock_reply(int err, const char *msg, const redisReply *reply, v
     if (op->future != NULL && !op->renewal_cancelled) {
         /* An unlock ends one watchdog hold whatever Redis answered, as
          * Redisson's cancelExpirationRenewal(threadId) does. */
-        rlock__renewal_cancel(c->renewal, l->ops->renewal, rlock__name_of(l), l->name_len,
+        rlock__renewal_cancel(c->renewal, rlock__ops(l)->renewal, rlock__name_of(l), l->name_len,
                               op->thread_id);
     }
     char buf[NOT_HELD_MSG_MAX];
@@ -139,7 +139,8 @@ unlock_op *rlock__unlock_new(rlock *l, uint64_t thread_id) {
     /* How long the latch keeps the answer: Redisson's unlockInnerAsync
      * formula, (timeout + retry delay) x retryAttempts, at least 1 ms. */
     int64_t latch_ms = (cfg->timeout_ms + cfg->retry_interval_ms) * (int64_t)cfg->retry_attempts;
-    op->cmd = l->ops->unlock(l, thread_id, op->latch, latch_len, latch_ms > 1 ? latch_ms : 1);
+    op->cmd =
+        rlock__ops(l)->unlock(l, thread_id, op->latch, latch_len, latch_ms > 1 ? latch_ms : 1);
     if (op->cmd == NULL) {
         free(op);
         return NULL;
@@ -174,8 +175,8 @@ rlock_future *rlock_unlock_async(rlock *l, uint64_t thread_id) {
     if (refused != NULL) {
         return refused;
     }
-    if (l->ops->whole != NULL) {
-        return l->ops->whole->unlock(l, thread_id);
+    if (rlock__ops(l)->whole != NULL) {
+        return rlock__ops(l)->whole->unlock(l, thread_id);
     }
     unlock_op *op = rlock__unlock_new(l, thread_id);
     rlock_future *f = op != NULL ? rlock__future_new(l->client->loop) : NULL;

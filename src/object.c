@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <uthash.h>
 
 #include "client.h"
 #include "kind.h"
@@ -10,8 +11,25 @@
 #include "resp.h"
 #include "rlock/errors.h"
 
+_Atomic(const rlock__kind_ops *) rlock__kinds[RLOCK__KINDS_MAX];
+
+/* The kind's index in rlock__kinds, given at first use (no file lists every
+ * kind); -1 when the table is full (a bug: there are fewer kinds). */
+static int ops_index(const rlock__kind_ops *ops) {
+    for (int i = 0; i < RLOCK__KINDS_MAX; i++) {
+        const rlock__kind_ops *k = atomic_load(&rlock__kinds[i]);
+        if (k == NULL && atomic_compare_exchange_strong(&rlock__kinds[i], &k, ops)) {
+            return i;
+        }
+        if (k == ops) {
+            return i; /* there already, or put there by another thread */
+        }
+    }
+    return -1;
+}
+
 size_t rlock__owner_field(const rlock *l, uint64_t thread_id, char out[RLOCK__FIELD_MAX]) {
-    const char *suffix = l->ops->field_suffix != NULL ? l->ops->field_suffix : "";
+    const char *suffix = rlock__ops(l)->field_suffix != NULL ? rlock__ops(l)->field_suffix : "";
     /* "<client id>:<thread id><suffix>", on every lock and unlock: built
      * with copies: a sixth of the instructions snprintf took. */
     char num[RLOCK__INT_TEXT_MAX];
@@ -38,6 +56,41 @@ const char *rlock__object_publish(const rlock *l) {
     return rlock__topology_sharded(l->client->topology) ? "spublish" : "publish";
 }
 
+/* ---- lost-lock callbacks ----------------------------------------------------
+ * Few handles have one, so they are kept here by handle rather than as a
+ * pointer in every handle; has_lost says whether to look. A spin lock:
+ * held for a lookup, only by handles that have a callback. */
+typedef struct lost_cb {
+    const rlock *l; /* the key */
+    rlock_lock_lost_cb cb;
+    void *arg;
+    UT_hash_handle hh;
+} lost_cb;
+
+static lost_cb *lost_cbs;
+static atomic_flag lost_guard = ATOMIC_FLAG_INIT;
+
+static void lost_lock(void) {
+    while (atomic_flag_test_and_set_explicit(&lost_guard, memory_order_acquire)) {
+    }
+}
+
+static void lost_unlock(void) {
+    atomic_flag_clear_explicit(&lost_guard, memory_order_release);
+}
+
+/* The handle is gone: its callback too. */
+static void lost_forget(const rlock *l) {
+    lost_lock();
+    lost_cb *e = NULL;
+    HASH_FIND_PTR(lost_cbs, &l, e);
+    if (e != NULL) {
+        HASH_DEL(lost_cbs, e);
+    }
+    lost_unlock();
+    free(e);
+}
+
 void rlock__object_ref(rlock *l) {
     atomic_fetch_add(&l->refs, 1);
 }
@@ -49,8 +102,10 @@ void rlock__object_unref(rlock *l) {
     for (size_t i = 0; i < l->nsubs; i++) {
         rlock__object_unref(rlock__subs(l)[i]);
     }
+    if (atomic_load_explicit(&l->has_lost, memory_order_relaxed)) {
+        lost_forget(l);
+    }
     rlock__client_unref(l->client);
-    free(l->lost);
     free(l);
 }
 
@@ -121,6 +176,11 @@ rlock *rlock__object_new_tail(rlock_client *c, const char *fn, const char *name,
         size += prefix_name_len(extra[i], name, len, "") + 1;
     }
     size += tail;
+    int index = ops_index(ops);
+    if (index < 0) {
+        rlock__set_error_message("%s: too many kinds", fn); /* a bug: there are fewer */
+        return NULL;
+    }
     rlock *l = calloc(1, size);
     if (l == NULL) {
         rlock__set_error_message("out of memory");
@@ -129,9 +189,8 @@ rlock *rlock__object_new_tail(rlock_client *c, const char *fn, const char *name,
     atomic_init(&l->refs, 1);
     rlock__client_ref(c);
     l->client = c;
-    l->ops = ops;
+    l->ops_index = (uint8_t)index;
     atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
-    atomic_flag_clear(&l->lost_guard);
     l->nextra = (uint8_t)nextra; /* at most RLOCK__EXTRA_KEYS */
     l->name_len = (uint32_t)len; /* at most RLOCK_NAME_MAX */
     char *p = rlock__name_of(l);
@@ -171,8 +230,8 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
                                      s == NULL ? "NULL" : "not a live lock handle (freed?)");
             return NULL;
         }
-        if (s->ops->whole != NULL) {
-            rlock__set_error_message("%s: locks[%zu] is a %s itself", fn, i, s->ops->name);
+        if (rlock__ops(s)->whole != NULL) {
+            rlock__set_error_message("%s: locks[%zu] is a %s itself", fn, i, rlock__ops(s)->name);
             return NULL;
         }
         if (rlock__client_usable(s->client, fn) != RLOCK_OK) {
@@ -192,6 +251,11 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
             return NULL;
         }
     }
+    int index = ops_index(ops);
+    if (index < 0) {
+        rlock__set_error_message("%s: too many kinds", fn); /* a bug: there are fewer */
+        return NULL;
+    }
     rlock *l = calloc(1, sizeof(rlock) + n * sizeof(rlock *));
     if (l == NULL) {
         rlock__set_error_message("out of memory");
@@ -206,10 +270,9 @@ rlock *rlock__object_new_multi(const char *fn, rlock *const *locks, size_t n,
     atomic_init(&l->refs, 1);
     rlock__client_ref(c);
     l->client = c;
-    l->ops = ops;
+    l->ops_index = (uint8_t)index;
     l->nsubs = (uint16_t)n; /* at most MULTI_MAX */
     atomic_init(&l->lease_ms, c->cfg.lock_watchdog_timeout_ms);
-    atomic_flag_clear(&l->lost_guard);
     if (!rlock__registry_add(l, RLOCK__KIND_LOCK)) {
         rlock__set_error_message("out of memory");
         rlock__object_unref(l);
@@ -242,44 +305,60 @@ int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg) {
         rlock__set_error_message("rlock_set_lock_lost_callback: lock is NULL");
         return RLOCK_ERR_INVALID;
     }
-    if (l->ops->whole != NULL) {
+    if (rlock__ops(l)->whole != NULL) {
         rlock__set_error_message("rlock_set_lock_lost_callback: a %s has no callback of its own; "
                                  "set it on its sub-locks",
-                                 l->ops->name);
+                                 rlock__ops(l)->name);
         return RLOCK_ERR_UNSUPPORTED;
     }
     int rc = rlock__client_usable(l->client, "rlock_set_lock_lost_callback");
     if (rc != RLOCK_OK) {
         return rc;
     }
-    /* Made outside the spin lock (setting is rare), and kept once made: a
-     * reader may be copying it. */
-    rlock__lost_cb_slot *fresh = cb != NULL ? calloc(1, sizeof(*fresh)) : NULL;
+    /* Made outside the spin lock; setting is rare. */
+    lost_cb *fresh = cb != NULL ? calloc(1, sizeof(*fresh)) : NULL;
     if (cb != NULL && fresh == NULL) {
         rlock__set_error_message("out of memory");
         return RLOCK_ERR_NOMEM;
     }
-    while (atomic_flag_test_and_set_explicit(&l->lost_guard, memory_order_acquire)) {
-    }
-    if (l->lost == NULL && fresh != NULL) {
-        l->lost = fresh;
+    lost_lock();
+    lost_cb *e = NULL;
+    HASH_FIND_PTR(lost_cbs, &l, e);
+    if (e == NULL && fresh != NULL) {
+        e = fresh;
         fresh = NULL;
+        e->l = l;
+        HASH_ADD_PTR(lost_cbs, l, e); /* (uthash aborts when out of memory) */
+        atomic_store_explicit(&l->has_lost, true, memory_order_relaxed);
     }
-    if (l->lost != NULL) {
-        l->lost->cb = cb;
-        l->lost->arg = cb != NULL ? arg : NULL;
+    lost_cb *drop = NULL;
+    if (e != NULL && cb != NULL) {
+        e->cb = cb;
+        e->arg = arg;
+    } else if (e != NULL) {
+        HASH_DEL(lost_cbs, e); /* cleared: has_lost stays, and finds none */
+        drop = e;
     }
-    atomic_flag_clear_explicit(&l->lost_guard, memory_order_release);
-    free(fresh); /* one was made before */
+    lost_unlock();
+    free(fresh); /* one was there already */
+    free(drop);
     return RLOCK_OK;
 }
 
 void rlock__object_lost_cb(rlock *l, rlock_lock_lost_cb *cb, void **arg) {
-    while (atomic_flag_test_and_set_explicit(&l->lost_guard, memory_order_acquire)) {
+    *cb = NULL;
+    *arg = NULL;
+    if (!atomic_load_explicit(&l->has_lost, memory_order_relaxed)) {
+        return; /* most handles: no callback, no lookup */
     }
-    *cb = l->lost != NULL ? l->lost->cb : NULL;
-    *arg = l->lost != NULL ? l->lost->arg : NULL;
-    atomic_flag_clear_explicit(&l->lost_guard, memory_order_release);
+    lost_lock();
+    lost_cb *e = NULL;
+    HASH_FIND_PTR(lost_cbs, &l, e);
+    if (e != NULL) {
+        *cb = e->cb;
+        *arg = e->arg;
+    }
+    lost_unlock();
 }
 
 char *rlock__object_tail(const rlock *l) {
@@ -293,7 +372,7 @@ rlock__backoff rlock__object_backoff(const rlock *l) {
 }
 
 static const char *channel_prefix_of(const rlock *l) {
-    return l->ops->channel_prefix != NULL ? l->ops->channel_prefix : channel_prefix;
+    return rlock__ops(l)->channel_prefix != NULL ? rlock__ops(l)->channel_prefix : channel_prefix;
 }
 
 /* A multi lock has no name, so no channel or latch of its own: "". */

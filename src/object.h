@@ -34,37 +34,40 @@ typedef struct rlock__backoff {
     int32_t initial_delay_ms, max_delay_ms, multiplier;
 } rlock__backoff;
 
-/* The handle's lost-lock callback, allocated when first set. */
-typedef struct rlock__lost_cb_slot {
-    rlock_lock_lost_cb cb;
-    void *arg;
-} rlock__lost_cb_slot;
-
 struct rlock {
-    atomic_int refs;
-    uint16_t nsubs;         /* see text below; at most 1024 */
-    atomic_flag lost_guard; /* a spin lock over the lost-lock callback: set rarely */
-    uint8_t nextra;         /* the kind's extra keys, RLOCK__EXTRA_KEYS at most */
-    const rlock__kind_ops *ops;
     rlock_client *client; /* referenced: outlives a destroy while the handle lives */
     /* internalLockLeaseTime: the lease a remaining reentrant hold gets on
      * unlock; the last lease given, or the watchdog timeout. */
     _Atomic int64_t lease_ms;
-    rlock__lost_cb_slot *lost; /* NULL until a callback is set */
-    uint32_t name_len;         /* at most RLOCK_NAME_MAX */
+    atomic_int refs;
+    uint32_t name_len;    /* at most RLOCK_NAME_MAX */
+    uint16_t nsubs;       /* see text below; at most 1024 */
+    uint8_t ops_index;    /* the kind, in rlock__kinds (rlock__ops) */
+    uint8_t nextra;       /* the kind's extra keys, RLOCK__EXTRA_KEYS at most */
+    atomic_bool has_lost; /* a lost-lock callback was set (object.c keeps it) */
     /* nsubs > 0: a kind of whole operations (kind.h: the multi lock), whose
      * sub-locks are here (rlock__subs), each referenced, in the caller's
      * order; then client is the first's, and the name is empty. Otherwise
      * the extra keys' table (rlock__extras), the name (rlock__name_of),
-     * then the extra keys. Found from their counts rather than kept as
-     * pointers, and the channel and the latch prefix are made when needed
-     * (rlock__object_channel): a program may keep a handle per lock. */
+     * then the extra keys. A handle keeps counts and a byte for its kind
+     * rather than pointers, and the channel and the latch prefix are made
+     * when needed (rlock__object_channel): a program may keep a handle per
+     * lock. */
     _Alignas(rlock__name) char text[];
 };
 
-/* 64-bit targets: with a name of up to 39 bytes a plain lock's handle is a
- * malloc chunk of 96 bytes (bench/ S4 holds kept handles to a budget). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct rlock) <= 48, "struct rlock grew");
+/* Every kind a handle was made of, by index; filled at first use. */
+#define RLOCK__KINDS_MAX 32
+extern _Atomic(const rlock__kind_ops *) rlock__kinds[RLOCK__KINDS_MAX];
+
+/* The handle's kind. */
+static inline const rlock__kind_ops *rlock__ops(const rlock *l) {
+    return atomic_load_explicit(&rlock__kinds[l->ops_index], memory_order_relaxed);
+}
+
+/* 64-bit targets: with a name of up to 40 bytes a plain lock's handle is a
+ * malloc chunk of 80 bytes (bench/ S4 holds kept handles to a budget). */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rlock) <= 32, "struct rlock grew");
 
 /* The lock's name, NUL-terminated (it may hold NUL bytes); "" for a multi
  * lock. */

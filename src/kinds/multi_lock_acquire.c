@@ -610,5 +610,5 @@ rlock_future *rlock__multi_start_acquire(rlock *l, int64_t wait_ms, int64_t leas
 }
 
 bool rlock__multi_is_red(const rlock *l) {
-    return l->ops->whole->red;
+    return rlock__ops(l)->whole->red;
 }

@@ -102,7 +102,7 @@ rlock_future *rlock__multi_query(rlock *l, rlock__query q, uint64_t thread_id) {
     /* RedissonMultiLock throws UnsupportedOperationException. */
     static const char *const what[] = {"is_locked",           "is_held_by_thread", "get_hold_count",
                                        "remain_time_to_live", "force_unlock",      "get_token"};
-    rlock__set_error_message("a %s does not support %s (nor does Redisson's)", l->ops->name,
+    rlock__set_error_message("a %s does not support %s (nor does Redisson's)", rlock__ops(l)->name,
                              what[q]);
     return rlock__future_failed(NULL, RLOCK_ERR_UNSUPPORTED, rlock_last_error());
 }
