@@ -371,6 +371,9 @@ static void acquire_undone(acquire_op *op, const char *msg) {
 static void undo_unsynced(acquire_op *op, const char *msg) {
     rlock *l = op->lock;
     unlock_op *u = rlock__unlock_new(l, op->thread_id);
+    if (u != NULL) {
+        rlock__cmd_retry_unsynced(u->cmd, false); /* handleNoSync's unlock: once */
+    }
     char *copy = u != NULL ? strdup(msg) : NULL;
     if (copy == NULL) {
         if (u != NULL) {

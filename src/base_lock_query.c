@@ -97,6 +97,9 @@ static rlock_future *query(rlock *l, rlock__query kind, uint64_t thread_id) {
     rlock__cmd *cmd = NULL;
     if (kind == RLOCK__Q_FORCE_UNLOCK) {
         cmd = rlock__ops(l)->force_unlock(l);
+        if (cmd != NULL) {
+            rlock__cmd_retry_unsynced(cmd, true); /* Redisson's syncedEvalWithRetry */
+        }
     } else if (kind == RLOCK__Q_IS_LOCKED && rlock__ops(l)->is_locked != NULL) {
         cmd = rlock__ops(l)->is_locked(l);
     } else if (kind == RLOCK__Q_HELD && rlock__ops(l)->is_held != NULL) {

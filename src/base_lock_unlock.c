@@ -1,9 +1,10 @@
 /* RedissonBaseLock's unlockAsync and unlockInnerAsync, and the undo of an
  * acquire whose caller had gone or that no replica confirmed.
  *
- * The unlock is not resent once written; its latch key (with its request
- * id) keeps Redisson's wire format and makes a repeat of the same
- * request, from any client, return the first answer. */
+ * The unlock is not resent once written, unless no replica confirmed it;
+ * its latch key (with its request id) keeps Redisson's wire format and
+ * makes a repeat of the same request, from any client, return the first
+ * answer. */
 #include <hiredis/hiredis.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -149,6 +150,9 @@ unlock_op *rlock__unlock_new(rlock *l, uint64_t thread_id) {
      * a resend that reached Redis after the latch expired would release a
      * second hold. Attempts that found no connection are still retried. */
     rlock__cmd_no_retry(op->cmd);
+    /* Unconfirmed by the replicas: the same request again (the latch
+     * answers it), as ServiceManager.execute around unlockAsync0. */
+    rlock__cmd_retry_unsynced(op->cmd, true);
     rlock__object_ref(l);
     op->lock = l;
     op->thread_id = thread_id;

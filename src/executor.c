@@ -29,6 +29,9 @@ struct rlock__cmd {
     const rlock__script *script; /* NULL: a plain command */
     bool use_eval;
     bool no_retry;
+    bool retry_unsynced;  /* rlock__cmd_retry_unsynced */
+    bool unsynced_pause;  /* CMD_PAUSED for that, not for a failed attempt */
+    int unsynced_tries;   /* sent again for it so far */
     bool written;         /* some attempt reached the connection */
     bool capped;          /* waiting for a connection ends at wait_end_ms + timeout_ms */
     bool keyless;         /* routed nowhere else (rlock__cmd_keyless) */
@@ -198,6 +201,10 @@ void rlock__cmd_free(rlock__cmd *cmd) {
 
 void rlock__cmd_no_retry(rlock__cmd *cmd) {
     cmd->no_retry = true;
+}
+
+void rlock__cmd_retry_unsynced(rlock__cmd *cmd, bool on) {
+    cmd->retry_unsynced = on;
 }
 
 void rlock__cmd_give_up_at(rlock__cmd *cmd, int64_t wait_end_ms) {
@@ -382,6 +389,20 @@ static void on_wait_reply(redisAsyncContext *ac, void *r, void *privdata) {
                  "none of the master's %d replicas confirmed the write within "
                  "slaves_sync_timeout_ms (%lld ms); raise it or set check_lock_synced_slaves = 0",
                  cmd->wait_replicas, (long long)x->sync_timeout_ms);
+        if (cmd->retry_unsynced && cmd->unsynced_tries < x->cfg->retry_attempts &&
+            !x->down_for_good) {
+            /* The same request again: an unlock's latch gives the first
+             * answer back rather than taking a second count off. */
+            cmd->unsynced_tries++;
+            rlock__log(x->log, RLOCK_LOG_DEBUG, "%s; attempt %d in %lld ms", msg,
+                       cmd->unsynced_tries + 1, (long long)x->cfg->retry_interval_ms);
+            freeReplyObject(held);
+            detach(cmd);
+            cmd->state = CMD_PAUSED;
+            cmd->unsynced_pause = true;
+            arm(cmd, x->cfg->retry_interval_ms);
+            return;
+        }
         /* The script's answer goes along: it ran on the master, and the
          * caller may have to undo it (Redisson's handleNoSync). */
         finish(cmd, RLOCK_ERR_REDIS, msg, held);
@@ -632,7 +653,15 @@ static void on_timer(struct ev_loop *ev, ev_timer *w, int revents) {
         attempt_failed(cmd, RLOCK_ERR_TIMEOUT, why);
         break;
     case CMD_PAUSED: {
-        cmd->attempt++;
+        if (cmd->unsynced_pause) {
+            /* A new try, as Redisson's: its own attempts, and one that
+             * finds no connection may go again. */
+            cmd->unsynced_pause = false;
+            cmd->attempt = 0;
+            cmd->written = false;
+        } else {
+            cmd->attempt++;
+        }
         x->stats.retries++;
         /* The slot may have another master by now (a failover). */
         rlock__executor *to = routed(x, cmd, NULL, false);

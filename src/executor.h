@@ -74,6 +74,14 @@ void rlock__cmd_view(const rlock__cmd *cmd, int *argc, const char *const **argv,
  * never reached Redis, are still retried. */
 void rlock__cmd_no_retry(rlock__cmd *cmd);
 
+/* When no replica confirms the script (check_lock_synced_slaves), send it
+ * again after retry_interval_ms, up to retry_attempts more times, before
+ * failing: Redisson's ServiceManager.execute around an unlock, and its
+ * syncedEvalWithRetry (a force unlock, the fair lock's acquire-failed
+ * script). Off by default, as for an acquire, whose caller undoes and
+ * retries the whole try (handleNoSync). */
+void rlock__cmd_retry_unsynced(rlock__cmd *cmd, bool on);
+
 /* A bound for a command whose caller has a wait of its own (a try-lock
  * whose wait runs out at wait_end_ms, rlock__now_ms() time): no retry
  * starts after wait_end_ms, and waiting for a connection ends at most

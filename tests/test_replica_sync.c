@@ -416,6 +416,46 @@ static void test_unsynced_cancelled(void **state) {
     rlock_client_destroy(c);
 }
 
+/* An unlock no replica confirmed goes again after retry_interval_ms, up to
+ * retry_attempts more times (Redisson's ServiceManager.execute around
+ * unlockAsync0), with the same request id: its latch answers the repeats,
+ * so one count comes off, not one per attempt. Then the call fails. */
+static void test_unsynced_unlock_retried(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = rt_config("redis://127.0.0.1");
+    cfg.master_name = RT_SENTINEL_MASTER_NAME;
+    cfg.sentinel_addresses = e->addresses;
+    cfg.slaves_sync_timeout_ms = SYNC_MS;
+    cfg.retry_attempts = 2;
+    cfg.retry_interval_ms = 50;
+    cfg.log = log_stderr;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_lock(c, "rs-unlock");
+    assert_non_null(l);
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    lock_synced(l);
+    lock_synced(l); /* held twice */
+
+    assert_int_equal(rt_redis_pause(replica), 0);
+    long long waits = wait_calls(master);
+    assert_int_equal(rlock_unlock(l), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_last_error(), "slaves_sync_timeout_ms"));
+    /* every attempt's WAIT is part of the call */
+    assert_int_equal(wait_calls(master) - waits, 1 + cfg.retry_attempts);
+    redisReply *r = rt_redis_command(master, "HVALS rs-unlock");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(r->elements, 1);
+    assert_string_equal(r->element[0]->str, "1"); /* one count off */
+    freeReplyObject(r);
+    resume_caught_up(master, replica);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(exists_on(master, "rs-unlock"), 0);
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unsynced_lock, setup, teardown),
@@ -427,6 +467,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_unsynced_faster_multi_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_cancelled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_semaphore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_unlock_retried, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "executor.h"
 #include "kinds.h"
 #include "rlock/errors.h"
 #include "rlock__scripts_all.h"
@@ -44,7 +45,11 @@ static rlock__cmd *fair_acquire_failed(const rlock *l, uint64_t thread_id, int64
     fair_keys(&a, l, false);
     rlock__args_owner(&a, l, thread_id);
     rlock__args_int(&a, thread_wait(l, wait_ms));
-    return rlock__args_script(&a, &rlock__script_fair_lock_acquire_failed);
+    rlock__cmd *cmd = rlock__args_script(&a, &rlock__script_fair_lock_acquire_failed);
+    if (cmd != NULL) {
+        rlock__cmd_retry_unsynced(cmd, true); /* Redisson's syncedEvalWithRetry */
+    }
+    return cmd;
 }
 
 static rlock__cmd *fair_unlock(const rlock *l, uint64_t thread_id, const char *latch,
