@@ -100,6 +100,20 @@ static long long wait_calls(rt_redis *r) {
     return n;
 }
 
+/* The master's clients blocked (in WAIT, here). */
+static long long blocked_clients(rt_redis *r) {
+    redisReply *rep = rt_redis_command(r, "INFO clients");
+    long long n = -1;
+    if (rep != NULL && rep->type == REDIS_REPLY_STRING) {
+        const char *p = strstr(rep->str, "blocked_clients:");
+        n = p != NULL ? atoll(p + strlen("blocked_clients:")) : -1;
+    }
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return n;
+}
+
 static int by_string(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -342,36 +356,27 @@ static void test_unsynced_semaphore(void **state) {
     assert_int_equal(rlock_semaphore_try_acquire(s, 1, 0, &acquired), RLOCK_ERR_REDIS);
     assert_non_null(strstr(rlock_last_error(), "slaves_sync_timeout_ms"));
     assert_false(acquired);
-    /* each try's WAIT and its undo's, 1 + retry_attempts tries (the last
-     * undo is not waited for: its WAIT may come after the call's end) */
-    int64_t until = rt_now_ms() + CALL_BOUND_MS;
-    while (wait_calls(master) - waits < 2 * (1 + cfg.retry_attempts) && rt_now_ms() < until) {
-        rt_sleep_ms(10);
-    }
-    assert_int_equal(wait_calls(master) - waits, 2 * (1 + cfg.retry_attempts));
+    /* The call fails only once the last give-back has answered (Redisson's
+     * handleNoSync): it is there at once, and then (its WAIT is sent with
+     * it and takes SYNC_MS) no longer blocked. */
     redisReply *r = rt_redis_command(master, "GET rs-sem");
     assert_non_null(r);
-    assert_string_equal(r->str, "1"); /* given back */
+    assert_string_equal(r->str, "1");
     freeReplyObject(r);
+    assert_int_equal(blocked_clients(master), 0);
+    /* each try's WAIT and its give-back's, 1 + retry_attempts tries, all
+     * answered before the call's end */
+    assert_int_equal(wait_calls(master) - waits, 2 * (1 + cfg.retry_attempts));
     assert_int_equal(rlock_semaphore_try_acquire(none, 1, 0, &acquired), RLOCK_ERR_REDIS);
     assert_int_equal(exists_on(master, "rs-sem-none"), 0); /* took nothing, gave nothing */
     char id[RLOCK_PERMIT_ID_MAX];
     assert_int_equal(rlock_permit_semaphore_try_acquire(p, 0, -1, id, &acquired), RLOCK_ERR_REDIS);
     assert_string_equal(id, "");
-    /* Given back, but not awaited by the failed call (docs/synchronizers.md
-     * §7: Redisson's handleNoSync awaits it), so within the bound. */
-    until = rt_now_ms() + CALL_BOUND_MS;
-    for (;;) {
-        r = rt_redis_command(master, "GET rs-psem");
-        assert_non_null(r);
-        bool back = r->type == REDIS_REPLY_STRING && strcmp(r->str, "1") == 0;
-        freeReplyObject(r);
-        if (back || rt_now_ms() >= until) {
-            assert_true(back);
-            break;
-        }
-        rt_sleep_ms(10);
-    }
+    r = rt_redis_command(master, "GET rs-psem");
+    assert_non_null(r);
+    assert_string_equal(r->str, "1"); /* given back before the call's end */
+    freeReplyObject(r);
+    assert_int_equal(blocked_clients(master), 0);
     assert_int_equal(exists_on(master, "{rs-psem}:timeout"), 0);
     resume_caught_up(master, replica);
     rlock_permit_semaphore_free(p);
@@ -414,6 +419,81 @@ static void test_unsynced_cancelled(void **state) {
     resume_caught_up(master, replica);
     rlock_free(l);
     rlock_client_destroy(c);
+}
+
+static bool string_is(rt_redis *r, const char *key, const char *want) {
+    redisReply *rep = rt_redis_command(r, "GET %s", key);
+    bool is = rep != NULL && rep->type == REDIS_REPLY_STRING && strcmp(rep->str, want) == 0;
+    if (rep != NULL) {
+        freeReplyObject(rep);
+    }
+    return is;
+}
+
+/* Waits (bounded) until a semaphore try no replica confirmed has given
+ * its permit back and the give-back's WAIT is still out. */
+static void await_give_back_out(rt_redis *master, const char *key) {
+    int64_t until = rt_now_ms() + CALL_BOUND_MS;
+    while (!(blocked_clients(master) == 1 && string_is(master, key, "1")) && rt_now_ms() < until) {
+        rt_sleep_ms(5);
+    }
+    assert_int_equal(blocked_clients(master), 1);
+}
+
+/* A semaphore's call whose give-back (of a try no replica confirmed) is
+ * out: a cancel ends the call at once but the op stays until the
+ * give-back is back, and tries no more; a client destroyed then completes
+ * the call once. */
+static void test_unsynced_semaphore_cancel(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = rt_config("redis://127.0.0.1");
+    cfg.master_name = RT_SENTINEL_MASTER_NAME;
+    cfg.sentinel_addresses = e->addresses;
+    cfg.slaves_sync_timeout_ms = 1000; /* a wide window for the give-back */
+    cfg.log = log_stderr;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock_semaphore *s = rlock_get_semaphore(c, "rs-semc");
+    assert_non_null(s);
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    int rc = RLOCK_ERR_REDIS;
+    for (int i = 0; i < 20 && rc == RLOCK_ERR_REDIS; i++) {
+        rc = rlock_semaphore_add_permits(s, 1);
+        if (rc == RLOCK_ERR_REDIS) {
+            rlock_semaphore_add_permits(s, -1); /* it ran: undo, try again */
+        }
+    }
+    assert_int_equal(rc, RLOCK_OK);
+
+    assert_int_equal(rt_redis_pause(replica), 0);
+    rlock_future *f = rlock_semaphore_acquire_async(s, 1);
+    assert_non_null(f);
+    await_give_back_out(master, "rs-semc");
+    assert_true(rlock_future_cancel(f));
+    assert_int_equal(rlock_future_error(f), RLOCK_ERR_CANCELLED);
+    rlock_future_release(f);
+    int64_t until = rt_now_ms() + CALL_BOUND_MS;
+    while (blocked_clients(master) != 0 && rt_now_ms() < until) {
+        rt_sleep_ms(5);
+    }
+    assert_int_equal(blocked_clients(master), 0);
+    long long waits = wait_calls(master);
+    rt_sleep_ms(3 * cfg.retry_interval_ms); /* a retry would take the permit */
+    assert_true(string_is(master, "rs-semc", "1"));
+    assert_int_equal(wait_calls(master), waits);
+
+    f = rlock_semaphore_acquire_async(s, 1);
+    assert_non_null(f);
+    await_give_back_out(master, "rs-semc");
+    rlock_semaphore_free(s);
+    rlock_client_destroy(c);
+    assert_true(rlock_future_is_done(f));
+    /* the give-back failed with the executor: the replica check's error */
+    rc = rlock_future_error(f);
+    assert_true(rc == RLOCK_ERR_REDIS || rc == RLOCK_ERR_CLOSED);
+    rlock_future_release(f);
+    assert_true(string_is(master, "rs-semc", "1"));
+    resume_caught_up(master, replica);
 }
 
 /* An unlock no replica confirmed goes again after retry_interval_ms, up to
@@ -467,6 +547,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_unsynced_faster_multi_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_cancelled, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_semaphore, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_semaphore_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_unlock_retried, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);

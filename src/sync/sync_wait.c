@@ -147,7 +147,9 @@ static void op_finish(rlock__sync_op *op, int err, int64_t value, const char *ms
     op_free(op);
 }
 
-/* Gives back what the try took: nobody will have it. */
+/* Gives back what the try took for a call cancelled meanwhile: nobody
+ * will have it, and nobody waits for the answer (Redisson's releaseAsync
+ * after a lost complete, whose future was cancelled already). */
 static void undo(rlock__sync_op *op) {
     if (op->kind->undo != NULL && !op->obj->client->closed) {
         rlock__fire_and_forget(op->obj->client, op->kind->undo(op));
@@ -272,19 +274,13 @@ static void not_yet(rlock__sync_op *op, int64_t retry_ms) {
     }
 }
 
-/* The try ran but no replica confirmed it (rlock__executor_sync_replicas'
- * check). Redisson's tryAcquireAsync runs under ServiceManager.execute,
- * which tries again after retryDelay up to retryAttempts times, and
- * handleNoSync gives back what the try may have taken; here only what it
- * did take (Redisson releases the permits whatever the script answered,
- * which adds permits when it took none). */
-static void unsynced(rlock__sync_op *op, const char *msg, const redisReply *reply) {
-    rlock__sync_res res = {.retry_ms = -1};
-    const char *ignored = NULL;
-    if (op->kind->try_reply(op, reply, &res, &ignored) == RLOCK_OK && res.done) {
-        undo(op);
-    }
-    op->has_id = false;
+/* The give-back of a try no replica confirmed is back (unsynced), or
+ * there was none: the try goes again after retry_interval_ms, up to
+ * retry_attempts times (Redisson's ServiceManager.execute around
+ * tryAcquireAsync, which retries on NoSyncedSlavesException), then the
+ * call fails with msg (the replica check's); or it ends as cancelled. */
+static void unsynced_undone(rlock__sync_op *op, const char *msg) {
+    op->in_flight = false;
     rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
     op->note.woken = false;
     rlock_client *c = op->obj->client;
@@ -296,6 +292,57 @@ static void unsynced(rlock__sync_op *op, const char *msg, const redisReply *repl
         (void)arm_timer(op, c->cfg.retry_interval_ms);
     } else {
         op_finish(op, RLOCK_ERR_REDIS, 0, msg);
+    }
+}
+
+/* A give-back out: the call it belongs to, and the replica check's
+ * message (the executor's, gone once on_try_reply returns). */
+typedef struct give_back {
+    rlock__sync_op *op;
+    char msg[];
+} give_back;
+
+static void on_give_back_reply(int err, const char *msg, const redisReply *reply, void *arg) {
+    (void)err, (void)msg, (void)reply; /* whatever it answered, as handleNoSync */
+    give_back *g = arg;
+    unsynced_undone(g->op, g->msg);
+    free(g);
+}
+
+/* The try ran but no replica confirmed it (rlock__executor_sync_replicas'
+ * check). Redisson's handleNoSync gives back what the try may have taken
+ * and fails the try once that give-back has answered, whatever it
+ * answered; only then may ServiceManager.execute try again. Here only
+ * what the try did take is given back (Redisson releases the permits
+ * whatever the script answered, which adds permits when it took none).
+ * The op stays in flight meanwhile: a cancel or the client's close waits
+ * for the give-back. */
+static void unsynced(rlock__sync_op *op, const char *msg, const redisReply *reply) {
+    rlock__sync_res res = {.retry_ms = -1};
+    const char *ignored = NULL;
+    bool took = op->kind->try_reply(op, reply, &res, &ignored) == RLOCK_OK && res.done;
+    op->has_id = false;
+    rlock_client *c = op->obj->client;
+    if (!took || op->kind->undo == NULL || c->closed) {
+        unsynced_undone(op, msg);
+        return;
+    }
+    size_t n = strlen(msg) + 1;
+    give_back *g = malloc(sizeof(*g) + n);
+    rlock__cmd *cmd = g != NULL ? op->kind->undo(op) : NULL;
+    if (cmd == NULL) {
+        free(g);
+        rlock__log(&c->log, RLOCK_LOG_ERROR,
+                   "out of memory giving back what a try no replica confirmed took");
+        unsynced_undone(op, msg);
+        return;
+    }
+    g->op = op;
+    memcpy(g->msg, msg, n);
+    op->in_flight = true;
+    if (rlock__executor_submit(c->exec, cmd, on_give_back_reply, g) != RLOCK_OK) {
+        free(g);
+        unsynced_undone(op, msg);
     }
 }
 
@@ -314,7 +361,7 @@ static void on_try_reply(int err, const char *msg, const redisReply *reply, void
     }
     if (op->cancelled) {
         if (err == RLOCK_OK && res.done) {
-            undo(op);
+            undo(op); /* not waited for: the future is cancelled already */
         } else {
             rlock__wait_pass_on(&op->wait);
         }

@@ -18,8 +18,11 @@
  *
  * A call cancelled, or whose cancel won against its success, undoes what
  * the try took (the kind's undo: Redisson's releaseAsync after a lost
- * complete). Destroying the client completes each pending call once with
- * RLOCK_ERR_CLOSED (those in flight through the executor's failure). */
+ * complete), without waiting for the answer. A try no replica confirmed
+ * (check_lock_synced_slaves) is undone too, and the call goes on (tries
+ * again or fails) once that undo has answered, as Redisson's
+ * handleNoSync. Destroying the client completes each pending call once
+ * with RLOCK_ERR_CLOSED (those in flight through the executor's failure). */
 #ifndef RLOCK_SYNC_WAIT_H
 #define RLOCK_SYNC_WAIT_H
 
@@ -54,8 +57,8 @@ typedef struct rlock__sync_kind {
     /* Reads the try's reply: RLOCK_OK and *res, or an error with *msg. */
     int (*try_reply)(rlock__sync_op *op, const redisReply *r, rlock__sync_res *res,
                      const char **msg);
-    /* Gives back what a successful try took, once the call was cancelled;
-     * NULL: nothing to give back. */
+    /* Gives back what a successful try took, once the call was cancelled
+     * or no replica confirmed the try; NULL: nothing to give back. */
     rlock__cmd *(*undo)(rlock__sync_op *op);
     bool no_retry; /* the try takes something: never resent once written */
 } rlock__sync_kind;
