@@ -203,6 +203,29 @@ static void expect_unsynced(rlock_future *f) {
     rlock_future_release(f);
 }
 
+/* A client of the Sentinel setup whose replica check waits sync_ms. */
+static rlock_config sentinel_config(const rt_sentinel_env *e, int64_t sync_ms) {
+    rlock_config cfg = rt_config("redis://127.0.0.1");
+    cfg.master_name = RT_SENTINEL_MASTER_NAME;
+    cfg.sentinel_addresses = e->addresses;
+    cfg.slaves_sync_timeout_ms = sync_ms;
+    cfg.log = log_stderr;
+    return cfg;
+}
+
+/* One permit into s, with the replica up (a try the check refused ran all
+ * the same: taken out again). */
+static void add_permit_synced(rlock_semaphore *s) {
+    int rc = RLOCK_ERR_REDIS;
+    for (int i = 0; i < 20 && rc == RLOCK_ERR_REDIS; i++) {
+        rc = rlock_semaphore_add_permits(s, 1);
+        if (rc == RLOCK_ERR_REDIS) {
+            rlock_semaphore_add_permits(s, -1); /* it ran: undo, try again */
+        }
+    }
+    assert_int_equal(rc, RLOCK_OK);
+}
+
 /* A lock the replica confirmed. With slaves_sync_timeout_ms this short a
  * loaded machine may miss it: a failed try left nothing, so try again. */
 static void lock_synced(rlock *l) {
@@ -214,11 +237,7 @@ static void lock_synced(rlock *l) {
 }
 
 static void run_kind(rt_sentinel_env *e, kind k, const char *name) {
-    rlock_config cfg = rt_config("redis://127.0.0.1");
-    cfg.master_name = RT_SENTINEL_MASTER_NAME;
-    cfg.sentinel_addresses = e->addresses;
-    cfg.slaves_sync_timeout_ms = SYNC_MS;
-    cfg.log = log_stderr;
+    rlock_config cfg = sentinel_config(e, SYNC_MS);
     cfg.log_level = RLOCK_LOG_INFO;
     rlock_client *c = NULL;
     assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
@@ -324,26 +343,15 @@ static void test_unsynced_faster_multi_lock(void **state) {
  * back. The permit semaphore's acquire the same way. */
 static void test_unsynced_semaphore(void **state) {
     rt_sentinel_env *e = *state;
-    rlock_config cfg = rt_config("redis://127.0.0.1");
-    cfg.master_name = RT_SENTINEL_MASTER_NAME;
-    cfg.sentinel_addresses = e->addresses;
-    cfg.slaves_sync_timeout_ms = SYNC_MS;
-    cfg.log = log_stderr;
+    rlock_config cfg = sentinel_config(e, SYNC_MS);
     rlock_client *c = NULL;
     assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
     rlock_semaphore *s = rlock_get_semaphore(c, "rs-sem");
     rlock_semaphore *none = rlock_get_semaphore(c, "rs-sem-none");
     rlock_permit_semaphore *p = rlock_get_permit_expirable_semaphore(c, "rs-psem");
     rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    add_permit_synced(s);
     int rc = RLOCK_ERR_REDIS;
-    for (int i = 0; i < 20 && rc == RLOCK_ERR_REDIS; i++) {
-        rc = rlock_semaphore_add_permits(s, 1);
-        if (rc == RLOCK_ERR_REDIS) {
-            rlock_semaphore_add_permits(s, -1); /* it ran: undo, try again */
-        }
-    }
-    assert_int_equal(rc, RLOCK_OK);
-    rc = RLOCK_ERR_REDIS;
     for (int i = 0; i < 20 && rc == RLOCK_ERR_REDIS; i++) {
         bool set = false;
         rc = rlock_permit_semaphore_try_set_permits(p, 1, &set);
@@ -389,11 +397,7 @@ static void test_unsynced_semaphore(void **state) {
  * acquire is back, and nothing is left. */
 static void test_unsynced_cancelled(void **state) {
     rt_sentinel_env *e = *state;
-    rlock_config cfg = rt_config("redis://127.0.0.1");
-    cfg.master_name = RT_SENTINEL_MASTER_NAME;
-    cfg.sentinel_addresses = e->addresses;
-    cfg.slaves_sync_timeout_ms = SYNC_MS;
-    cfg.log = log_stderr;
+    rlock_config cfg = sentinel_config(e, SYNC_MS);
     rlock_client *c = NULL;
     assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
     rlock *l = rlock_get_lock(c, "rs-cancel");
@@ -446,24 +450,13 @@ static void await_give_back_out(rt_redis *master, const char *key) {
  * the call once. */
 static void test_unsynced_semaphore_cancel(void **state) {
     rt_sentinel_env *e = *state;
-    rlock_config cfg = rt_config("redis://127.0.0.1");
-    cfg.master_name = RT_SENTINEL_MASTER_NAME;
-    cfg.sentinel_addresses = e->addresses;
-    cfg.slaves_sync_timeout_ms = 1000; /* a wide window for the give-back */
-    cfg.log = log_stderr;
+    rlock_config cfg = sentinel_config(e, 1000); /* a wide window for the give-back */
     rlock_client *c = NULL;
     assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
     rlock_semaphore *s = rlock_get_semaphore(c, "rs-semc");
     assert_non_null(s);
     rt_redis *master = &e->servers[0], *replica = &e->servers[1];
-    int rc = RLOCK_ERR_REDIS;
-    for (int i = 0; i < 20 && rc == RLOCK_ERR_REDIS; i++) {
-        rc = rlock_semaphore_add_permits(s, 1);
-        if (rc == RLOCK_ERR_REDIS) {
-            rlock_semaphore_add_permits(s, -1); /* it ran: undo, try again */
-        }
-    }
-    assert_int_equal(rc, RLOCK_OK);
+    add_permit_synced(s);
 
     assert_int_equal(rt_redis_pause(replica), 0);
     rlock_future *f = rlock_semaphore_acquire_async(s, 1);
@@ -489,7 +482,7 @@ static void test_unsynced_semaphore_cancel(void **state) {
     rlock_client_destroy(c);
     assert_true(rlock_future_is_done(f));
     /* the give-back failed with the executor: the replica check's error */
-    rc = rlock_future_error(f);
+    int rc = rlock_future_error(f);
     assert_true(rc == RLOCK_ERR_REDIS || rc == RLOCK_ERR_CLOSED);
     rlock_future_release(f);
     assert_true(string_is(master, "rs-semc", "1"));
