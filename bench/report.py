@@ -243,6 +243,17 @@ def targets(res):
                 add("S3", "handoff p50, P = %d (%s), under contention" % (p, v),
                     "≤ 1.2 × 2 round trips", "%s µs vs %s µs" % (fmt(h), fmt(2 * rtt_p50)), r,
                     r <= 1.2)
+                script = row.get("server_us_per_script")
+                if script:
+                    # What no client can go below: the unlock's and the
+                    # acquire's round trips and Redis running both scripts.
+                    floor = 2 * rtt_p50 + 2 * script
+                    rf = ratio(h, floor)
+                    add("S3", "handoff p50, P = %d (%s), its floor" % (p, v),
+                        "≤ 1.2 × (2 round trips + 2 scripts' Redis time)",
+                        "%s µs vs %s µs" % (fmt(h), fmt(floor)), rf, rf <= 1.2,
+                        "Redis's time per script: %s µs, the mean over the run "
+                        "(INFO commandstats)" % fmt(script))
         if v != "default" or h is None:
             continue
         peers = [x for x in res.ok("S3", procs=p, variant="default") if x["impl"] in POLLING]
@@ -743,7 +754,11 @@ def page(data, tg, made, md_path, plot_note):
       "its own loop, as in S1. With every worker on the client CPUs (one CPU on a 2-CPU "
       "machine), a process that unlocks may be scheduled only after the next holder has "
       "already run, so it records its unlock's return late: handoffs shorter than a round "
-      "trip come from that, not from the lock.\n")
+      "trip come from that, not from the lock. A handoff cannot take less than two round "
+      "trips plus Redis's time for the unlock's and the acquire's scripts; the fair lock's "
+      "scripts (Redisson's, which walk the queue and the timeout set) take Redis about "
+      "twice the reentrant lock's, and the target table's *its floor* rows set each "
+      "handoff against that floor, with Redis's mean time per script in this run.\n")
     if res.ok("S3", impl="redisson"):
         w("Redisson's waiters wait on pub/sub too (`lock()` subscribes to the lock's "
           "channel and tries again on each unlock message); `fair` is `getFairLock`, "

@@ -28,12 +28,16 @@ import tempfile
 import time
 
 
-def redis_get(addr, key):
-    """GET over a bare socket: the driver needs no client library."""
+def redis_bulk(addr, *args):
+    """One command over a bare socket, its bulk-string reply (None: nil):
+    the driver needs no client library."""
     host, port = addr.rsplit(":", 1)
     with socket.create_connection((host, int(port)), timeout=10) as s:
-        k = key.encode()
-        s.sendall(b"*2\r\n$3\r\nGET\r\n$%d\r\n%s\r\n" % (len(k), k))
+        req = b"*%d\r\n" % len(args)
+        for arg in args:
+            b = arg.encode()
+            req += b"$%d\r\n%s\r\n" % (len(b), b)
+        s.sendall(req)
         buf = b""
         while b"\r\n" not in buf:
             chunk = s.recv(4096)
@@ -49,6 +53,22 @@ def redis_get(addr, key):
         while len(rest) < n:
             rest += s.recv(4096)
         return rest[:n].decode()
+
+
+def script_stats(addr):
+    """(calls, usec) of EVAL and EVALSHA so far, from INFO commandstats;
+    None when it cannot be read."""
+    try:
+        info = redis_bulk(addr, "INFO", "commandstats") or ""
+    except OSError:
+        return None
+    calls = usec = 0
+    for line in info.splitlines():
+        if line.startswith(("cmdstat_eval:", "cmdstat_evalsha:")):
+            fields = dict(kv.split("=", 1) for kv in line.split(":", 1)[1].split(","))
+            calls += int(fields["calls"])
+            usec += int(fields["usec"])
+    return calls, usec
 
 
 def percentile(sorted_values, p):
@@ -79,6 +99,7 @@ def main():
     workdir = tempfile.mkdtemp(prefix="rlock-s3-")
     start_at = time.monotonic_ns() + a.lead_ms * 1_000_000
     base = shlex.split(a.cmd)
+    scripts0 = script_stats(a.addr)
     workers = []
     for i in range(a.procs):
         out = os.path.join(workdir, "holds.%d" % i)
@@ -138,12 +159,18 @@ def main():
     handoffs.sort()
 
     try:
-        value = redis_get(a.addr, counter)
+        value = redis_bulk(a.addr, "GET", counter)
         counter_value = int(value) if value is not None else 0
     except (OSError, ValueError) as e:
         print("s3_driver: reading the counter: %s" % e, file=sys.stderr)
         counter_value = None
     expected = a.procs * a.iters
+    # Redis's own time per script over the run (warm-ups included): what a
+    # handoff's unlock and acquire scripts add to its round trips.
+    scripts1 = script_stats(a.addr)
+    script_us = None
+    if scripts0 is not None and scripts1 is not None and scripts1[0] > scripts0[0]:
+        script_us = round((scripts1[1] - scripts0[1]) / (scripts1[0] - scripts0[0]), 2)
     span = (holds[-1][1] - holds[0][0]) / 1e9 if holds else 0.0
     errors = sum((r or {}).get("errors", 0) for _, r in reports)
     failed = [i for i, (rc, r) in enumerate(reports) if rc != 0 or r is None]
@@ -162,6 +189,7 @@ def main():
         "counter_ok": counter_value == expected and not timed_out,
         "errors": errors, "failed_workers": len(failed), "timed_out": timed_out,
         "first_lock_after_start_ms": round((first - start_at) / 1e6, 3),
+        "server_us_per_script": script_us,
     }
     print(json.dumps(result))
     if failed:

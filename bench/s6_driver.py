@@ -33,7 +33,7 @@ import sys
 import tempfile
 import time
 
-from s3_driver import percentile, redis_get
+from s3_driver import percentile, redis_bulk
 
 
 def command_calls(addr):
@@ -169,7 +169,7 @@ def main():
         client_cpu_s = cpu.ru_utime + cpu.ru_stime
 
     try:
-        value = redis_get(a.addr, counter)
+        value = redis_bulk(a.addr, "GET", counter)
         counter_value = int(value) if value is not None else 0
     except (OSError, ValueError) as e:
         print("s6_driver: reading the counter: %s" % e, file=sys.stderr)
