@@ -55,6 +55,14 @@ function redisOptions(url, ca) {
         // Fail instead of retrying for ever when the server is gone.
         maxRetriesPerRequest: 1,
         retryStrategy: (times) => (times > 3 ? null : 100),
+        // ioredis 5.8.2 to 5.x sends its handshake (CLIENT SETINFO, the
+        // ready check's INFO) after a SUBSCRIBE queued while connecting,
+        // and then fails it: "Connection in subscriber mode, only
+        // subscriber commands may be used" (ioredis issue #2037, fixed in
+        // 6.0). node-redisson subscribes as soon as lock() waits, so a
+        // loaded machine hit it. Neither is needed here.
+        disableClientInfo: true,
+        enableReadyCheck: false,
     };
     if (u.protocol === 'unix:') {
         o.path = decodeURIComponent(u.pathname);
