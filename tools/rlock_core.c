@@ -23,6 +23,7 @@
 
 #include "redis_direct.h"
 #include "rlock_core.h"
+#include "rlock_text.h"
 
 const char *const kind_names[KIND_WRITE + 1] = {"lock", "fair", "spin", "fenced", "read", "write"};
 
@@ -99,7 +100,11 @@ const char *in_user_words(const char *msg, char *buf, size_t size) {
         }
     }
     buf[j < size ? j : size - 1] = '\0';
-    return buf;
+    /* The message may quote a server (a Redis error, a host it named):
+     * never a control byte to the terminal. */
+    char raw[1024];
+    snprintf(raw, sizeof raw, "%s", buf);
+    return text_escaped_str(buf, size, raw, strlen(raw));
 }
 
 /* The library's last error, in the user's words. */
@@ -241,7 +246,8 @@ redisContext *direct(const options *o) {
     redisContext *c =
         cli_direct_connect(o->address, &tls, left > 1 ? (int)left : 1, err, sizeof err);
     if (c == NULL) {
-        fprintf(stderr, "rlock: %s: %s\n", o->address, err);
+        fprintf(stderr, "rlock: %s: ", o->address);
+        text_line(stderr, "", err); /* may quote a server's error */
     }
     return c;
 }
@@ -263,7 +269,9 @@ redisReply *query(redisContext *c, const char *cmd, const char *key) {
     if (r == NULL) {
         fprintf(stderr, "rlock: %s %s: %s\n", cmd, key, c->errstr);
     } else if (r->type == REDIS_REPLY_ERROR) {
-        fprintf(stderr, "rlock: %s %s: %s\n", cmd, key, r->str);
+        fprintf(stderr, "rlock: %s %s: ", cmd, key);
+        text_escaped(stderr, r->str, r->len); /* a server's words */
+        fputc('\n', stderr);
         freeReplyObject(r);
         r = NULL;
     }
@@ -271,16 +279,5 @@ redisReply *query(redisContext *c, const char *cmd, const char *key) {
 }
 
 void json_string(const char *s, size_t len) {
-    putchar('"');
-    for (size_t i = 0; i < len; i++) {
-        unsigned char ch = (unsigned char)s[i];
-        if (ch == '"' || ch == '\\') {
-            printf("\\%c", ch);
-        } else if (ch < 0x20) {
-            printf("\\u%04x", ch);
-        } else {
-            putchar(ch);
-        }
-    }
-    putchar('"');
+    json_escaped(stdout, s, len);
 }

@@ -14,6 +14,7 @@
 #include <rlock/rlock.h>
 
 #include "redis_direct.h"
+#include "rlock_status_view.h"
 
 /* Exit statuses of rlock's own (exec otherwise passes the command's on). */
 enum {
@@ -112,18 +113,9 @@ void json_string(const char *s, size_t len);
 
 /* ---- status (rlock_status.c), also read by unlock ------------------------- */
 
-typedef struct lock_state {
-    bool locked;
-    int64_t ttl_ms;
-    int64_t token;       /* 0: none */
-    redisReply *type;    /* TYPE name */
-    redisReply *hash;    /* HGETALL name, or NULL */
-    redisReply *waiters; /* LRANGE of the fair lock queue */
-} lock_state;
-
-void state_free(lock_state *s);
+/* lock_state, state_free, mode_of: rlock_status_view.h. 0, or the exit
+ * status with a message printed. */
 int read_state(const options *o, rlock_client *client, redisContext *c, lock_state *s);
-const redisReply *mode_of(const lock_state *s);
 
 /* ---- the subcommands ------------------------------------------------------ */
 

@@ -23,6 +23,7 @@
 
 #include "redis_direct.h"
 #include "rlock_core.h"
+#include "rlock_text.h"
 
 const char usage_text[] =
     "usage: rlock exec [OPTIONS] NAME [--] COMMAND [ARGS...]\n"
@@ -602,7 +603,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         char err[512];
         if (cli_sentinel_master(o->sentinels, o->master_name, o->address, o->master_address,
                                 sizeof o->master_address, err, sizeof err) != 0) {
-            fprintf(stderr, "rlock: %s\n", err);
+            text_line(stderr, "rlock: ", err); /* may quote a server's error */
             return strstr(err, "--address") != NULL ? EXIT_USAGE : EXIT_UNAVAILABLE;
         }
         o->address = o->master_address;
@@ -613,7 +614,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         char err[512];
         if (cli_cluster_master(o->cluster_nodes, o->name, o->address, o->master_address,
                                sizeof o->master_address, err, sizeof err) != 0) {
-            fprintf(stderr, "rlock: %s\n", err);
+            text_line(stderr, "rlock: ", err); /* may quote a server's error */
             return strstr(err, "--address") != NULL ? EXIT_USAGE : EXIT_UNAVAILABLE;
         }
         o->address = o->master_address;

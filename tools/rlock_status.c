@@ -23,18 +23,7 @@
 
 #include "redis_direct.h"
 #include "rlock_core.h"
-
-void state_free(lock_state *s) {
-    if (s->type != NULL) {
-        freeReplyObject(s->type);
-    }
-    if (s->hash != NULL) {
-        freeReplyObject(s->hash);
-    }
-    if (s->waiters != NULL) {
-        freeReplyObject(s->waiters);
-    }
-}
+#include "rlock_reply.h"
 
 /* Reads the lock NAME: whether it is locked, its TTL and token through the
  * public API, its holders and queue straight from Redis. */
@@ -62,122 +51,28 @@ int read_state(const options *o, rlock_client *client, redisContext *c, lock_sta
         return EXIT_SOFTWARE;
     }
     const char *lrange[] = {"LRANGE", queue, "0", "-1"};
-    s->type = query(c, "TYPE", o->name);
-    if (s->type != NULL && s->type->type == REDIS_REPLY_STATUS &&
-        strcmp(s->type->str, "hash") == 0) {
-        s->hash = query(c, "HGETALL", o->name);
+    redisReply *type = query(c, "TYPE", o->name), *hash = NULL, *waiters = NULL;
+    bool is_hash = reply_is_string(type) && type->len == 4 && memcmp(type->str, "hash", 4) == 0;
+    if (is_hash) {
+        hash = query(c, "HGETALL", o->name);
     }
-    s->waiters = redisCommandArgv(c, 4, lrange, NULL);
+    if (type != NULL && (hash != NULL || !is_hash)) {
+        waiters = redisCommandArgv(c, 4, lrange, NULL);
+        if (waiters == NULL) {
+            fprintf(stderr, "rlock: LRANGE %s: %s\n", queue, c->errstr);
+        }
+    }
     free(queue);
-    if (s->type == NULL || (s->hash == NULL && s->type->type == REDIS_REPLY_STATUS &&
-                            strcmp(s->type->str, "hash") == 0)) {
+    if (type == NULL || (is_hash && hash == NULL) || waiters == NULL) {
+        state_take_replies(s, type, hash, waiters, NULL, 0);
+        return EXIT_UNAVAILABLE; /* said by query */
+    }
+    char why[300];
+    if (state_take_replies(s, type, hash, waiters, why, sizeof why) != 0) {
+        fprintf(stderr, "rlock: cannot read the lock \"%s\": %s\n", o->name, why);
         return EXIT_UNAVAILABLE;
     }
-    if (s->waiters == NULL || s->waiters->type != REDIS_REPLY_ARRAY) {
-        if (s->waiters != NULL) {
-            freeReplyObject(s->waiters);
-        }
-        s->waiters = NULL; /* not a list: no queue to show */
-    }
     return 0;
-}
-
-static bool is_hash_type(const lock_state *s) {
-    return s->type != NULL && s->type->type == REDIS_REPLY_STATUS &&
-           strcmp(s->type->str, "hash") == 0;
-}
-
-/* The hash's 'mode' field (read/write lock), or NULL. */
-const redisReply *mode_of(const lock_state *s) {
-    if (s->hash == NULL || s->hash->type != REDIS_REPLY_ARRAY) {
-        return NULL;
-    }
-    for (size_t i = 0; i + 1 < s->hash->elements; i += 2) {
-        if (strcmp(s->hash->element[i]->str, "mode") == 0) {
-            return s->hash->element[i + 1];
-        }
-    }
-    return NULL;
-}
-
-static void print_text(const options *o, const lock_state *s) {
-    const redisReply *mode = mode_of(s);
-    printf("%s: %s\n", o->name, s->locked ? "locked" : "not locked");
-    if (s->locked && !is_hash_type(s)) {
-        printf("  (the key is a %s, not a lock's hash)\n", s->type->str);
-    }
-    if (s->locked) {
-        if (s->ttl_ms >= 0) {
-            printf("  ttl: %" PRId64 " ms\n", s->ttl_ms);
-        } else {
-            printf("  ttl: none (the key does not expire)\n");
-        }
-    }
-    if (mode != NULL) {
-        printf("  mode: %s (read/write lock)\n", mode->str);
-    }
-    if (s->hash != NULL) {
-        for (size_t i = 0; i + 1 < s->hash->elements; i += 2) {
-            if (strcmp(s->hash->element[i]->str, "mode") == 0) {
-                continue;
-            }
-            printf("  holder %s: %s hold%s\n", s->hash->element[i]->str,
-                   s->hash->element[i + 1]->str,
-                   strcmp(s->hash->element[i + 1]->str, "1") == 0 ? "" : "s");
-        }
-    }
-    if (s->waiters != NULL && s->waiters->elements > 0) {
-        printf("  fair lock waiters, first to be served first:\n");
-        for (size_t i = 0; i < s->waiters->elements; i++) {
-            printf("    %s\n", s->waiters->element[i]->str);
-        }
-    }
-    if (s->token > 0) {
-        printf("  last fencing token: %" PRId64 "\n", s->token);
-    }
-}
-
-static void print_json(const options *o, const lock_state *s) {
-    const redisReply *mode = mode_of(s);
-    printf("{\"name\":");
-    json_string(o->name, strlen(o->name));
-    printf(",\"locked\":%s,\"type\":", s->locked ? "true" : "false");
-    const char *type = s->type != NULL && s->type->type == REDIS_REPLY_STATUS ? s->type->str : "";
-    json_string(type, strlen(type));
-    if (s->locked) {
-        printf(",\"ttl_ms\":%" PRId64, s->ttl_ms);
-    } else {
-        printf(",\"ttl_ms\":null");
-    }
-    printf(",\"mode\":");
-    if (mode != NULL) {
-        json_string(mode->str, mode->len);
-    } else {
-        printf("null");
-    }
-    printf(",\"holders\":[");
-    bool first = true;
-    for (size_t i = 0; s->hash != NULL && i + 1 < s->hash->elements; i += 2) {
-        if (strcmp(s->hash->element[i]->str, "mode") == 0) {
-            continue;
-        }
-        printf("%s{\"owner\":", first ? "" : ",");
-        json_string(s->hash->element[i]->str, s->hash->element[i]->len);
-        printf(",\"holds\":%lld}", strtoll(s->hash->element[i + 1]->str, NULL, 10));
-        first = false;
-    }
-    printf("],\"waiters\":[");
-    for (size_t i = 0; s->waiters != NULL && i < s->waiters->elements; i++) {
-        printf("%s", i == 0 ? "" : ",");
-        json_string(s->waiters->element[i]->str, s->waiters->element[i]->len);
-    }
-    printf("],\"token\":");
-    if (s->token > 0) {
-        printf("%" PRId64, s->token);
-    } else {
-        printf("null");
-    }
-    printf("}\n");
 }
 
 int cmd_status(const options *o) {
@@ -195,9 +90,9 @@ int cmd_status(const options *o) {
     code = read_state(o, client, c, &s);
     if (code == 0) {
         if (o->json) {
-            print_json(o, &s);
+            status_print_json(stdout, o->name, &s);
         } else {
-            print_text(o, &s);
+            status_print_text(stdout, o->name, &s);
         }
         code = s.locked ? 0 : EXIT_NOT_HELD;
     }

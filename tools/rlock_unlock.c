@@ -40,12 +40,11 @@ int cmd_unlock(const options *o) {
         }
         lock_state s;
         code = read_state(o, client, c, &s);
-        const redisReply *mode = mode_of(&s);
-        if (mode != NULL) {
-            kind = strcmp(mode->str, "write") == 0 ? KIND_WRITE : KIND_READ;
-        } else if (s.waiters != NULL && s.waiters->elements > 0) {
-            kind = KIND_FAIR;
-        }
+        enum state_kind used = code == 0 ? state_kind_of(&s) : STATE_PLAIN;
+        kind = used == STATE_WRITE  ? KIND_WRITE
+               : used == STATE_READ ? KIND_READ
+               : used == STATE_FAIR ? KIND_FAIR
+                                    : kind;
         state_free(&s);
         redisFree(c);
         if (code != 0) {

@@ -1,6 +1,7 @@
 /* rlock watch: prints a lock's changes as they happen. */
 #define _POSIX_C_SOURCE 200809L
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
@@ -23,6 +24,8 @@
 
 #include "redis_direct.h"
 #include "rlock_core.h"
+#include "rlock_text.h"
+#include "rlock_watch_view.h"
 
 /* ---- watch --------------------------------------------------------------- */
 
@@ -42,134 +45,57 @@
  * turning them on is the server owner's call, not a watcher's. */
 
 static volatile sig_atomic_t watch_stopped_by;
+/* The self-pipe: a signal that comes between the check of
+ * watch_stopped_by and poll() still wakes poll() at once, not at the
+ * next read (--interval, maybe minutes). */
+static int watch_wake[2] = {-1, -1};
 
 static void on_watch_signal(int sig) {
+    int saved = errno;
     watch_stopped_by = sig;
+    if (watch_wake[1] >= 0) {
+        ssize_t n = write(watch_wake[1], "", 1);
+        (void)n;
+    }
+    errno = saved;
 }
 
-/* Starts an event line: "HH:MM:SS.mmm NAME: ". */
-/* watch --json: one JSON object per event instead of a line of text. */
-static bool watch_json;
-
-/* Starts an event: the text line's "HH:MM:SS.mmm NAME: ", or the JSON
- * object's time (ms since the epoch), lock and event; the caller adds
- * the rest (text: the words and the newline; JSON: fields, then end_event). */
-static void begin_event(const char *name, const char *event) {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    if (watch_json) {
-        printf("{\"time_ms\":%lld,\"lock\":", (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000L);
-        json_string(name, strlen(name));
-        printf(",\"event\":\"%s\"", event);
-        return;
-    }
-    struct tm tm;
-    localtime_r(&ts.tv_sec, &tm);
-    printf("%02d:%02d:%02d.%03ld %s: ", tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000L,
-           name);
+/* A server's error text, escaped, in why. */
+static void why_escaped(char *why, size_t size, const redisReply *r) {
+    text_escaped_str(why, size, r->str, r->len);
 }
 
-/* A JSON field ,"key":"value" (value of len bytes). */
-static void json_field(const char *key, const char *value, size_t len) {
-    printf(",\"%s\":", key);
-    json_string(value, len);
-}
-
-/* The value of field in an HGETALL reply, or NULL. */
-static const redisReply *hash_field(const redisReply *h, const char *field) {
-    for (size_t i = 0; h != NULL && i + 1 < h->elements; i += 2) {
-        if (strcmp(h->element[i]->str, field) == 0) {
-            return h->element[i + 1];
-        }
-    }
-    return NULL;
-}
-
-static size_t holder_count(const redisReply *h) {
-    return h == NULL ? 0 : h->elements / 2 - (hash_field(h, "mode") != NULL);
-}
-
-/* Prints what changed between two reads of the hash (NULL: no lock). */
-static void print_changes(const char *name, const redisReply *was, const redisReply *now,
-                          bool first) {
-    size_t holders = holder_count(now);
-    if (first && holders == 0) {
-        begin_event(name, "not_locked");
-        printf(watch_json ? "}\n" : "not locked\n");
-    }
-    const redisReply *mode = hash_field(now, "mode");
-    const redisReply *old_mode = hash_field(was, "mode");
-    if (mode != NULL && (old_mode == NULL || strcmp(mode->str, old_mode->str) != 0)) {
-        begin_event(name, "mode");
-        if (watch_json) {
-            json_field("mode", mode->str, mode->len);
-            printf("}\n");
-        } else {
-            printf("mode %s (read/write lock)\n", mode->str);
-        }
-    }
-    for (size_t i = 0; now != NULL && i + 1 < now->elements; i += 2) {
-        const char *field = now->element[i]->str;
-        const char *holds = now->element[i + 1]->str;
-        const char *s = strcmp(holds, "1") == 0 ? "" : "s";
-        const redisReply *before = hash_field(was, field);
-        if (strcmp(field, "mode") == 0 || (before != NULL && strcmp(before->str, holds) == 0)) {
-            continue;
-        }
-        begin_event(name, before == NULL ? "locked" : "holds");
-        if (watch_json) {
-            json_field("owner", field, now->element[i]->len);
-            printf(",\"holds\":%lld}\n", atoll(holds));
-        } else if (before == NULL) {
-            printf("locked by %s (%s hold%s)\n", field, holds, s);
-        } else {
-            printf("%s now has %s hold%s\n", field, holds, s);
-        }
-    }
-    if (holders == 0 && holder_count(was) > 0) {
-        begin_event(name, "unlocked");
-        printf(watch_json ? "}\n" : "unlocked\n");
-        return;
-    }
-    for (size_t i = 0; was != NULL && i + 1 < was->elements; i += 2) {
-        const char *field = was->element[i]->str;
-        if (strcmp(field, "mode") != 0 && hash_field(now, field) == NULL) {
-            begin_event(name, "released");
-            if (watch_json) {
-                json_field("owner", field, was->element[i]->len);
-                printf("}\n");
-            } else {
-                printf("released by %s\n", field);
-            }
-        }
-    }
-}
-
-/* Reads the hash; false when Redis did not answer, or answered with an
- * error other than WRONGTYPE (e.g. MOVED: the lock's slot left this
- * master). A key that is not a hash counts as no lock (said once). */
-static bool read_hash(redisContext *c, const char *name, redisReply **out, bool *said_type) {
+/* Reads the hash into *view; false when Redis did not answer, answered
+ * with an error other than WRONGTYPE (e.g. MOVED: the lock's slot left
+ * this master) or with what Redis never sends (message printed). A key
+ * that is not a hash counts as no lock (said once). */
+static bool read_hash(redisContext *c, const char *name, watch_view *view, bool *said_type) {
     const char *argv[] = {"HGETALL", name};
     redisReply *r = redisCommandArgv(c, 2, argv, NULL);
-    *out = NULL;
+    memset(view, 0, sizeof *view);
     if (r == NULL) {
         fprintf(stderr, "rlock: HGETALL %s: %s\n", name, c->errstr);
         return false;
     }
-    if (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "WRONGTYPE", 9) != 0) {
-        fprintf(stderr, "rlock: HGETALL %s: %s\n", name, r->str);
-        freeReplyObject(r);
+    if (r->type == REDIS_REPLY_ERROR) {
+        bool wrongtype = strncmp(r->str, "WRONGTYPE", 9) == 0;
+        if (!wrongtype || !*said_type) {
+            fprintf(stderr,
+                    wrongtype ? "rlock: %s is not a lock's hash: " : "rlock: HGETALL %s: ", name);
+            text_escaped(stderr, r->str, r->len); /* a server's words */
+            fputc('\n', stderr);
+        }
+        *said_type = *said_type || wrongtype;
+        if (!wrongtype) {
+            freeReplyObject(r);
+            return false;
+        }
+    }
+    char why[300];
+    if (watch_view_make(view, r, why, sizeof why) != 0) {
+        fprintf(stderr, "rlock: cannot read the lock \"%s\": %s\n", name, why);
         return false;
     }
-    if (r->type != REDIS_REPLY_ARRAY || r->elements == 0) {
-        if (r->type == REDIS_REPLY_ERROR && !*said_type) {
-            fprintf(stderr, "rlock: %s is not a lock's hash: %s\n", name, r->str);
-            *said_type = true;
-        }
-        freeReplyObject(r);
-        return true;
-    }
-    *out = r;
     return true;
 }
 
@@ -212,7 +138,7 @@ static bool subscribe_all(redisContext *c, const char *name, bool sharded) {
             ok = redisGetReply(c, &reply) == REDIS_OK && reply != NULL &&
                  ((redisReply *)reply)->type == REDIS_REPLY_ARRAY;
             if (reply != NULL && ((redisReply *)reply)->type == REDIS_REPLY_ERROR) {
-                snprintf(why, sizeof why, "%s", ((redisReply *)reply)->str);
+                why_escaped(why, sizeof why, reply);
             }
             if (reply != NULL) {
                 freeReplyObject(reply);
@@ -232,36 +158,11 @@ static bool subscribe_all(redisContext *c, const char *name, bool sharded) {
 /* Prints the pub/sub messages hiredis has read; true when there was one.
  * *dropped: Redis unsubscribed us from a sharded channel (it does when the
  * channel's slot leaves the master). */
-static bool print_messages(redisContext *c, const char *name, bool *dropped) {
+static bool print_messages(const watch_out *w, redisContext *c, bool *dropped) {
     bool any = false;
     void *reply = NULL;
-    while (redisGetReplyFromReader(c, &reply) == REDIS_OK && reply != NULL) {
-        const redisReply *r = reply;
-        /* ["message", channel, payload], ["smessage", channel, payload] or
-         * ["pmessage", pattern, channel, payload] */
-        if (r->type == REDIS_REPLY_ARRAY && r->elements >= 3 &&
-            r->element[0]->type == REDIS_REPLY_STRING) {
-            bool pmessage = strcmp(r->element[0]->str, "pmessage") == 0;
-            if (strcmp(r->element[0]->str, "sunsubscribe") == 0) {
-                *dropped = true;
-            }
-            if (pmessage || strcmp(r->element[0]->str, "message") == 0 ||
-                strcmp(r->element[0]->str, "smessage") == 0) {
-                size_t at = pmessage ? 2 : 1;
-                if (at + 1 < r->elements) {
-                    const redisReply *channel = r->element[at], *payload = r->element[at + 1];
-                    begin_event(name, "message");
-                    if (watch_json) {
-                        json_field("payload", payload->str, payload->len);
-                        json_field("channel", channel->str, channel->len);
-                        printf("}\n");
-                    } else {
-                        printf("unlock message %s on %s\n", payload->str, channel->str);
-                    }
-                    any = true;
-                }
-            }
-        }
+    while (!watch_stopped_by && redisGetReplyFromReader(c, &reply) == REDIS_OK && reply != NULL) {
+        any = watch_print_message(w, reply, dropped) || any;
         freeReplyObject(reply);
         reply = NULL;
     }
@@ -294,6 +195,10 @@ int cmd_watch(const options *o) {
         fprintf(stderr, "rlock: %s\n", last_error());
         return EXIT_USAGE;
     }
+    if (pipe(watch_wake) != 0 || fcntl(watch_wake[1], F_SETFL, O_NONBLOCK) != 0) {
+        fprintf(stderr, "rlock: pipe: %s\n", strerror(errno));
+        return EXIT_SOFTWARE;
+    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_watch_signal; /* no SA_RESTART: poll() returns early */
@@ -302,7 +207,8 @@ int cmd_watch(const options *o) {
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     setvbuf(stdout, NULL, _IOLBF, 0); /* each event as it happens, also into a pipe */
-    watch_json = o->json;
+    const watch_out w = {
+        .out = stdout, .name = o->name, .json = o->json, .stop = &watch_stopped_by};
 
     redisContext *sub = direct(o);
     redisContext *reads = sub != NULL ? direct(o) : NULL;
@@ -317,19 +223,19 @@ int cmd_watch(const options *o) {
     }
     int code = 0;
     bool said_type = false;
-    redisReply *last = NULL;
+    watch_view last = {0}, none = {0};
     if (!read_hash(reads, o->name, &last, &said_type)) {
         code = EXIT_UNAVAILABLE;
         goto out;
     }
-    print_changes(o->name, NULL, last, true);
+    watch_print_changes(&w, &none, &last, true);
     redis_timer(0); /* started: each read is bounded by the connection's timeout */
     int64_t now = monotonic_ms();
     int64_t deadline = o->timeout_ms >= 0 ? now + o->timeout_ms : INT64_MAX;
     int64_t next_read = now + o->interval_ms;
     while (watch_stopped_by == 0) {
         bool dropped = false;
-        bool messages = print_messages(sub, o->name, &dropped);
+        bool messages = print_messages(&w, sub, &dropped);
         if (dropped) {
             fprintf(stderr,
                     "rlock: %s unsubscribed rlock from %s's channels: its slot moved to another "
@@ -340,15 +246,13 @@ int cmd_watch(const options *o) {
         }
         now = monotonic_ms();
         if (messages || now >= next_read) {
-            redisReply *cur = NULL;
+            watch_view cur;
             if (!read_hash(reads, o->name, &cur, &said_type)) {
                 code = EXIT_UNAVAILABLE;
                 break;
             }
-            print_changes(o->name, last, cur, false);
-            if (last != NULL) {
-                freeReplyObject(last);
-            }
+            watch_print_changes(&w, &last, &cur, false);
+            watch_view_free(&last);
             last = cur;
             next_read = now + o->interval_ms;
         }
@@ -356,24 +260,27 @@ int cmd_watch(const options *o) {
             break;
         }
         int64_t wait = (next_read < deadline ? next_read : deadline) - now;
-        struct pollfd p = {.fd = sub->fd, .events = POLLIN};
-        int n = poll(&p, 1, (int)(wait > 60000 ? 60000 : wait));
+        struct pollfd p[2] = {{.fd = sub->fd, .events = POLLIN},
+                              {.fd = watch_wake[0], .events = POLLIN}};
+        int n = poll(p, 2, (int)(wait > 60000 ? 60000 : wait));
         if (n < 0 && errno != EINTR) {
             fprintf(stderr, "rlock: poll: %s\n", strerror(errno));
             code = EXIT_SOFTWARE;
             break;
         }
-        if (n > 0 && redisBufferRead(sub) != REDIS_OK) {
+        if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
+            redisBufferRead(sub) != REDIS_OK) {
             fprintf(stderr, "rlock: lost the connection to %s: %s\n", o->address, sub->errstr);
             code = EXIT_UNAVAILABLE;
             break;
         }
     }
 out:
-    if (last != NULL) {
-        freeReplyObject(last);
-    }
+    watch_view_free(&last);
     redisFree(sub);
     redisFree(reads);
+    close(watch_wake[0]);
+    close(watch_wake[1]);
+    watch_wake[0] = watch_wake[1] = -1;
     return code;
 }

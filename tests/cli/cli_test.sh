@@ -58,6 +58,28 @@ run() {
     "$@" || rc=$?
 }
 
+# Starts tests/cli/reply_proxy.py in front of the private server, answering
+# each command $1 with the bytes $2 itself; sets proxy to its address.
+start_reply_proxy() {
+    rm -f "$WORK/proxy.port"
+    python3 "$(dirname "$0")/reply_proxy.py" "${RLOCK_ADDRESS##*:}" "$1" "$2" "$WORK/proxy.port" &
+    for _ in $(seq 100); do
+        [ -s "$WORK/proxy.port" ] && break
+        sleep 0.1
+    done
+    [ -s "$WORK/proxy.port" ] || fail "the reply proxy did not start"
+    proxy="redis://127.0.0.1:$(cat "$WORK/proxy.port")"
+}
+
+# Fails when file $1 holds a terminal control byte: ESC, BEL, or a C1
+# control (U+0080..U+009F as UTF-8, which some terminals obey too).
+no_control_bytes() {
+    if LC_ALL=C grep -q "$(printf '[\x1b\x07]')" "$1" || LC_ALL=C grep -q "$(printf '\xc2[\x80-\x9f]')" "$1"; then
+        od -c "$1" | head -20
+        fail "$2: a control byte reached the output"
+    fi
+}
+
 case "$CASE" in
 serialise)
     # Three runs on one name: each one's start/end lines must be adjacent.
@@ -842,6 +864,83 @@ latch)
         run "$RLOCK" latch $args 2>/dev/null
         [ "$rc" -eq 64 ] || fail "latch $args gave $rc, not 64"
     done
+    ;;
+hostile_reply)
+    # A broken or hostile server (or proxy) answering HGETALL with integers:
+    # status, unlock and watch each say so and exit 69, never crash.
+    redis-cli -u "$RLOCK_ADDRESS" HSET cli:hostile owner 1 >/dev/null
+    start_reply_proxy HGETALL '*2\r\n:1\r\n:1\r\n'
+    for cmd in "status" "unlock --force" "watch --timeout 2000"; do
+        # shellcheck disable=SC2086
+        run "$RLOCK" --address "$proxy" $cmd cli:hostile 2>"$WORK/err"
+        cat "$WORK/err"
+        [ "$rc" -eq 69 ] || fail "$cmd with integers for HGETALL exited $rc, not 69"
+        grep -q 'unexpected reply' "$WORK/err" || fail "$cmd did not say what was wrong"
+    done
+    ;;
+escape)
+    # Bytes from Redis that would drive the terminal (an OSC 52 that sets
+    # the clipboard, a CSI) reach it escaped: in a holder's name, an unlock
+    # message, a fair lock's queue, a Redis error.
+    evil=$(printf '\033]52;c;ZXZpbA==\a\302\233m\377')
+    redis-cli -u "$RLOCK_ADDRESS" HSET cli:esc "$evil" 1 >/dev/null
+    redis-cli -u "$RLOCK_ADDRESS" RPUSH 'redisson_lock_queue:{cli:esc}' "$evil" >/dev/null
+    "$RLOCK" status cli:esc >"$WORK/status" 2>&1 || true
+    cat -v "$WORK/status"
+    no_control_bytes "$WORK/status" "status"
+    grep -Fq 'holder \x1b]52;c;ZXZpbA==\x07\u009bm\xff: 1 hold' "$WORK/status" ||
+        fail "the holder is not shown escaped"
+    "$RLOCK" status --json cli:esc >"$WORK/json" 2>&1 || true
+    no_control_bytes "$WORK/json" "status --json"
+    "$RLOCK" watch --timeout 3000 cli:esc >"$WORK/events" 2>&1 &
+    watcher=$!
+    wait_line "$WORK/events" 'locked by'
+    redis-cli -u "$RLOCK_ADDRESS" PUBLISH 'redisson_lock__channel:{cli:esc}' "$evil" >/dev/null
+    wait_line "$WORK/events" 'unlock message'
+    redis-cli -u "$RLOCK_ADDRESS" HSET cli:esc "$evil" 2 >/dev/null
+    wait_line "$WORK/events" 'now has 2 holds'
+    kill -TERM "$watcher"
+    wait "$watcher" || true
+    cat -v "$WORK/events"
+    no_control_bytes "$WORK/events" "watch"
+    # A Redis error's text, on stderr: a proxy answers TYPE with one.
+    start_reply_proxy TYPE '-ERR \x1b]52;c;ZXZpbA==\x07\r\n'
+    run "$RLOCK" --address "$proxy" status cli:esc 2>"$WORK/err"
+    cat -v "$WORK/err"
+    [ "$rc" -eq 69 ] || fail "status with an error for TYPE exited $rc, not 69"
+    grep -Fq 'ERR \x1b]52' "$WORK/err" || fail "the error is not shown escaped"
+    no_control_bytes "$WORK/err" "a Redis error"
+    # One the library passes on: a latch's count read answered with it.
+    start_reply_proxy GET '-ERR \x1b]52;c;ZXZpbA==\x07\r\n'
+    run "$RLOCK" --address "$proxy" latch count cli:esc-latch 2>"$WORK/err"
+    cat -v "$WORK/err"
+    [ "$rc" -eq 69 ] || fail "latch count with an error for GET exited $rc, not 69"
+    grep -Fq 'ERR \x1b]52' "$WORK/err" || fail "the library's error is not shown escaped"
+    no_control_bytes "$WORK/err" "a Redis error through the library"
+    ;;
+watch_many)
+    # A read lock with 50,000 holders: watch shows it, re-reads it every
+    # 100 ms, and a SIGTERM ends it within seconds.
+    redis-cli -u "$RLOCK_ADDRESS" EVAL "redis.call('hset', KEYS[1], 'mode', 'read')
+        for i = 1, 50000 do redis.call('hset', KEYS[1], 'holder-' .. i, 1) end" 1 cli:many >/dev/null
+    "$RLOCK" watch --interval 100 cli:many >"$WORK/events" 2>"$WORK/watch.err" &
+    watcher=$!
+    wait_line "$WORK/events" 'locked by holder-50000 '
+    # Change one holder so each read has something to tell.
+    redis-cli -u "$RLOCK_ADDRESS" HSET cli:many holder-1 2 >/dev/null
+    wait_line "$WORK/events" 'holder-1 now has 2 holds'
+    sleep 0.5 # a few more reads
+    kill -TERM "$watcher"
+    for _ in $(seq 100); do
+        kill -0 "$watcher" 2>/dev/null || break
+        sleep 0.1
+    done
+    if kill -0 "$watcher" 2>/dev/null; then
+        kill -KILL "$watcher"
+        fail "watch did not stop within 10 s of SIGTERM"
+    fi
+    run wait "$watcher"
+    [ "$rc" -eq 0 ] || fail "watch stopped by SIGTERM exited $rc, not 0"
     ;;
 *)
     fail "no such case"
