@@ -84,8 +84,8 @@ void rlock__deadlines_remove(rlock__deadlines *h, rlock__deadline *d);
  * (< 0: only on a wake-up) and, has_deadline, gives up at deadline_ms.
  * How long to arm the timer for, or -1 for none. A deadline due already
  * gives 0 (the timer fires at once and ends the wait), never no timer. */
-static inline int64_t rlock__wait_timer_ms(int64_t retry_ms, bool has_deadline,
-                                           int64_t deadline_ms, int64_t now_ms) {
+static inline int64_t rlock__wait_timer_ms(int64_t retry_ms, bool has_deadline, int64_t deadline_ms,
+                                           int64_t now_ms) {
     if (!has_deadline) {
         return retry_ms < 0 ? -1 : retry_ms;
     }
