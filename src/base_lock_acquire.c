@@ -323,11 +323,9 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
         return;
     }
     rlock__wait_park(&op->wait, on_wake);
-    int64_t t = ttl >= 0 && ttl < rlock__ops(l)->min_wait_ms ? rlock__ops(l)->min_wait_ms : ttl;
-    if (op->is_try) {
-        int64_t left = op->try_[0].deadline_ms - rlock__now_ms();
-        t = t < 0 || left < t ? left : t;
-    }
+    int64_t t = rlock__wait_timer_ms(
+        ttl >= 0 && ttl < rlock__ops(l)->min_wait_ms ? rlock__ops(l)->min_wait_ms : ttl, op->is_try,
+        op->is_try ? op->try_[0].deadline_ms : 0, rlock__now_ms());
     if (t >= 0) {
         (void)arm_timer(op, t);
     }

@@ -40,6 +40,14 @@ void rlock__set_error_message(const char *fmt, ...) RLOCK__PRINTF(1, 2);
 /* CLOCK_MONOTONIC in milliseconds (clock.c). */
 int64_t rlock__now_ms(void);
 
+/* Milliseconds from now_ms until deadline_ms; <= 0: due. A caller that
+ * found the deadline not yet due may read <= 0 here all the same (the
+ * clock moved between its reads): due means the wait ends now, never that
+ * no timer is needed. */
+static inline int64_t rlock__ms_left(int64_t deadline_ms, int64_t now_ms) {
+    return deadline_ms - now_ms;
+}
+
 /* Redisson's System.currentTimeMillis(), for scripts that keep wall-clock
  * times in Redis (the fair lock's queue timeouts, the watchdog's). */
 int64_t rlock__wall_ms(void);

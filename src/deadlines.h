@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common.h"
 #include "loop.h"
 
 /* Which fire function a deadline runs: the engines that wait. */
@@ -78,5 +79,19 @@ int rlock__deadlines_add(rlock__deadlines *h, rlock__deadline *d, int64_t due_ms
 
 /* Takes d out (harmless when idle). */
 void rlock__deadlines_remove(rlock__deadlines *h, rlock__deadline *d);
+
+/* The timer of a wait parked at now_ms: it tries again after retry_ms
+ * (< 0: only on a wake-up) and, has_deadline, gives up at deadline_ms.
+ * How long to arm the timer for, or -1 for none. A deadline due already
+ * gives 0 (the timer fires at once and ends the wait), never no timer. */
+static inline int64_t rlock__wait_timer_ms(int64_t retry_ms, bool has_deadline, int64_t deadline_ms,
+                                           int64_t now_ms) {
+    if (!has_deadline) {
+        return retry_ms < 0 ? -1 : retry_ms;
+    }
+    int64_t left = rlock__ms_left(deadline_ms, now_ms);
+    left = left > 0 ? left : 0;
+    return retry_ms < 0 || left < retry_ms ? left : retry_ms;
+}
 
 #endif

@@ -24,8 +24,10 @@
 struct rlock__direct_conn {
     redisContext *ctx;
     rlock__tls_blocking *tls;
-    int unread; /* answers of rlock__direct_send still to drop */
+    int unread;         /* answers of rlock__direct_send still to drop */
+    int64_t timeout_ms; /* a reply's time, from when it is waited for */
     bool failed;
+    bool timed_out;  /* plain: the last read's deadline passed */
     uint64_t target; /* rlock__direct.target when it was made */
 };
 
@@ -125,7 +127,8 @@ static int error_of(const rlock__direct_conn *dc) {
     if (dc->tls != NULL) {
         return rlock__tls_blocking_timed_out(dc->tls) ? RLOCK_ERR_TIMEOUT : RLOCK_ERR_CONNECTION;
     }
-    return dc->ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK)
+    return dc->timed_out ||
+                   (dc->ctx->err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK))
                ? RLOCK_ERR_TIMEOUT
                : RLOCK_ERR_CONNECTION;
 }
@@ -178,11 +181,53 @@ static bool write_command(rlock__direct_conn *dc, int argc, const char **argv,
     return true;
 }
 
-/* The next reply, waiting for it (each read at most the socket's
- * timeout). false: none (the connection failed). */
-static bool get_reply(rlock__direct_conn *dc, void **r) {
-    bool ok = dc->tls != NULL ? rlock__tls_blocking_read(dc->tls, 0, r)
-                              : redisGetReply(dc->ctx, r) == REDIS_OK;
+/* Whether the socket has bytes (or a close) to read by deadline_ms. */
+static bool readable_by(rlock__direct_conn *dc, int64_t deadline_ms) {
+    for (;;) {
+        int64_t left = rlock__ms_left(deadline_ms, rlock__now_ms());
+        struct pollfd p = {.fd = conn_fd(dc), .events = POLLIN};
+        int n = poll(&p, 1, left > 0 ? (int)(left > INT32_MAX ? INT32_MAX : left) : 0);
+        if (n > 0 || (n < 0 && errno != EINTR)) {
+            return true; /* readable, or an error the read will report */
+        }
+        if (n == 0) {
+            return false;
+        }
+    }
+}
+
+/* hiredis's context: each read waits for bytes no longer than what is
+ * left until deadline_ms, so that a server sending a byte just inside
+ * each socket timeout cannot hold the call past it. */
+static bool plain_reply_by(rlock__direct_conn *dc, int64_t deadline_ms, void **r) {
+    for (;;) {
+        if (redisGetReplyFromReader(dc->ctx, r) != REDIS_OK) {
+            return false;
+        }
+        if (*r != NULL) {
+            return true;
+        }
+        if (!readable_by(dc, deadline_ms)) {
+            dc->timed_out = true;
+            dc->ctx->err = REDIS_ERR_IO;
+            snprintf(dc->ctx->errstr, sizeof(dc->ctx->errstr), "%s", strerror(EAGAIN));
+            return false;
+        }
+        if (redisBufferRead(dc->ctx) != REDIS_OK) {
+            return false;
+        }
+    }
+}
+
+/* The next reply, waiting for it until deadline_ms (0: timeout_ms from
+ * now) in all, however its bytes come. false: none (the connection failed
+ * or the deadline passed). */
+static bool get_reply(rlock__direct_conn *dc, int64_t deadline_ms, void **r) {
+    if (deadline_ms <= 0) {
+        deadline_ms = rlock__now_ms() + dc->timeout_ms;
+    }
+    bool ok = dc->tls != NULL ? rlock__tls_blocking_read(dc->tls, deadline_ms, r)
+                              : plain_reply_by(dc, deadline_ms, r);
     dc->failed = dc->failed || !ok;
     return ok;
 }
@@ -198,7 +243,7 @@ static bool handshake(rlock__direct_conn *dc, char *msg, size_t msglen, const ch
         argvlen[argc] = strlen(words[argc]);
     }
     redisReply *r = NULL;
-    if (!write_command(dc, argc, argv, argvlen) || !get_reply(dc, (void **)&r)) {
+    if (!write_command(dc, argc, argv, argvlen) || !get_reply(dc, 0, (void **)&r)) {
         snprintf(msg, msglen, "%.200s", conn_errstr(dc));
         return false;
     }
@@ -230,6 +275,7 @@ static rlock__direct_conn *connect_new(rlock__direct *d, int64_t max_connect_ms,
         return NULL;
     }
     dc->target = target;
+    dc->timeout_ms = d->timeout_ms;
     char why[256];
     bool ok;
     if (d->tls != NULL) {
@@ -307,10 +353,10 @@ static bool still_open(rlock__direct_conn *dc) {
 
 /* Drops the answers of rlock__direct_send, which come before the next
  * command's own. */
-static bool drop_unread(rlock__direct_conn *dc) {
+static bool drop_unread(rlock__direct_conn *dc, int64_t deadline_ms) {
     while (dc->unread > 0) {
         void *r = NULL;
-        if (!get_reply(dc, &r)) {
+        if (!get_reply(dc, deadline_ms, &r)) {
             return false;
         }
         freeReplyObject(r);
@@ -379,50 +425,15 @@ static int read_failed(rlock__direct_conn *dc, char *msg, size_t msglen) {
     return err;
 }
 
-/* Whether the socket has bytes (or a close) to read by deadline_ms. */
-static bool readable_by(rlock__direct_conn *dc, int64_t deadline_ms) {
-    for (;;) {
-        int64_t left = deadline_ms - rlock__now_ms();
-        struct pollfd p = {.fd = conn_fd(dc), .events = POLLIN};
-        int n = poll(&p, 1, left > 0 ? (int)left : 0);
-        if (n > 0 || (n < 0 && errno != EINTR)) {
-            return true; /* readable, or an error the read will report */
-        }
-        if (n == 0) {
-            return false;
-        }
-    }
-}
-
 /* Reads the answer to the last command written (after those of
- * rlock__direct_send). */
+ * rlock__direct_send), by deadline_ms (0: timeout_ms from now). */
 static int read_answer(rlock__direct_conn *dc, int64_t deadline_ms, redisReply **reply, char *msg,
                        size_t msglen) {
     void *r = NULL;
-    if (!drop_unread(dc)) {
-        return read_failed(dc, msg, msglen);
+    if (deadline_ms <= 0) {
+        deadline_ms = rlock__now_ms() + dc->timeout_ms;
     }
-    if (dc->tls != NULL) {
-        /* Its reads wait no longer than the deadline themselves. */
-        if (!rlock__tls_blocking_read(dc->tls, deadline_ms, &r)) {
-            return read_failed(dc, msg, msglen);
-        }
-        *reply = r;
-        return RLOCK_OK;
-    }
-    /* With a deadline (several connections read in turn): an answer the
-     * reader has whole already, else wait for bytes no longer than it. */
-    if (deadline_ms > 0) {
-        if (redisGetReplyFromReader(dc->ctx, &r) != REDIS_OK) {
-            return read_failed(dc, msg, msglen);
-        }
-        if (r == NULL && !readable_by(dc, deadline_ms)) {
-            dc->failed = true;
-            snprintf(msg, msglen, "timed out waiting for a response");
-            return RLOCK_ERR_TIMEOUT;
-        }
-    }
-    if (r == NULL && !get_reply(dc, &r)) {
+    if (!drop_unread(dc, deadline_ms) || !get_reply(dc, deadline_ms, &r)) {
         return read_failed(dc, msg, msglen);
     }
     *reply = r;

@@ -49,10 +49,13 @@ void rlock__direct_retarget(rlock__direct *d, const char *host, int port);
  * for its answer, sending the script's body on NOSCRIPT (nothing ran).
  * RLOCK_OK with *reply (the caller frees it; never an error reply);
  * RLOCK_ERR_REDIS for an error reply (msg has it); RLOCK_ERR_TIMEOUT or
- * RLOCK_ERR_CONNECTION when no answer came: within timeout_ms per read
- * (the socket's), or by deadline_ms (rlock__now_ms() time; 0: none) for
- * a thread that reads several connections in turn, so that k stopped
- * servers cost one timeout, not k. cmd stays the caller's. */
+ * RLOCK_ERR_CONNECTION when no answer came by deadline_ms (rlock__now_ms()
+ * time; 0: timeout_ms from the read's start), however slowly its bytes
+ * come: one deadline for the whole answer, not a timeout per read (a
+ * server trickling a byte within each would hold the call for ever). A
+ * thread that reads several connections in turn gives them one deadline,
+ * so that k stopped servers cost one timeout, not k. cmd stays the
+ * caller's. */
 bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *msg, size_t msglen);
 int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, int64_t deadline_ms,
                        redisReply **reply, char *msg, size_t msglen);

@@ -303,12 +303,11 @@ static int read_once(rlock__tls_blocking *t) {
     return -1;
 }
 
-bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void **reply) {
-    *reply = NULL;
-    if (t->failed) {
-        return false;
-    }
-    bool waited = deadline_ms <= 0;
+/* Reads for the next reply until end_ms, on the socket made non-blocking
+ * (read_reply_by): each wait for bytes is bounded by what is left, and a
+ * record that comes a byte at a time is waited for the same way, not
+ * inside one blocking SSL_read. */
+static bool read_reply_by(rlock__tls_blocking *t, int64_t end_ms, void **reply) {
     for (;;) {
         if (redisReaderGetReply(t->reader, reply) != REDIS_OK) {
             char why[sizeof(t->errstr)];
@@ -319,26 +318,38 @@ bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void 
         if (*reply != NULL) {
             return true;
         }
-        /* With a deadline: bytes by then (or TLS has some already), as
-         * direct.c's readable_by does for hiredis's context; the reads
-         * that follow are bounded by the socket's timeout. */
-        if (!waited) {
-            waited = true;
-            int64_t left = deadline_ms - rlock__now_ms();
-            if (!SSL_has_pending(t->ssl) && wait_fd(t->fd, POLLIN, left > 0 ? left : 0) == 0) {
-                fail(t, true, "Resource temporarily unavailable");
-                return false;
-            }
+        int64_t left = rlock__ms_left(end_ms, rlock__now_ms());
+        if (!SSL_has_pending(t->ssl) && wait_fd(t->fd, POLLIN, left > 0 ? left : 0) == 0) {
+            fail(t, true, "Resource temporarily unavailable");
+            return false;
         }
         int got = read_once(t);
         if (got < 0) {
             return false;
         }
-        if (got == 0) {
+        if (got == 0 && left <= 0) {
             fail(t, true, "Resource temporarily unavailable");
             return false;
         }
     }
+}
+
+bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void **reply) {
+    *reply = NULL;
+    if (t->failed) {
+        return false;
+    }
+    int64_t end_ms = deadline_ms > 0 ? deadline_ms : rlock__now_ms() + t->timeout_ms;
+    int flags = fcntl(t->fd, F_GETFL);
+    if (flags < 0 || fcntl(t->fd, F_SETFL, flags | O_NONBLOCK) != 0) {
+        fail(t, false, "cannot make the socket non-blocking for a read");
+        return false;
+    }
+    bool ok = read_reply_by(t, end_ms, reply);
+    if (fcntl(t->fd, F_SETFL, flags) != 0 && !t->failed) {
+        fail(t, false, "cannot make the socket blocking again after a read");
+    }
+    return ok;
 }
 
 bool rlock__tls_blocking_idle_read(rlock__tls_blocking *t) {

@@ -38,9 +38,9 @@ int rlock__tls_blocking_fd(const rlock__tls_blocking *t);
 bool rlock__tls_blocking_write(rlock__tls_blocking *t, int argc, const char **argv,
                                const size_t *argvlen);
 
-/* The next reply: one already read whole, else read for it, each read
- * waiting at most timeout_ms and, with deadline_ms (rlock__now_ms() time;
- * 0: none), no first bytes waited for past it (as direct.c's plain reads).
+/* The next reply: one already read whole, else read for it until
+ * deadline_ms (rlock__now_ms() time; 0: timeout_ms from now) in all,
+ * however slowly its bytes come (as direct.c's plain reads).
  * false: none came (timed_out tells a timeout from a lost or broken
  * connection; errstr says why), and the connection has failed. */
 bool rlock__tls_blocking_read(rlock__tls_blocking *t, int64_t deadline_ms, void **reply);

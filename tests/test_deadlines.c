@@ -195,12 +195,32 @@ static void test_each_kind_has_its_fire_function(void **state) {
     teardown(ev, l);
 }
 
+/* A parked wait's timer (rlock__wait_timer_ms): a deadline that passed
+ * between the check that the wait is not over and the read of the time
+ * left (the loop thread was slow) still ends the wait, through a timer
+ * armed for 0, never no timer at all (the wait would then hang until some
+ * message came). */
+static void test_wait_timer_after_the_deadline(void **state) {
+    (void)state;
+    assert_int_equal(rlock__wait_timer_ms(-1, true, 1000, 1005), 0);
+    assert_int_equal(rlock__wait_timer_ms(300, true, 1000, 1001), 0);
+    assert_int_equal(rlock__wait_timer_ms(-1, true, 1000, 1000), 0);
+    /* Before the deadline: the nearer of the retry and the time left. */
+    assert_int_equal(rlock__wait_timer_ms(-1, true, 1000, 900), 100);
+    assert_int_equal(rlock__wait_timer_ms(30, true, 1000, 900), 30);
+    assert_int_equal(rlock__wait_timer_ms(300, true, 1000, 900), 100);
+    /* No deadline: the retry, or no timer. */
+    assert_int_equal(rlock__wait_timer_ms(30, false, 0, 900), 30);
+    assert_int_equal(rlock__wait_timer_ms(-1, false, 0, 900), -1);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fire_in_order_once_never_early),
         cmocka_unit_test(test_fire_may_change_the_heap),
         cmocka_unit_test(test_close_stops_the_rest),
         cmocka_unit_test(test_each_kind_has_its_fire_function),
+        cmocka_unit_test(test_wait_timer_after_the_deadline),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -703,6 +703,44 @@ static void test_try_lock_wait_runs_out(void **state) {
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
 }
 
+/* Tiny waits against a held lock, many at once beside a waiter that keeps
+ * the channel's entry joined: each ends with 0 within a bound, whichever
+ * side of its deadline the loop thread read the clock on (a deadline passed
+ * between two reads must still end the wait, rlock__wait_timer_ms). */
+static void test_tiny_try_lock_waits_all_end(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_client *c2 = new_client(f);
+    rlock *l = rt_lock(c, "tiny");
+    rlock *l2 = rt_lock(c2, "tiny");
+    assert_int_equal(rlock_lock(l, RLOCK_LEASE_WATCHDOG), RLOCK_OK);
+    rlock_future *keeper = rlock_lock_async(l2, RLOCK_LEASE_WATCHDOG, 7);
+    assert_true(RT_STAT_REACHES(c2, confirms, 1, 5000));
+    enum { ROUNDS = 20, AT_ONCE = 100 };
+    rlock_future *fut[AT_ONCE];
+    for (int r = 0; r < ROUNDS; r++) {
+        int64_t t0 = rt_now_ms();
+        for (int i = 0; i < AT_ONCE; i++) {
+            fut[i] = rlock_try_lock_async(l2, 1 + i % 3, 10000, 100 + (uint64_t)i);
+            assert_non_null(fut[i]);
+        }
+        for (int i = 0; i < AT_ONCE; i++) {
+            int64_t left = 5000 - (rt_now_ms() - t0);
+            assert_int_equal(rlock_future_wait(fut[i], left > 0 ? left : 0), RLOCK_OK);
+            assert_int_equal(rlock_future_error(fut[i]), RLOCK_OK);
+            assert_int_equal(rlock_future_value(fut[i]), 0);
+            rlock_future_release(fut[i]);
+        }
+    }
+    assert_false(rlock_future_is_done(keeper));
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    assert_int_equal(wait_future(keeper, NULL), RLOCK_OK);
+    rlock_future_release(keeper);
+    rlock_future *u = rlock_unlock_async(l2, 7);
+    assert_int_equal(wait_future(u, NULL), RLOCK_OK);
+    rlock_future_release(u);
+}
+
 /* A wait longer than the holder's lease succeeds once the lease ends. */
 static void test_try_lock_wait_outlasts_lease(void **state) {
     fx *f = *state;
@@ -1905,6 +1943,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_lease_expiry, setup, teardown),
         cmocka_unit_test_setup_teardown(test_remain_time_to_live, setup, teardown),
         cmocka_unit_test_setup_teardown(test_try_lock_wait_runs_out, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_tiny_try_lock_waits_all_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_try_lock_wait_outlasts_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waiter_resubscribes_after_pubsub_loss, setup,
                                         teardown),

@@ -368,6 +368,35 @@ static void test_written_acquire_is_not_resent(void **state) {
     assert_int_equal(rt_proxy_counts_of(g_proxy, RT_PROXY_ALL).held[RT_PROXY_UP], 0);
 }
 
+/* ---- i. a blocking call's time is bounded by its deadline, not per read ---- */
+
+/* A blocking call on the direct path (the calling thread's own pooled
+ * connection) whose answer comes one byte at a time, each just inside the
+ * socket's timeout: the call still fails with RLOCK_ERR_TIMEOUT within
+ * timeout_ms of the write (and some slack), not once the last byte came. */
+static void test_trickled_answer_bounded_by_deadline(void **state) {
+    (void)state;
+    static const char name[] = "net:trickle";
+    rlock_config cfg = proxied_config();
+    cfg.timeout_ms = 500;
+    rlock_client *b = rt_client(&cfg);
+    wait_ready(b);
+    rlock *lb = rt_lock(b, name);
+    /* The pool's connection made and back in the pool, through the proxy. */
+    assert_int_equal(rlock_lock(lb, 30000), RLOCK_OK);
+    assert_int_equal(rlock_unlock(lb), RLOCK_OK);
+    assert_true(rt_proxy_wait_conns(g_proxy, RT_PROXY_ALL, 3, 5000));
+    assert_true(rt_proxy_set_trickle(g_proxy, RT_PROXY_ALL, RT_PROXY_DOWN, cfg.timeout_ms - 50) >=
+                3);
+    int64_t t0 = rt_now_ms();
+    int rc = rlock_lock(lb, 30000);
+    int64_t took = rt_now_ms() - t0;
+    print_message("rlock_lock: %s after %lld ms\n", rlock_err_name(rc), (long long)took);
+    assert_int_equal(rc, RLOCK_ERR_TIMEOUT);
+    assert_true(took < cfg.timeout_ms + 400);
+    assert_int_equal(rt_proxy_set_trickle(g_proxy, RT_PROXY_ALL, RT_PROXY_DOWN, 0) >= 0, 1);
+}
+
 /* ---- h. a written unlock is never sent again --------------------------------- */
 
 /* B holds twice. Its unlock reaches Redis (one hold left) but the reply
@@ -428,6 +457,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_reentry_refreshes_lease, setup, teardown),
         cmocka_unit_test_setup_teardown(test_written_acquire_is_not_resent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_written_unlock_is_not_resent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_trickled_answer_bounded_by_deadline, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

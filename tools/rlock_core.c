@@ -151,6 +151,31 @@ void redis_timer_start(const options *o) {
     redis_timer(o->redis_timeout_ms);
 }
 
+/* ---- a wait on a Redis that stops answering ---------------------------------- */
+
+/* A wait for a message (a lock's release, a latch's zero) hears nothing
+ * from a server that stopped answering: the library keeps such a wait
+ * going (as Redisson's, it subscribes again once the server is back), so
+ * rlock asks the server itself. Once --redis-timeout has passed since its
+ * last answer, a PING, answered within --redis-timeout; an error reply is
+ * an answer too. A connection down makes the PING fail at once: it is
+ * asked again every 100 ms until two --redis-timeouts have passed without
+ * an answer. */
+int64_t redis_check(rlock_client *c, const options *o, int64_t *last_answer_ms) {
+    int64_t rt = o->redis_timeout_ms;
+    int64_t now = monotonic_ms();
+    if (now < *last_answer_ms + rt) {
+        return *last_answer_ms + rt - now;
+    }
+    int rc = rlock_client_ping(c, rt);
+    now = monotonic_ms();
+    if (rc == RLOCK_OK || rc == RLOCK_ERR_REDIS) {
+        *last_answer_ms = now;
+        return rt;
+    }
+    return now - *last_answer_ms >= 2 * rt ? -1 : 100;
+}
+
 /* ---- the client ---------------------------------------------------------- */
 
 int make_client(const options *o, rlock_client **out) {

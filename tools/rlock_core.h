@@ -100,6 +100,13 @@ void redis_timer_start(const options *o);
 /* The client the options describe (0, else the exit status, message
  * printed), a handle of the kind, and the exit status for a failed call. */
 int make_client(const options *o, rlock_client **out);
+
+/* For a wait on a message: checks that Redis still answers (a PING once
+ * --redis-timeout has passed since *last_answer_ms, its last answer, which
+ * it updates). The ms until it wants to be called again, or -1 when Redis
+ * has not answered for two --redis-timeouts (rlock_last_error() says
+ * why). */
+int64_t redis_check(rlock_client *c, const options *o, int64_t *last_answer_ms);
 rlock *get_handle(rlock_client *c, enum kind kind, const char *name);
 int call_failed(const char *what, const char *name, int rc, const char *detail);
 
@@ -126,13 +133,14 @@ extern sigset_t waited_signals;
 int cmd_exec(const options *o);
 /* For exec's other forms (rlock_exec_semaphore.c): the completion callback
  * that wakes the main thread, the wait for an acquire future (a forwarded
- * signal in *stopped_by; *late when --wait + --redis-timeout ran out), the
+ * signal in *stopped_by; *late, told on stderr, when --wait +
+ * --redis-timeout ran out or Redis stopped answering meanwhile), the
  * command's run (tick called at least every 100 ms when given; extra_env
  * one more NAME=value or NULL; returns the wait status, or sets
  * *exit_code when it could not run) and the report that the permit or
  * lock was lost while it ran. */
 void exec_on_done(rlock_future *f, void *arg);
-void exec_wait(const options *o, rlock_future *f, int *stopped_by, bool *late);
+void exec_wait(const options *o, rlock_client *c, rlock_future *f, int *stopped_by, bool *late);
 int exec_command(const options *o, const sigset_t *old_mask, const char *extra_env,
                  void (*tick)(void *), void *arg, int *exit_code);
 void exec_report_lost(const char *why);

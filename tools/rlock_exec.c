@@ -174,15 +174,39 @@ int exec_command(const options *o, const sigset_t *old_mask, const char *extra_e
     return status;
 }
 
-void exec_wait(const options *o, rlock_future *f, int *stopped_by, bool *late) {
+/* What a wait that ended late could not do, in the words of its caller's
+ * other messages. */
+static const char *wait_what(const options *o) {
+    return o->action != NULL ? "cannot await"
+           : o->semaphore    ? "cannot take a permit of"
+                             : "cannot take the lock";
+}
+
+void exec_wait(const options *o, rlock_client *c, rlock_future *f, int *stopped_by, bool *late) {
     /* With --wait, the whole wait ends within --wait + --redis-timeout. */
     int64_t give_up = o->has_wait ? redis_started_ms + o->wait_ms + o->redis_timeout_ms : INT64_MAX;
+    int64_t last_answer = monotonic_ms();
     while (!rlock_future_is_done(f)) {
         int64_t left = give_up - monotonic_ms();
         if (left <= 0) {
             *late = true;
+            fprintf(stderr,
+                    "rlock: %s \"%s\": Redis did not answer within --wait (%" PRId64
+                    " ms) + --redis-timeout (%" PRId64 " ms)\n",
+                    wait_what(o), o->name, o->wait_ms, o->redis_timeout_ms);
             return;
         }
+        /* Without it, a stopped server would hold the wait for ever. */
+        int64_t check = redis_check(c, o, &last_answer);
+        if (check < 0) {
+            *late = true;
+            fprintf(stderr,
+                    "rlock: %s \"%s\": Redis stopped answering while rlock waited (no answer "
+                    "within --redis-timeout, %" PRId64 " ms): %s\n",
+                    wait_what(o), o->name, o->redis_timeout_ms, last_error());
+            return;
+        }
+        left = check < left ? check : left;
         siginfo_t si;
         int sig = next_signal(left < 1000 ? (int)left : 1000, &si);
         if (forwarded(sig)) {
@@ -230,16 +254,10 @@ int cmd_exec(const options *o) {
     }
     int stopped_by = 0;
     bool late = false;
-    exec_wait(o, f, &stopped_by, &late);
+    exec_wait(o, client, f, &stopped_by, &late);
     if ((stopped_by != 0 || late) && rlock_future_cancel(f)) {
         /* Cancelled: a lock taken meanwhile is released by the library. */
         rlock_future_wait(f, o->redis_timeout_ms);
-        if (late) {
-            fprintf(stderr,
-                    "rlock: cannot take the lock \"%s\": Redis did not answer within --wait "
-                    "(%" PRId64 " ms) + --redis-timeout (%" PRId64 " ms)\n",
-                    o->name, o->wait_ms, o->redis_timeout_ms);
-        }
         code = late ? EXIT_UNAVAILABLE : 128 + stopped_by;
         goto out;
     }

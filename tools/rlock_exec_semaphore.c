@@ -91,16 +91,10 @@ int exec_semaphore(const options *o) {
     }
     int stopped_by = 0;
     bool late = false;
-    exec_wait(o, f, &stopped_by, &late);
+    exec_wait(o, client, f, &stopped_by, &late);
     if ((stopped_by != 0 || late) && rlock_future_cancel(f)) {
         /* Cancelled: a permit taken meanwhile is released by the library. */
         rlock_future_wait(f, o->redis_timeout_ms);
-        if (late) {
-            fprintf(stderr,
-                    "rlock: cannot take a permit of \"%s\": Redis did not answer within --wait "
-                    "(%" PRId64 " ms) + --redis-timeout (%" PRId64 " ms)\n",
-                    o->name, o->wait_ms, o->redis_timeout_ms);
-        }
         code = late ? EXIT_UNAVAILABLE : 128 + stopped_by;
         goto out;
     }

@@ -69,7 +69,7 @@ static int latch_count(const options *o, rlock_latch *l) {
 
 /* Waits, asynchronously so that a signal can stop it, for the count to
  * reach zero: 0 when it did, 75 when --wait ran out first. */
-static int latch_await(const options *o, rlock_latch *l) {
+static int latch_await(const options *o, rlock_client *c, rlock_latch *l) {
     int64_t start = monotonic_ms();
     rlock_future *f = rlock_latch_await_async(l, o->has_wait ? o->wait_ms : -1);
     if (f == NULL || rlock_future_on_complete(f, exec_on_done, NULL) != RLOCK_OK) {
@@ -79,15 +79,9 @@ static int latch_await(const options *o, rlock_latch *l) {
     }
     int stopped_by = 0;
     bool late = false;
-    exec_wait(o, f, &stopped_by, &late);
+    exec_wait(o, c, f, &stopped_by, &late);
     int code;
     if ((stopped_by != 0 || late) && rlock_future_cancel(f)) {
-        if (late) {
-            fprintf(stderr,
-                    "rlock: cannot await \"%s\": Redis did not answer within --wait (%" PRId64
-                    " ms) + --redis-timeout (%" PRId64 " ms)\n",
-                    o->name, o->wait_ms, o->redis_timeout_ms);
-        }
         code = late ? EXIT_UNAVAILABLE : 128 + stopped_by;
     } else if (rlock_future_error(f) != RLOCK_OK) {
         code = call_failed("cannot await", o->name, rlock_future_error(f),
@@ -137,7 +131,7 @@ int cmd_latch(const options *o) {
     } else if (strcmp(o->action, "count-down") == 0) {
         code = latch_count_down(o, l);
     } else if (await) {
-        code = latch_await(o, l);
+        code = latch_await(o, client, l);
     } else {
         code = latch_count(o, l);
     }

@@ -264,11 +264,10 @@ static void not_yet(rlock__sync_op *op, int64_t retry_ms) {
         return;
     }
     rlock__wait_park(&op->wait, on_wake);
-    int64_t t = retry_ms < 0 ? -1 : retry_ms < 1 ? 1 : retry_ms;
-    if (op->has_deadline) {
-        int64_t left = op->deadline_ms - rlock__now_ms();
-        t = t < 0 || left < t ? left : t;
-    }
+    int64_t t = rlock__wait_timer_ms(retry_ms < 0   ? -1
+                                     : retry_ms < 1 ? 1
+                                                    : retry_ms,
+                                     op->has_deadline, op->deadline_ms, rlock__now_ms());
     if (t >= 0) {
         (void)arm_timer(op, t);
     }

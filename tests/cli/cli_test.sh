@@ -601,6 +601,81 @@ redis_timeout)
     run "$RLOCK" exec --redis-timeout 500 cli:rt -- true
     [ "$rc" -eq 0 ] || fail "exec with --redis-timeout on a live server gave $rc"
     ;;
+redis_stalls)
+    # --redis-timeout holds in every state, not only at the start: a server
+    # stopped (SIGSTOP) while rlock waits for a message (latch await, exec
+    # behind a holder) ends the wait with 69 within a bound, and one stopped
+    # while exec holds the lock is reported (the lease can no longer be
+    # known) within the watchdog's lease.
+    up=0
+    for _ in 1 2 3 4 5; do
+        sport=$((20000 + RANDOM % 30000))
+        redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
+        redis-server --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
+            >"$WORK/stalled.log" 2>&1 &
+        stalled=$!
+        answers() { [ "$(redis-cli -p "$sport" PING 2>/dev/null)" = PONG ]; }
+        retry 50 answers && up=1 && break
+    done
+    [ "$up" = 1 ] || fail "the server to stop did not start: $(cat "$WORK/stalled.log")"
+    trap 'kill -CONT $stalled 2>/dev/null; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' \
+        EXIT
+    export RLOCK_ADDRESS="redis://127.0.0.1:$sport"
+    # Waits for background pid $1 to exit, at most $2 ms; sets rc to its
+    # status and took to the ms it took from $3 (date +%s%N).
+    ends_within() {
+        local pid=$1 bound=$2 start=$3
+        while kill -0 "$pid" 2>/dev/null; do
+            took=$((($(date +%s%N) - start) / 1000000))
+            [ "$took" -lt "$bound" ] || fail "still running after $took ms (bound $bound ms)"
+            sleep 0.05
+        done
+        took=$((($(date +%s%N) - start) / 1000000))
+        rc=0
+        wait "$pid" || rc=$?
+    }
+    # 3 x --redis-timeout (1000), and 2 s for a slow machine.
+    bound=5000
+    # A latch await parked on its message.
+    "$RLOCK" latch set cli:stall 1 >/dev/null
+    "$RLOCK" latch await --redis-timeout 1000 cli:stall >"$WORK/await.out" 2>"$WORK/await.err" &
+    waiter=$!
+    sleep 0.5
+    kill -0 "$waiter" || fail "latch await ended before the stop: $(cat "$WORK/await.err")"
+    kill -STOP "$stalled"
+    ends_within "$waiter" "$bound" "$(date +%s%N)"
+    kill -CONT "$stalled"
+    cat "$WORK/await.err"
+    echo "latch await: status $rc $took ms after the stop"
+    [ "$rc" -eq 69 ] || fail "latch await on a stopped server exited $rc, not 69"
+    # exec waiting behind a holder whose lease outlasts the test.
+    redis-cli -p "$sport" HSET cli:stall_lock other:1 1 >/dev/null
+    redis-cli -p "$sport" PEXPIRE cli:stall_lock 60000 >/dev/null
+    "$RLOCK" exec --redis-timeout 1000 cli:stall_lock -- true 2>"$WORK/exec.err" &
+    waiter=$!
+    sleep 0.5
+    kill -0 "$waiter" || fail "exec ended before the stop: $(cat "$WORK/exec.err")"
+    kill -STOP "$stalled"
+    ends_within "$waiter" "$bound" "$(date +%s%N)"
+    kill -CONT "$stalled"
+    cat "$WORK/exec.err"
+    echo "exec behind a holder: status $rc $took ms after the stop"
+    [ "$rc" -eq 69 ] || fail "exec waiting on a stopped server exited $rc, not 69"
+    # exec holding: the watchdog's renewals go unanswered; once the lease
+    # (3 s) may have run out the lock is reported lost, and with
+    # --kill-on-lost the command ends, and then rlock within --redis-timeout.
+    "$RLOCK" exec --redis-timeout 1000 --watchdog-timeout 3000 --kill-on-lost cli:stall_hold \
+        -- sleep 30 2>"$WORK/hold.err" &
+    holder=$!
+    wait_locked cli:stall_hold
+    kill -STOP "$stalled"
+    ends_within "$holder" 8000 "$(date +%s%N)"
+    kill -CONT "$stalled"
+    cat "$WORK/hold.err"
+    echo "exec holding: status $rc $took ms after the stop"
+    grep -q 'lost the lock "cli:stall_hold"' "$WORK/hold.err" || fail "the loss was not reported"
+    [ "$rc" -ne 0 ] || fail "exec that lost its lock exited 0"
+    ;;
 usage)
     # Into a file first: grep -q would stop reading early, and with
     # pipefail the SIGPIPE rlock then gets would fail the pipeline.

@@ -45,6 +45,8 @@ typedef struct half {
     uint64_t held;
     uint64_t forwarded;
     int64_t delay_ms;
+    int64_t trickle_ms;   /* > 0: one byte every so often, no more */
+    int64_t next_byte_at; /* trickle_ms: when the next byte may go */
     bool paused;
     bool eof;      /* the source closed: shut the destination once drained */
     bool shut;     /* ... done */
@@ -306,9 +308,11 @@ static bool write_side(rt_proxy *p, conn *c, int d, int64_t now) {
     half *h = &c->dir[d];
     int out = c->fd[!d];
     h->want_out = false;
-    while (!h->paused && h->head != NULL && h->head->release_at <= now) {
+    while (!h->paused && h->head != NULL && h->head->release_at <= now &&
+           (h->trickle_ms == 0 || h->next_byte_at <= now)) {
         chunk *k = h->head;
-        ssize_t n = send(out, k->data + k->off, k->len - k->off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        size_t len = h->trickle_ms > 0 ? 1 : k->len - k->off;
+        ssize_t n = send(out, k->data + k->off, len, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0) {
             if (errno == EAGAIN || errno == EWOULDBLOCK) {
                 h->want_out = true;
@@ -318,6 +322,9 @@ static bool write_side(rt_proxy *p, conn *c, int d, int64_t now) {
                 continue;
             }
             return false;
+        }
+        if (h->trickle_ms > 0) {
+            h->next_byte_at = now + h->trickle_ms;
         }
         k->off += (size_t)n;
         h->held -= (uint64_t)n;
@@ -359,7 +366,9 @@ static int64_t pump(rt_proxy *p) {
         for (int d = 0; d < 2; d++) {
             half *h = &c->dir[d];
             if (!h->paused && !h->want_out && h->head != NULL) {
-                int64_t due = h->head->release_at - now;
+                int64_t at = h->head->release_at;
+                at = h->trickle_ms > 0 && h->next_byte_at > at ? h->next_byte_at : at;
+                int64_t due = at - now;
                 wait = due < wait ? (due < 0 ? 0 : due) : wait;
             }
         }
@@ -540,7 +549,7 @@ const char *rt_proxy_address(const rt_proxy *p) {
     return p->address;
 }
 
-typedef enum { OP_PAUSE, OP_RESUME, OP_DELAY } flag_op;
+typedef enum { OP_PAUSE, OP_RESUME, OP_DELAY, OP_TRICKLE } flag_op;
 
 static int set_flags(rt_proxy *p, rt_proxy_sel sel, rt_proxy_dir dir, flag_op op, int64_t delay) {
     int n = 0;
@@ -552,6 +561,8 @@ static int set_flags(rt_proxy *p, rt_proxy_sel sel, rt_proxy_dir dir, flag_op op
         half *h = &c->dir[dir];
         if (op == OP_DELAY) {
             h->delay_ms = delay;
+        } else if (op == OP_TRICKLE) {
+            h->trickle_ms = delay;
         } else {
             h->paused = op == OP_PAUSE;
         }
@@ -572,6 +583,10 @@ int rt_proxy_resume(rt_proxy *p, rt_proxy_sel sel, rt_proxy_dir dir) {
 
 int rt_proxy_set_delay(rt_proxy *p, rt_proxy_sel sel, rt_proxy_dir dir, int64_t delay_ms) {
     return set_flags(p, sel, dir, OP_DELAY, delay_ms < 0 ? 0 : delay_ms);
+}
+
+int rt_proxy_set_trickle(rt_proxy *p, rt_proxy_sel sel, rt_proxy_dir dir, int64_t every_ms) {
+    return set_flags(p, sel, dir, OP_TRICKLE, every_ms < 0 ? 0 : every_ms);
 }
 
 int rt_proxy_kill(rt_proxy *p, rt_proxy_sel sel) {

@@ -65,6 +65,12 @@ int rt_proxy_resume(rt_proxy *p, rt_proxy_sel sel, rt_proxy_dir dir);
  * connections it applied to. */
 int rt_proxy_set_delay(rt_proxy *p, rt_proxy_sel sel, rt_proxy_dir dir, int64_t delay_ms);
 
+/* A hostile network peer: direction dir of the matching connections
+ * delivers one byte every every_ms (0: all at once again), so that each
+ * read gets a byte just inside a socket timeout longer than every_ms. The
+ * count of those connections. */
+int rt_proxy_set_trickle(rt_proxy *p, rt_proxy_sel sel, rt_proxy_dir dir, int64_t every_ms);
+
 /* Closes both sides of the matching connections, dropping what they held;
  * returns how many. */
 int rt_proxy_kill(rt_proxy *p, rt_proxy_sel sel);
