@@ -12,25 +12,47 @@
 
 #define ADDRESS_MAX 4096
 
-/* Messages quote the address, but never its user and password: they end
- * up in logs. */
-static int fail(char *err, size_t errlen, const char *text, const char *why) {
+/* Where text's userinfo starts: past a scheme ("redis://"), else at the
+ * start ("user:pass@x://..." is all userinfo). */
+static const char *after_scheme(const char *text) {
     const char *rest = strstr(text, "://");
-    /* A scheme has no '@': "user:pass@x://..." is all userinfo to hide. */
-    rest = rest != NULL && memchr(text, '@', (size_t)(rest - text)) == NULL ? rest + 3 : text;
-    size_t scheme = (size_t)(rest - text);
-    const char *slash = strchr(rest, '/');
-    const char *at = NULL;
-    for (const char *p = rest; *p != '\0' && (slash == NULL || p < slash); p++) {
-        if (*p == '@') {
-            at = p;
-        }
+    return rest != NULL && memchr(text, '@', (size_t)(rest - text)) == NULL ? rest + 3 : text;
+}
+
+/* Messages quote the address, but never its password: they end up in
+ * logs. The last '@' ends the userinfo, as in the parser. */
+const char *rlock__address_redact(const char *text, char *out, size_t outlen) {
+    if (outlen == 0) {
+        return out;
     }
-    if (at != NULL) {
-        snprintf(err, errlen, "address \"%.*s***%.200s\": %s", (int)scheme, text, at, why);
-    } else {
-        snprintf(err, errlen, "address \"%.200s\": %s", text, why);
+    if (text == NULL) {
+        snprintf(out, outlen, "(null)");
+        return out;
     }
+    const char *rest = after_scheme(text);
+    const char *at = strrchr(rest, '@');
+    if (at == NULL) {
+        snprintf(out, outlen, "%s", text);
+        return out;
+    }
+    /* "user:pass@": the user is kept; a lone "pass@" is all password, and
+     * so is a "user" with '@' or '/' in it, which a reader may take for
+     * the end of the userinfo. */
+    const char *colon = memchr(rest, ':', (size_t)(at - rest));
+    int user = colon != NULL ? (int)(colon - rest) : 0;
+    if (memchr(rest, '@', (size_t)user) != NULL || memchr(rest, '/', (size_t)user) != NULL) {
+        colon = NULL;
+        user = 0;
+    }
+    snprintf(out, outlen, "%.*s%.*s%s***%s", (int)(rest - text), text, user > 64 ? 64 : user, rest,
+             colon != NULL ? ":" : "", at);
+    return out;
+}
+
+static int fail(char *err, size_t errlen, const char *text, const char *why) {
+    char shown[256];
+    snprintf(err, errlen, "address \"%s\": %s", rlock__address_redact(text, shown, sizeof(shown)),
+             why);
     return RLOCK_ERR_INVALID;
 }
 
@@ -134,14 +156,11 @@ static int parse_userinfo(const char *text, const char *s, size_t n, rlock__addr
 
 static int parse_tcp(const char *text, const char *s, rlock__address *a, char *err, size_t errlen) {
     const char *end = s + strlen(s);
-    const char *slash = strchr(s, '/');
+    /* The last '@' ends the userinfo: passwords may contain '@', ':' and
+     * '/' unescaped (hosts and db numbers have none). */
+    const char *at = strrchr(s, '@');
+    const char *slash = strchr(at != NULL ? at : s, '/');
     const char *hostport_end = slash != NULL ? slash : end;
-    const char *at = NULL;
-    for (const char *p = s; p < hostport_end; p++) {
-        if (*p == '@') {
-            at = p; /* the last '@': passwords may contain '@' when unescaped */
-        }
-    }
     if (at != NULL) {
         int rc = parse_userinfo(text, s, (size_t)(at - s), a, err, errlen);
         if (rc != RLOCK_OK) {

@@ -23,6 +23,12 @@ typedef struct rlock__address {
 int rlock__address_parse(const char *text, rlock__address *out, char *err, size_t errlen);
 void rlock__address_free(rlock__address *a);
 
+/* text as messages may show it: its password replaced by "***"
+ * ("redis://app:***@host:port"; a lone "secret@" becomes "***@"), even
+ * when text is no valid address. Writes at most outlen bytes to out and
+ * returns out. */
+const char *rlock__address_redact(const char *text, char *out, size_t outlen);
+
 /* Calls fn on each comma-separated item of list (spaces around trimmed;
  * an empty item is passed as ""). Stops at fn's first error and returns
  * it; RLOCK_ERR_NOMEM when an item cannot be copied. */

@@ -357,6 +357,132 @@ static void test_reconnect_backoff_resets_after_connect(void **state) {
     pthread_mutex_destroy(&e.mu);
 }
 
+/* ---- no message shows a password --------------------------------------- */
+
+/* Every password in these tests has SECRET_MARK in it; no message may. */
+#define SECRET_MARK "Zq7"
+
+/* Everything the log said, at every level (the log runs on the I/O
+ * thread: read it after the client is destroyed). */
+typedef struct heard {
+    pthread_mutex_t mu;
+    char text[32768];
+    size_t len;
+} heard;
+
+static void hear(int level, const char *message, void *arg) {
+    (void)level;
+    heard *h = arg;
+    pthread_mutex_lock(&h->mu);
+    int n = snprintf(h->text + h->len, sizeof(h->text) - h->len, "%s\n", message);
+    if (n > 0) {
+        h->len += (size_t)n < sizeof(h->text) - h->len ? (size_t)n : sizeof(h->text) - h->len - 1;
+    }
+    pthread_mutex_unlock(&h->mu);
+}
+
+static void expect_no_secret(const char *label, const char *what, const char *text) {
+    if (text != NULL && strstr(text, SECRET_MARK) != NULL) {
+        print_error("%s: %s shows the password: %s\n", label, what, text);
+        fail();
+    }
+}
+
+/* A client with cfg (its log kept) either refused at create, or whose
+ * PING and lock both fail: rlock_last_error(), the future's message and
+ * the log never show the password. */
+static void expect_failures_hide_secret(const char *label, rlock_config cfg) {
+    static heard h; /* the I/O thread writes it until the destroy */
+    memset(&h, 0, sizeof(h));
+    pthread_mutex_init(&h.mu, NULL);
+    cfg.log = hear;
+    cfg.log_arg = &h;
+    cfg.log_level = RLOCK_LOG_DEBUG;
+    cfg.connect_timeout_ms = 500;
+    cfg.timeout_ms = 500;
+    cfg.retry_attempts = 1;
+    cfg.retry_interval_ms = 50;
+    rlock_client *c = NULL;
+    if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
+        expect_no_secret(label, "rlock_client_create", rlock_last_error());
+    } else {
+        rlock_future *fut = rt_command(c, "PING", NULL);
+        assert_int_equal(rlock_future_wait(fut, 10000), RLOCK_OK);
+        if (rlock_future_error(fut) == RLOCK_OK) {
+            print_error("%s: PING succeeded\n", label);
+            fail();
+        }
+        expect_no_secret(label, "the future's message", rlock_future_error_message(fut));
+        rlock_future_release(fut);
+        rlock *l = rlock_get_lock(c, "secret");
+        assert_non_null(l);
+        bool acquired = true;
+        assert_int_not_equal(rlock_try_lock(l, 0, 10000, &acquired), RLOCK_OK);
+        expect_no_secret(label, "rlock_try_lock", rlock_last_error());
+        rlock_free(l);
+        rlock_client_destroy(c); /* joins the I/O thread: no more log calls */
+    }
+    expect_no_secret(label, "the log", h.text);
+    pthread_mutex_destroy(&h.mu);
+}
+
+/* Issue 37: refused, wrong password, TLS to a plain server, malformed
+ * addresses, sentinels and cluster seeds, timed out: no text the library
+ * produces holds the password. The user "app"'s password has '/', '@',
+ * ':' and '%' in it, which the address takes unescaped ('%' as %25). */
+static void test_failures_never_show_the_password(void **state) {
+    fx *f = *state;
+    char good[600];
+    snprintf(good, sizeof(good), "redis://app:Zq7/Se@c:r%%25t@127.0.0.1:%d", f->redis.port);
+    rlock_client *c = connect_to(f, good, NULL);
+    assert_int_equal(rt_finish(rt_command(c, "SET", "pw", "1", NULL), NULL), RLOCK_OK);
+    rlock_client_destroy(c);
+    f->client = NULL;
+
+    char addr[12][600];
+    const char *formats[] = {
+        "redis://app:Zq7Secret@127.0.0.1:1",
+        "redis://app:Zq7/Secret@127.0.0.1:1",
+        "redis://app:Zq7Wrong@127.0.0.1:%d",
+        "redis://Zq7Lone@127.0.0.1:%d",
+        "rediss://app:Zq7Secret@127.0.0.1:%d",
+        "redis://app:Zq7Secret@127.0.0.1:99999",
+        "redis://app:Zq7Secret@127.0.0.1:%d/abc",
+        "redis://app:Zq7Se%%zzcret@127.0.0.1:%d",
+        "redis://app:Zq7Secret@",
+        "app:Zq7Secret@127.0.0.1:%d",
+        "redis://app:Zq7Secret@[::1",
+        "unix://app:Zq7Secret@/x",
+    };
+    for (size_t i = 0; i < sizeof(formats) / sizeof(formats[0]); i++) {
+        snprintf(addr[i], sizeof(addr[i]), formats[i], f->redis.port);
+        expect_failures_hide_secret(addr[i], rt_config(addr[i]));
+    }
+    char list[600];
+    snprintf(list, sizeof(list),
+             "redis://app:Zq7Secret@127.0.0.1:1, redis://:Zq7Other@127.0.0.1:%d", f->redis.port);
+    const char *lists[] = {list, "redis://app:Zq7Secret@127.0.0.1:99999",
+                           "rediss://app:Zq7Secret@127.0.0.1:1", "unix://app:Zq7Secret@/x"};
+    for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+        rlock_config cfg = rt_config("redis://app:Zq7Secret@127.0.0.1");
+        cfg.master_name = "m";
+        cfg.sentinel_addresses = lists[i];
+        expect_failures_hide_secret(lists[i], cfg);
+        cfg = rt_config("redis://app:Zq7Secret@127.0.0.1");
+        cfg.cluster_node_addresses = lists[i];
+        expect_failures_hide_secret(lists[i], cfg);
+    }
+    /* A server that accepts and never answers: timed out. */
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+    expect_failures_hide_secret("paused", rt_config(good));
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+}
+
+static int setup_secret_user(void **state) {
+    rt_redis_opts o = {.acl_user = "app", .acl_password = "Zq7/Se@c:r%t"};
+    return rt_fx_setup_with(state, &o);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_connection_refused),
@@ -374,6 +500,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_connect_timeout_on_silent_server, rt_fx_setup,
                                         rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_backoff_resets_after_connect, rt_fx_setup,
+                                        rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_failures_never_show_the_password, setup_secret_user,
                                         rt_fx_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);

@@ -8,43 +8,10 @@
 #include <string.h>
 #include <sys/time.h>
 
-static int hexval(char c) {
-    if (c >= '0' && c <= '9') {
-        return c - '0';
-    }
-    if (c >= 'a' && c <= 'f') {
-        return c - 'a' + 10;
-    }
-    if (c >= 'A' && c <= 'F') {
-        return c - 'A' + 10;
-    }
-    return -1;
-}
-
-/* Copies [s, s+n) into a new string, decoding %XX; NULL on a bad escape. */
-static char *decode(const char *s, size_t n) {
-    char *out = malloc(n + 1);
-    size_t j = 0;
-    if (out == NULL) {
-        return NULL;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] == '%') {
-            int hi = i + 2 < n ? hexval(s[i + 1]) : -1;
-            int lo = i + 2 < n ? hexval(s[i + 2]) : -1;
-            if (hi < 0 || lo < 0 || (hi == 0 && lo == 0)) {
-                free(out);
-                return NULL;
-            }
-            out[j++] = (char)(hi * 16 + lo);
-            i += 2;
-        } else {
-            out[j++] = s[i];
-        }
-    }
-    out[j] = '\0';
-    return out;
-}
+/* The library's own parser: the command refuses the addresses the library
+ * refuses, reaches the same server, and shows them as it does (the
+ * password hidden). */
+#include "address.h"
 
 static bool command_ok(redisContext *c, char *err, size_t errlen, const char *what, int argc,
                        const char **argv) {
@@ -61,146 +28,131 @@ static bool command_ok(redisContext *c, char *err, size_t errlen, const char *wh
     return ok;
 }
 
-/* In rest (a redis:// address past its scheme): where the host part ends
- * (*end: at the '/' before the db, or the end) and the last '@' before it
- * (*at: NULL when no user or password is given). */
-static void split_userinfo(const char *rest, const char **end, const char **at) {
-    const char *slash = strchr(rest, '/');
-    *end = slash != NULL ? slash : rest + strlen(rest);
-    *at = NULL;
-    for (const char *p = rest; p < *end; p++) {
-        if (*p == '@') {
-            *at = p;
-        }
-    }
+/* address as messages show it: its password hidden. */
+static const char *shown(const char *address, char *buf, size_t size) {
+    return rlock__address_redact(address, buf, size);
 }
 
-redisContext *cli_direct_connect(const char *address, const cli_tls *tls, int timeout_ms, char *err,
-                                 size_t errlen) {
+/* Connects to the parsed address a and authenticates and SELECTs. */
+static redisContext *connect_parsed(const rlock__address *a, const cli_tls *tls, int timeout_ms,
+                                    char *err, size_t errlen) {
     struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
     redisContext *c = NULL;
-    char *host = NULL, *user = NULL, *password = NULL;
-    int port = 6379, db = 0;
-    bool is_tls = strncmp(address, "rediss://", 9) == 0;
-
-    if (strncmp(address, "unix://", 7) == 0) {
-        c = redisConnectUnixWithTimeout(address + 7, tv);
-    } else if (strncmp(address, "redis://", 8) == 0 || is_tls) {
-        const char *rest = address + (is_tls ? 9 : 8);
-        const char *slash = strchr(rest, '/');
-        const char *end = NULL, *at = NULL;
-        split_userinfo(rest, &end, &at);
-        if (at != NULL) {
-            const char *colon = memchr(rest, ':', (size_t)(at - rest));
-            if (colon == NULL) { /* a lone userinfo is the password, as in Redisson */
-                password = decode(rest, (size_t)(at - rest));
-            } else {
-                if (colon > rest) {
-                    user = decode(rest, (size_t)(colon - rest));
-                }
-                password = decode(colon + 1, (size_t)(at - colon - 1));
-            }
-            rest = at + 1;
+    if (a->is_unix) {
+        c = redisConnectUnixWithTimeout(a->path, tv);
+    } else if (a->tls) {
+        static const cli_tls defaults = {0};
+        int fd =
+            cli_tls_relay(a->host, a->port, tls != NULL ? tls : &defaults, timeout_ms, err, errlen);
+        if (fd < 0) {
+            return NULL;
         }
-        const char *port_at = NULL;
-        if (*rest == '[') {
-            const char *close = memchr(rest, ']', (size_t)(end - rest));
-            if (close == NULL) {
-                snprintf(err, errlen, "bad address: no ']' after an IPv6 host");
-                goto fail;
-            }
-            host = strndup(rest + 1, (size_t)(close - rest - 1));
-            port_at = close + 1 < end && close[1] == ':' ? close + 2 : NULL;
-        } else {
-            const char *colon = memchr(rest, ':', (size_t)(end - rest));
-            host = strndup(rest, (size_t)((colon != NULL ? colon : end) - rest));
-            port_at = colon != NULL ? colon + 1 : NULL;
-        }
-        if (port_at != NULL) {
-            port = atoi(port_at);
-        }
-        if (slash != NULL && slash[1] != '\0') {
-            db = atoi(slash + 1);
-        }
-        if (host == NULL || *host == '\0') {
-            snprintf(err, errlen, "bad address: no host");
-            goto fail;
-        }
-        if (is_tls) {
-            static const cli_tls defaults = {0};
-            int fd =
-                cli_tls_relay(host, port, tls != NULL ? tls : &defaults, timeout_ms, err, errlen);
-            if (fd < 0) {
-                goto fail;
-            }
-            c = redisConnectFd(fd);
-        } else {
-            c = redisConnectWithTimeout(host, port, tv);
-        }
+        c = redisConnectFd(fd);
     } else {
-        snprintf(err, errlen,
-                 "bad address: use redis://host:port, rediss://host:port or unix:///path");
-        goto fail;
+        c = redisConnectWithTimeout(a->host, a->port, tv);
     }
     if (c == NULL || c->err) {
         snprintf(err, errlen, "cannot connect: %s", c != NULL ? c->errstr : "out of memory");
         goto fail;
     }
     redisSetTimeout(c, tv);
-    if (password != NULL) {
-        const char *auth_user[] = {"AUTH", user, password};
-        const char *auth[] = {"AUTH", password};
-        bool ok = user != NULL ? command_ok(c, err, errlen, "AUTH", 3, auth_user)
-                               : command_ok(c, err, errlen, "AUTH", 2, auth);
+    if (a->password != NULL) {
+        const char *auth_user[] = {"AUTH", a->user, a->password};
+        const char *auth[] = {"AUTH", a->password};
+        bool ok = a->user != NULL ? command_ok(c, err, errlen, "AUTH", 3, auth_user)
+                                  : command_ok(c, err, errlen, "AUTH", 2, auth);
         if (!ok) {
             goto fail;
         }
     }
-    if (db > 0) {
+    if (a->db > 0) {
         char dbs[16];
-        snprintf(dbs, sizeof dbs, "%d", db);
+        snprintf(dbs, sizeof dbs, "%d", a->db);
         const char *select[] = {"SELECT", dbs};
         if (!command_ok(c, err, errlen, "SELECT", 2, select)) {
             goto fail;
         }
     }
-    free(host);
-    free(user);
-    free(password);
     return c;
 fail:
     if (c != NULL) {
         redisFree(c);
     }
-    free(host);
-    free(user);
-    free(password);
     return NULL;
+}
+
+redisContext *cli_direct_connect(const char *address, const cli_tls *tls, int timeout_ms, char *err,
+                                 size_t errlen) {
+    rlock__address a;
+    if (rlock__address_parse(address, &a, err, errlen) != 0) {
+        return NULL;
+    }
+    redisContext *c = connect_parsed(&a, tls, timeout_ms, err, errlen);
+    rlock__address_free(&a);
+    return c;
+}
+
+/* Appends s to out (of size outlen, *len used) %-encoding all but the
+ * URI's unreserved characters, so that the parser reads s back. */
+static void append_encoded(char *out, size_t outlen, size_t *len, const char *s) {
+    for (; *s != '\0' && *len + 4 < outlen; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+            strchr("-._~", ch) != NULL) {
+            out[(*len)++] = (char)ch;
+        } else {
+            *len += (size_t)snprintf(out + *len, outlen - *len, "%%%02X", ch);
+        }
+    }
+    out[*len] = '\0';
+}
+
+static void append_char(char *out, size_t outlen, size_t *len, char ch) {
+    if (*len + 1 < outlen) {
+        out[(*len)++] = ch;
+        out[*len] = '\0';
+    }
+}
+
+/* "redis://[[user]:password@]host:port[/db]" into out, user and password
+ * from cred (a NULL password: none). 0, or -1 when it does not fit. */
+static int format_address(const rlock__address *cred, const char *host, const char *port, int db,
+                          char *out, size_t outlen) {
+    size_t len = (size_t)snprintf(out, outlen, "redis://");
+    if (cred->password != NULL) {
+        if (cred->user != NULL) {
+            append_encoded(out, outlen, &len, cred->user);
+        }
+        append_char(out, outlen, &len, ':');
+        append_encoded(out, outlen, &len, cred->password);
+        append_char(out, outlen, &len, '@');
+    }
+    bool v6 = strchr(host, ':') != NULL;
+    int n = db > 0
+                ? snprintf(out + len, outlen - len, v6 ? "[%s]:%s/%d" : "%s:%s/%d", host, port, db)
+                : snprintf(out + len, outlen - len, v6 ? "[%s]:%s" : "%s:%s", host, port);
+    return n < 0 || len + (size_t)n + 1 >= outlen ? -1 : 0;
 }
 
 /* address with its host and port replaced (user, password and db kept). */
 static int with_host(const char *address, const char *host, const char *port, char *out,
                      size_t outlen, char *err, size_t errlen) {
-    if (strncmp(address, "redis://", 8) != 0) {
+    rlock__address a;
+    char why[512], buf[256];
+    if (rlock__address_parse(address, &a, why, sizeof why) != 0 || a.is_unix || a.tls) {
+        rlock__address_free(&a); /* the parser leaves it empty on failure */
         snprintf(err, errlen,
                  "with --master-name, --address gives the master's user, password and db: "
                  "use redis://[[user]:password@]host[/db], not \"%s\"",
-                 address);
+                 shown(address, buf, sizeof buf));
         return -1;
     }
-    const char *rest = address + 8;
-    const char *slash = strchr(rest, '/');
-    const char *end = NULL, *at = NULL;
-    split_userinfo(rest, &end, &at);
-    int userinfo = at != NULL ? (int)(at - rest + 1) : 0;
-    bool v6 = strchr(host, ':') != NULL;
-    int n = snprintf(out, outlen, "redis://%.*s%s%s%s:%s%s", userinfo, rest, v6 ? "[" : "", host,
-                     v6 ? "]" : "", port, slash != NULL ? slash : "");
-    if (n < 0 || (size_t)n >= outlen) {
+    int rc = format_address(&a, host, port, a.db, out, outlen);
+    rlock__address_free(&a);
+    if (rc != 0) {
         snprintf(err, errlen, "the master's address is too long");
-        return -1;
     }
-    return 0;
+    return rc;
 }
 
 int cli_sentinel_master(const char *sentinels, const char *master_name, const char *address,
@@ -215,16 +167,19 @@ int cli_sentinel_master(const char *sentinels, const char *master_name, const ch
     char *save = NULL;
     for (char *s = strtok_r(list, ",", &save); s != NULL && rc != 0;
          s = strtok_r(NULL, ",", &save)) {
-        while (*s == ' ') {
+        /* Spaces and tabs around an item are not the address's (as the
+         * library reads the list). */
+        while (*s == ' ' || *s == '\t') {
             s++;
         }
-        for (char *e = s + strlen(s); e > s && e[-1] == ' '; e--) {
+        for (char *e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t'); e--) {
             e[-1] = '\0';
         }
-        char why[256];
+        char why[512], buf[256];
+        const char *name = shown(s, buf, sizeof buf);
         redisContext *c = cli_direct_connect(s, NULL, 2000, why, sizeof why);
         if (c == NULL) {
-            snprintf(err, errlen, "sentinel %s: %s", s, why);
+            snprintf(err, errlen, "sentinel %s: %s", name, why);
             continue;
         }
         redisReply *r = redisCommand(c, "SENTINEL get-master-addr-by-name %s", master_name);
@@ -234,7 +189,7 @@ int cli_sentinel_master(const char *sentinels, const char *master_name, const ch
             rc = with_host(address, r->element[0]->str, r->element[1]->str, out, outlen, err,
                            errlen);
         } else {
-            snprintf(err, errlen, "sentinel %s does not know a master named \"%s\"%s%s", s,
+            snprintf(err, errlen, "sentinel %s does not know a master named \"%s\"%s%s", name,
                      master_name, r != NULL && r->type == REDIS_REPLY_ERROR ? ": " : "",
                      r != NULL && r->type == REDIS_REPLY_ERROR ? r->str : "");
         }
@@ -256,23 +211,20 @@ int cli_sentinel_master(const char *sentinels, const char *master_name, const ch
  * has one, else address's; its host and port; no db (a cluster has only
  * db 0). */
 static int seed_address(const char *s, const char *address, char *out, size_t outlen) {
-    const char *rest = s + 8; /* validated by the library: redis:// */
-    const char *end = NULL, *at = NULL;
-    split_userinfo(rest, &end, &at);
-    const char *hostport = at != NULL ? at + 1 : rest;
-    int userinfo = 0;
-    const char *from = rest;
-    if (at != NULL) {
-        userinfo = (int)(at - rest + 1);
-    } else {
-        const char *arest = address + 8, *aend = NULL, *aat = NULL;
-        split_userinfo(arest, &aend, &aat);
-        userinfo = aat != NULL ? (int)(aat - arest + 1) : 0;
-        from = arest;
+    rlock__address seed, a;
+    char why[512];
+    if (rlock__address_parse(s, &seed, why, sizeof why) != 0) {
+        return -1;
     }
-    int n =
-        snprintf(out, outlen, "redis://%.*s%.*s", userinfo, from, (int)(end - hostport), hostport);
-    return n < 0 || (size_t)n >= outlen ? -1 : 0;
+    int rc = -1;
+    if (!seed.is_unix && !seed.tls && rlock__address_parse(address, &a, why, sizeof why) == 0) {
+        char port[16];
+        snprintf(port, sizeof port, "%d", seed.port);
+        rc = format_address(seed.password != NULL ? &seed : &a, seed.host, port, 0, out, outlen);
+        rlock__address_free(&a);
+    }
+    rlock__address_free(&seed);
+    return rc;
 }
 
 /* Asks the node c (reached as node) for key's slot and the master that
@@ -393,10 +345,11 @@ static int check_master(const char *address, const char *key, char *host, size_t
 int cli_cluster_master(const char *nodes, const char *key, const char *address, char *out,
                        size_t outlen, char *err, size_t errlen) {
     if (strncmp(address, "redis://", 8) != 0) {
+        char buf[256];
         snprintf(err, errlen,
                  "with --cluster-nodes, --address gives only the nodes' user and password: "
                  "use redis://[[user]:password@]host, not \"%s\"",
-                 address);
+                 shown(address, buf, sizeof buf));
         return -1;
     }
     char *list = strdup(nodes);
@@ -417,17 +370,18 @@ int cli_cluster_master(const char *nodes, const char *key, const char *address, 
         for (char *e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t'); e--) {
             e[-1] = '\0';
         }
-        char seed[512], why[256];
-        if (strncmp(s, "redis://", 8) != 0 || seed_address(s, address, seed, sizeof seed) != 0) {
-            snprintf(err, errlen, "cluster node \"%s\": not a redis://host:port address", s);
+        char seed[512], why[512], buf[256];
+        const char *name = shown(s, buf, sizeof buf);
+        if (seed_address(s, address, seed, sizeof seed) != 0) {
+            snprintf(err, errlen, "cluster node \"%s\": not a redis://host:port address", name);
             continue;
         }
         redisContext *c = cli_direct_connect(seed, NULL, 2000, why, sizeof why);
         if (c == NULL) {
-            snprintf(err, errlen, "cluster node %s: %s", s, why);
+            snprintf(err, errlen, "cluster node %s: %s", name, why);
             continue;
         }
-        rc = slot_master(c, s, key, &slot, host, sizeof host, port, sizeof port, err, errlen);
+        rc = slot_master(c, name, key, &slot, host, sizeof host, port, sizeof port, err, errlen);
         redisFree(c);
     }
     free(list);

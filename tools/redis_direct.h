@@ -1,6 +1,7 @@
 /* A plain hiredis connection for what the public API does not read: the
  * lock hash's holders, the read/write lock's mode, the fair lock's queue.
- * Parses the same addresses as rlock_config.address:
+ * Parses addresses with the library's own parser (src/address.h), so it
+ * takes and refuses exactly what rlock_config.address does:
  *   redis://[[user]:password@]host[:port][/db]   (host may be [IPv6])
  *   rediss://...                                  (TLS, through tls_relay.h)
  *   unix:///path/to/socket */
@@ -14,7 +15,7 @@
 #include "tls_relay.h"
 
 /* A connected, authenticated, SELECTed context, or NULL with a reason in
- * err. The caller redisFree()s it. */
+ * err (one that never shows the password). The caller redisFree()s it. */
 redisContext *cli_direct_connect(const char *address, const cli_tls *tls, int timeout_ms, char *err,
                                  size_t errlen);
 

@@ -21,6 +21,7 @@
 #include <rlock/rlock.h>
 #include <rlock/version.h>
 
+#include "address.h"
 #include "redis_direct.h"
 #include "rlock_core.h"
 #include "rlock_text.h"
@@ -271,10 +272,18 @@ redisContext *direct(const options *o) {
     redisContext *c =
         cli_direct_connect(o->address, &tls, left > 1 ? (int)left : 1, err, sizeof err);
     if (c == NULL) {
-        fprintf(stderr, "rlock: %s: ", o->address);
+        fprintf(stderr, "rlock: %s: ", shown_address(o->address));
         text_line(stderr, "", err); /* may quote a server's error */
     }
     return c;
+}
+
+const char *shown_address(const char *address) {
+    /* Two buffers: a message may show two addresses. */
+    static char bufs[2][512];
+    static int next;
+    next = 1 - next;
+    return rlock__address_redact(address, bufs[next], sizeof bufs[next]);
 }
 
 /* "prefix:{name}", or "prefix:name" when name has a hash tag (Redisson's

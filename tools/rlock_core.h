@@ -110,10 +110,13 @@ int64_t redis_check(rlock_client *c, const options *o, int64_t *last_answer_ms);
 rlock *get_handle(rlock_client *c, enum kind kind, const char *name);
 int call_failed(const char *what, const char *name, int rc, const char *detail);
 
-/* A plain connection to the lock's master (NULL: message printed), a
- * Redisson prefixed name (malloc'd), one command (NULL: message printed),
- * a JSON string on stdout. */
+/* A plain connection to the lock's master (NULL: message printed), an
+ * address without its password, a Redisson prefixed name (malloc'd), one
+ * command (NULL: message printed), a JSON string on stdout. */
 redisContext *direct(const options *o);
+/* address as a message may show it: its password hidden (in a static
+ * buffer, valid until the second call after). */
+const char *shown_address(const char *address);
 char *prefixed(const char *prefix, const char *name);
 redisReply *query(redisContext *c, const char *cmd, const char *key);
 void json_string(const char *s, size_t len);

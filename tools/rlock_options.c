@@ -217,7 +217,7 @@ static int check_cluster(const options *o) {
         fprintf(stderr,
                 "rlock: with --cluster-nodes, --address gives only the nodes' user and "
                 "password: use redis://[[user]:password@]host, not \"%s\"\n",
-                o->address);
+                shown_address(o->address));
         return EXIT_USAGE;
     }
     rlock_config cfg;

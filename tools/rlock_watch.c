@@ -240,7 +240,7 @@ int cmd_watch(const options *o) {
             fprintf(stderr,
                     "rlock: %s unsubscribed rlock from %s's channels: its slot moved to another "
                     "master; run rlock watch again\n",
-                    o->address, o->name);
+                    shown_address(o->address), o->name);
             code = EXIT_UNAVAILABLE;
             break;
         }
@@ -270,7 +270,8 @@ int cmd_watch(const options *o) {
         }
         if (n > 0 && (p[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0 &&
             redisBufferRead(sub) != REDIS_OK) {
-            fprintf(stderr, "rlock: lost the connection to %s: %s\n", o->address, sub->errstr);
+            fprintf(stderr, "rlock: lost the connection to %s: %s\n", shown_address(o->address),
+                    sub->errstr);
             code = EXIT_UNAVAILABLE;
             break;
         }

@@ -117,7 +117,9 @@ static int check_seed(const char *item, void *arg) {
     bool is_unix = a.is_unix, tls = a.tls;
     rlock__address_free(&a);
     if (is_unix || tls) {
-        rlock__set_error_message("rlock_config.cluster_node_addresses: \"%s\": %s", item,
+        char shown[256];
+        rlock__set_error_message("rlock_config.cluster_node_addresses: \"%s\": %s",
+                                 rlock__address_redact(item, shown, sizeof(shown)),
                                  is_unix ? "cluster nodes are reached over TCP (redis://host:port)"
                                          : "TLS (rediss://) with Cluster is not supported yet");
         return RLOCK_ERR_INVALID;

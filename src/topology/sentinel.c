@@ -107,9 +107,10 @@ static int check_one(const char *item, void *arg) {
     bool is_unix = a.is_unix;
     rlock__address_free(&a);
     if (is_unix) {
+        char shown[256];
         return invalid("rlock_config.sentinel_addresses: \"%s\"%s: sentinels are reached over "
                        "TCP (redis://host:port)",
-                       item, "");
+                       rlock__address_redact(item, shown, sizeof(shown)), "");
     }
     if (++k->count > MAX_SENTINELS) {
         return invalid("rlock_config.sentinel_addresses: more than %s%s sentinels", "64", "");

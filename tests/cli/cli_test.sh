@@ -719,6 +719,92 @@ usage)
     words 69 'cannot take the lock "x": .*Connection refused' --address redis://127.0.0.1:1 \
         exec --redis-timeout 300 x -- true
     ;;
+addresses)
+    # One address parser (the library's) for every command: a password
+    # with / @ : and %-escapes reaches the server by each of them, raw or
+    # %-encoded, and a bad port, db or %-escape is refused by each with
+    # the same message.
+    port=${RLOCK_ADDRESS##*:}
+    h=127.0.0.1
+    redis-cli -p "$port" ACL SETUSER app on '>Zq7/Se@c:r%t' '~*' '&*' '+@all' >/dev/null ||
+        fail "ACL SETUSER"
+    # The right password, raw and %-encoded: each command gets through.
+    for addr in "redis://app:Zq7/Se@c:r%25t@$h:$port" \
+        "redis://app:Zq7%2FSe%40c%3Ar%25t@$h:$port/0"; do
+        run "$RLOCK" exec --address "$addr" cli:sec -- true
+        [ "$rc" -eq 0 ] || fail "exec with the password gave $rc"
+        for cmd in status "latch count" "watch --timeout 200" "unlock --force"; do
+            # shellcheck disable=SC2086 # cmd is a command and its options
+            run "$RLOCK" $cmd --address "$addr" cli:sec 2>"$WORK/err"
+            [ "$rc" -le 1 ] || fail "$cmd with the password gave $rc: $(cat "$WORK/err")"
+        done
+    done
+    for addr in "redis://$h:99999" "redis://$h:$port/abc" "redis://app:b%zz@$h:$port"; do
+        for cmd in status "status --json" watch "unlock --force" exec "latch count"; do
+            [ "$cmd" = exec ] && tail=(cli:sec -- true) || tail=(cli:sec)
+            # shellcheck disable=SC2086 # cmd is a command and its options
+            run "$RLOCK" $cmd --address "$addr" "${tail[@]}" 2>"$WORK/err"
+            [ "$rc" -eq 64 ] || fail "$cmd --address $addr gave $rc, not 64"
+            grep -Eq '^rlock: --address: address ".*": (the port|the database|bad %-escape)' \
+                "$WORK/err" || fail "$cmd --address $addr said: $(cat "$WORK/err")"
+        done
+    done
+    ;;
+secrets)
+    # No output of rlock holds a password: every failure below is run by
+    # every command (with and without --json), and what it prints on stdout
+    # and stderr is searched for the secret. Every password here has Zq7 in
+    # it; the user name (app) is no secret.
+    port=${RLOCK_ADDRESS##*:}
+    h=127.0.0.1
+    # A TCP port that accepts connections and never answers: timeouts.
+    python3 -c 'import socket, sys, time
+s = socket.socket(); s.bind(("127.0.0.1", 0)); s.listen(64)
+print(s.getsockname()[1], flush=True); time.sleep(60)' >"$WORK/silent" &
+    retry 50 test -s "$WORK/silent" || fail "no silent port"
+    silent=$(cat "$WORK/silent")
+    # Runs every command with the options "$@": each must fail, say why on
+    # stderr, and show the secret nowhere.
+    secret_free() {
+        local cmd tail
+        for cmd in status "status --json" "watch --timeout 300" "watch --timeout 300 --json" \
+            "unlock --force" exec "latch count" "latch count --json" "latch set"; do
+            case "$cmd" in
+            exec) tail=(cli:sec -- true) ;;
+            "latch set") tail=(cli:sec 1) ;;
+            *) tail=(cli:sec) ;;
+            esac
+            # shellcheck disable=SC2086 # cmd is a command and its options
+            run "$RLOCK" $cmd --redis-timeout 1500 "$@" "${tail[@]}" >"$WORK/out" 2>"$WORK/err"
+            [ "$rc" -ne 0 ] || fail "rlock $cmd $* succeeded"
+            [ -s "$WORK/err" ] || fail "rlock $cmd $* said nothing"
+            if grep -q Zq7 "$WORK/out" "$WORK/err"; then
+                cat "$WORK/out" "$WORK/err"
+                fail "rlock $cmd $* printed the password"
+            fi
+        done
+    }
+    for addr in "redis://app:Zq7Secret@$h:1" "redis://app:Zq7/Secret@$h:1" \
+        "redis://app:Zq7Wrong@$h:$port" "redis://Zq7Lone@$h:$port" \
+        "redis://app:Zq7Secret@$h:$silent" "rediss://app:Zq7Secret@$h:$port" \
+        "redis://app:Zq7Secret@$h:99999" "redis://app:Zq7Secret@$h:$port/abc" \
+        "redis://app:Zq7Se%zzcret@$h:$port" "redis://app:Zq7Secret@" "app:Zq7Secret@$h:$port" \
+        "redis://app:Zq7Secret@[::1" "redis://app:Zq7Secret@$h:$port/1/2" \
+        "unix://app:Zq7Secret@/x"; do
+        secret_free --address "$addr"
+    done
+    secret_free --address "redis://app:Zq7Secret@$h" --master-name m \
+        --sentinels "redis://app:Zq7Secret@$h:1, redis://:Zq7Other@$h:$port"
+    secret_free --address "redis://app:Zq7Secret@$h" --master-name m \
+        --sentinels "redis://app:Zq7Secret@$h:99999"
+    secret_free --address "rediss://app:Zq7Secret@$h" --master-name m --sentinels "redis://$h:1"
+    secret_free --address "unix://app:Zq7Secret@/x" --master-name m --sentinels "redis://$h:1"
+    secret_free --address "redis://app:Zq7Secret@$h" \
+        --cluster-nodes "redis://app:Zq7Secret@$h:1, redis://:Zq7Other@$h:$port"
+    secret_free --address "redis://app:Zq7Secret@$h" --cluster-nodes "rediss://app:Zq7Secret@$h:1"
+    secret_free --address "redis://app:Zq7Secret@$h" --cluster-nodes "redis://app:Zq7Secret@$h:0"
+    secret_free --address "unix://app:Zq7Secret@/x" --cluster-nodes "redis://$h:1"
+    ;;
 watch)
     # Events as they happen: a lock taken and released, a write lock's
     # message on its own channel, a fair lock's on its waiter's channel.
