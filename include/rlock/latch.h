@@ -16,6 +16,9 @@
  * with Redis's CROSSSLOT error (RLOCK_ERR_REDIS): give latches names
  * without '{'.
  *
+ * A count read back (rlock_latch_get_count(), an await) that is not one
+ * whole integer (written by another program) is RLOCK_ERR_REDIS.
+ *
  * A wait is in milliseconds: -1 waits until zero; other negative values,
  * or above one year, are RLOCK_ERR_INVALID. A NULL handle is
  * RLOCK_ERR_INVALID; a handle whose client was destroyed gives
@@ -58,7 +61,9 @@ RLOCK_API void rlock_latch_free(rlock_latch *l);
 /** Sets the count when the latch does not exist (trySetCount), and
  * publishes 1.
  * @param l the latch.
- * @param count the count (Redisson's trySetCount takes any long).
+ * @param count the count, any sign (Redisson's trySetCount takes any
+ *        long), within +-2^53 (what the scripts' Lua numbers hold
+ *        exactly; else RLOCK_ERR_INVALID and nothing sent).
  * @param set set to whether it was set (false: it existed).
  * @return 0, or a negative ::rlock_errno. */
 RLOCK_API int rlock_latch_try_set_count(rlock_latch *l, int64_t count, bool *set);

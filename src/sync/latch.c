@@ -97,10 +97,12 @@ static int await_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res 
                        const char **msg) {
     (void)op;
     int64_t count = 0;
-    if (r->type == REDIS_REPLY_STRING) {
-        count = strtoll(r->str, NULL, 10);
-    } else if (r->type != REDIS_REPLY_NIL) {
+    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
         *msg = "unexpected reply to the latch's GET";
+        return RLOCK_ERR_REDIS;
+    }
+    if (!rlock__sync_reply_number(r, &count)) {
+        *msg = "the latch's count is not an integer";
         return RLOCK_ERR_REDIS;
     }
     /* await(): while (getCount() > 0) wait */
@@ -158,7 +160,14 @@ static rlock__cmd *delete_cmd(const rlock *o, int64_t unused) {
 }
 
 int rlock_latch_try_set_count(rlock_latch *l, int64_t count, bool *set) {
-    return bool_call(l, "rlock_latch_try_set_count", set, try_set_count_cmd, count);
+    const char *fn = "rlock_latch_try_set_count";
+    if (l != NULL && rlock__check_lua_number(fn, "count", count) != RLOCK_OK) {
+        if (set != NULL) {
+            *set = false;
+        }
+        return RLOCK_ERR_INVALID;
+    }
+    return bool_call(l, fn, set, try_set_count_cmd, count);
 }
 
 int rlock_latch_delete(rlock_latch *l, bool *deleted) {

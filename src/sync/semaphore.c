@@ -87,6 +87,13 @@ static const rlock__sync_kind acquire_kind = {
     .no_retry = true, /* syncedEvalNoRetry */
 };
 
+/* A count the scripts cannot hold exactly: the failed future, else NULL. */
+static rlock_future *refuse_inexact(int64_t permits, const char *fn) {
+    return rlock__check_lua_number(fn, "permits", permits) != RLOCK_OK
+               ? rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error())
+               : NULL;
+}
+
 /* Checks shared by the permit calls: NULL when the call goes on. */
 static rlock_future *refuse_permits(rlock_semaphore *s, int64_t permits, const char *fn) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
@@ -95,7 +102,7 @@ static rlock_future *refuse_permits(rlock_semaphore *s, int64_t permits, const c
                                 "negative",
                                 fn, (long long)permits);
     }
-    return f;
+    return f != NULL ? f : refuse_inexact(permits, fn);
 }
 
 /* acquire (wait_ms -1) and tryAcquire(permits, wait). */
@@ -139,8 +146,12 @@ rlock_future *rlock_semaphore_release_async(rlock_semaphore *s, int64_t permits)
 
 /* ---- the other calls (blocking only) -------------------------------------------- */
 
+/* trySetPermits and addPermits take any sign, as Redisson's (semaphore.h). */
 static rlock_future *try_set_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f == NULL) {
+        f = refuse_inexact(permits, fn);
+    }
     return f != NULL ? f
                      : rlock__sync_call(
                            OBJ(s), publishing_cmd(OBJ(s), &rlock__script_semaphore_try_set_permits,
@@ -149,6 +160,9 @@ static rlock_future *try_set_permits_async(rlock_semaphore *s, int64_t permits, 
 
 static rlock_future *add_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f == NULL) {
+        f = refuse_inexact(permits, fn);
+    }
     return f != NULL
                ? f
                : rlock__sync_call(

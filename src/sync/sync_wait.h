@@ -88,9 +88,14 @@ struct rlock__sync_op {
 rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg,
                                      int64_t wait_ms);
 
-/* One command as a future whose value is the reply's number: an integer,
- * a string holding one, 0 for nil or anything else. Takes cmd (NULL: out
- * of memory). */
+/* LongCodec's reading of a reply into *out: an integer, a string that is
+ * one whole (optional '-', digits, in int64 range), 0 for nil or anything
+ * else; false (and *out 0) for a string that is not one whole integer. */
+bool rlock__sync_reply_number(const redisReply *r, int64_t *out);
+
+/* One command as a future whose value is the reply's number
+ * (rlock__sync_reply_number); a string that is none fails the future with
+ * RLOCK_ERR_REDIS. Takes cmd (NULL: out of memory). */
 rlock_future *rlock__sync_call(rlock *o, rlock__cmd *cmd);
 
 /* A handle of the synchronizer kind ops, as rlock__object_new; NULL with
