@@ -79,8 +79,10 @@ struct rlock__sync_op {
     bool cancelled : 1;
     bool has_id : 1;        /* the value's text is id, in hex (a permit id) */
     bool resend : 1;        /* the timer sends the try again (unsynced_tries) */
-    uint8_t unsynced_tries; /* tries no replica confirmed, in a row (up to retry_attempts) */
-    uint8_t id[16];         /* the permit semaphore's id of the try out */
+    /* tries no replica confirmed, in a row: up to retry_attempts, which
+     * may be 1000 (a uint8_t wrapped at 256 and tried for good) */
+    uint16_t unsynced_tries;
+    uint8_t id[16]; /* the permit semaphore's id of the try out */
 };
 
 /* Starts a waiting call of kind k on o: wait_ms < 0 waits until done.
