@@ -340,6 +340,25 @@ static void test_bad_input(void **state) {
     rlock_latch_free(l);
 }
 
+/* Names with braces in odd places work on a single server (only a
+ * Cluster refuses those whose names fall in different slots). */
+static void test_brace_names_single_server(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    const char *names[] = {"a{b}c", "a}b", "{}x"};
+    for (int i = 0; i < 3; i++) {
+        rlock_latch *l = rlock_get_count_down_latch(c, names[i]);
+        assert_non_null(l);
+        bool ok = false;
+        assert_int_equal(rlock_latch_try_set_count(l, 1, &ok), RLOCK_OK);
+        assert_true(ok);
+        assert_int_equal(rlock_latch_count_down(l), RLOCK_OK);
+        assert_int_equal(rlock_latch_await(l, 1000, &ok), RLOCK_OK);
+        assert_true(ok);
+        rlock_latch_free(l);
+    }
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_count_down, setup, teardown),
@@ -352,6 +371,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inexact_count_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_count_read_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

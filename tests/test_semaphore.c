@@ -532,6 +532,23 @@ static void test_binary_name(void **state) {
     rlock_semaphore_free(s);
 }
 
+/* Names with braces in odd places work on a single server (only a
+ * Cluster refuses those whose names fall in different slots). */
+static void test_brace_names_single_server(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    const char *names[] = {"a{b}c", "a}b", "{}x"};
+    for (int i = 0; i < 3; i++) {
+        rlock_semaphore *s = rlock_get_semaphore(c, names[i]);
+        assert_non_null(s);
+        assert_int_equal(rlock_semaphore_add_permits(s, 1), RLOCK_OK);
+        bool ok = false;
+        assert_int_equal(rlock_semaphore_try_acquire(s, 1, 0, &ok), RLOCK_OK);
+        assert_true(ok);
+        rlock_semaphore_free(s);
+    }
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_zero, setup, teardown),
@@ -550,6 +567,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_inexact_permits_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_count_read_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_try_set_negative, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

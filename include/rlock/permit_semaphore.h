@@ -28,7 +28,14 @@
  * unknown or expired id is RLOCK_ERR_NOT_HELD (an expired one is still
  * given back to the semaphore, as Redisson's script does). A lease is in
  * milliseconds, -1 for none; other negative leases are RLOCK_ERR_INVALID.
- * Waits, handles and threads: as rlock/semaphore.h. */
+ * Waits, handles and threads: as rlock/semaphore.h.
+ *
+ * Cluster mode: the name, its timeout set and its channel must hash to
+ * one slot (the scripts pass all three as keys), as rlock/semaphore.h
+ * says: rlock_get_permit_expirable_semaphore() refuses a name whose
+ * braces make no hash tag of its own ("a}b": `{a}b}:timeout` and
+ * `redisson_sc:{a}b}` are in the slot of "a") with NULL and a message
+ * naming the slots. "a{b}c" or a name without braces works. */
 #ifndef RLOCK_PERMIT_SEMAPHORE_H
 #define RLOCK_PERMIT_SEMAPHORE_H
 

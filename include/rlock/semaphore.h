@@ -11,6 +11,16 @@
  * get permits in no set order. Processes that use Redisson (Java) on the
  * same name share the permits and wake each other.
  *
+ * Cluster mode: the scripts pass the channel as a key and waiters listen
+ * on the shard of the channel's slot, so the name and its channel must
+ * hash to one slot. With a name whose braces make no hash tag of its own
+ * ("a}b", "{}x", "x{") Redisson's channel (`redisson_sc:{a}b}`, kept as
+ * is) is in another slot: rlock_get_semaphore() refuses such a name in
+ * Cluster mode (NULL, rlock_last_error() saying why and naming both
+ * slots) rather than fail the scripts with CROSSSLOT. A name without '{'
+ * and '}', or one with a hash tag ("{tag}x", "a{b}c"), works; on a single
+ * server or Sentinel any name does.
+ *
  * Permits are int64_t. Those acquired or released must not be negative
  * (RLOCK_ERR_INVALID, with a message in rlock_last_error() or the future's
  * message, and nothing sent: Redisson's "Permits amount can't be
@@ -55,7 +65,8 @@ typedef struct rlock_semaphore rlock_semaphore;
  * @param c the client.
  * @param name the semaphore's name, NUL-terminated.
  * @return the handle, or NULL for a NULL client, an empty or too long name
- *         (RLOCK_NAME_MAX), a destroyed client, or out of memory (see
+ *         (RLOCK_NAME_MAX), a destroyed client, a name Cluster mode cannot
+ *         hold in one slot (see above), or out of memory (see
  *         rlock_last_error()). */
 RLOCK_API rlock_semaphore *rlock_get_semaphore(rlock_client *c, const char *name);
 /** The same for a name of len bytes that may hold any byte.

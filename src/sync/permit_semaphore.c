@@ -16,6 +16,7 @@
 #include "rlock/errors.h"
 #include "rlock/permit_semaphore.h"
 #include "rlock__scripts_all.h"
+#include "sync_slots.h"
 #include "sync_wait.h"
 
 static const rlock__kind_ops permit_ops = {
@@ -30,10 +31,16 @@ static const rlock__kind_ops permit_ops = {
 
 #define ID_BYTES 16
 
+typedef struct names names;
+static bool names_make(const rlock *o, names *n);
+static void names_free(names *n);
+static rlock *one_slot(rlock *o, const char *fn);
+
 rlock_permit_semaphore *rlock_get_permit_expirable_semaphore_n(rlock_client *c, const char *name,
                                                                size_t len) {
-    return (rlock_permit_semaphore *)(void *)rlock__sync_new(
-        c, "rlock_get_permit_expirable_semaphore", name, len, &permit_ops);
+    const char *fn = "rlock_get_permit_expirable_semaphore";
+    return (rlock_permit_semaphore *)(void *)one_slot(
+        rlock__sync_new(c, fn, name, len, &permit_ops), fn);
 }
 
 rlock_permit_semaphore *rlock_get_permit_expirable_semaphore(rlock_client *c, const char *name) {
@@ -50,11 +57,11 @@ void rlock_permit_semaphore_free(rlock_permit_semaphore *s) {
 
 /* A script call's names, made for the call: the timeout set (suffixName)
  * and the channel (prefixName), each in a local buffer when it fits. */
-typedef struct names {
+struct names {
     char *timeout, *channel;
     size_t timeout_len, channel_len;
     char local[2][256];
-} names;
+};
 
 static bool names_make(const rlock *o, names *n) {
     /* suffixName(name, "timeout"): "{name}:timeout", "name:timeout" when
@@ -89,6 +96,30 @@ static void names_free(names *n) {
     if (n->channel != n->local[1]) {
         free(n->channel);
     }
+}
+
+/* The name, its timeout set and its channel in one Cluster slot
+ * (sync_slots.h): o, or NULL (o freed) with rlock_last_error() saying
+ * why. */
+static rlock *one_slot(rlock *o, const char *fn) {
+    if (o == NULL) {
+        return NULL;
+    }
+    names n;
+    bool ok = names_make(o, &n);
+    if (ok) {
+        rlock__sync_name all[] = {{"key", rlock__name_of(o), o->name_len},
+                                  {"timeout set", n.timeout, n.timeout_len},
+                                  {"channel", n.channel, n.channel_len}};
+        ok = rlock__sync_one_slot(o, fn, all, 3);
+    } else {
+        rlock__set_error_message("%s: out of memory", fn);
+    }
+    names_free(&n);
+    if (!ok) {
+        rlock__sync_free(o);
+    }
+    return ok ? o : NULL;
 }
 
 static int64_t expiry_of(int64_t lease_ms) {
