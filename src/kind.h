@@ -69,6 +69,16 @@ void rlock__args_key(rlock__args *a, const char *s, size_t len);
 void rlock__args_str(rlock__args *a, const char *s, size_t len);
 void rlock__args_lit(rlock__args *a, const char *s); /* a NUL-terminated constant */
 void rlock__args_int(rlock__args *a, int64_t v);
+/* The scripts (Redisson's, byte for byte) read ARGV numbers with Lua's
+ * tonumber, a double: an integer beyond +-2^53 is stored or compared
+ * rounded (addPermits of INT64_MAX writes "9.2233720368547758e+18", which
+ * no later call reads as an integer). Every count, permit and time
+ * argument passes here first. A sum the script makes (add 2^52 twice) can
+ * still go beyond: that is the server's, not checkable here. */
+#define RLOCK__LUA_EXACT_MAX (INT64_C(1) << 53)
+/* RLOCK_OK, or RLOCK_ERR_INVALID with the message "fn: what v is beyond
+ * +-2^53 ..." set (rlock_last_error()). */
+int rlock__check_lua_number(const char *fn, const char *what, int64_t v);
 /* The owner's hash field, "<clientId>:<threadId>" (once per call). */
 void rlock__args_owner(rlock__args *a, const rlock *l, uint64_t thread_id);
 /* The handle's channel as a key (once per call). */

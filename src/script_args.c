@@ -5,6 +5,7 @@
 #include "executor.h"
 #include "kind.h"
 #include "resp.h"
+#include "rlock/errors.h"
 
 void rlock__args_init(rlock__args *a) {
     a->argc = 0;
@@ -42,6 +43,16 @@ void rlock__args_int(rlock__args *a, int64_t v) {
     }
     size_t n = rlock__int_text(v, a->num[a->argc]);
     rlock__args_str(a, a->num[a->argc], n);
+}
+
+int rlock__check_lua_number(const char *fn, const char *what, int64_t v) {
+    if (v < -RLOCK__LUA_EXACT_MAX || v > RLOCK__LUA_EXACT_MAX) {
+        rlock__set_error_message("%s: %s %lld is beyond +-2^53, the largest integer the "
+                                 "scripts' Lua numbers hold exactly",
+                                 fn, what, (long long)v);
+        return RLOCK_ERR_INVALID;
+    }
+    return RLOCK_OK;
 }
 
 void rlock__args_owner(rlock__args *a, const rlock *l, uint64_t thread_id) {

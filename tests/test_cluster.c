@@ -2105,6 +2105,51 @@ static void test_cluster_unlock_retried(void **state) {
     rlock_client_destroy(c);
 }
 
+/* A synchronizer whose keys and channel (Redisson's names, kept) would
+ * fall in different slots is refused when the handle is made, saying why:
+ * its scripts would fail with CROSSSLOT and its waiters listen on another
+ * shard. One whose names share a slot ("a{b}c" for the semaphores, whose
+ * derived names keep the tag; a name without braces) is made and works. */
+static void test_cluster_sync_names_one_slot(void **state) {
+    fx *f = *state;
+    rlock_config cfg = cluster_config(f);
+    rlock_client *c = cluster_client(&cfg);
+    assert_null(rlock_get_count_down_latch(c, "a{b}c"));
+    assert_non_null(strstr(rlock_last_error(), "rlock_get_count_down_latch"));
+    assert_non_null(strstr(rlock_last_error(), "CROSSSLOT"));
+    assert_non_null(strstr(rlock_last_error(), "redisson_countdownlatch__channel__{a{b}c}"));
+    assert_null(rlock_get_count_down_latch(c, "a}b"));
+    assert_null(rlock_get_semaphore(c, "a}b"));
+    assert_non_null(strstr(rlock_last_error(), "Cluster mode"));
+    assert_null(rlock_get_permit_expirable_semaphore(c, "a}b"));
+    assert_non_null(strstr(rlock_last_error(), "slot"));
+    assert_null(rlock_get_permit_expirable_semaphore_n(c, "{}x", 3));
+
+    rlock_semaphore *s = rlock_get_semaphore(c, "a{b}c");
+    assert_non_null(s);
+    assert_int_equal(rlock_semaphore_add_permits(s, 1), RLOCK_OK);
+    bool ok = false;
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 1000, &ok), RLOCK_OK);
+    assert_true(ok);
+    rlock_semaphore_free(s);
+    rlock_permit_semaphore *p = rlock_get_permit_expirable_semaphore(c, "a{b}c");
+    assert_non_null(p);
+    assert_int_equal(rlock_permit_semaphore_add_permits(p, 1), RLOCK_OK);
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_try_acquire(p, 1000, -1, id, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_permit_semaphore_release(p, id), RLOCK_OK);
+    rlock_permit_semaphore_free(p);
+    rlock_latch *l = rlock_get_count_down_latch(c, "plain-latch");
+    assert_non_null(l);
+    assert_int_equal(rlock_latch_try_set_count(l, 1, &ok), RLOCK_OK);
+    assert_int_equal(rlock_latch_count_down(l), RLOCK_OK);
+    assert_int_equal(rlock_latch_await(l, 1000, &ok), RLOCK_OK);
+    assert_true(ok);
+    rlock_latch_free(l);
+    rlock_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cluster_settings_checked),
@@ -2127,6 +2172,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_cluster_failover_processes_counter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_ask_leaves_the_map, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_unlock_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_sync_names_one_slot, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -254,6 +254,59 @@ static void test_reconnect_while_waiting(void **state) {
     rlock_latch_free(l);
 }
 
+/* Writes value at key as is (what another process may have written). */
+static void set_raw(rt_redis *r, const char *key, const char *value) {
+    redisReply *rep = rt_redis_command(r, "SET %s %s", key, value);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+}
+
+#define EXACT_MAX (INT64_C(1) << 53)
+
+/* A count Lua cannot hold exactly is refused, nothing written; 2^53 is
+ * exact. trySetCount takes any sign, as Redisson's (a long, unchecked). */
+static void test_inexact_count_refused(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_latch *l = rlock_get_count_down_latch(c, "big");
+    bool b = true;
+    assert_int_equal(rlock_latch_try_set_count(l, INT64_MAX, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+    assert_non_null(strstr(rlock_last_error(), "2^53"));
+    assert_int_equal(rlock_latch_try_set_count(l, -EXACT_MAX - 1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS big"), 0);
+    assert_int_equal(rlock_latch_try_set_count(l, EXACT_MAX, &b), RLOCK_OK);
+    assert_true(b);
+    int64_t n = 0;
+    assert_int_equal(rlock_latch_get_count(l, &n), RLOCK_OK);
+    assert_int_equal(n, EXACT_MAX);
+    assert_int_equal(rlock_latch_delete(l, &b), RLOCK_OK);
+    assert_int_equal(rlock_latch_try_set_count(l, -3, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(rlock_latch_get_count(l, &n), RLOCK_OK);
+    assert_int_equal(n, -3);
+    rlock_latch_free(l);
+}
+
+/* A count read back is one whole integer or an error: get_count and
+ * await read "9.2233720368547758e+18" as 9 before. */
+static void test_count_read_whole(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_latch *l = rlock_get_count_down_latch(c, "odd");
+    set_raw(&f->redis, "odd", "9.2233720368547758e+18");
+    int64_t n = 7;
+    assert_int_equal(rlock_latch_get_count(l, &n), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_last_error(), "not an integer"));
+    assert_int_equal(n, 0);
+    bool reached = true;
+    assert_int_equal(rlock_latch_await(l, 100, &reached), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_last_error(), "not an integer"));
+    assert_false(reached);
+    rlock_latch_free(l);
+}
+
 static void test_bad_input(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
@@ -287,6 +340,25 @@ static void test_bad_input(void **state) {
     rlock_latch_free(l);
 }
 
+/* Names with braces in odd places work on a single server (only a
+ * Cluster refuses those whose names fall in different slots). */
+static void test_brace_names_single_server(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    const char *names[] = {"a{b}c", "a}b", "{}x"};
+    for (int i = 0; i < 3; i++) {
+        rlock_latch *l = rlock_get_count_down_latch(c, names[i]);
+        assert_non_null(l);
+        bool ok = false;
+        assert_int_equal(rlock_latch_try_set_count(l, 1, &ok), RLOCK_OK);
+        assert_true(ok);
+        assert_int_equal(rlock_latch_count_down(l), RLOCK_OK);
+        assert_int_equal(rlock_latch_await(l, 1000, &ok), RLOCK_OK);
+        assert_true(ok);
+        rlock_latch_free(l);
+    }
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_count_down, setup, teardown),
@@ -297,6 +369,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_destroy_with_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inexact_count_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_count_read_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

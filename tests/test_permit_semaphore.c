@@ -13,6 +13,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -401,6 +402,138 @@ static void test_reconnect_while_waiting(void **state) {
     rlock_permit_semaphore_free(s);
 }
 
+/* Writes value at key as is (what another process may have written). */
+static void set_raw(rt_redis *r, const char *key, const char *value) {
+    redisReply *rep = rt_redis_command(r, "SET %s %s", key, value);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+}
+
+/* The scripts the server ran so far (EVAL and EVALSHA). */
+static long long scripts_run(rt_redis *r) {
+    redisReply *rep = rt_redis_command(r, "INFO commandstats");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    long long n = 0;
+    const char *names[] = {"cmdstat_eval:calls=", "cmdstat_evalsha:calls="};
+    for (int i = 0; i < 2; i++) {
+        const char *p = strstr(rep->str, names[i]);
+        n += p != NULL ? atoll(p + strlen(names[i])) : 0;
+    }
+    freeReplyObject(rep);
+    return n;
+}
+
+#define EXACT_MAX (INT64_C(1) << 53)
+
+/* A count Lua cannot hold exactly is refused before anything is sent. */
+static void test_inexact_permits_refused(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "big");
+    bool b = true;
+    const int64_t bad[] = {INT64_MAX, EXACT_MAX + 1, INT64_MIN, -EXACT_MAX - 1};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(rlock_permit_semaphore_add_permits(s, bad[i]), RLOCK_ERR_INVALID);
+        assert_non_null(strstr(rlock_last_error(), "2^53"));
+        assert_int_equal(rlock_permit_semaphore_set_permits(s, bad[i]), RLOCK_ERR_INVALID);
+        assert_int_equal(rlock_permit_semaphore_try_set_permits(s, bad[i], &b), RLOCK_ERR_INVALID);
+        assert_false(b);
+        assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS big"), 0); /* nothing written */
+    }
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, EXACT_MAX), RLOCK_OK);
+    assert_int_equal(available(s), EXACT_MAX);
+    rlock_permit_semaphore_free(s);
+}
+
+/* A count read back is one whole integer or an error, not the digits
+ * before a dot. */
+static void test_count_read_whole(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "odd");
+    set_raw(&f->redis, "odd", "9.2233720368547758e+18");
+    int64_t n = 7;
+    assert_int_equal(rlock_permit_semaphore_available_permits(s, &n), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_last_error(), "not an integer"));
+    assert_int_equal(n, 0);
+    rlock_permit_semaphore_free(s);
+}
+
+/* trySetPermits and setPermits take any sign, as Redisson's. */
+static void test_try_set_negative(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "debt");
+    bool b = false;
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, -5, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(available(s), -5);
+    assert_int_equal(rlock_permit_semaphore_set_permits(s, -2), RLOCK_OK);
+    assert_int_equal(available(s), -2);
+    rlock_permit_semaphore_free(s);
+}
+
+/* A lease end in the timeout set that is none ("inf", a negative score
+ * the scripts never give back) is no time to try again at: the waiter
+ * waits for a message, not a try every 1 ms (nor an undefined cast). */
+static void test_odd_lease_end_no_poll(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "odd");
+    const char *scores[] = {"-5", "+inf"};
+    for (int i = 0; i < 2; i++) {
+        set_raw(&f->redis, "odd", "0");
+        rt_redis_int(&f->redis, NULL, "DEL {odd}:timeout");
+        assert_int_equal(rt_redis_int(&f->redis, NULL, "ZADD {odd}:timeout %s someid", scores[i]),
+                         1);
+        long long before = scripts_run(&f->redis);
+        char id[RLOCK_PERMIT_ID_MAX];
+        assert_false(try_acquire(s, 300, -1, id));
+        /* the first try, and one more once the subscription is confirmed */
+        assert_true(scripts_run(&f->redis) - before <= 4);
+    }
+    rlock_permit_semaphore_free(s);
+}
+
+/* A permit id is what Redisson prints: at most 32 hex digits (16 bytes),
+ * an even number of them (ByteBufUtil.decodeHexDump throws on an odd
+ * length or a non-hex digit). A longer one is refused before any buffer
+ * holds it; a shorter one is looked up (and not found), as Redisson's. */
+static void test_permit_id_checked(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "ids");
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1, &(bool){false}), RLOCK_OK);
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_true(try_acquire(s, 0, -1, id));
+    bool b = true;
+    char longer[128];
+    const char *bad[] = {"0011223344556677889900112233445566", /* 34 digits */
+                         "001122334455667788990011223344556677889900112233445566778899aabb",
+                         "0g", "zz", "abc", "", "00 1", longer};
+    memset(longer, 'a', sizeof(longer) - 1);
+    longer[sizeof(longer) - 1] = '\0';
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(rlock_permit_semaphore_try_release(s, bad[i], &b), RLOCK_ERR_INVALID);
+        assert_false(b);
+        assert_non_null(strstr(rlock_last_error(), "permit id"));
+        assert_int_equal(rlock_permit_semaphore_update_lease_time(s, bad[i], 100, &b),
+                         RLOCK_ERR_INVALID);
+        assert_int_equal(rlock_permit_semaphore_release(s, bad[i]), RLOCK_ERR_INVALID);
+    }
+    assert_int_equal(rlock_permit_semaphore_try_release(s, "00112233", &b), RLOCK_OK);
+    assert_false(b); /* no such permit */
+    char upper[RLOCK_PERMIT_ID_MAX];
+    for (size_t i = 0; i <= strlen(id); i++) {
+        upper[i] = (char)(id[i] >= 'a' && id[i] <= 'f' ? id[i] - 'a' + 'A' : id[i]);
+    }
+    assert_int_equal(rlock_permit_semaphore_try_release(s, upper, &b), RLOCK_OK);
+    assert_true(b); /* decodeHexDump reads either case */
+    rlock_permit_semaphore_free(s);
+}
+
 static void test_bad_input(void **state) {
     fx *f = *state;
     rlock_client *c = new_client(f);
@@ -447,6 +580,23 @@ static void test_bad_input(void **state) {
     rlock_permit_semaphore_free(s);
 }
 
+/* Names with braces in odd places work on a single server (only a
+ * Cluster refuses those whose names fall in different slots). */
+static void test_brace_names_single_server(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    const char *names[] = {"a{b}c", "a}b", "{}x"};
+    for (int i = 0; i < 3; i++) {
+        psem *s = rlock_get_permit_expirable_semaphore(c, names[i]);
+        assert_non_null(s);
+        assert_int_equal(rlock_permit_semaphore_add_permits(s, 1), RLOCK_OK);
+        char id[RLOCK_PERMIT_ID_MAX];
+        assert_true(try_acquire(s, 0, -1, id));
+        assert_int_equal(rlock_permit_semaphore_release(s, id), RLOCK_OK);
+        rlock_permit_semaphore_free(s);
+    }
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_permit_counts, setup, teardown),
@@ -460,6 +610,12 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_destroy_with_pending, setup, teardown),
         cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inexact_permits_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_count_read_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_try_set_negative, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_odd_lease_end_no_poll, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_permit_id_checked, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -529,6 +529,49 @@ static void test_unsynced_unlock_retried(void **state) {
     rlock_client_destroy(c);
 }
 
+/* retry_attempts holds its whole range (up to 1000): with 256, a
+ * semaphore acquire no replica confirms is tried 1 + 256 times and fails
+ * (its count of tries, a uint8_t, wrapped at 256 and the call never
+ * returned). */
+static void test_unsynced_many_attempts(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e, 10);
+    cfg.retry_attempts = 256;
+    cfg.retry_interval_ms = 1;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock_semaphore *s = rlock_get_semaphore(c, "rs-many");
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    add_permit_synced(s);
+    /* WAIT's 10 ms timeouts served on time (not at hz 10's 100 ms), and
+     * the stopped replica not dropped (repl-timeout, 60 s) before the
+     * tries are over, which would let a try through. */
+    freeReplyObject(rt_redis_command(master, "CONFIG SET hz 100"));
+    freeReplyObject(rt_redis_command(master, "CONFIG SET repl-timeout 600"));
+    assert_int_equal(rt_redis_pause(replica), 0);
+    long long waits = wait_calls(master);
+    rlock_future *f = rlock_semaphore_acquire_async(s, 1);
+    assert_non_null(f);
+    /* about 257 x (two WAITs of 10 ms and a 1 ms pause): bounded well
+     * above that for a loaded machine */
+    int rc = rlock_future_wait(f, 60000);
+    if (rc != RLOCK_OK) {
+        rlock_future_cancel(f);
+    }
+    assert_int_equal(rc, RLOCK_OK);
+    assert_int_equal(rlock_future_error(f), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_future_error_message(f), "slaves_sync_timeout_ms"));
+    rlock_future_release(f);
+    assert_int_equal(wait_calls(master) - waits, 2 * (1 + cfg.retry_attempts));
+    redisReply *r = rt_redis_command(master, "GET rs-many");
+    assert_non_null(r);
+    assert_string_equal(r->str, "1"); /* every try's permit given back */
+    freeReplyObject(r);
+    resume_caught_up(master, replica);
+    rlock_semaphore_free(s);
+    rlock_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unsynced_lock, setup, teardown),
@@ -542,6 +585,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_unsynced_semaphore, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_semaphore_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_unlock_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_many_attempts, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

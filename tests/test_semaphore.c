@@ -438,6 +438,86 @@ static void test_bad_input(void **state) {
     rlock_semaphore_free(s);
 }
 
+/* Writes value at key as is (what another process may have written). */
+static void set_raw(rt_redis *r, const char *key, const char *value) {
+    redisReply *rep = rt_redis_command(r, "SET %s %s", key, value);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+}
+
+/* 2^53: the largest magnitude a script's Lua number holds exactly. */
+#define EXACT_MAX (INT64_C(1) << 53)
+
+/* A count Lua cannot hold exactly is refused before anything is sent:
+ * addPermits(INT64_MAX) would store "9.2233720368547758e+18", after which
+ * no acquire or release works. 2^53 itself is exact and accepted. */
+static void test_inexact_permits_refused(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "big");
+    bool b = true;
+    const int64_t bad[] = {INT64_MAX, EXACT_MAX + 1, INT64_MIN, -EXACT_MAX - 1};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        assert_int_equal(rlock_semaphore_add_permits(s, bad[i]), RLOCK_ERR_INVALID);
+        assert_non_null(strstr(rlock_last_error(), "2^53"));
+        assert_int_equal(rlock_semaphore_try_set_permits(s, bad[i], &b), RLOCK_ERR_INVALID);
+        assert_false(b);
+        assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS big"), 0); /* nothing written */
+    }
+    assert_int_equal(rlock_semaphore_acquire(s, EXACT_MAX + 1), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_acquire(s, INT64_MAX, 0, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_release(s, INT64_MAX), RLOCK_ERR_INVALID);
+    expect_invalid_future(rlock_semaphore_acquire_async(s, INT64_MAX));
+    expect_invalid_future(rlock_semaphore_try_acquire_async(s, EXACT_MAX + 1, 0));
+    expect_invalid_future(rlock_semaphore_release_async(s, EXACT_MAX + 1));
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS big"), 0);
+
+    assert_int_equal(rlock_semaphore_add_permits(s, EXACT_MAX), RLOCK_OK);
+    assert_int_equal(available(s), EXACT_MAX);
+    assert_int_equal(rlock_semaphore_try_acquire(s, EXACT_MAX, 0, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(available(s), 0);
+    rlock_semaphore_free(s);
+}
+
+/* A count read back is one whole integer or an error: strtoll alone read
+ * "9.2233720368547758e+18" as 9 with RLOCK_OK. */
+static void test_count_read_whole(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "odd");
+    const char *stored[] = {"9.2233720368547758e+18", "12abc", "1.5", "", "99999999999999999999"};
+    for (size_t i = 0; i < sizeof(stored) / sizeof(stored[0]); i++) {
+        set_raw(&f->redis, "odd", stored[i]);
+        int64_t n = 7;
+        assert_int_equal(rlock_semaphore_available_permits(s, &n), RLOCK_ERR_REDIS);
+        assert_non_null(strstr(rlock_last_error(), "not an integer"));
+        assert_int_equal(n, 0);
+    }
+    set_raw(&f->redis, "odd", "-9223372036854775808");
+    assert_int_equal(available(s), INT64_MIN);
+    rlock_semaphore_free(s);
+}
+
+/* trySetPermits takes any sign, as Redisson's (an int, unchecked): a
+ * negative count is a debt that releases pay first. */
+static void test_try_set_negative(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "debt");
+    bool b = false;
+    assert_int_equal(rlock_semaphore_try_set_permits(s, -5, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(available(s), -5);
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 0, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(rlock_semaphore_release(s, 6), RLOCK_OK);
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 0, &b), RLOCK_OK);
+    assert_true(b);
+    rlock_semaphore_free(s);
+}
+
 /* A name with any bytes, NUL included. */
 static void test_binary_name(void **state) {
     fx *f = *state;
@@ -450,6 +530,23 @@ static void test_binary_name(void **state) {
     assert_int_equal(rlock_semaphore_try_acquire(s, 2, 100, &ok), RLOCK_OK);
     assert_true(ok);
     rlock_semaphore_free(s);
+}
+
+/* Names with braces in odd places work on a single server (only a
+ * Cluster refuses those whose names fall in different slots). */
+static void test_brace_names_single_server(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    const char *names[] = {"a{b}c", "a}b", "{}x"};
+    for (int i = 0; i < 3; i++) {
+        rlock_semaphore *s = rlock_get_semaphore(c, names[i]);
+        assert_non_null(s);
+        assert_int_equal(rlock_semaphore_add_permits(s, 1), RLOCK_OK);
+        bool ok = false;
+        assert_int_equal(rlock_semaphore_try_acquire(s, 1, 0, &ok), RLOCK_OK);
+        assert_true(ok);
+        rlock_semaphore_free(s);
+    }
 }
 
 int main(int argc, char **argv) {
@@ -467,6 +564,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_binary_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inexact_permits_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_count_read_whole, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_try_set_negative, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -10,11 +10,18 @@
  * await on it returns at once. Processes that use Redisson (Java) on the
  * same name share the count and wake each other.
  *
- * Cluster mode: the scripts pass the channel as a key, and a name with a
- * '{' gives the channel another hash tag than the name (Redisson's channel
- * name, kept as is), so there try_set_count, count_down and delete fail
- * with Redis's CROSSSLOT error (RLOCK_ERR_REDIS): give latches names
- * without '{'.
+ * Cluster mode: the scripts pass the channel as a key and waiters listen
+ * on the shard of the channel's slot, so the name and the channel must
+ * hash to one slot. Redisson's channel name (kept as is) braces the whole
+ * name, so a name with braces in it ("a{b}c": slot of "b" against slot of
+ * "a{b"; "a}b") puts them in two slots: rlock_get_count_down_latch()
+ * refuses such a name in Cluster mode (NULL, rlock_last_error() saying
+ * why and naming both slots) rather than fail every script with
+ * CROSSSLOT. A name without '{' and '}' always works; on a single server
+ * or Sentinel any name does.
+ *
+ * A count read back (rlock_latch_get_count(), an await) that is not one
+ * whole integer (written by another program) is RLOCK_ERR_REDIS.
  *
  * A wait is in milliseconds: -1 waits until zero; other negative values,
  * or above one year, are RLOCK_ERR_INVALID. A NULL handle is
@@ -43,7 +50,8 @@ typedef struct rlock_latch rlock_latch;
  * Cheap, no Redis call; it may outlive its client.
  * @param c the client.
  * @param name the latch's name, NUL-terminated.
- * @return the handle, or NULL as rlock_get_semaphore(). */
+ * @return the handle, or NULL as rlock_get_semaphore() (and, in Cluster
+ *         mode, for a name whose channel is in another slot; see above). */
 RLOCK_API rlock_latch *rlock_get_count_down_latch(rlock_client *c, const char *name);
 /** The same for a name of len bytes that may hold any byte.
  * @param c the client.
@@ -58,7 +66,9 @@ RLOCK_API void rlock_latch_free(rlock_latch *l);
 /** Sets the count when the latch does not exist (trySetCount), and
  * publishes 1.
  * @param l the latch.
- * @param count the count (Redisson's trySetCount takes any long).
+ * @param count the count, any sign (Redisson's trySetCount takes any
+ *        long), within +-2^53 (what the scripts' Lua numbers hold
+ *        exactly; else RLOCK_ERR_INVALID and nothing sent).
  * @param set set to whether it was set (false: it existed).
  * @return 0, or a negative ::rlock_errno. */
 RLOCK_API int rlock_latch_try_set_count(rlock_latch *l, int64_t count, bool *set);

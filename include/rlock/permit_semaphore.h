@@ -14,11 +14,28 @@
  * (Redisson's nearest timeout), so it gets such a permit without a poll.
  *
  * A permit id is given as Redisson prints it: 32 lowercase hex
- * characters, in a buffer of RLOCK_PERMIT_ID_MAX bytes. Releasing an
+ * characters, in a buffer of RLOCK_PERMIT_ID_MAX bytes. An id given back
+ * must be an even number of hex digits, either case, at most 32 (16
+ * bytes, Redisson's ids), else RLOCK_ERR_INVALID and nothing is sent
+ * (Redisson's decodeHexDump throws on an odd length or a non-hex digit;
+ * a shorter id is looked up and not found, as Redisson's).
+ * Counts (rlock_permit_semaphore_try_set_permits(), _set_permits(),
+ * _add_permits()) take any sign, as Redisson's, within +-2^53, as
+ * rlock/semaphore.h says; a count read back that is not one whole integer
+ * is RLOCK_ERR_REDIS. A lease end in the timeout set that is no time
+ * ("inf", a negative score: written by another program) is not waited
+ * for: the waiter tries again on a message only. Releasing an
  * unknown or expired id is RLOCK_ERR_NOT_HELD (an expired one is still
  * given back to the semaphore, as Redisson's script does). A lease is in
  * milliseconds, -1 for none; other negative leases are RLOCK_ERR_INVALID.
- * Waits, handles and threads: as rlock/semaphore.h. */
+ * Waits, handles and threads: as rlock/semaphore.h.
+ *
+ * Cluster mode: the name, its timeout set and its channel must hash to
+ * one slot (the scripts pass all three as keys), as rlock/semaphore.h
+ * says: rlock_get_permit_expirable_semaphore() refuses a name whose
+ * braces make no hash tag of its own ("a}b": `{a}b}:timeout` and
+ * `redisson_sc:{a}b}` are in the slot of "a") with NULL and a message
+ * naming the slots. "a{b}c" or a name without braces works. */
 #ifndef RLOCK_PERMIT_SEMAPHORE_H
 #define RLOCK_PERMIT_SEMAPHORE_H
 

@@ -11,9 +11,31 @@
  * get permits in no set order. Processes that use Redisson (Java) on the
  * same name share the permits and wake each other.
  *
- * Permits are int64_t and must not be negative (RLOCK_ERR_INVALID, with a
- * message in rlock_last_error() or the future's message, and nothing sent),
- * but for rlock_semaphore_add_permits(). Acquiring or releasing 0 permits
+ * Cluster mode: the scripts pass the channel as a key and waiters listen
+ * on the shard of the channel's slot, so the name and its channel must
+ * hash to one slot. With a name whose braces make no hash tag of its own
+ * ("a}b", "{}x", "x{") Redisson's channel (`redisson_sc:{a}b}`, kept as
+ * is) is in another slot: rlock_get_semaphore() refuses such a name in
+ * Cluster mode (NULL, rlock_last_error() saying why and naming both
+ * slots) rather than fail the scripts with CROSSSLOT. A name without '{'
+ * and '}', or one with a hash tag ("{tag}x", "a{b}c"), works; on a single
+ * server or Sentinel any name does.
+ *
+ * Permits are int64_t. Those acquired or released must not be negative
+ * (RLOCK_ERR_INVALID, with a message in rlock_last_error() or the future's
+ * message, and nothing sent: Redisson's "Permits amount can't be
+ * negative"). rlock_semaphore_try_set_permits() and
+ * rlock_semaphore_add_permits() take any sign, as Redisson's trySetPermits
+ * and addPermits do (no check there): a negative count is a debt that
+ * releases pay off first, and Java processes on the same name may write
+ * one anyway. Every count must lie within +-2^53 (9007199254740992), the
+ * integers the scripts' Lua numbers hold exactly; beyond, the call is
+ * RLOCK_ERR_INVALID and nothing is sent (addPermits of INT64_MAX would
+ * store "9.2233720368547758e+18", which no later call can read). A sum
+ * the script makes (adding 2^52 twice) can still go beyond 2^53: that
+ * is left to the server, as in Redisson. A count read back that is not
+ * one whole integer (so written by another program) fails the call with
+ * RLOCK_ERR_REDIS. Acquiring or releasing 0 permits
  * succeeds at once and sends nothing, as Redisson's. A wait is in
  * milliseconds: negative, or above one year, is RLOCK_ERR_INVALID. A NULL
  * handle is RLOCK_ERR_INVALID; a handle whose client was destroyed gives
@@ -43,7 +65,8 @@ typedef struct rlock_semaphore rlock_semaphore;
  * @param c the client.
  * @param name the semaphore's name, NUL-terminated.
  * @return the handle, or NULL for a NULL client, an empty or too long name
- *         (RLOCK_NAME_MAX), a destroyed client, or out of memory (see
+ *         (RLOCK_NAME_MAX), a destroyed client, a name Cluster mode cannot
+ *         hold in one slot (see above), or out of memory (see
  *         rlock_last_error()). */
 RLOCK_API rlock_semaphore *rlock_get_semaphore(rlock_client *c, const char *name);
 /** The same for a name of len bytes that may hold any byte.
@@ -58,12 +81,12 @@ RLOCK_API void rlock_semaphore_free(rlock_semaphore *s);
 
 /** Takes permits, waiting as long as it takes (acquire(permits)).
  * @param s the semaphore.
- * @param permits how many, >= 0.
+ * @param permits how many, 0 to 2^53.
  * @return 0, or a negative ::rlock_errno. */
 RLOCK_API int rlock_semaphore_acquire(rlock_semaphore *s, int64_t permits);
 /** Takes permits if they come within wait_ms (tryAcquire(permits, wait)).
  * @param s the semaphore.
- * @param permits how many, >= 0.
+ * @param permits how many, 0 to 2^53.
  * @param wait_ms the longest wait; 0: one try, no wait.
  * @param acquired set to whether they were taken.
  * @return 0 (also when not acquired), or a negative ::rlock_errno. */
@@ -72,20 +95,20 @@ RLOCK_API int rlock_semaphore_try_acquire(rlock_semaphore *s, int64_t permits, i
 /** Gives permits back, and publishes the new count (release(permits)).
  * Any process may release, also more than it took.
  * @param s the semaphore.
- * @param permits how many, >= 0.
+ * @param permits how many, 0 to 2^53.
  * @return 0, or a negative ::rlock_errno. */
 RLOCK_API int rlock_semaphore_release(rlock_semaphore *s, int64_t permits);
 /** Sets the number of permits when the semaphore does not exist yet
  * (trySetPermits).
  * @param s the semaphore.
- * @param permits the number.
+ * @param permits the number, any sign, within +-2^53.
  * @param set set to whether it was set (false: it existed).
  * @return 0, or a negative ::rlock_errno. */
 RLOCK_API int rlock_semaphore_try_set_permits(rlock_semaphore *s, int64_t permits, bool *set);
 /** Adds permits, creating the semaphore at 0 first if needed
  * (addPermits); a negative number takes them away.
  * @param s the semaphore.
- * @param permits how many to add, any sign.
+ * @param permits how many to add, any sign, within +-2^53.
  * @return 0, or a negative ::rlock_errno. */
 RLOCK_API int rlock_semaphore_add_permits(rlock_semaphore *s, int64_t permits);
 /** The permits there now (availablePermits): 0 when it does not exist.
@@ -103,19 +126,19 @@ RLOCK_API int rlock_semaphore_drain_permits(rlock_semaphore *s, int64_t *drained
  * taken. Cancelling it stops the wait (permits taken meanwhile are
  * released).
  * @param s the semaphore.
- * @param permits how many, >= 0.
+ * @param permits how many, 0 to 2^53.
  * @return the future, NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_semaphore_acquire_async(rlock_semaphore *s, int64_t permits);
 /** rlock_semaphore_try_acquire() as a future: value 1 acquired, 0 not.
  * @param s the semaphore.
- * @param permits how many, >= 0.
+ * @param permits how many, 0 to 2^53.
  * @param wait_ms the longest wait; 0: one try.
  * @return the future, NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_semaphore_try_acquire_async(rlock_semaphore *s, int64_t permits,
                                                           int64_t wait_ms);
 /** rlock_semaphore_release() as a future.
  * @param s the semaphore.
- * @param permits how many, >= 0.
+ * @param permits how many, 0 to 2^53.
  * @return the future, NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_semaphore_release_async(rlock_semaphore *s, int64_t permits);
 

@@ -8,6 +8,7 @@
 #include "rlock/errors.h"
 #include "rlock/latch.h"
 #include "rlock__scripts_all.h"
+#include "sync_slots.h"
 #include "sync_wait.h"
 
 static const rlock__kind_ops latch_ops = {.name = "count-down latch"};
@@ -33,9 +34,35 @@ static size_t channel(const rlock *o, char *buf, size_t cap) {
     return len;
 }
 
+/* The name and its channel in one Cluster slot (sync_slots.h): o, or NULL
+ * (o freed) with rlock_last_error() saying why. */
+static rlock *one_slot(rlock *o, const char *fn) {
+    if (o == NULL) {
+        return NULL;
+    }
+    char own[256];
+    size_t cap = channel_len(o) + 1;
+    char *ch = cap <= sizeof(own) ? own : malloc(cap);
+    bool ok = ch != NULL;
+    if (ok) {
+        rlock__sync_name names[] = {{"key", rlock__name_of(o), o->name_len},
+                                    {"channel", ch, channel(o, ch, cap)}};
+        ok = rlock__sync_one_slot(o, fn, names, 2);
+    } else {
+        rlock__set_error_message("%s: out of memory", fn);
+    }
+    if (ch != own) {
+        free(ch);
+    }
+    if (!ok) {
+        rlock__sync_free(o);
+    }
+    return ok ? o : NULL;
+}
+
 rlock_latch *rlock_get_count_down_latch_n(rlock_client *c, const char *name, size_t len) {
-    return (rlock_latch *)(void *)rlock__sync_new(c, "rlock_get_count_down_latch", name, len,
-                                                  &latch_ops);
+    const char *fn = "rlock_get_count_down_latch";
+    return (rlock_latch *)(void *)one_slot(rlock__sync_new(c, fn, name, len, &latch_ops), fn);
 }
 
 rlock_latch *rlock_get_count_down_latch(rlock_client *c, const char *name) {
@@ -97,10 +124,12 @@ static int await_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res 
                        const char **msg) {
     (void)op;
     int64_t count = 0;
-    if (r->type == REDIS_REPLY_STRING) {
-        count = strtoll(r->str, NULL, 10);
-    } else if (r->type != REDIS_REPLY_NIL) {
+    if (r->type != REDIS_REPLY_STRING && r->type != REDIS_REPLY_NIL) {
         *msg = "unexpected reply to the latch's GET";
+        return RLOCK_ERR_REDIS;
+    }
+    if (!rlock__sync_reply_number(r, &count)) {
+        *msg = "the latch's count is not an integer";
         return RLOCK_ERR_REDIS;
     }
     /* await(): while (getCount() > 0) wait */
@@ -158,7 +187,14 @@ static rlock__cmd *delete_cmd(const rlock *o, int64_t unused) {
 }
 
 int rlock_latch_try_set_count(rlock_latch *l, int64_t count, bool *set) {
-    return bool_call(l, "rlock_latch_try_set_count", set, try_set_count_cmd, count);
+    const char *fn = "rlock_latch_try_set_count";
+    if (l != NULL && rlock__check_lua_number(fn, "count", count) != RLOCK_OK) {
+        if (set != NULL) {
+            *set = false;
+        }
+        return RLOCK_ERR_INVALID;
+    }
+    return bool_call(l, fn, set, try_set_count_cmd, count);
 }
 
 int rlock_latch_delete(rlock_latch *l, bool *deleted) {

@@ -7,6 +7,7 @@
  * whose try found only leased permits taken is told the earliest lease
  * end (':<score>') and tries again then at the latest, as Redisson's
  * acquire does (nearestTimeout), so it gets that permit without a poll. */
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "rlock/errors.h"
 #include "rlock/permit_semaphore.h"
 #include "rlock__scripts_all.h"
+#include "sync_slots.h"
 #include "sync_wait.h"
 
 static const rlock__kind_ops permit_ops = {
@@ -29,10 +31,16 @@ static const rlock__kind_ops permit_ops = {
 
 #define ID_BYTES 16
 
+typedef struct names names;
+static bool names_make(const rlock *o, names *n);
+static void names_free(names *n);
+static rlock *one_slot(rlock *o, const char *fn);
+
 rlock_permit_semaphore *rlock_get_permit_expirable_semaphore_n(rlock_client *c, const char *name,
                                                                size_t len) {
-    return (rlock_permit_semaphore *)(void *)rlock__sync_new(
-        c, "rlock_get_permit_expirable_semaphore", name, len, &permit_ops);
+    const char *fn = "rlock_get_permit_expirable_semaphore";
+    return (rlock_permit_semaphore *)(void *)one_slot(
+        rlock__sync_new(c, fn, name, len, &permit_ops), fn);
 }
 
 rlock_permit_semaphore *rlock_get_permit_expirable_semaphore(rlock_client *c, const char *name) {
@@ -49,11 +57,11 @@ void rlock_permit_semaphore_free(rlock_permit_semaphore *s) {
 
 /* A script call's names, made for the call: the timeout set (suffixName)
  * and the channel (prefixName), each in a local buffer when it fits. */
-typedef struct names {
+struct names {
     char *timeout, *channel;
     size_t timeout_len, channel_len;
     char local[2][256];
-} names;
+};
 
 static bool names_make(const rlock *o, names *n) {
     /* suffixName(name, "timeout"): "{name}:timeout", "name:timeout" when
@@ -90,15 +98,41 @@ static void names_free(names *n) {
     }
 }
 
+/* The name, its timeout set and its channel in one Cluster slot
+ * (sync_slots.h): o, or NULL (o freed) with rlock_last_error() saying
+ * why. */
+static rlock *one_slot(rlock *o, const char *fn) {
+    if (o == NULL) {
+        return NULL;
+    }
+    names n;
+    bool ok = names_make(o, &n);
+    if (ok) {
+        rlock__sync_name all[] = {{"key", rlock__name_of(o), o->name_len},
+                                  {"timeout set", n.timeout, n.timeout_len},
+                                  {"channel", n.channel, n.channel_len}};
+        ok = rlock__sync_one_slot(o, fn, all, 3);
+    } else {
+        rlock__set_error_message("%s: out of memory", fn);
+    }
+    names_free(&n);
+    if (!ok) {
+        rlock__sync_free(o);
+    }
+    return ok ? o : NULL;
+}
+
 static int64_t expiry_of(int64_t lease_ms) {
     return lease_ms != -1 ? rlock__wall_ms() + lease_ms : NON_EXPIRABLE; /* calcTimeout */
 }
 
-/* ByteBufUtil.decodeHexDump: an even number of hex digits (Redisson's ids
- * are 32); false when id is not one. */
+/* ByteBufUtil.decodeHexDump: an even number of hex digits, either case
+ * (it throws on an odd length or another character); false when id is not
+ * one. Redisson's ids are 16 bytes, 32 digits: a longer id is no permit
+ * of any semaphore and is refused before out (ID_BYTES) could hold it. */
 static bool from_hex(const char *id, uint8_t *out, size_t *len) {
-    size_t n = strlen(id);
-    if (n == 0 || n % 2 != 0 || n / 2 > RLOCK_PERMIT_ID_MAX / 2) {
+    size_t n = strnlen(id, 2 * ID_BYTES + 1);
+    if (n == 0 || n % 2 != 0 || n > 2 * ID_BYTES) {
         return false;
     }
     for (size_t i = 0; i < n; i++) {
@@ -210,6 +244,31 @@ static rlock__cmd *acquire_try(rlock__sync_op *op) {
     return cmd;
 }
 
+/* nearestTimeout, the earliest lease end (a score, wall ms, as the script
+ * printed it): how long until then, or -1 (wait for a message only) for a
+ * score that is no lease end. Any process may have written the set:
+ * "inf", a negative score (never given back: the scripts give back scores
+ * from 0 to now) or one past int64 would otherwise be an undefined cast,
+ * or a try every 1 ms for good. A past end is 0: the next try gives it
+ * back. Beyond a year it is a year (no lease is longer). */
+static int64_t lease_end_wait(const char *text, size_t len) {
+    char buf[64];
+    if (len == 0 || len >= sizeof(buf)) {
+        return -1;
+    }
+    memcpy(buf, text, len);
+    buf[len] = '\0';
+    char *end = NULL;
+    double at = strtod(buf, &end);
+    if (end != buf + len || !isfinite(at) || at < 0) {
+        return -1;
+    }
+    double left = at - (double)rlock__wall_ms();
+    return left <= 0                                 ? 0
+           : left >= (double)RLOCK__MAX_SETTING_MS ? RLOCK__MAX_SETTING_MS
+                                                    : (int64_t)left;
+}
+
 static int acquire_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res *res,
                          const char **msg) {
     if ((r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_STRING) && r->len == 2 &&
@@ -223,10 +282,7 @@ static int acquire_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_re
         return RLOCK_OK; /* wait for a message */
     }
     if (r->type == REDIS_REPLY_STRING && r->len > 1 && r->str[0] == ':') {
-        /* nearestTimeout: the earliest lease end, wall ms */
-        int64_t at = (int64_t)strtod(r->str + 1, NULL);
-        int64_t left = at - rlock__wall_ms();
-        res->retry_ms = left > 0 ? left : 0;
+        res->retry_ms = lease_end_wait(r->str + 1, r->len - 1);
         return RLOCK_OK;
     }
     *msg = "unexpected reply to the permit semaphore's acquire script";
@@ -338,7 +394,8 @@ static int check_id(const rlock_permit_semaphore *s, const char *fn, const char 
         return RLOCK_ERR_INVALID;
     }
     if (!from_hex(id, raw, len)) {
-        rlock__set_error_message("%s: \"%.64s\" is not a permit id (hex digits, as acquire gives)",
+        rlock__set_error_message("%s: \"%.64s\" is not a permit id (an even number of hex digits, "
+                                 "at most 32, as acquire gives)",
                                  fn, id);
         return RLOCK_ERR_INVALID;
     }
@@ -350,7 +407,7 @@ int rlock_permit_semaphore_try_release(rlock_permit_semaphore *s, const char *id
     if (released != NULL) {
         *released = false;
     }
-    uint8_t raw[RLOCK_PERMIT_ID_MAX / 2];
+    uint8_t raw[ID_BYTES];
     size_t len = 0;
     int rc = check_id(s, fn, id, released != NULL, raw, &len);
     int64_t v = 0;
@@ -388,7 +445,7 @@ int rlock_permit_semaphore_update_lease_time(rlock_permit_semaphore *s, const ch
     if (updated != NULL) {
         *updated = false;
     }
-    uint8_t raw[RLOCK_PERMIT_ID_MAX / 2];
+    uint8_t raw[ID_BYTES];
     size_t len = 0;
     int rc = check_id(s, fn, id, updated != NULL, raw, &len);
     if (rc == RLOCK_OK) {
@@ -409,11 +466,15 @@ int rlock_permit_semaphore_update_lease_time(rlock_permit_semaphore *s, const ch
     return rc;
 }
 
-/* A call whose value is a number, or a flag (set_bool). */
+/* A call whose value is a number, or a flag (set_bool). what: the name
+ * of arg, a count the scripts must hold exactly; NULL: arg is unused. */
 static int number_call(rlock_permit_semaphore *s, const char *fn, bool out_ok,
-                       rlock__cmd *(*make)(const rlock *o, int64_t arg), int64_t arg,
-                       int64_t *value) {
+                       rlock__cmd *(*make)(const rlock *o, int64_t arg), const char *what,
+                       int64_t arg, int64_t *value) {
     int rc = rlock__sync_check_blocking(OBJ(s), fn, out_ok);
+    if (rc == RLOCK_OK && what != NULL) {
+        rc = rlock__check_lua_number(fn, what, arg);
+    }
     return rc != RLOCK_OK
                ? rc
                : rlock__sync_block(rlock__sync_call(OBJ(s), make(OBJ(s), arg)), fn, value, NULL, 0);
@@ -447,7 +508,7 @@ int rlock_permit_semaphore_try_set_permits(rlock_permit_semaphore *s, int64_t pe
     }
     int64_t v = 0;
     int rc = number_call(s, "rlock_permit_semaphore_try_set_permits", set != NULL, try_set_cmd,
-                         permits, &v);
+                         "permits", permits, &v);
     if (rc == RLOCK_OK) {
         *set = v != 0;
     }
@@ -455,11 +516,13 @@ int rlock_permit_semaphore_try_set_permits(rlock_permit_semaphore *s, int64_t pe
 }
 
 int rlock_permit_semaphore_set_permits(rlock_permit_semaphore *s, int64_t permits) {
-    return number_call(s, "rlock_permit_semaphore_set_permits", true, set_cmd, permits, NULL);
+    return number_call(s, "rlock_permit_semaphore_set_permits", true, set_cmd, "permits", permits,
+                       NULL);
 }
 
 int rlock_permit_semaphore_add_permits(rlock_permit_semaphore *s, int64_t permits) {
-    return number_call(s, "rlock_permit_semaphore_add_permits", true, add_cmd, permits, NULL);
+    return number_call(s, "rlock_permit_semaphore_add_permits", true, add_cmd, "permits", permits,
+                       NULL);
 }
 
 int rlock_permit_semaphore_available_permits(rlock_permit_semaphore *s, int64_t *permits) {
@@ -467,15 +530,15 @@ int rlock_permit_semaphore_available_permits(rlock_permit_semaphore *s, int64_t 
         *permits = 0;
     }
     return number_call(s, "rlock_permit_semaphore_available_permits", permits != NULL,
-                       available_cmd, 0, permits);
+                       available_cmd, NULL, 0, permits);
 }
 
 int rlock_permit_semaphore_get_permits(rlock_permit_semaphore *s, int64_t *permits) {
     if (permits != NULL) {
         *permits = 0;
     }
-    return number_call(s, "rlock_permit_semaphore_get_permits", permits != NULL, get_permits_cmd, 0,
-                       permits);
+    return number_call(s, "rlock_permit_semaphore_get_permits", permits != NULL, get_permits_cmd,
+                       NULL, 0, permits);
 }
 
 int rlock_permit_semaphore_acquired_permits(rlock_permit_semaphore *s, int64_t *permits) {
@@ -483,5 +546,5 @@ int rlock_permit_semaphore_acquired_permits(rlock_permit_semaphore *s, int64_t *
         *permits = 0;
     }
     return number_call(s, "rlock_permit_semaphore_acquired_permits", permits != NULL, acquired_cmd,
-                       0, permits);
+                       NULL, 0, permits);
 }

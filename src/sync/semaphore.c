@@ -1,11 +1,13 @@
 /* RedissonSemaphore: a Redis string of permits, waiters on
  * redisson_sc:{name} (SemaphorePubSub: n permits published wake up to n
  * waiters). Its scripts are lua/semaphore_*.lua. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "rlock/errors.h"
 #include "rlock/semaphore.h"
 #include "rlock__scripts_all.h"
+#include "sync_slots.h"
 #include "sync_wait.h"
 
 static const rlock__kind_ops semaphore_ops = {
@@ -15,9 +17,36 @@ static const rlock__kind_ops semaphore_ops = {
 
 #define OBJ(s) ((rlock *)(void *)(s))
 
+/* The name and its channel in one Cluster slot (sync_slots.h): o, or NULL
+ * (o freed) with rlock_last_error() saying why. */
+static rlock *one_slot(rlock *o, const char *fn) {
+    if (o == NULL) {
+        return NULL;
+    }
+    char own[256];
+    size_t cap = rlock__object_channel_len(o) + 1;
+    char *ch = cap <= sizeof(own) ? own : malloc(cap);
+    bool ok = ch != NULL;
+    if (ok) {
+        rlock__sync_name names[] = {{"key", rlock__name_of(o), o->name_len},
+                                    {"channel", ch, rlock__object_channel(o, ch)}};
+        ok = rlock__sync_one_slot(o, fn, names, 2);
+    } else {
+        rlock__set_error_message("%s: out of memory", fn);
+    }
+    if (ch != own) {
+        free(ch);
+    }
+    if (!ok) {
+        rlock__sync_free(o);
+    }
+    return ok ? o : NULL;
+}
+
 rlock_semaphore *rlock_get_semaphore_n(rlock_client *c, const char *name, size_t len) {
-    return (rlock_semaphore *)(void *)rlock__sync_new(c, "rlock_get_semaphore", name, len,
-                                                      &semaphore_ops);
+    const char *fn = "rlock_get_semaphore";
+    return (rlock_semaphore *)(void *)one_slot(rlock__sync_new(c, fn, name, len, &semaphore_ops),
+                                               fn);
 }
 
 rlock_semaphore *rlock_get_semaphore(rlock_client *c, const char *name) {
@@ -87,6 +116,13 @@ static const rlock__sync_kind acquire_kind = {
     .no_retry = true, /* syncedEvalNoRetry */
 };
 
+/* A count the scripts cannot hold exactly: the failed future, else NULL. */
+static rlock_future *refuse_inexact(int64_t permits, const char *fn) {
+    return rlock__check_lua_number(fn, "permits", permits) != RLOCK_OK
+               ? rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error())
+               : NULL;
+}
+
 /* Checks shared by the permit calls: NULL when the call goes on. */
 static rlock_future *refuse_permits(rlock_semaphore *s, int64_t permits, const char *fn) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
@@ -95,7 +131,7 @@ static rlock_future *refuse_permits(rlock_semaphore *s, int64_t permits, const c
                                 "negative",
                                 fn, (long long)permits);
     }
-    return f;
+    return f != NULL ? f : refuse_inexact(permits, fn);
 }
 
 /* acquire (wait_ms -1) and tryAcquire(permits, wait). */
@@ -139,8 +175,12 @@ rlock_future *rlock_semaphore_release_async(rlock_semaphore *s, int64_t permits)
 
 /* ---- the other calls (blocking only) -------------------------------------------- */
 
+/* trySetPermits and addPermits take any sign, as Redisson's (semaphore.h). */
 static rlock_future *try_set_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f == NULL) {
+        f = refuse_inexact(permits, fn);
+    }
     return f != NULL ? f
                      : rlock__sync_call(
                            OBJ(s), publishing_cmd(OBJ(s), &rlock__script_semaphore_try_set_permits,
@@ -149,6 +189,9 @@ static rlock_future *try_set_permits_async(rlock_semaphore *s, int64_t permits, 
 
 static rlock_future *add_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f == NULL) {
+        f = refuse_inexact(permits, fn);
+    }
     return f != NULL
                ? f
                : rlock__sync_call(

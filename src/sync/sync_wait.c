@@ -71,20 +71,50 @@ typedef struct call_op {
     rlock_future *future;
 } call_op;
 
-/* LongCodec's reading of a reply: an integer, or a string holding one. */
-static int64_t reply_number(const redisReply *r) {
+bool rlock__sync_reply_number(const redisReply *r, int64_t *out) {
+    *out = 0;
     if (r->type == REDIS_REPLY_INTEGER) {
-        return r->integer;
+        *out = r->integer;
+        return true;
     }
-    if (r->type == REDIS_REPLY_STRING) {
-        return strtoll(r->str, NULL, 10);
+    if (r->type != REDIS_REPLY_STRING) {
+        return true;
     }
-    return 0;
+    /* The whole string, strictly: strtoll alone would read
+     * "9.2233720368547758e+18" (a Lua number written back) as 9. */
+    const char *p = r->str;
+    bool neg = r->len > 0 && p[0] == '-';
+    size_t i = neg ? 1 : 0;
+    if (i == r->len) {
+        return false;
+    }
+    uint64_t v = 0;
+    uint64_t max = neg ? (uint64_t)INT64_MAX + 1 : (uint64_t)INT64_MAX;
+    for (; i < r->len; i++) {
+        if (p[i] < '0' || p[i] > '9') {
+            return false;
+        }
+        uint64_t d = (uint64_t)(p[i] - '0');
+        if (v > (max - d) / 10) {
+            return false;
+        }
+        v = v * 10 + d;
+    }
+    *out = neg ? (int64_t)(0 - v) : (int64_t)v;
+    return true;
 }
 
 static void call_done(int err, const char *msg, const redisReply *reply, void *arg) {
     call_op *op = arg;
-    rlock__future_complete(op->future, err, err == RLOCK_OK ? reply_number(reply) : 0, msg);
+    int64_t value = 0;
+    char why[160];
+    if (err == RLOCK_OK && !rlock__sync_reply_number(reply, &value)) {
+        snprintf(why, sizeof(why), "the value read is not an integer: \"%.64s\"%s", reply->str,
+                 reply->len > 64 ? "..." : "");
+        err = RLOCK_ERR_REDIS;
+        msg = why;
+    }
+    rlock__future_complete(op->future, err, value, msg);
     rlock_future_release(op->future);
     rlock__object_unref(op->obj);
     free(op);

@@ -79,8 +79,10 @@ struct rlock__sync_op {
     bool cancelled : 1;
     bool has_id : 1;        /* the value's text is id, in hex (a permit id) */
     bool resend : 1;        /* the timer sends the try again (unsynced_tries) */
-    uint8_t unsynced_tries; /* tries no replica confirmed, in a row (up to retry_attempts) */
-    uint8_t id[16];         /* the permit semaphore's id of the try out */
+    /* tries no replica confirmed, in a row: up to retry_attempts, which
+     * may be 1000 (a uint8_t wrapped at 256 and tried for good) */
+    uint16_t unsynced_tries;
+    uint8_t id[16]; /* the permit semaphore's id of the try out */
 };
 
 /* Starts a waiting call of kind k on o: wait_ms < 0 waits until done.
@@ -88,9 +90,14 @@ struct rlock__sync_op {
 rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg,
                                      int64_t wait_ms);
 
-/* One command as a future whose value is the reply's number: an integer,
- * a string holding one, 0 for nil or anything else. Takes cmd (NULL: out
- * of memory). */
+/* LongCodec's reading of a reply into *out: an integer, a string that is
+ * one whole (optional '-', digits, in int64 range), 0 for nil or anything
+ * else; false (and *out 0) for a string that is not one whole integer. */
+bool rlock__sync_reply_number(const redisReply *r, int64_t *out);
+
+/* One command as a future whose value is the reply's number
+ * (rlock__sync_reply_number); a string that is none fails the future with
+ * RLOCK_ERR_REDIS. Takes cmd (NULL: out of memory). */
 rlock_future *rlock__sync_call(rlock *o, rlock__cmd *cmd);
 
 /* A handle of the synchronizer kind ops, as rlock__object_new; NULL with
