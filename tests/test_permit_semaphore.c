@@ -512,7 +512,12 @@ static void test_permit_id_checked(void **state) {
     char longer[128];
     const char *bad[] = {"0011223344556677889900112233445566", /* 34 digits */
                          "001122334455667788990011223344556677889900112233445566778899aabb",
-                         "0g", "zz", "abc", "", "00 1", longer};
+                         "0g",
+                         "zz",
+                         "abc",
+                         "",
+                         "00 1",
+                         longer};
     memset(longer, 'a', sizeof(longer) - 1);
     longer[sizeof(longer) - 1] = '\0';
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {

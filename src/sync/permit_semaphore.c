@@ -264,9 +264,9 @@ static int64_t lease_end_wait(const char *text, size_t len) {
         return -1;
     }
     double left = at - (double)rlock__wall_ms();
-    return left <= 0                                 ? 0
+    return left <= 0                               ? 0
            : left >= (double)RLOCK__MAX_SETTING_MS ? RLOCK__MAX_SETTING_MS
-                                                    : (int64_t)left;
+                                                   : (int64_t)left;
 }
 
 static int acquire_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res *res,

@@ -5,8 +5,7 @@
 #include "common.h"
 #include "topology/topology.h"
 
-bool rlock__sync_one_slot(const rlock *o, const char *fn, const rlock__sync_name *names,
-                          size_t n) {
+bool rlock__sync_one_slot(const rlock *o, const char *fn, const rlock__sync_name *names, size_t n) {
     const rlock__topology *t = o->client->topology;
     if (t == NULL || !rlock__topology_grouped(t) || n == 0) {
         return true;
@@ -22,8 +21,7 @@ bool rlock__sync_one_slot(const rlock *o, const char *fn, const rlock__sync_name
                 "its %s \"%.*s\" (Redisson's name for it) in slot %u, so the scripts would fail "
                 "with CROSSSLOT and waiters would listen on another shard; a name without '{' "
                 "and '}' always works",
-                fn, nl, names[0].s, (unsigned)first, names[i].what, il, names[i].s,
-                (unsigned)slot);
+                fn, nl, names[0].s, (unsigned)first, names[i].what, il, names[i].s, (unsigned)slot);
             return false;
         }
     }

@@ -24,7 +24,6 @@ typedef struct rlock__sync_name {
 /* True when o's client is no Cluster, or when every one of names[0..n)
  * hashes to one slot; else false with rlock_last_error() saying why
  * (fn: the constructor's name). */
-bool rlock__sync_one_slot(const rlock *o, const char *fn, const rlock__sync_name *names,
-                          size_t n);
+bool rlock__sync_one_slot(const rlock *o, const char *fn, const rlock__sync_name *names, size_t n);
 
 #endif

@@ -77,8 +77,8 @@ struct rlock__sync_op {
     bool has_deadline : 1;
     bool in_flight : 1;
     bool cancelled : 1;
-    bool has_id : 1;        /* the value's text is id, in hex (a permit id) */
-    bool resend : 1;        /* the timer sends the try again (unsynced_tries) */
+    bool has_id : 1; /* the value's text is id, in hex (a permit id) */
+    bool resend : 1; /* the timer sends the try again (unsynced_tries) */
     /* tries no replica confirmed, in a row: up to retry_attempts, which
      * may be 1000 (a uint8_t wrapped at 256 and tried for good) */
     uint16_t unsynced_tries;
