@@ -843,6 +843,44 @@ latch)
         [ "$rc" -eq 64 ] || fail "latch $args gave $rc, not 64"
     done
     ;;
+exec_fds)
+    # The command inherits none of rlock's connections (issue 37): no more
+    # sockets in it than in the same command run without rlock (ctest's
+    # own, if any), for a lock and for a semaphore's permit.
+    count_sockets='ls -l /proc/self/fd | grep -c socket: || true'
+    base=$(sh -c "$count_sockets")
+    for args in "cli:fds" "--semaphore cli:fds-sem --permits 1"; do
+        # shellcheck disable=SC2086
+        n=$("$RLOCK" exec $args -- sh -c "$count_sockets")
+        [ "$n" -eq "$base" ] || fail "exec $args: the command has $n sockets, not $base"
+    done
+    # A command left running in the background after rlock exits keeps
+    # none of its connections open either.
+    "$RLOCK" exec cli:fds -- sh -c "sleep 30 & echo \$! >'$WORK/bg'"
+    bg=$(cat "$WORK/bg")
+    n=$(ls -l "/proc/$bg/fd" | grep -c socket: || true)
+    kill "$bg"
+    [ "$n" -eq "$base" ] || fail "the background command kept $n sockets, not $base"
+    ;;
+exec_env)
+    # The command's environment is rlock's with RLOCK_NAME added (issue
+    # 37, docs/cli.md): no credential of --address, and what the user
+    # exported passes through unchanged, as with env(1).
+    port=${RLOCK_ADDRESS##*:}
+    redis-cli -p "$port" CONFIG SET requirepass secretpw >/dev/null
+    secret="redis://:secretpw@127.0.0.1:$port"
+    out=$(env -u RLOCK_ADDRESS "$RLOCK" exec --address "$secret" cli:env -- env)
+    ! echo "$out" | grep -q secretpw || fail "the command's environment holds the password"
+    # Exported: the same variables as env(1) gives (bar "_", which each
+    # shell sets itself), plus RLOCK_NAME.
+    export RLOCK_ADDRESS="$secret"
+    env | grep -v '^_=' | sort >"$WORK/env.plain"
+    "$RLOCK" exec cli:env -- env | grep -v '^_=' | sort >"$WORK/env.rlock"
+    added=$(comm -13 "$WORK/env.plain" "$WORK/env.rlock")
+    missing=$(comm -23 "$WORK/env.plain" "$WORK/env.rlock")
+    [ "$added" = "RLOCK_NAME=cli:env" ] || fail "rlock added: $added"
+    [ -z "$missing" ] || fail "rlock removed: $missing"
+    ;;
 *)
     fail "no such case"
     ;;
