@@ -881,6 +881,43 @@ exec_env)
     [ "$added" = "RLOCK_NAME=cli:env" ] || fail "rlock added: $added"
     [ -z "$missing" ] || fail "rlock removed: $missing"
     ;;
+exec_group_signal)
+    # A signal sent to rlock's whole process group (kill -- -PGID, timeout,
+    # a supervisor) reaches the command once: directly, as a member of the
+    # group, and rlock does not pass it on again. One sent to rlock alone
+    # reaches it once too: rlock passes it on. The command ($RT_SIG_COUNT)
+    # counts the SIGTERMs delivered to it in $WORK/count.
+    [ -x "${RT_SIG_COUNT:-}" ] || fail "RT_SIG_COUNT names no program"
+    # Not a group leader here, setsid runs rlock in place: $! is rlock,
+    # leading a process group of its own.
+    # On failure too, the command ends (it keeps running after SIGTERM).
+    trap 'touch "$WORK/count.stop"; sleep 0.2; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+    setsid "$RLOCK" exec cli:group -- "$RT_SIG_COUNT" "$WORK/count" &
+    pid=$!
+    wait_line "$WORK/count" '^0$'
+    counted_at_least() { [ "$(cat "$WORK/count")" -ge "$1" ]; }
+    # Waits (up to 10 s) until the command has counted at least $1.
+    wait_count() {
+        retry 100 counted_at_least "$1" ||
+            fail "the command got no signal $1 (it counted $(cat "$WORK/count"))"
+        sleep 0.2 # time for a second delivery, were one coming
+    }
+    [ "$(ps -o pgid= -p "$pid" | tr -d ' ')" = "$pid" ] || fail "rlock leads no group"
+    # Ten rounds: a second delivery may merge with the first in the
+    # kernel (one pending SIGTERM), so one round alone could miss it.
+    for i in $(seq 10); do
+        kill -TERM -- "-$pid"
+        wait_count "$i"
+        [ "$(cat "$WORK/count")" = "$i" ] ||
+            fail "after $i signals to the group the command got $(cat "$WORK/count")"
+    done
+    kill -TERM "$pid"
+    wait_count 11
+    [ "$(cat "$WORK/count")" = 11 ] || fail "a signal to rlock alone came $(($(cat "$WORK/count") - 10)) times"
+    touch "$WORK/count.stop"
+    run wait "$pid"
+    [ "$rc" -eq 0 ] || fail "rlock exited $rc"
+    ;;
 *)
     fail "no such case"
     ;;
