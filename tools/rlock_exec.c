@@ -83,8 +83,8 @@ static bool forwarded(int sig) {
  * command runs in rlock's process group, so that the terminal's job
  * control and a kill of the group (SIGKILL too) reach it as they reach
  * rlock. Then a signal the terminal sent to the foreground group
- * (SI_KERNEL), or any sent to the whole group (kill -- -PGID, timeout(1),
- * a supervisor: SI_USER, like a kill of rlock alone), reached it already:
+ * (SI_KERNEL), or any sent to the whole group (kill -- -PGID, a
+ * supervisor: SI_USER, like a kill of rlock alone), reached it already:
  * passed on as well, it would come twice. The witness (rlock_exec_group.h)
  * tells the group's signals apart; it is asked every time, so that it
  * holds no stale one. A command that left rlock's group (setsid) did not

@@ -3,12 +3,15 @@
  * rlock passes SIGINT, SIGTERM and SIGHUP on to its command, which runs in
  * rlock's process group (so that the terminal's job control and a kill of
  * the group keep working on it). A signal sent to the group (kill -- -PGID,
- * timeout(1), a supervisor) reaches the command directly, though: passed
- * on as well, it would arrive twice, and a command that counts signals
- * (a second SIGINT meaning "now") would misread it. Nothing in siginfo
+ * a supervisor) reaches the command directly, though: passed on as well,
+ * it would arrive twice, and a command that counts signals (a second
+ * SIGINT meaning "now") would misread it. Nothing in siginfo
  * says whether a kill() named one process or a group, so rlock asks a
  * witness: a small process of its own in the same group, with the signals
- * blocked, that a group's signal leaves pending. */
+ * blocked, that a group's signal leaves pending. (A signal sent to each
+ * process of a cgroup in turn, as systemd's KillMode=control-group does,
+ * is told apart the same way when it reached the witness before rlock
+ * asked; otherwise the command gets it twice.) */
 #ifndef RLOCK_EXEC_GROUP_H
 #define RLOCK_EXEC_GROUP_H
 
