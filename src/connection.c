@@ -17,6 +17,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "cloexec.h"
 #include "resolver.h"
 #include "resp.h"
 #include "rlock/errors.h"
@@ -319,6 +320,7 @@ static void open_context(rlock__conn *c, const char *host) {
         went_down(c, why);
         return;
     }
+    rlock__set_cloexec(ac->c.fd);
     ac->data = c;
     c->ac = ac;
     if (!c->addr->is_unix) {

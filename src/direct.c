@@ -12,6 +12,7 @@
 #include <openssl/ssl.h>
 
 #include "address.h"
+#include "cloexec.h"
 #include "direct.h"
 #include "resp.h"
 #include "rlock/errors.h"
@@ -289,6 +290,9 @@ static rlock__direct_conn *connect_new(rlock__direct *d, int64_t max_connect_ms,
         dc->ctx = is_unix ? redisConnectUnixWithTimeout(a->path, tv)
                           : redisConnectWithTimeout(host, port, tv);
         ok = dc->ctx != NULL && !dc->ctx->err;
+        if (ok) {
+            rlock__set_cloexec(dc->ctx->fd);
+        }
         snprintf(why, sizeof(why), "%s", dc->ctx != NULL ? dc->ctx->errstr : "no memory");
         ok = ok && redisSetTimeout(dc->ctx, d->timeout) == REDIS_OK;
     }

@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <sys/time.h>
 
+#include "cloexec.h"
+
 static struct timeval tv_of(int64_t ms) {
     return (struct timeval){.tv_sec = (time_t)(ms / 1000),
                             .tv_usec = (suseconds_t)(ms % 1000) * 1000};
@@ -19,6 +21,7 @@ redisContext *rlock__connect_sync(const rlock_config *cfg, const rlock__address 
         redisFree(ctx);
         return NULL;
     }
+    rlock__set_cloexec(ctx->fd);
     if (a->password != NULL) {
         redisReply *r = a->user != NULL ? redisCommand(ctx, "AUTH %s %s", a->user, a->password)
                                         : redisCommand(ctx, "AUTH %s", a->password);

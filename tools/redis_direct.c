@@ -2,6 +2,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "redis_direct.h"
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,6 +56,11 @@ static redisContext *connect_parsed(const rlock__address *a, const cli_tls *tls,
         snprintf(err, errlen, "cannot connect: %s", c != NULL ? c->errstr : "out of memory");
         goto fail;
     }
+    /* hiredis 0.14 opens the socket without SOCK_CLOEXEC: rlock exec's
+     * command must not inherit this logged-in connection (issue 37). The
+     * tool is built on the public headers only, so it cannot share the
+     * library's rlock__set_cloexec; this is its only connect. */
+    fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
     redisSetTimeout(c, tv);
     if (a->password != NULL) {
         const char *auth_user[] = {"AUTH", a->user, a->password};

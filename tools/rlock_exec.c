@@ -22,6 +22,7 @@
 #include <rlock/version.h>
 
 #include "redis_direct.h"
+#include "rlock_exec_group.h"
 #include "rlock_core.h"
 
 extern char **environ;
@@ -78,6 +79,24 @@ static bool forwarded(int sig) {
     return sig == SIGINT || sig == SIGTERM || sig == SIGHUP;
 }
 
+/* Does the command, pid, already have sig (si) without rlock's help? The
+ * command runs in rlock's process group, so that the terminal's job
+ * control and a kill of the group (SIGKILL too) reach it as they reach
+ * rlock. Then a signal the terminal sent to the foreground group
+ * (SI_KERNEL), or any sent to the whole group (kill -- -PGID, a
+ * supervisor: SI_USER, like a kill of rlock alone), reached it already:
+ * passed on as well, it would come twice. The witness (rlock_exec_group.h)
+ * tells the group's signals apart; it is asked every time, so that it
+ * holds no stale one. A command that left rlock's group (setsid) did not
+ * get the group's signal: it is passed on. Only the ones sent to rlock
+ * alone (kill PID, a supervisor's) are passed on to a command still in the
+ * group. */
+static bool command_has(group_witness *w, pid_t pid, int sig, const siginfo_t *si) {
+    bool to_group = group_witness_saw(w, sig);
+    bool in_group = getpgid(pid) == getpgrp();
+    return in_group && (si->si_code == SI_KERNEL || to_group);
+}
+
 /* environ plus RLOCK_NAME and extra ("RLOCK_TOKEN=..." for a fenced lock,
  * "RLOCK_PERMIT_ID=..." for a semaphore's permit, or NULL), replacing any
  * inherited ones. */
@@ -126,12 +145,15 @@ int exec_command(const options *o, const sigset_t *old_mask, const char *extra_e
     posix_spawnattr_init(&attr);
     posix_spawnattr_setsigmask(&attr, old_mask);
     posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGMASK);
+    group_witness witness; /* before the command, so that it sees every signal it does */
+    group_witness_start(&witness);
     pid_t pid = 0;
     int err = posix_spawnp(&pid, o->command[0], NULL, &attr, o->command, env);
     posix_spawnattr_destroy(&attr);
     free(env);
     free(owned[0]);
     if (err != 0) {
+        group_witness_stop(&witness);
         fprintf(stderr, "rlock: cannot run %s: %s\n", o->command[0], strerror(err));
         *exit_code = err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_EXEC;
         return 0;
@@ -145,10 +167,7 @@ int exec_command(const options *o, const sigset_t *old_mask, const char *extra_e
         if (tick != NULL) {
             tick(arg);
         }
-        /* A signal the terminal sent to the whole foreground process group
-         * (SI_KERNEL) reached the command already: pass on only the ones
-         * sent to rlock alone (kill, timeout, a supervisor). */
-        if (forwarded(sig) && si.si_code != SI_KERNEL) {
+        if (forwarded(sig) && !command_has(&witness, pid, sig, &si)) {
             kill(pid, sig);
         }
         if (atomic_load(&lock_lost) && !lost_reported) {
@@ -165,11 +184,13 @@ int exec_command(const options *o, const sigset_t *old_mask, const char *extra_e
             break;
         }
         if (done < 0 && errno != EINTR) {
+            group_witness_stop(&witness);
             fprintf(stderr, "rlock: waitpid: %s\n", strerror(errno));
             *exit_code = EXIT_SOFTWARE;
             return 0;
         }
     }
+    group_witness_stop(&witness);
     *exit_code = -1;
     return status;
 }

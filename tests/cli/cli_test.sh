@@ -1102,6 +1102,80 @@ watch_many)
     fi
     run wait "$watcher"
     [ "$rc" -eq 0 ] || fail "watch stopped by SIGTERM exited $rc, not 0"
+exec_fds)
+    # The command inherits none of rlock's connections (issue 37): no more
+    # sockets in it than in the same command run without rlock (ctest's
+    # own, if any), for a lock and for a semaphore's permit.
+    count_sockets='ls -l /proc/self/fd | grep -c socket: || true'
+    base=$(sh -c "$count_sockets")
+    for args in "cli:fds" "--semaphore cli:fds-sem --permits 1"; do
+        # shellcheck disable=SC2086
+        n=$("$RLOCK" exec $args -- sh -c "$count_sockets")
+        [ "$n" -eq "$base" ] || fail "exec $args: the command has $n sockets, not $base"
+    done
+    # A command left running in the background after rlock exits keeps
+    # none of its connections open either.
+    "$RLOCK" exec cli:fds -- sh -c "sleep 30 & echo \$! >'$WORK/bg'"
+    bg=$(cat "$WORK/bg")
+    n=$(ls -l "/proc/$bg/fd" | grep -c socket: || true)
+    kill "$bg"
+    [ "$n" -eq "$base" ] || fail "the background command kept $n sockets, not $base"
+    ;;
+exec_env)
+    # The command's environment is rlock's with RLOCK_NAME added (issue
+    # 37, docs/cli.md): no credential of --address, and what the user
+    # exported passes through unchanged, as with env(1).
+    port=${RLOCK_ADDRESS##*:}
+    redis-cli -p "$port" CONFIG SET requirepass secretpw >/dev/null
+    secret="redis://:secretpw@127.0.0.1:$port"
+    out=$(env -u RLOCK_ADDRESS "$RLOCK" exec --address "$secret" cli:env -- env)
+    ! echo "$out" | grep -q secretpw || fail "the command's environment holds the password"
+    # Exported: the same variables as env(1) gives (bar "_", which each
+    # shell sets itself), plus RLOCK_NAME.
+    export RLOCK_ADDRESS="$secret"
+    env | grep -v '^_=' | sort >"$WORK/env.plain"
+    "$RLOCK" exec cli:env -- env | grep -v '^_=' | sort >"$WORK/env.rlock"
+    added=$(comm -13 "$WORK/env.plain" "$WORK/env.rlock")
+    missing=$(comm -23 "$WORK/env.plain" "$WORK/env.rlock")
+    [ "$added" = "RLOCK_NAME=cli:env" ] || fail "rlock added: $added"
+    [ -z "$missing" ] || fail "rlock removed: $missing"
+    ;;
+exec_group_signal)
+    # A signal sent to rlock's whole process group (kill -- -PGID, timeout,
+    # a supervisor) reaches the command once: directly, as a member of the
+    # group, and rlock does not pass it on again. One sent to rlock alone
+    # reaches it once too: rlock passes it on. The command ($RT_SIG_COUNT)
+    # counts the SIGTERMs delivered to it in $WORK/count.
+    [ -x "${RT_SIG_COUNT:-}" ] || fail "RT_SIG_COUNT names no program"
+    # Not a group leader here, setsid runs rlock in place: $! is rlock,
+    # leading a process group of its own.
+    # On failure too, the command ends (it keeps running after SIGTERM).
+    trap 'touch "$WORK/count.stop"; sleep 0.2; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+    setsid "$RLOCK" exec cli:group -- "$RT_SIG_COUNT" "$WORK/count" &
+    pid=$!
+    wait_line "$WORK/count" '^0$'
+    counted_at_least() { [ "$(cat "$WORK/count")" -ge "$1" ]; }
+    # Waits (up to 10 s) until the command has counted at least $1.
+    wait_count() {
+        retry 100 counted_at_least "$1" ||
+            fail "the command got no signal $1 (it counted $(cat "$WORK/count"))"
+        sleep 0.2 # time for a second delivery, were one coming
+    }
+    [ "$(ps -o pgid= -p "$pid" | tr -d ' ')" = "$pid" ] || fail "rlock leads no group"
+    # Ten rounds: a second delivery may merge with the first in the
+    # kernel (one pending SIGTERM), so one round alone could miss it.
+    for i in $(seq 10); do
+        kill -TERM -- "-$pid"
+        wait_count "$i"
+        [ "$(cat "$WORK/count")" = "$i" ] ||
+            fail "after $i signals to the group the command got $(cat "$WORK/count")"
+    done
+    kill -TERM "$pid"
+    wait_count 11
+    [ "$(cat "$WORK/count")" = 11 ] || fail "a signal to rlock alone came $(($(cat "$WORK/count") - 10)) times"
+    touch "$WORK/count.stop"
+    run wait "$pid"
+    [ "$rc" -eq 0 ] || fail "rlock exited $rc"
     ;;
 *)
     fail "no such case"
