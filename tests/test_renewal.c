@@ -692,6 +692,40 @@ static void test_force_unlocked_elsewhere_only_that_lock_lost(void **state) {
     assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
 }
 
+/* Setting a handle's callback again replaces it: only the one set last
+ * runs; setting NULL clears it, and the next loss reaches only the
+ * client's callback (which counts the losses). */
+static void test_lost_callback_replaced_then_cleared(void **state) {
+    fx *f = *state;
+    lost_log *first = &g_logs[0];
+    lost_log *second = &g_logs[1];
+    lost_log *by_client = &g_logs[2];
+    rlock_config cfg = wd_config(f, 600);
+    cfg.on_lock_lost = on_lost;
+    cfg.on_lock_lost_arg = by_client;
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "replaced");
+    assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, first), RLOCK_OK);
+    assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, second), RLOCK_OK);
+    assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 5), RLOCK_OK);
+    freeReplyObject(rt_redis_command(&f->redis, "DEL replaced"));
+    assert_true(calls_reach(by_client, 1, 5000));
+    assert_true(calls_reach(second, 1, 5000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+    assert_int_equal(log_calls(first), 0);
+    lost_rec r = log_event(second, 0);
+    expect_lost(&r, "replaced", 5, RLOCK_ERR_NOT_HELD);
+
+    assert_int_equal(rlock_set_lock_lost_callback(l, NULL, NULL), RLOCK_OK);
+    assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 6), RLOCK_OK);
+    freeReplyObject(rt_redis_command(&f->redis, "DEL replaced"));
+    assert_true(calls_reach(by_client, 2, 5000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+    assert_int_equal(log_calls(first), 0);
+    assert_int_equal(log_calls(second), 1);
+    assert_int_equal(rt_lock_stats(c).lost, 2);
+}
+
 /* The handle's callback is the one set when the lock was taken: setting
  * another (here NULL) once lock returned changes nothing for that hold,
  * and silences later acquisitions; the client's callback still runs.
@@ -1172,6 +1206,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_lost_callback_applies_to_later_acquisitions, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lost_callback_reaches_a_waiting_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_callback_replaced_then_cleared, setup, teardown),
         cmocka_unit_test_setup_teardown(test_restart_reports_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_outage_lock_survives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_outage_lock_lost, setup, teardown),
