@@ -805,6 +805,39 @@ void rlock__executor_close(rlock__executor *x) {
     }
 }
 
+void rlock__executor_hand_off(rlock__executor *x, const char *why) {
+    if (x->closed) {
+        return;
+    }
+    x->closed = true;
+    if (x->info != NULL) {
+        x->info->x = NULL;
+        x->info = NULL;
+    }
+    while (!rlock__list_empty(&x->all)) {
+        rlock__cmd *cmd = RLOCK__CONTAINER_OF(x->all.next, rlock__cmd, all_node);
+        rlock__executor *to = x->route != NULL ? x->route(x->route_arg, cmd, NULL, false) : NULL;
+        if (to == NULL || to == x || to->closed) {
+            finish(cmd, RLOCK_ERR_CONNECTION, why, NULL); /* its slot has no other master */
+            continue;
+        }
+        enum cmd_state was = cmd->state;
+        rlock__list_remove(&cmd->wait_node);
+        move_to(cmd, to);
+        if (was == CMD_SENT) {
+            /* Written: Redis may have run it, as when a connection is
+             * lost; a failed attempt, retried (if it may be) over there. */
+            detach(cmd);
+            attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
+        } else if (was == CMD_WAITING) {
+            start_attempt(cmd); /* never reached Redis: at once */
+        } /* CMD_PAUSED: its retry timer runs on, from its new executor */
+    }
+    if (ev_is_active(&x->sent_timer)) {
+        ev_timer_stop(ev_of(x), &x->sent_timer);
+    }
+}
+
 void rlock__executor_destroy(rlock__executor *x) {
     if (x != NULL) {
         rlock__executor_close(x);

@@ -125,6 +125,14 @@ void rlock__executor_sync_replicas(rlock__executor *x, int64_t timeout_ms, bool 
 
 /* Fails every command with RLOCK_ERR_CLOSED; later submits are refused. */
 void rlock__executor_close(rlock__executor *x);
+/* Cluster mode, for a node that left the slot map (Redisson's
+ * shutdownEntry, whose commands retry on their slot's new entry): later
+ * submits are refused, and each command goes to the executor its route
+ * names now: one waiting for the connection starts there at once, one
+ * written has a failed attempt (retried there, within its attempts and
+ * unless no-retry), one paused retries there. A command whose slot has no
+ * other executor fails with RLOCK_ERR_CONNECTION and why. */
+void rlock__executor_hand_off(rlock__executor *x, const char *why);
 void rlock__executor_destroy(rlock__executor *x);
 
 rlock__executor_stats rlock__executor_get_stats(const rlock__executor *x);

@@ -3,6 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+/* uthash's default on out of memory is exit(-1), under a spin lock:
+ * instead a failed add leaves the item out (hh.tbl NULL) and the caller
+ * returns RLOCK_ERR_NOMEM. */
+#define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
 #include "client.h"
@@ -325,10 +329,16 @@ int rlock_set_lock_lost_callback(rlock *l, rlock_lock_lost_cb cb, void *arg) {
     lost_cb *e = NULL;
     HASH_FIND_PTR(lost_cbs, &l, e);
     if (e == NULL && fresh != NULL) {
+        fresh->l = l;
+        HASH_ADD_PTR(lost_cbs, l, fresh);
+        if (fresh->hh.tbl == NULL) { /* its table or buckets: no memory */
+            lost_unlock();
+            free(fresh);
+            rlock__set_error_message("out of memory");
+            return RLOCK_ERR_NOMEM;
+        }
         e = fresh;
         fresh = NULL;
-        e->l = l;
-        HASH_ADD_PTR(lost_cbs, l, e); /* (uthash aborts when out of memory) */
         atomic_store_explicit(&l->has_lost, true, memory_order_relaxed);
     }
     lost_cb *drop = NULL;

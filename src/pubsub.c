@@ -18,6 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+/* A failed add leaves the item out (hh.tbl NULL) instead of uthash's
+ * exit(-1). */
+#define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
 #include "rlock/errors.h"
@@ -75,7 +78,9 @@ int rlock__pubsub_create(rlock__conn *conn, const rlock__logger *log, const char
 }
 
 static void free_sub(channel_sub *sub) {
-    HASH_DEL(sub->ps->subs, sub);
+    if (sub->hh.tbl != NULL) { /* else no table took it (out of memory) */
+        HASH_DEL(sub->ps->subs, sub);
+    }
     free(sub);
 }
 
@@ -335,6 +340,10 @@ rlock__lock_entry *rlock__pubsub_subscribe(rlock__pubsub *ps, const char *channe
         memcpy(sub->channel, channel, channel_len);
         rlock__list_init(&sub->entries);
         HASH_ADD_KEYPTR(hh, ps->subs, sub->channel, sub->len, sub);
+        if (sub->hh.tbl == NULL) {
+            free(sub);
+            return NULL;
+        }
     }
     rlock__lock_entry *e = NULL;
     for (rlock__list *n = sub->entries.next; n != &sub->entries; n = n->next) {
@@ -395,8 +404,19 @@ static void move_sub(channel_sub *sub, rlock__pubsub *to) {
     channel_sub *there = NULL;
     HASH_FIND(hh, to->subs, sub->channel, sub->len, there);
     if (there == NULL) {
+        rlock__pubsub *from = sub->ps;
         sub->ps = to;
         HASH_ADD_KEYPTR(hh, to->subs, sub->channel, sub->len, sub);
+        if (sub->hh.tbl == NULL) {
+            /* No memory for to's table: the channel stays where it was
+             * (if its table takes it back) and the next rehome moves it. */
+            rlock__log(to->log, RLOCK_LOG_ERROR, "out of memory moving channel %.*s", (int)sub->len,
+                       sub->channel);
+            sub->ps = from;
+            to->stats.entries -= n;
+            from->stats.entries += n;
+            HASH_ADD_KEYPTR(hh, from->subs, sub->channel, sub->len, sub);
+        }
         send_subscribe(sub);
         return;
     }

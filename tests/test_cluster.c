@@ -378,7 +378,7 @@ static void test_cluster_lock_end_to_end(void **state) {
         }
     }
     int per[RT_CLUSTER_MASTERS];
-    check_names(&m, names, E2E_NAMES, (const char(*)[FIELD_LEN])fields, true, SHORT_WATCHDOG_MS,
+    check_names(&m, names, E2E_NAMES, (const char (*)[FIELD_LEN])fields, true, SHORT_WATCHDOG_MS,
                 per);
     for (int j = 0; j < m.n; j++) {
         fprintf(stderr, "end to end: %d names on the master on port %d\n", per[j], m.node[j]->port);
@@ -394,7 +394,7 @@ static void test_cluster_lock_end_to_end(void **state) {
 
     /* Past the lease: every hold renewed, on every master. */
     rt_sleep_ms(PAST_LEASE_MS);
-    check_names(&m, names, E2E_NAMES, (const char(*)[FIELD_LEN])fields, true, SHORT_WATCHDOG_MS,
+    check_names(&m, names, E2E_NAMES, (const char (*)[FIELD_LEN])fields, true, SHORT_WATCHDOG_MS,
                 per);
     rlock_stats st;
     assert_int_equal(rlock_client_stats(c, &st), RLOCK_OK);
@@ -411,7 +411,7 @@ static void test_cluster_lock_end_to_end(void **state) {
             CHECK_RC(finish(rlock_unlock_async(locks[i], tid), CALL_MS, NULL), what);
         }
     }
-    check_names(&m, names, E2E_NAMES, (const char(*)[FIELD_LEN])fields, false, 0, per);
+    check_names(&m, names, E2E_NAMES, (const char (*)[FIELD_LEN])fields, false, 0, per);
     for (int j = 0; j < m.n; j++) {
         redisReply *r = redisCommand(m.ctx[j], "DBSIZE");
         assert_int_equal(int_of(r, "DBSIZE", m.node[j]), 0);
@@ -2150,6 +2150,160 @@ static void test_cluster_sync_names_one_slot(void **state) {
     rlock_client_destroy(c);
 }
 
+/* ---- a node that leaves the slot map -------------------------------------- */
+
+/* Every reply to the n commands appended on r is +OK (or, a master turned
+ * replica meanwhile, SETSLOT's refusal on a replica); fails naming what. */
+static void all_ok(redisContext *r, int n, const char *what) {
+    for (int i = 0; i < n; i++) {
+        void *v = NULL;
+        assert_int_equal(redisGetReply(r, &v), REDIS_OK);
+        redisReply *reply = v;
+        if (reply->type != REDIS_REPLY_STATUS &&
+            (reply->type != REDIS_REPLY_ERROR || strstr(reply->str, "only with masters") == NULL)) {
+            fail_msg("%s: reply %d: %s", what, i,
+                     reply->type == REDIS_REPLY_ERROR ? reply->str : "not OK");
+        }
+        freeReplyObject(reply);
+    }
+}
+
+/* Gives every slot of from (which holds no key) to to, as a reshard
+ * would, in one pipeline per node: IMPORTING on to, so that its NODE
+ * bumps its config epoch and the other nodes take its claim, then NODE on
+ * to and on every other master (from, left without slots, becomes to's
+ * replica, maybe by gossip before its own NODE commands). Waits until every live node agrees on
+ * from's first and last slot. */
+static void give_all_slots(rt_cluster *cl, rt_redis *from, rt_redis *to) {
+    static int ports[SLOTS];
+    assert_int_equal(rt_cluster_slot_owners(cl, ports), 0);
+    char from_id[RT_CLUSTER_ID_LEN + 1], to_id[RT_CLUSTER_ID_LEN + 1];
+    assert_int_equal(rt_cluster_myid(from, from_id), 0);
+    assert_int_equal(rt_cluster_myid(to, to_id), 0);
+    rt_redis *all[RT_CLUSTER_MASTERS];
+    int n_masters = rt_cluster_masters(cl, all, RT_CLUSTER_MASTERS);
+    assert_int_equal(n_masters, RT_CLUSTER_MASTERS);
+    struct timeval tv = {10, 0};
+    redisContext *r = redisConnectWithTimeout("127.0.0.1", to->port, tv);
+    assert_true(r != NULL && r->err == 0);
+    int first = -1, last = -1, moved = 0;
+    for (int slot = 0; slot < SLOTS; slot++) {
+        if (ports[slot] == from->port) {
+            first = first < 0 ? slot : first;
+            last = slot;
+            moved++;
+            redisAppendCommand(r, "CLUSTER SETSLOT %d IMPORTING %s", slot, from_id);
+        }
+    }
+    assert_true(moved > 0);
+    all_ok(r, moved, "IMPORTING");
+    for (int j = -1; j < n_masters; j++) {
+        rt_redis *n = j < 0 ? to : all[j];
+        if (j >= 0 && n == to) {
+            continue;
+        }
+        redisContext *m = j < 0 ? r : redisConnectWithTimeout("127.0.0.1", n->port, tv);
+        assert_true(m != NULL && m->err == 0);
+        for (int slot = first; slot <= last; slot++) {
+            if (ports[slot] == from->port) {
+                redisAppendCommand(m, "CLUSTER SETSLOT %d NODE %s", slot, to_id);
+            }
+        }
+        all_ok(m, moved, "NODE");
+        if (m != r) {
+            redisFree(m);
+        }
+    }
+    redisFree(r);
+    assert_ptr_equal(rt_cluster_wait_slot_served(cl, first, 20000), to);
+    assert_ptr_equal(rt_cluster_wait_slot_served(cl, last, 20000), to);
+}
+
+/* The client's connections on n (CLIENT LIST entries named name). */
+static int named_clients(rt_redis *n, const char *name) {
+    redisReply *r = rt_redis_command(n, "CLIENT LIST");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    char want[64];
+    snprintf(want, sizeof(want), " name=%s ", name);
+    int count = 0;
+    for (const char *p = r->str; (p = strstr(p, want)) != NULL; p++) {
+        count++;
+    }
+    freeReplyObject(r);
+    return count;
+}
+
+/* A master whose slots all go to another (a reshard emptying it, or the
+ * old address after a rolling restart) leaves the map: the client drops
+ * its node, and its command and pub/sub connections close for good (the
+ * old node, now a replica, would otherwise be reconnected forever);
+ * locks in its former slots go to their new master. */
+static void test_cluster_node_leaving_the_map_is_dropped(void **state) {
+    fx *f = *state;
+    rt_cluster *cl = &f->cl;
+    rlock_config cfg = cluster_config(f);
+    cfg.client_name = "leaver";
+    cfg.scan_interval_ms = 100;
+    rlock_client *c = cluster_client(&cfg);
+    /* Node 0 (the client's own connections, never dropped) is the first
+     * master of the seed's map: from is another. */
+    redisReply *map = rt_redis_command(&cl->nodes[0], "CLUSTER SLOTS");
+    assert_non_null(map);
+    assert_true(map->type == REDIS_REPLY_ARRAY && map->elements > 0);
+    int node0_port = (int)map->element[0]->element[2]->element[1]->integer;
+    freeReplyObject(map);
+    rt_redis *all[RT_CLUSTER_MASTERS];
+    assert_int_equal(rt_cluster_masters(cl, all, RT_CLUSTER_MASTERS), RT_CLUSTER_MASTERS);
+    rt_redis *from = all[0]->port != node0_port ? all[0] : all[1];
+    rt_redis *to = NULL;
+    for (int j = 0; j < RT_CLUSTER_MASTERS; j++) {
+        to = all[j] != from && all[j]->port != node0_port ? all[j] : to;
+    }
+    assert_non_null(to);
+    /* A lock on each master: every node's connections are up. */
+    static masters m;
+    masters_open(cl, &m);
+    masters_close(&m);
+    char on_from[NAME_LEN] = "";
+    for (int j = 0, k = 0; j < m.n; j++) {
+        char probe[NAME_LEN];
+        name_on(&m, j, "leave-probe", &k, probe, sizeof(probe));
+        if (m.node[j] == from) {
+            snprintf(on_from, sizeof(on_from), "%s", probe);
+        }
+        rlock *p = rlock_get_lock(c, probe);
+        assert_non_null(p);
+        CHECK_RC(rlock_lock(p, LONG_LEASE_MS), "lock on each master");
+        CHECK_RC(rlock_unlock(p), "its unlock");
+        rlock_free(p);
+    }
+    assert_true(on_from[0] != '\0');
+    assert_true(named_clients(from, "leaver") >= 2);
+
+    give_all_slots(cl, from, to);
+    int64_t deadline = rt_now_ms() + 15000;
+    while (named_clients(from, "leaver") > 0 && rt_now_ms() < deadline) {
+        rt_sleep_ms(50);
+    }
+    if (named_clients(from, "leaver") > 0) {
+        fail_msg("port %d left the slot map; the client still has %d connection(s) there after "
+                 "15 s",
+                 from->port, named_clients(from, "leaver"));
+    }
+    rt_sleep_ms(1000); /* ten scans: none reconnects */
+    assert_int_equal(named_clients(from, "leaver"), 0);
+    assert_true(named_clients(to, "leaver") >= 2);
+    /* A name of from's former slots: on to now. */
+    rlock *l = rlock_get_lock(c, on_from);
+    assert_non_null(l);
+    CHECK_RC(rlock_lock(l, LONG_LEASE_MS), "lock in a slot from gave away");
+    assert_int_equal(exists_on(to, on_from), 1);
+    CHECK_RC(rlock_unlock(l), "its unlock");
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_cluster_settings_checked),
@@ -2173,6 +2327,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_cluster_ask_leaves_the_map, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_unlock_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_sync_names_one_slot, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_node_leaving_the_map_is_dropped, setup,
+                                        teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

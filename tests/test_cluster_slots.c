@@ -5,6 +5,7 @@
  * without a MOVED. */
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -175,6 +176,61 @@ static void test_empty_reply_covers_nothing(void **state) {
     assert_null(rlock__slot_map_master(m, 0));
     assert_null(rlock__slot_map_master(m, 16383));
     assert_null(rlock__slot_map_node(m, 0));
+    rlock__slot_map_free(m);
+    freeReplyObject(r);
+}
+
+/* A CLUSTER SLOTS reply of n entries, entry i giving slot i to a master
+ * of its own (host 10.0.<i/256>.<i%256>, port 7000) when own, else every
+ * slot to one master. */
+static redisReply *one_slot_masters(int n, bool own) {
+    size_t cap = (size_t)n * 96 + 16, len = 0;
+    char *text = malloc(cap);
+    assert_non_null(text);
+    len += (size_t)snprintf(text + len, cap - len, "*%d\r\n", n);
+    for (int i = 0; i < n; i++) {
+        char host[32];
+        int hl = snprintf(host, sizeof(host), "10.0.%d.%d", own ? i / 256 : 0, own ? i % 256 : 1);
+        len += (size_t)snprintf(text + len, cap - len,
+                                "*3\r\n:%d\r\n:%d\r\n*2\r\n$%d\r\n%s\r\n:7000\r\n", i, i, hl, host);
+    }
+    redisReply *r = resp(text, len);
+    free(text);
+    return r;
+}
+
+/* The masters a map may name are capped (RLOCK__CLUSTER_MAX_MASTERS): a
+ * reply of thousands of one-slot masters is refused whole, so a client
+ * makes no node (no connection) for any of them; the cap itself, and
+ * thousands of one-slot entries of one master, are read. */
+static void test_masters_capped(void **state) {
+    (void)state;
+    rlock__slot_map *m = (rlock__slot_map *)(uintptr_t)1;
+    char err[256] = "";
+    redisReply *r = one_slot_masters(5000, true);
+    assert_int_equal(rlock__slot_map_parse(r, &m, err, sizeof(err)), RLOCK_ERR_REDIS);
+    assert_null(m);
+    assert_non_null(strstr(err, "more than 1000 masters"));
+    freeReplyObject(r);
+
+    r = one_slot_masters(RLOCK__CLUSTER_MAX_MASTERS + 1, true);
+    assert_int_equal(rlock__slot_map_parse(r, &m, err, sizeof(err)), RLOCK_ERR_REDIS);
+    assert_null(m);
+    assert_non_null(strstr(err, "entry 1000: more than 1000 masters"));
+    freeReplyObject(r);
+
+    r = one_slot_masters(RLOCK__CLUSTER_MAX_MASTERS, true);
+    assert_int_equal(rlock__slot_map_parse(r, &m, err, sizeof(err)), RLOCK_OK);
+    assert_int_equal(rlock__slot_map_masters(m), RLOCK__CLUSTER_MAX_MASTERS);
+    assert_int_equal(rlock__slot_map_covered(m), RLOCK__CLUSTER_MAX_MASTERS);
+    assert_string_equal(rlock__slot_map_master(m, 999)->addr.host, "10.0.3.231");
+    rlock__slot_map_free(m);
+    freeReplyObject(r);
+
+    r = one_slot_masters(RLOCK__CLUSTER_SLOTS, false);
+    assert_int_equal(rlock__slot_map_parse(r, &m, err, sizeof(err)), RLOCK_OK);
+    assert_int_equal(rlock__slot_map_masters(m), 1);
+    assert_int_equal(rlock__slot_map_covered(m), RLOCK__CLUSTER_SLOTS);
     rlock__slot_map_free(m);
     freeReplyObject(r);
 }
@@ -414,6 +470,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_bad_arguments),
         cmocka_unit_test(test_empty_reply_covers_nothing),
         cmocka_unit_test(test_parse_by_hand),
+        cmocka_unit_test(test_masters_capped),
         cmocka_unit_test_setup_teardown(test_cluster_map_covers_all_slots, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_keyslot_matches_server, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_set_on_named_master, setup, teardown),

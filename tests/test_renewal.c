@@ -216,6 +216,37 @@ static held_samples watch_held(fx *f, const char *name, rlock_client *c, uint64_
     return s;
 }
 
+/* ---- a failing allocator (this binary's malloc and calloc) -------------- */
+/* The library has no allocator hook: the test binary's own malloc and
+ * calloc, over glibc's, fail the Nth allocation made by the armed thread
+ * (the client's loop thread allocates meanwhile, unharmed). Not under a
+ * sanitizer, whose allocator this would bypass. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define FAILING_ALLOC 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define FAILING_ALLOC 0
+#endif
+#endif
+#ifndef FAILING_ALLOC
+#define FAILING_ALLOC 1
+extern void *__libc_malloc(size_t n);
+extern void *__libc_calloc(size_t n, size_t size);
+static _Thread_local int g_fail_in; /* 0: off; else the allocations left to the failing one */
+
+static bool fail_now(void) {
+    return g_fail_in > 0 && --g_fail_in == 0;
+}
+
+void *malloc(size_t n) {
+    return fail_now() ? NULL : __libc_malloc(n);
+}
+
+void *calloc(size_t n, size_t size) {
+    return fail_now() ? NULL : __libc_calloc(n, size);
+}
+#endif
+
 /* ---- lost-lock callbacks ------------------------------------------------ */
 
 static void probe_done(rlock_future *fut, void *arg) {
@@ -690,6 +721,73 @@ static void test_force_unlocked_elsewhere_only_that_lock_lost(void **state) {
     assert_false(exists(f, "forced"));
     assert_int_equal(unlock_as(bystander, 2), RLOCK_OK);
     assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+}
+
+/* Setting a handle's callback again replaces it: only the one set last
+ * runs; setting NULL clears it, and the next loss reaches only the
+ * client's callback (which counts the losses). */
+static void test_lost_callback_replaced_then_cleared(void **state) {
+    fx *f = *state;
+    lost_log *first = &g_logs[0];
+    lost_log *second = &g_logs[1];
+    lost_log *by_client = &g_logs[2];
+    rlock_config cfg = wd_config(f, 600);
+    cfg.on_lock_lost = on_lost;
+    cfg.on_lock_lost_arg = by_client;
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "replaced");
+    assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, first), RLOCK_OK);
+    assert_int_equal(rlock_set_lock_lost_callback(l, on_lost, second), RLOCK_OK);
+    assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 5), RLOCK_OK);
+    freeReplyObject(rt_redis_command(&f->redis, "DEL replaced"));
+    assert_true(calls_reach(by_client, 1, 5000));
+    assert_true(calls_reach(second, 1, 5000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+    assert_int_equal(log_calls(first), 0);
+    lost_rec r = log_event(second, 0);
+    expect_lost(&r, "replaced", 5, RLOCK_ERR_NOT_HELD);
+
+    assert_int_equal(rlock_set_lock_lost_callback(l, NULL, NULL), RLOCK_OK);
+    assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 6), RLOCK_OK);
+    freeReplyObject(rt_redis_command(&f->redis, "DEL replaced"));
+    assert_true(calls_reach(by_client, 2, 5000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+    assert_int_equal(log_calls(first), 0);
+    assert_int_equal(log_calls(second), 1);
+    assert_int_equal(rt_lock_stats(c).lost, 2);
+}
+
+/* Out of memory while a handle's callback is added to the callback map
+ * (the entry, the map's table, its buckets) is RLOCK_ERR_NOMEM, not
+ * uthash's exit(-1): each allocation of the call is failed in turn, and
+ * the process lives on with a usable map. */
+static void test_lost_callback_out_of_memory_is_an_error(void **state) {
+#if FAILING_ALLOC
+    fx *f = *state;
+    lost_log *by_lock = &g_logs[0];
+    rlock_config cfg = wd_config(f, 600);
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rt_lock(c, "oom");
+    int nomems = 0, rc = RLOCK_ERR_NOMEM;
+    for (int n = 1; n <= 20 && rc == RLOCK_ERR_NOMEM; n++) {
+        g_fail_in = n;
+        rc = rlock_set_lock_lost_callback(l, on_lost, by_lock);
+        g_fail_in = 0;
+        nomems += rc == RLOCK_ERR_NOMEM;
+        assert_true(rc == RLOCK_OK || rc == RLOCK_ERR_NOMEM);
+    }
+    assert_int_equal(rc, RLOCK_OK);
+    /* The entry's own, then uthash's table (the map was empty: this test
+     * runs in a process of its own). */
+    assert_true(nomems >= 2);
+    assert_int_equal(lock_as(l, RLOCK_LEASE_WATCHDOG, 3), RLOCK_OK);
+    freeReplyObject(rt_redis_command(&f->redis, "DEL oom"));
+    assert_true(calls_reach(by_lock, 1, 5000));
+    assert_true(RT_STAT_BECOMES(c, renewing, 0, 2000));
+#else
+    (void)state;
+    skip();
+#endif
 }
 
 /* The handle's callback is the one set when the lock was taken: setting
@@ -1172,6 +1270,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_lost_callback_applies_to_later_acquisitions, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_lost_callback_reaches_a_waiting_call, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_callback_replaced_then_cleared, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_callback_out_of_memory_is_an_error, setup,
+                                        teardown),
         cmocka_unit_test_setup_teardown(test_restart_reports_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_short_outage_lock_survives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_outage_lock_lost, setup, teardown),

@@ -72,6 +72,40 @@ static void test_commands_match_hiredis(void **state) {
     same_as_hiredis(12, many, manylen);
 }
 
+/* Every argument length from 0 to 10,001 bytes, each alone and behind a
+ * short argument: the digit boundaries 9/10, 99/100, 999/1000 and
+ * 9999/10000 in a length's header are each crossed one byte at a time. */
+static void test_every_length_matches_hiredis(void **state) {
+    (void)state;
+    static char big[10002];
+    memset(big, 'y', sizeof(big));
+    for (size_t len = 0; len <= 10001; len++) {
+        const char *argv[] = {"SET", big};
+        const size_t argvlen[] = {3, len};
+        same_as_hiredis(1, argv + 1, argvlen + 1);
+        same_as_hiredis(2, argv, argvlen);
+    }
+}
+
+/* Argument counts across the digit boundaries of argc's header, up to
+ * 1,000 and 1,001 (four digits), with lengths that vary per argument. */
+static void test_argument_counts_match_hiredis(void **state) {
+    (void)state;
+    enum { MAX_ARGC = 1001 };
+    static char bytes[1200];
+    memset(bytes, 'z', sizeof(bytes));
+    static const char *argv[MAX_ARGC];
+    static size_t argvlen[MAX_ARGC];
+    for (int i = 0; i < MAX_ARGC; i++) {
+        argv[i] = bytes;
+        argvlen[i] = (size_t)i * 7 % 1103;
+    }
+    const int counts[] = {1, 2, 9, 10, 11, 99, 100, 101, 999, 1000, 1001};
+    for (size_t c = 0; c < sizeof(counts) / sizeof(counts[0]); c++) {
+        same_as_hiredis(counts[c], argv, argvlen);
+    }
+}
+
 static void test_integers_match_printf(void **state) {
     (void)state;
     const int64_t values[] = {
@@ -102,6 +136,8 @@ static void test_unsigned_match_printf(void **state) {
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_commands_match_hiredis),
+        cmocka_unit_test(test_every_length_matches_hiredis),
+        cmocka_unit_test(test_argument_counts_match_hiredis),
         cmocka_unit_test(test_integers_match_printf),
         cmocka_unit_test(test_unsigned_match_printf),
     };

@@ -15,7 +15,16 @@
  * soon after a MOVED or a channel Redis unsubscribed, the map is read
  * again from a node in turn; masters new to it get a node, and channels
  * waited on move to their slot's new master (rlock__pubsub_rehome).
- * Nodes are kept until the client is destroyed.
+ * A node that owns no slot in two maps in a row (after a reshard or a
+ * rolling restart that gave masters new addresses) is dropped, as
+ * Redisson's shutdownEntry drops an entry left with no slot: its
+ * commands go to their slot's master (rlock__executor_hand_off) and its
+ * connections close. The second map is a grace for a node a MOVED or ASK
+ * made just before a map that predates it; Redisson has none, as it
+ * makes no entry for a redirection. Node 0 (the client's own
+ * connections) and a node still holding lock entries (a waiter's channel
+ * whose slot has no master) are kept. The table holds at most
+ * RLOCK__CLUSTER_MAX_MASTERS nodes.
  *
  * Redisson's ClusterConnectionManager: the slot map read at
  * start and on every scan, a node (entry) per master, and the routing of
@@ -55,7 +64,8 @@ typedef struct cnode {
     rlock__conn *cmd, *sub;
     rlock__executor *x;
     rlock__pubsub *ps;
-    bool own; /* false for node 0 */
+    bool own;         /* false for node 0 */
+    int unowned_maps; /* maps in a row that gave it no slot */
     char cmd_name[300], sub_name[300];
 } cnode;
 
@@ -74,6 +84,7 @@ struct rlock__cluster {
     rlock__slot_map *first_map;
     char first_host[256];
     ev_timer scan, soon;
+    ev_timer prune; /* drops slotless nodes outside hiredis's callbacks */
     scan_req *scan_out;
     int64_t scan_sent_ms;
     size_t scan_next; /* the node asked next, in turn */
@@ -262,6 +273,7 @@ static int init(rlock__topology_env *c, void **state) {
     memset(cl->node_of, 0xff, sizeof(cl->node_of));
     ev_timer_init(&cl->scan, NULL, 0., 0.);
     ev_timer_init(&cl->soon, NULL, 0., 0.);
+    ev_timer_init(&cl->prune, NULL, 0., 0.);
     if ((cl->seeds = strdup(c->cfg->cluster_node_addresses)) == NULL) {
         return RLOCK_ERR_NOMEM;
     }
@@ -417,6 +429,12 @@ static uint16_t node_at(rlock__cluster *cl, const char *host, int port) {
     if (cl->closed) {
         return NO_NODE;
     }
+    if (cl->n_nodes >= RLOCK__CLUSTER_MAX_MASTERS) {
+        rlock__log(cl->env->log, RLOCK_LOG_ERROR,
+                   "cluster node %s:%d not added: the client keeps at most %d nodes", host, port,
+                   RLOCK__CLUSTER_MAX_MASTERS);
+        return NO_NODE;
+    }
     cnode *n = make_node(cl, host, port);
     if (n == NULL || !add_node(cl, n)) {
         rlock__log(cl->env->log, RLOCK_LOG_ERROR,
@@ -475,6 +493,79 @@ static rlock__pubsub *owner_of(void *arg, const char *channel, size_t len) {
     return i != NO_NODE ? cl->nodes[i]->ps : NULL;
 }
 
+/* ---- dropping nodes that left the map --------------------------------------------- */
+
+/* Which nodes some slot points at (node_of), into owns. */
+static void owners(const rlock__cluster *cl, bool owns[RLOCK__CLUSTER_MAX_MASTERS]) {
+    memset(owns, 0, RLOCK__CLUSTER_MAX_MASTERS * sizeof(owns[0]));
+    for (size_t slot = 0; slot < RLOCK__CLUSTER_SLOTS; slot++) {
+        if (cl->node_of[slot] != NO_NODE) {
+            owns[cl->node_of[slot]] = true;
+        }
+    }
+}
+
+/* Loop thread, from a timer (not inside a reply's callback, which may be
+ * one of the dropped node's): drops each node that owns no slot now, did
+ * not in the last two maps, and whose pub/sub has no entry left; then
+ * renumbers node_of. */
+static void prune(struct ev_loop *ev, ev_timer *w, int revents) {
+    (void)ev;
+    (void)revents;
+    rlock__cluster *cl = w->data;
+    bool owns[RLOCK__CLUSTER_MAX_MASTERS];
+    owners(cl, owns); /* a MOVED since the map may have given one a slot */
+    bool drop[RLOCK__CLUSTER_MAX_MASTERS];
+    /* First every hand-off, while node_of's numbers still index nodes. */
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        cnode *n = cl->nodes[i];
+        drop[i] = n->own && !owns[i] && n->unowned_maps >= 2 &&
+                  rlock__pubsub_get_stats(n->ps).entries == 0;
+        if (drop[i]) {
+            rlock__log(cl->env->log, RLOCK_LOG_INFO,
+                       "cluster node %s:%d owns no slot: its connections are closed", n->addr.host,
+                       n->addr.port);
+            rlock__executor_hand_off(n->x, "the cluster node left the slot map");
+        }
+    }
+    uint16_t renumber[RLOCK__CLUSTER_MAX_MASTERS];
+    size_t kept = 0;
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        cnode *n = cl->nodes[i];
+        renumber[i] = drop[i] ? NO_NODE : (uint16_t)kept;
+        if (drop[i]) {
+            free_node(n);
+        } else {
+            cl->nodes[kept++] = n;
+        }
+    }
+    for (size_t slot = 0; slot < RLOCK__CLUSTER_SLOTS; slot++) {
+        if (cl->node_of[slot] != NO_NODE) {
+            cl->node_of[slot] = renumber[cl->node_of[slot]];
+        }
+    }
+    cl->n_nodes = kept;
+    cl->scan_next = 0;
+}
+
+/* Counts, for each node, the maps in a row that gave it no slot, and
+ * schedules prune when one reached 2. */
+static void note_unowned(rlock__cluster *cl) {
+    bool owns[RLOCK__CLUSTER_MAX_MASTERS];
+    owners(cl, owns);
+    bool due = false;
+    for (size_t i = 0; i < cl->n_nodes; i++) {
+        cnode *n = cl->nodes[i];
+        n->unowned_maps = owns[i] ? 0 : n->unowned_maps + 1;
+        due |= n->own && n->unowned_maps >= 2;
+    }
+    struct ev_loop *ev = rlock__loop_ev(cl->env->loop);
+    if (due && cl->started && !cl->closed && !ev_is_active(&cl->prune)) {
+        ev_timer_set(&cl->prune, 0., 0.);
+        ev_timer_start(ev, &cl->prune);
+    }
+}
+
 /* ---- the slot map --------------------------------------------------------------- */
 
 /* Points each slot at its master's node (made when new); a channel whose
@@ -497,6 +588,7 @@ static void apply_map(rlock__cluster *cl, const rlock__slot_map *m, const char *
         cl->node_of[slot] = n;
     }
     free(to_node);
+    note_unowned(cl);
     if (cl->scans++ == 0 || (changed == 0 && !cl->rehome_due)) {
         return; /* the first map, or nothing moved */
     }
@@ -528,7 +620,7 @@ static void on_slots(redisAsyncContext *ac, void *r, void *privdata) {
             }
             rlock__slot_map_free(m);
         } else if (reply != NULL) {
-            rlock__log(cl->env->log, RLOCK_LOG_WARN, "cluster scan at %s: %s", q->host, err);
+            rlock__log(cl->env->log, RLOCK_LOG_ERROR, "cluster scan at %s: %s", q->host, err);
         }
     }
     free(q);
@@ -620,6 +712,8 @@ static void start(void *state) {
     ev_timer_start(ev, &cl->scan);
     ev_timer_init(&cl->soon, on_scan_timer, SOON_S, 0.);
     cl->soon.data = cl;
+    ev_timer_init(&cl->prune, prune, 0., 0.);
+    cl->prune.data = cl;
 }
 
 /* Stops the scans, fails the nodes' commands with RLOCK_ERR_CLOSED and
@@ -635,6 +729,7 @@ static void close_nodes(void *state) {
         struct ev_loop *ev = rlock__loop_ev(c->loop);
         ev_timer_stop(ev, &cl->scan);
         ev_timer_stop(ev, &cl->soon);
+        ev_timer_stop(ev, &cl->prune);
     }
     if (cl->scan_out != NULL) {
         cl->scan_out->cl = NULL;

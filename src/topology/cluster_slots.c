@@ -134,6 +134,10 @@ static int add_master(rlock__slot_map *m, const redisReply *e, const addr_view *
             return (int)i;
         }
     }
+    if (m->n_nodes == RLOCK__CLUSTER_MAX_MASTERS) {
+        return fail(err, errlen, "entry %zu: more than %d masters; the map is refused", entry,
+                    RLOCK__CLUSTER_MAX_MASTERS);
+    }
     size_t n_replicas = e->elements - 3;
     if (m->n_nodes == m->cap_nodes) {
         size_t cap = m->cap_nodes == 0 ? 4 : m->cap_nodes * 2;

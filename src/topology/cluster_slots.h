@@ -14,6 +14,15 @@
 #include <hiredis/hiredis.h>
 
 #define RLOCK__CLUSTER_SLOTS 16384
+/* At most this many masters in a slot map, and so nodes (each two
+ * connections) in a client's table: Redis documents 1000 nodes as a
+ * cluster's suggested maximum size. A CLUSTER SLOTS reply naming more is
+ * refused whole (an error, logged), not truncated: a cut map would leave
+ * the slots of the masters past the cut unserved, at an arbitrary place
+ * in the reply's order, while the map in force (or, at create, the
+ * error) says plainly that something is wrong; and a reply that size
+ * comes from a broken or hostile server more likely than a cluster. */
+#define RLOCK__CLUSTER_MAX_MASTERS 1000
 
 /* A node's address. host "" means the host the CLUSTER SLOTS reply came
  * from (Redis sends NULL, or "" before 7.0, when it does not know its own
@@ -37,7 +46,8 @@ uint16_t rlock__key_slot(const char *key, size_t len);
 /* Reads a CLUSTER SLOTS reply into *out (free with rlock__slot_map_free).
  * 0, or with a message in err: RLOCK_ERR_REDIS when r is an error reply or
  * is malformed (wrong types, a slot out of 0..16383, a reversed range, a
- * slot claimed twice, a node without host or port), RLOCK_ERR_NOMEM, or
+ * slot claimed twice, a node without host or port, more than
+ * RLOCK__CLUSTER_MAX_MASTERS masters), RLOCK_ERR_NOMEM, or
  * RLOCK_ERR_INVALID for a NULL argument. Slots no entry names stay
  * uncovered. */
 int rlock__slot_map_parse(const redisReply *r, rlock__slot_map **out, char *err, size_t errlen);

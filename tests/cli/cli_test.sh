@@ -1102,6 +1102,7 @@ watch_many)
     fi
     run wait "$watcher"
     [ "$rc" -eq 0 ] || fail "watch stopped by SIGTERM exited $rc, not 0"
+    ;;
 exec_fds)
     # The command inherits none of rlock's connections (issue 37): no more
     # sockets in it than in the same command run without rlock (ctest's
