@@ -378,7 +378,7 @@ static void test_cluster_lock_end_to_end(void **state) {
         }
     }
     int per[RT_CLUSTER_MASTERS];
-    check_names(&m, names, E2E_NAMES, (const char (*)[FIELD_LEN])fields, true, SHORT_WATCHDOG_MS,
+    check_names(&m, names, E2E_NAMES, (const char(*)[FIELD_LEN])fields, true, SHORT_WATCHDOG_MS,
                 per);
     for (int j = 0; j < m.n; j++) {
         fprintf(stderr, "end to end: %d names on the master on port %d\n", per[j], m.node[j]->port);
@@ -394,7 +394,7 @@ static void test_cluster_lock_end_to_end(void **state) {
 
     /* Past the lease: every hold renewed, on every master. */
     rt_sleep_ms(PAST_LEASE_MS);
-    check_names(&m, names, E2E_NAMES, (const char (*)[FIELD_LEN])fields, true, SHORT_WATCHDOG_MS,
+    check_names(&m, names, E2E_NAMES, (const char(*)[FIELD_LEN])fields, true, SHORT_WATCHDOG_MS,
                 per);
     rlock_stats st;
     assert_int_equal(rlock_client_stats(c, &st), RLOCK_OK);
@@ -411,7 +411,7 @@ static void test_cluster_lock_end_to_end(void **state) {
             CHECK_RC(finish(rlock_unlock_async(locks[i], tid), CALL_MS, NULL), what);
         }
     }
-    check_names(&m, names, E2E_NAMES, (const char (*)[FIELD_LEN])fields, false, 0, per);
+    check_names(&m, names, E2E_NAMES, (const char(*)[FIELD_LEN])fields, false, 0, per);
     for (int j = 0; j < m.n; j++) {
         redisReply *r = redisCommand(m.ctx[j], "DBSIZE");
         assert_int_equal(int_of(r, "DBSIZE", m.node[j]), 0);

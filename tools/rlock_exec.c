@@ -22,8 +22,8 @@
 #include <rlock/version.h>
 
 #include "redis_direct.h"
-#include "rlock_exec_group.h"
 #include "rlock_core.h"
+#include "rlock_exec_group.h"
 
 extern char **environ;
 
