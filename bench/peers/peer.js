@@ -18,12 +18,11 @@
 // s3: one worker of the contended scenario: wait until CLOCK_MONOTONIC
 //     reaches NS, then N times: acquire (retrying after a give-up, which is
 //     counted in "errors"), GET counter, SET counter value+1 (plain ioredis
-//     client), release. Writes "LOCK_RETURNED_NS UNLOCK_RETURNED_NS" per
-//     iteration to FILE at the end. process.hrtime.bigint() is
-//     CLOCK_MONOTONIC on Linux, the clock the C workers use. With
-//     BENCH_PEER_MID=1 in the environment (check.sh only; not the bench
-//     contract) each line gets a third field: the moment just before the
-//     release call, i.e. the end of the critical section.
+//     client), release. Writes "LOCK_RETURNED_NS UNLOCK_RETURNED_NS
+//     UNLOCK_CALLED_NS" per iteration to FILE at the end (UNLOCK_CALLED:
+//     just before the release call, the end of the critical section; the
+//     driver measures handoffs from it). process.hrtime.bigint() is
+//     CLOCK_MONOTONIC on Linux, the clock the C workers use.
 // s7: one worker of the semaphore scenario (redis-semaphore's Semaphore of
 //     K permits, the Mutex's options per variant): wait until NS, then for
 //     S seconds acquire() / release() with no work in between (a give-up is
@@ -327,7 +326,6 @@ async function runS3(a, im) {
     await plain.ping();
     const h = im.make(a.lock);
     const lines = new Array(a.iters);
-    const withMid = process.env.BENCH_PEER_MID === '1';
     let errors = 0;
     await waitUntil(a.startAt);
     for (let i = 0; i < a.iters; i++) {
@@ -345,10 +343,10 @@ async function runS3(a, im) {
         const tLock = now();
         const v = await plain.get(a.counter);
         await plain.set(a.counter, String((v === null ? 0 : Number(v)) + 1));
-        const tMid = now();
+        const tUnlockCalled = now();
         await im.unlock(h);
         const tUnlock = now();
-        lines[i] = tLock + ' ' + tUnlock + (withMid ? ' ' + tMid : '') + '\n';
+        lines[i] = tLock + ' ' + tUnlock + ' ' + tUnlockCalled + '\n';
     }
     fs.writeFileSync(a.out, lines.join(''));
     await plain.quit();
