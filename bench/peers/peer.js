@@ -140,6 +140,14 @@ function redisOptions(addr) {
     // Fail instead of reconnecting for ever when the server is gone.
     o.maxRetriesPerRequest = 1;
     o.retryStrategy = (times) => (times > 3 ? null : 100);
+    // ioredis 5.8.2 to 5.x sends its handshake (CLIENT SETINFO, the ready
+    // check's INFO) after a SUBSCRIBE queued while connecting, and then
+    // fails it: "Connection in subscriber mode, only subscriber commands may
+    // be used" (ioredis issue #2037, fixed in 6.0). node-redisson subscribes
+    // as soon as lock() waits; tests/compat/peer.js turns both off too.
+    // Neither is needed here.
+    o.disableClientInfo = true;
+    o.enableReadyCheck = false;
     return o;
 }
 
