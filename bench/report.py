@@ -23,7 +23,8 @@ import subprocess
 import sys
 import tempfile
 
-import plot_style
+sys.dont_write_bytecode = True  # no bench/__pycache__ left in the work tree
+import plot_style  # noqa: E402 (after the line above)
 
 IMPLS = ["rlock", "redisson", "node-redisson", "redlock", "redis-semaphore", "redis-py"]
 POLLING = ["redlock", "redis-semaphore", "redis-py"]  # wait by retrying on a timer
