@@ -23,6 +23,9 @@ import subprocess
 import sys
 import tempfile
 
+sys.dont_write_bytecode = True  # no bench/__pycache__ left in the work tree
+import plot_style  # noqa: E402 (after the line above)
+
 IMPLS = ["rlock", "redisson", "node-redisson", "redlock", "redis-semaphore", "redis-py"]
 POLLING = ["redlock", "redis-semaphore", "redis-py"]  # wait by retrying on a timer
 MIN_HANDOFFS = 10  # fewer, and a peer's handoff p50 is not compared
@@ -257,8 +260,9 @@ def targets(res):
         if v != "default" or h is None:
             continue
         peers = [x for x in res.ok("S3", procs=p, variant="default") if x["impl"] in POLLING]
-        # A p50 from a handful of handoffs, or a negative one (the unlocking
-        # process recorded its unlock late), says nothing about the waiting.
+        # A p50 from a handful of handoffs says nothing about the waiting;
+        # one not above 0 (a run from before handoffs were measured from the
+        # unlock call) cannot be compared either.
         usable = [x for x in peers if x.get("handoffs", 0) >= MIN_HANDOFFS
                   and (x.get("handoff_p50_us") or 0) > 0]
         left_out = ", ".join("%s (%s handoffs, p50 %s µs)" % (
@@ -395,9 +399,14 @@ def label(r):
     return r["impl"] + ("" if r.get("variant", "default") == "default" else " (" + r["variant"] + ")")
 
 
+HEAD_WIDE = HEAD.replace("size 900,520", "size 1000,560")
+
+
 def plots(res, img, tmp):
-    """Writes the PNGs; returns {name: file} for those written."""
+    """Writes the PNGs; returns {name: file} for those written, and under
+    "left_out" {name: [the points drawn at the axis floor]}."""
     made = {}
+    left = made.setdefault("left_out", {})
     rtt = res.one("S0-rtt")
     ceil = res.one("S0-ceiling")
     rtt_p50 = rtt["p50_us"] if rtt else None
@@ -406,39 +415,89 @@ def plots(res, img, tmp):
 
     s1 = by_impl(res.ok("S1"))
     if s1:
-        data = "".join('%s %f %f\n' % (gq(label(r)), r["p50_us"], r["p99_us"]) for r in s1)
-        line = ("set arrow from graph 0, first %f to graph 1, first %f nohead dt 2 lw 2 lc "
-                "rgb '#aa0000'\nset label '2 round trips (S0 p50)' at graph 0.99, first %f right "
-                "offset 0,0.7 tc rgb '#aa0000'\n" % (2 * rtt_p50, 2 * rtt_p50, 2 * rtt_p50)
+        # Boxes in each implementation's colour (plot_style): p50 solid, p99
+        # pale beside it; the key explains the two fills.
+        floor = plot_style.log_floor([r.get(k) for r in s1 for k in ("p50_us", "p99_us")] +
+                                     ([2 * rtt_p50] if rtt_p50 else []))
+
+        def cols(r):
+            # label, p50, p99, colour, then each value's floor marker (NaN:
+            # none; gnuplot skips a point whose used columns are NaN).
+            ok = [plot_style.drawable(r.get(k), True) for k in ("p50_us", "p99_us")]
+            return "%s %s %s %d %s %s\n" % (
+                gq(label(r)), r["p50_us"] if ok[0] else "NaN", r["p99_us"] if ok[1] else "NaN",
+                int(plot_style.colour(r["impl"], r.get("variant"))[1:], 16),
+                "NaN" if ok[0] else floor, "NaN" if ok[1] else floor)
+        data = "".join(cols(r) for r in s1)
+        left_s1 = ["%s %s" % (label(r), k) for r in s1 for k in ("p50", "p99")
+                   if not plot_style.drawable(r.get(k + "_us"), True)]
+        ref = plot_style.REFERENCE
+        key_fill = "#404040"  # the key's p50 / p99 samples: a neutral grey
+        line = ("set arrow from graph 0, first %f to graph 1, first %f nohead front dt 2 lw 2 lc "
+                "rgb '%s'\nset label '2 round trips (S0 p50)' at graph 0.99, first %f right front "
+                "offset 0,0.7 tc rgb '%s'\n" % (2 * rtt_p50, 2 * rtt_p50, ref, 2 * rtt_p50, ref)
                 if rtt_p50 else "")
+        edge = ""
+        if left_s1:
+            # A missing value: a marker on the axis floor where its box would be.
+            mark = "with points pt %d ps 1.8 lc rgb variable notitle" % plot_style.EDGE_POINT
+            edge = ", '' using ($0-0.2):5:4 %s, '' using ($0+0.2):6:4 %s, %s" % (
+                mark, mark, plot_style.edge_key(True))
+            left["s1"] = left_s1
         out = os.path.join(img, "bench-s1-latency.png")
-        gnuplot(HEAD + "set output %s\n" % gq(out) + line +
+        gnuplot(HEAD_WIDE + "set output %s\n" % gq(out) + line +
                 "set title 'S1: uncontended lock + unlock, one client'\n"
-                "set ylabel 'µs per pair'\nset style data histogram\n"
-                "set style histogram cluster gap 1\nset style fill solid 0.8 border -1\n"
-                "set boxwidth 0.9\nset xtics rotate by -25\nset logscale y 10\n"
+                "set boxwidth 0.4\nset xtics rotate by -25\nset logscale y 10\n"
+                "set yrange [%g:*]\nset xrange [-0.6:%f]\n" % (floor, len(s1) - 0.4) +
                 "set ylabel 'µs per pair (log scale)'\n"
-                "plot 's1.dat' using 2:xtic(1) title 'p50', '' using 3 title 'p99'\n",
+                "plot 's1.dat' using ($0-0.2):2:4:xtic(1) with boxes fs solid 0.9 border -1 "
+                "lc rgb variable notitle, "
+                "'' using ($0+0.2):3:4 with boxes fs solid 0.3 border -1 lc rgb variable notitle, "
+                "NaN with boxes fs solid 0.9 border -1 lc rgb '%s' title 'p50 (solid)', "
+                "NaN with boxes fs solid 0.3 border -1 lc rgb '%s' title 'p99 (pale)'%s\n" % (
+                    key_fill, key_fill, edge),
                 {"s1.dat": data}, tmp)
         made["s1"] = out
 
     s2 = [r for r in res.ok("S2") if r.get("variant", "default") not in OWN_SECTION]
     if s2:
         impls = [i for i in IMPLS if any(r["impl"] == i for r in s2)]
-        files, plots_ = {}, []
-        for i, impl in enumerate(impls):
-            rows = sorted((r for r in s2 if r["impl"] == impl), key=lambda r: r["k"])
-            files["s2_%d.dat" % i] = "".join("%d %f\n" % (r["k"], r["pairs_per_s"]) for r in rows)
-            plots_.append("'s2_%d.dat' using 1:2 with linespoints lw 2 title %s" % (i, gq(impl)))
+        impls += sorted({r["impl"] for r in s2} - set(impls))
+        files, plots_, left_out = {}, [], []
+        for impl in impls:
+            for v in sorted({r.get("variant", "default") for r in s2 if r["impl"] == impl},
+                            key=plot_style.variant_index):
+                rows = sorted((r for r in s2 if r["impl"] == impl
+                               and r.get("variant", "default") == v), key=lambda r: r["k"])
+                i = len(plots_)
+                pts = [r for r in rows if plot_style.drawable(r.get("pairs_per_s"), False)]
+                edge = [r["k"] for r in rows if r not in pts]
+                lbl = label(rows[0])
+                if pts:
+                    files["s2_%d.dat" % i] = "".join("%d %f\n" % (r["k"], r["pairs_per_s"])
+                                                     for r in pts)
+                    plots_.append("'s2_%d.dat' using 1:2 with linespoints %s title %s" % (
+                        i, plot_style.line_style(impl, v), gq(lbl)))
+                if edge:
+                    files["s2_%d_edge.dat" % i] = "".join("%d 0\n" % k for k in edge)
+                    plots_.append("'s2_%d_edge.dat' using 1:2 with points %s %s" % (
+                        i, plot_style.edge_style(impl, v),
+                        "notitle" if pts else "title %s" % gq(lbl)))
+                    left_out += ["%s K = %d" % (lbl, k) for k in edge]
+        if left_out:
+            plots_.append(plot_style.edge_key(False))
+            left["s2"] = left_out
         extra = ""
         if ceil:
             half = ceil["evals_per_s"] / 2
-            extra = ("set arrow from graph 0, first %f to graph 1, first %f nohead dt 2 lw 2 "
-                     "lc rgb '#aa0000'\nset label 'half the S0 ceiling' at graph 0.01, first %f "
-                     "offset 0,0.7 tc rgb '#aa0000'\n"
-                     "set arrow from graph 0, first %f to graph 1, first %f nohead dt 3 lc "
-                     "rgb '#aa0000'\nset label '0.8 x that' at graph 0.01, first %f offset 0,-0.7 "
-                     "tc rgb '#aa0000'\n" % (half, half, half, 0.8 * half, 0.8 * half, 0.8 * half))
+            ref = plot_style.REFERENCE
+            extra = ("set arrow from graph 0, first %f to graph 1, first %f nohead front dt 2 lw 2 "
+                     "lc rgb '%s'\nset label 'half the S0 ceiling' at graph 0.01, first %f "
+                     "offset 0,0.7 tc rgb '%s'\n"
+                     "set arrow from graph 0, first %f to graph 1, first %f nohead front dt 3 lc "
+                     "rgb '%s'\nset label '0.8 x that' at graph 0.01, first %f offset 0,-0.7 "
+                     "tc rgb '%s'\n" % (half, half, ref, half, ref, 0.8 * half, 0.8 * half, ref,
+                                         0.8 * half, ref))
         out = os.path.join(img, "bench-s2-throughput.png")
         gnuplot(HEAD + "set output %s\n" % gq(out) + extra +
                 "set title 'S2: lock + unlock pairs per second, K locks in flight, one client'\n"
@@ -446,44 +505,87 @@ def plots(res, img, tmp):
                 "set format y '%.0s%c'\nplot " + ", ".join(plots_) + "\n", files, tmp)
         made["s2"] = out
 
-    s3 = [r for r in res.ok("S3") if r.get("handoff_p50_us") is not None]
+    s3 = res.ok("S3")
     if s3:
         series = []
-        for impl in IMPLS:
-            for v in ("default", "tuned"):
-                rows = sorted((r for r in s3 if r["impl"] == impl and r["variant"] == v),
+        variants = sorted({r.get("variant", "default") for r in s3}, key=plot_style.variant_index)
+        for impl in IMPLS + sorted({r["impl"] for r in s3} - set(IMPLS)):
+            for v in variants:
+                rows = sorted((r for r in s3 if r["impl"] == impl and r.get("variant") == v),
                               key=lambda r: r["procs"])
                 if rows:
-                    series.append((label(rows[0]), rows))
+                    series.append((impl, v, rows))
+        procs = sorted({r["procs"] for r in s3})
         for name, key, title, ylabel, log in (
                 ("bench-s3-handoff.png", "handoff_p50_us",
-                 "S3: handoff p50 (an unlock returned -> the next holder, another process, got it)",
+                 "S3: handoff p50 (an unlock called -> the next holder, another process, got it)",
                  'µs (log scale)', True),
                 ("bench-s3-rate.png", "acq_per_s", "S3: acquisitions per second on one lock",
                  'acquisitions / s', False)):
-            files, plots_ = {}, []
-            for i, (lbl, rows) in enumerate(series):
-                pts = [(r["procs"], r.get(key)) for r in rows
-                       if r.get(key) is not None and (not log or r[key] > 0)]
-                if not pts:
-                    continue
-                files["s3_%d.dat" % i] = "".join("%d %f\n" % p for p in pts)
-                plots_.append("'s3_%d.dat' using 1:2 with linespoints lw 2 title %s" % (i, gq(lbl)))
+            values = [r.get(key) for _, _, rows in series for r in rows]
+            if log and rtt_p50:
+                values.append(2 * rtt_p50)
+            floor = plot_style.log_floor(values) if log else 0.0
+            files, plots_, left_out = {}, [], []
+            for i, (impl, v, rows) in enumerate(series):
+                lbl = label(rows[0])
+                pts = [(r["procs"], r[key]) for r in rows if plot_style.drawable(r.get(key), log)]
+                edge = [r["procs"] for r in rows if not plot_style.drawable(r.get(key), log)]
+                if pts:
+                    files["s3_%d.dat" % i] = "".join("%d %f\n" % p for p in pts)
+                    plots_.append("'s3_%d.dat' using 1:2 with linespoints %s title %s" % (
+                        i, plot_style.line_style(impl, v), gq(lbl)))
+                if edge:
+                    files["s3_%d_edge.dat" % i] = "".join("%d %f\n" % (p, floor) for p in edge)
+                    plots_.append("'s3_%d_edge.dat' using 1:2 with points %s %s" % (
+                        i, plot_style.edge_style(impl, v),
+                        "notitle" if pts else "title %s" % gq(lbl)))
+                    left_out += ["%s P = %d" % (lbl, p) for p in edge]
             if not plots_:
                 continue
+            if left_out:
+                plots_.append(plot_style.edge_key(log))
             extra = ""
             if log and rtt_p50:
-                extra = ("set arrow from graph 0, first %f to graph 1, first %f nohead dt 2 lw 2 "
-                         "lc rgb '#aa0000'\nset label '2 round trips' at graph 0.01, first %f "
-                         "offset 0,0.7 tc rgb '#aa0000'\n" % (2 * rtt_p50, 2 * rtt_p50,
-                                                              2 * rtt_p50))
+                extra = ("set arrow from graph 0, first %f to graph 1, first %f nohead front "
+                         "dt 2 lw 2 lc rgb '%s'\nset label '2 round trips' at graph 0.01, first %f "
+                         "offset 0,0.7 tc rgb '%s'\n" % (2 * rtt_p50, 2 * rtt_p50,
+                                                          plot_style.REFERENCE, 2 * rtt_p50,
+                                                          plot_style.REFERENCE))
             out = os.path.join(img, name)
-            gnuplot(HEAD + "set output %s\n" % gq(out) + extra + "set title %s\n" % gq(title) +
-                    "set xlabel 'processes P'\nset ylabel '%s'\nset xtics (2, 4, 8)\n" % ylabel +
-                    ("set logscale y 10\n" if log else "set yrange [0:*]\n") +
+            gnuplot(HEAD_WIDE + "set output %s\n" % gq(out) + extra +
+                    "set title %s\n" % gq(title) +
+                    "set xlabel 'processes P'\nset ylabel '%s'\n" % ylabel +
+                    "set xtics (%s)\nset xrange [%f:%f]\n" % (
+                        ", ".join(str(p) for p in procs), procs[0] * 0.8, procs[-1] * 1.25) +
+                    ("set logscale x 2\n" if len(procs) > 1 else "") +
+                    ("set logscale y 10\nset yrange [%g:*]\n" % floor if log
+                     else "set yrange [0:*]\n") +
                     "plot " + ", ".join(plots_) + "\n", files, tmp)
-            made[name.replace("bench-", "").replace(".png", "")] = out
+            key_ = name.replace("bench-", "").replace(".png", "")
+            made[key_] = out
+            if left_out:
+                left[key_] = left_out
     return made
+
+
+def plot_caption(made, keys):
+    """What the plots' colours mean, and the points drawn at the axis
+    floor instead of their value (plot_style); "" without a plot."""
+    keys = [k for k in keys if k in made]
+    if not keys:
+        return ""
+    text = ("In the plots rlock's variants are blues and each peer has a hue of its own "
+            "(Redisson orange, node-redisson green, redlock purple, redis-semaphore grey, "
+            "redis-py magenta); a variant is a shade, a dash type and a point type of its "
+            "implementation's hue.")
+    for k in keys:
+        pts = made.get("left_out", {}).get(k)
+        if pts:
+            text += (" Left out of the %s plot, drawn as a downward triangle at the axis "
+                     "floor (no value, or one not above 0 on a log axis): %s." % (
+                         k, ", ".join(pts)))
+    return text + "\n"
 
 
 # ---- the page --------------------------------------------------------------------
@@ -539,8 +641,8 @@ def page(data, tg, made, md_path, plot_note):
     w("A ratio is measured ÷ target (lower is better, except S2 where higher is, and the "
       "S3 peer line, which is how many times faster rlock is). The polling peers hand the "
       "lock to another process rarely (S3 below): a peer with fewer than %d handoffs in a "
-      "run, or a handoff p50 below zero, is not compared, and the line says so (—) rather "
-      "than claim a result either way.\n" % MIN_HANDOFFS)
+      "run is not compared, and the line says so (—) rather than claim a result either "
+      "way.\n" % MIN_HANDOFFS)
     notes = [t for t in tg if t.get("note")]
     if notes:
         w("Notes: " + " ".join("%s %s: %s." % (t["scenario"], t["what"], t["note"])
@@ -628,6 +730,7 @@ def page(data, tg, made, md_path, plot_note):
       "three answers: the floor of one round that needs every server.\n")
     if "s1" in made:
         w("![S1](%s)\n" % img_rel("s1"))
+        w(plot_caption(made, ["s1"]))
     d, t = res.one("S1", impl="rlock", variant="default"), res.one("S1", impl="rlock",
                                                                    variant="tuned")
     if d and t and rtt_p50:
@@ -673,6 +776,7 @@ def page(data, tg, made, md_path, plot_note):
             ["rlock ÷ half ceiling", "rlock pair p50 µs", "Redis CPU % (rlock)"], rows) + "\n")
     if "s2" in made:
         w("![S2](%s)\n" % img_rel("s2"))
+        w(plot_caption(made, ["s2"]))
     best = max((r for r in s2 if r["impl"] == "rlock"), key=lambda r: r["pairs_per_s"], default=None)
     if best and half:
         w("rlock's best is %s pairs/s at K = %d, %.2f × half the ceiling. At K = 1 a pair "
@@ -714,12 +818,15 @@ def page(data, tg, made, md_path, plot_note):
     w("## S3 — contended handoff\n")
     w("P processes on one lock; each iteration takes the lock, `GET`s a counter and `SET`s "
       "it one higher on a separate plain connection, and unlocks. Every process records "
-      "when each lock call returned and when each unlock call returned (`CLOCK_MONOTONIC`, "
-      "one clock for all processes); `bench/s3_driver.py` merges them in order of the lock "
-      "times. *gap*: from one hold's unlock returning to the next hold's lock returning, "
-      "whoever the next holder is; *handoff*: the same where the next holder is another "
-      "process (the waiting that a lock exists for). A gap can be negative: the next "
-      "holder may see its lock before the previous holder sees its unlock's answer. "
+      "when each lock call returned, when it called unlock and when that returned "
+      "(`CLOCK_MONOTONIC`, one clock for all processes); `bench/s3_driver.py` merges them "
+      "in order of the lock times. *gap*: from one hold's unlock *call* to the next hold's "
+      "lock returning, whoever the next holder is; *handoff*: the same where the next "
+      "holder is another process (the waiting that a lock exists for). The unlock call is "
+      "a moment both processes share: the next holder cannot have the lock before it, so "
+      "no gap is negative (a lock returning before it would be two holders at once, and "
+      "fails the run). The unlock's *return* is no such moment: the next holder may get "
+      "the lock before the unlocking process is scheduled to read its own reply. "
       "The counter must end at P × N.\n")
     rows = []
     for r in sorted(res.ok("S3"), key=lambda r: (IMPLS.index(r["impl"]) if r["impl"] in IMPLS
@@ -738,6 +845,7 @@ def page(data, tg, made, md_path, plot_note):
     for key in ("s3-handoff", "s3-rate"):
         if key in made:
             w("![S3 %s](%s)\n" % (key[3:], img_rel(key)))
+    w(plot_caption(made, ["s3-handoff", "s3-rate"]))
     w("rlock's waiters sleep on the lock's pub/sub channel and are woken by the unlock's "
       "message: a handoff is the message's delivery plus one acquire round trip. The "
       "polling peers (redlock, redis-semaphore, redis-py) retry on a timer instead, so a "
@@ -753,9 +861,10 @@ def page(data, tg, made, md_path, plot_note):
       "for all. rlock `tuned` runs each worker's client on "
       "its own loop, as in S1. With every worker on the client CPUs (one CPU on a 2-CPU "
       "machine), a process that unlocks may be scheduled only after the next holder has "
-      "already run, so it records its unlock's return late: handoffs shorter than a round "
-      "trip come from that, not from the lock. A handoff cannot take less than two round "
-      "trips plus Redis's time for the unlock's and the acquire's scripts; the fair lock's "
+      "already run, which is why handoffs are measured from the unlock call rather than "
+      "its return. A handoff cannot take less than two round trips (the unlock's request "
+      "and the message's way to the waiter, then the waiter's acquire) plus Redis's time "
+      "for the unlock's and the acquire's scripts; the fair lock's "
       "scripts (Redisson's, which walk the queue and the timeout set) take Redis about "
       "twice the reentrant lock's, and the target table's *its floor* rows set each "
       "handoff against that floor, with Redis's mean time per script in this run.\n")

@@ -12,9 +12,16 @@ workers wait for one CLOCK_MONOTONIC start time, --lead-ms ahead, so that
 slow starters (node) are ready before the race begins.
 
 Prints one JSON line: acquisitions per second over the whole span, the gap
-from one hold's unlock returning to the next hold's lock returning (all
-holds, and handoffs: the next holder is another process), and the counter
-check (P x N when no update was lost). Python standard library only.
+from one hold's unlock *call* to the next hold's lock returning (all holds,
+and handoffs: the next holder is another process), and the checks: the
+counter (P x N when no update was lost) and no hold's lock returning before
+the previous hold's unlock was called. Python standard library only.
+
+Each worker's file has one line per hold, "LOCK_RETURNED_NS
+UNLOCK_RETURNED_NS UNLOCK_CALLED_NS". Gaps start at UNLOCK_CALLED, a moment
+before which the next holder cannot have the lock, so none is negative; the
+unlock's return is no such point: the next holder may get the lock before
+the unlocking process is scheduled to read its own reply.
 """
 import argparse
 import json
@@ -79,6 +86,44 @@ def percentile(sorted_values, p):
     return sorted_values[max(rank, 1) - 1]
 
 
+def read_holds(files):
+    """[(lock_returned, unlock_returned, unlock_called, worker)] sorted by
+    lock_returned, and the number of lines not of three integers (a worker
+    that does not follow the contract)."""
+    holds, malformed = [], 0
+    for w, path in enumerate(files):
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                try:
+                    lk, ul, called = (int(x) for x in parts)
+                except ValueError:
+                    malformed += 1
+                    continue
+                holds.append((lk, ul, called, w))
+    holds.sort()
+    return holds, malformed
+
+
+def gaps_of(holds):
+    """Gaps (µs) from each hold's unlock call to the next hold's lock
+    return, sorted; the handoffs among them (the next holder another
+    worker), sorted; and overlaps: holds whose lock returned before the
+    previous hold's unlock was called, two holders at once."""
+    gaps, handoffs = [], []
+    overlaps = 0
+    for prev, cur in zip(holds, holds[1:]):
+        gap = (cur[0] - prev[2]) / 1000.0
+        gaps.append(gap)
+        if cur[3] != prev[3]:
+            handoffs.append(gap)
+        if gap < 0:
+            overlaps += 1
+    gaps.sort()
+    handoffs.sort()
+    return gaps, handoffs, overlaps
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--cmd", required=True)
@@ -131,32 +176,8 @@ def main():
                 pass
         reports.append((p.returncode, report))
 
-    holds = []
-    for w, (_, out, _) in enumerate(workers):
-        with open(out) as f:
-            for line in f:
-                parts = line.split()
-                if len(parts) == 2:
-                    holds.append((int(parts[0]), int(parts[1]), w))
-    holds.sort()
-
-    gaps, handoffs = [], []
-    overlaps = 0
-    latest_unlock = None
-    for i in range(1, len(holds)):
-        gap = (holds[i][0] - holds[i - 1][1]) / 1000.0
-        gaps.append(gap)
-        if holds[i][2] != holds[i - 1][2]:
-            handoffs.append(gap)
-    for lk, ul, _ in holds:
-        # Returns, not the calls themselves, are recorded: a hold that
-        # starts before the previous unlock *returned* is not proof of an
-        # overlap (the counter is the check), but is counted to be seen.
-        if latest_unlock is not None and lk < latest_unlock:
-            overlaps += 1
-        latest_unlock = ul if latest_unlock is None else max(latest_unlock, ul)
-    gaps.sort()
-    handoffs.sort()
+    holds, malformed = read_holds([out for _, out, _ in workers])
+    gaps, handoffs, overlaps = gaps_of(holds)
 
     try:
         value = redis_bulk(a.addr, "GET", counter)
@@ -184,7 +205,8 @@ def main():
         "gap_p50_us": percentile(gaps, 50), "gap_p99_us": percentile(gaps, 99),
         "handoffs": len(handoffs),
         "handoff_p50_us": percentile(handoffs, 50), "handoff_p99_us": percentile(handoffs, 99),
-        "starts_before_previous_unlock_returned": overlaps,
+        "gap_from": "unlock_called",
+        "overlaps": overlaps, "malformed_lines": malformed,
         "counter": counter_value, "expected": expected,
         "counter_ok": counter_value == expected and not timed_out,
         "errors": errors, "failed_workers": len(failed), "timed_out": timed_out,
@@ -202,7 +224,12 @@ def main():
         for name in os.listdir(workdir):
             os.unlink(os.path.join(workdir, name))
         os.rmdir(workdir)
-    return 0 if result["counter_ok"] and not failed else 1
+    if overlaps or malformed:
+        print("s3_driver: %d overlapping holds, %d malformed lines (each line must be "
+              "LOCK_RETURNED_NS UNLOCK_RETURNED_NS UNLOCK_CALLED_NS)" % (overlaps, malformed),
+              file=sys.stderr)
+    ok = result["counter_ok"] and not failed and not overlaps and not malformed
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -3,9 +3,13 @@
  * times; inside each hold it reads and writes the counter with a plain
  * GET then SET on a separate connection, so only the lock keeps updates
  * from being lost. Each hold is written to --out as
- * "LOCK_RETURNED_NS UNLOCK_RETURNED_NS" (CLOCK_MONOTONIC), once the run is
- * over, so the file writes stay out of the timed path. default: the
- * client's own I/O thread; tuned: the client on this thread's loop. */
+ * "LOCK_RETURNED_NS UNLOCK_RETURNED_NS UNLOCK_CALLED_NS" (CLOCK_MONOTONIC),
+ * once the run is over, so the file writes stay out of the timed path. The
+ * driver measures a handoff from UNLOCK_CALLED: the next holder cannot get
+ * the lock before that moment, whereas the unlock's return may be seen
+ * after it (the unlocker is scheduled late), which made handoffs negative.
+ * default: the client's own I/O thread; tuned: the client on this thread's
+ * loop. */
 #include <ev.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -23,7 +27,7 @@ int bench_s3_worker(const bench_opts *o) {
     rlock_client *c = bench_client(o, loop, 0);
     redisContext *r = bench_redis(o);
     rlock *l = bench_lock(o, c, o->lock);
-    int64_t *holds = calloc((size_t)o->iters * 2 + 2, sizeof(*holds));
+    int64_t *holds = calloc((size_t)o->iters * 3 + 3, sizeof(*holds));
     if (holds == NULL) {
         bench_die("out of memory");
     }
@@ -47,14 +51,16 @@ int bench_s3_worker(const bench_opts *o) {
         long long n = v->type == REDIS_REPLY_STRING ? atoll(v->str) : 0;
         freeReplyObject(v);
         freeReplyObject(bench_cmd(r, "SET %s %lld", o->counter, n + 1));
+        int64_t releasing = bench_now_ns();
         err = rlock_unlock(l);
         int64_t released = bench_now_ns();
         if (err != RLOCK_OK) {
             fprintf(stderr, "rlock_bench s3: unlock: %s\n", rlock_strerror(err));
             errors++;
         }
-        holds[2 * done] = got;
-        holds[2 * done + 1] = released;
+        holds[3 * done] = got;
+        holds[3 * done + 1] = released;
+        holds[3 * done + 2] = releasing;
         done++;
     }
     rlock_free(l);
@@ -69,7 +75,8 @@ int bench_s3_worker(const bench_opts *o) {
         bench_die("cannot open %s", o->out);
     }
     for (long i = 0; i < done; i++) {
-        fprintf(f, "%" PRId64 " %" PRId64 "\n", holds[2 * i], holds[2 * i + 1]);
+        fprintf(f, "%" PRId64 " %" PRId64 " %" PRId64 "\n", holds[3 * i], holds[3 * i + 1],
+                holds[3 * i + 2]);
     }
     if (fclose(f) != 0) {
         bench_die("cannot write %s", o->out);

@@ -2,14 +2,14 @@
 # Small self-check of the peers (not a benchmark): starts a throwaway
 # redis-server on a free loopback port, runs every peer's s1 with a small N
 # and s3 with W workers x I iterations, and checks that the counter is W*I
-# and every worker's file has I lines. The workers run with BENCH_PEER_MID=1,
-# which adds a third field to each line (the moment just before the release
-# call), so mutual exclusion is checked strictly: sorted by LOCK_RETURNED,
-# each hold's LOCK_RETURNED must come after the previous hold's critical
-# section ended. Reported besides: "late_unlock", how many holds began more
-# than TOL_NS before the previous hold's release call returned (the releasing
-# process had not yet been scheduled to see the reply; not a violation), and
-# the longest idle gap between one release returning and the next lock.
+# and every worker's file has I lines. Each line's third field is the
+# moment just before the release call (the s3 contract), so mutual exclusion
+# is checked strictly: sorted by LOCK_RETURNED, each hold's LOCK_RETURNED
+# must come after the previous hold's critical section ended. Reported
+# besides: "late_unlock", how many holds began more than TOL_NS before the
+# previous hold's release call returned (the releasing process had not yet
+# been scheduled to see the reply; not a violation), and the longest idle
+# gap between one release returning and the next lock.
 #
 #   bench/peers/check.sh [impl ...]     impls: node-redisson redlock
 #                                       redis-semaphore redis-py (default: all)
@@ -56,7 +56,7 @@ for impl in "${impls[@]}"; do
         start=$(python3 -c 'import time; print(time.monotonic_ns() + 1500000000)')
         pids=()
         for w in $(seq "$W"); do
-            BENCH_PEER_MID=1 $c s3 --addr "$addr" --lock "$lock" --counter "$counter" --iters "$I" \
+            $c s3 --addr "$addr" --lock "$lock" --counter "$counter" --iters "$I" \
                 --start-at "$start" --out "$tmp/w$w" --variant "$v" >"$tmp/j$w" &
             pids+=($!)
         done

@@ -389,6 +389,10 @@ public final class RedissonPeer {
         String counter = need(a, "counter");
         long[] got = new long[iters];
         long[] released = new long[iters];
+        // Just before each unlock call: the driver measures handoffs from
+        // it, a moment the next holder cannot precede (the unlock's return
+        // may be seen after the next holder already has the lock).
+        long[] releasing = new long[iters];
         long errors = 0;
         sleepUntil(startAt);
         for (int i = 0; i < iters; i++) {
@@ -397,12 +401,14 @@ public final class RedissonPeer {
             Object v = r.call("GET", counter);
             long x = v == null ? 0 : Long.parseLong((String) v);
             r.call("SET", counter, Long.toString(x + 1));
+            releasing[i] = System.nanoTime();
             l.unlock();
             released[i] = System.nanoTime();
         }
         StringBuilder b = new StringBuilder();
         for (int i = 0; i < iters; i++) {
-            b.append(got[i]).append(' ').append(released[i]).append('\n');
+            b.append(got[i]).append(' ').append(released[i]).append(' ').append(releasing[i])
+                    .append('\n');
         }
         Files.writeString(Path.of(need(a, "out")), b.toString(), StandardCharsets.US_ASCII,
                 java.nio.file.StandardOpenOption.APPEND, java.nio.file.StandardOpenOption.CREATE);
