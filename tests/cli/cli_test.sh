@@ -1155,6 +1155,22 @@ exec_fds)
     n=$(ls -l "/proc/$bg/fd" | grep -c socket: || true)
     kill "$bg"
     [ "$n" -eq "$base" ] || fail "the background command kept $n sockets, not $base"
+    # watch's connections (the command's own plain one, redis_direct.c,
+    # and the library's) are closed on exec too: each socket of a running
+    # watch has O_CLOEXEC (02000000) in its flags.
+    "$RLOCK" watch --timeout 20000 cli:fds >"$WORK/events" &
+    watcher=$!
+    wait_line "$WORK/events" 'cli:fds: not locked$'
+    socks=0
+    for fd in /proc/"$watcher"/fd/*; do
+        [[ "$(readlink "$fd")" == socket:* ]] || continue
+        socks=$((socks + 1))
+        flags=$(sed -n 's/^flags:[[:space:]]*//p' "/proc/$watcher/fdinfo/${fd##*/}")
+        [ $((8#$flags & 8#2000000)) -ne 0 ] || fail "watch's socket ${fd##*/} is not close-on-exec"
+    done
+    kill -INT "$watcher"
+    run wait "$watcher"
+    [ "$socks" -ge 2 ] || fail "watch has $socks sockets: not connected?"
     ;;
 exec_env)
     # The command's environment is rlock's with RLOCK_NAME added (issue
