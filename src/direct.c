@@ -16,6 +16,7 @@
 #include "direct.h"
 #include "resp.h"
 #include "rlock/errors.h"
+#include "sync_connect.h"
 #include "tls_blocking.h"
 
 /* A pooled connection: hiredis's synchronous context over plain TCP or a
@@ -182,42 +183,12 @@ static bool write_command(rlock__direct_conn *dc, int argc, const char **argv,
     return true;
 }
 
-/* Whether the socket has bytes (or a close) to read by deadline_ms. */
-static bool readable_by(rlock__direct_conn *dc, int64_t deadline_ms) {
-    for (;;) {
-        int64_t left = rlock__ms_left(deadline_ms, rlock__now_ms());
-        struct pollfd p = {.fd = conn_fd(dc), .events = POLLIN};
-        int n = poll(&p, 1, left > 0 ? (int)(left > INT32_MAX ? INT32_MAX : left) : 0);
-        if (n > 0 || (n < 0 && errno != EINTR)) {
-            return true; /* readable, or an error the read will report */
-        }
-        if (n == 0) {
-            return false;
-        }
-    }
-}
-
-/* hiredis's context: each read waits for bytes no longer than what is
- * left until deadline_ms, so that a server sending a byte just inside
- * each socket timeout cannot hold the call past it. */
+/* hiredis's context: one deadline for the whole answer (sync_connect.h). */
 static bool plain_reply_by(rlock__direct_conn *dc, int64_t deadline_ms, void **r) {
-    for (;;) {
-        if (redisGetReplyFromReader(dc->ctx, r) != REDIS_OK) {
-            return false;
-        }
-        if (*r != NULL) {
-            return true;
-        }
-        if (!readable_by(dc, deadline_ms)) {
-            dc->timed_out = true;
-            dc->ctx->err = REDIS_ERR_IO;
-            snprintf(dc->ctx->errstr, sizeof(dc->ctx->errstr), "%s", strerror(EAGAIN));
-            return false;
-        }
-        if (redisBufferRead(dc->ctx) != REDIS_OK) {
-            return false;
-        }
-    }
+    bool timed_out = false;
+    bool ok = rlock__sync_reply_by(dc->ctx, deadline_ms, r, &timed_out);
+    dc->timed_out = dc->timed_out || timed_out;
+    return ok;
 }
 
 /* The next reply, waiting for it until deadline_ms (0: timeout_ms from

@@ -1,20 +1,108 @@
 /* See sync_connect.h. */
 #include "sync_connect.h"
 
-#include <stdbool.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/time.h>
 
 #include "cloexec.h"
+#include "common.h"
 
 static struct timeval tv_of(int64_t ms) {
     return (struct timeval){.tv_sec = (time_t)(ms / 1000),
                             .tv_usec = (suseconds_t)(ms % 1000) * 1000};
 }
 
+/* Whether ctx's socket is ready for events by deadline_ms (an error or a
+ * close counts as ready: the read or write that follows reports it). */
+static bool ready_by(redisContext *ctx, short events, int64_t deadline_ms) {
+    for (;;) {
+        int64_t left = rlock__ms_left(deadline_ms, rlock__now_ms());
+        struct pollfd p = {.fd = ctx->fd, .events = events};
+        int n = poll(&p, 1, left > 0 ? (int)(left > INT32_MAX ? INT32_MAX : left) : 0);
+        if (n > 0 || (n < 0 && errno != EINTR)) {
+            return true;
+        }
+        if (n == 0) {
+            return false;
+        }
+    }
+}
+
+static void set_timed_out(redisContext *ctx, bool *timed_out) {
+    ctx->err = REDIS_ERR_IO;
+    snprintf(ctx->errstr, sizeof(ctx->errstr), "timed out: no whole reply within timeout_ms");
+    if (timed_out != NULL) {
+        *timed_out = true;
+    }
+}
+
+bool rlock__sync_reply_by(redisContext *ctx, int64_t deadline_ms, void **reply, bool *timed_out) {
+    if (timed_out != NULL) {
+        *timed_out = false;
+    }
+    *reply = NULL;
+    for (;;) {
+        if (ctx->err || redisGetReplyFromReader(ctx, reply) != REDIS_OK) {
+            return false;
+        }
+        if (*reply != NULL) {
+            return true;
+        }
+        if (!ready_by(ctx, POLLIN, deadline_ms)) {
+            set_timed_out(ctx, timed_out);
+            return false;
+        }
+        if (redisBufferRead(ctx) != REDIS_OK) {
+            return false;
+        }
+    }
+}
+
+/* Writes what ctx has buffered by deadline_ms. */
+static bool flush_by(redisContext *ctx, int64_t deadline_ms) {
+    int done = 0;
+    while (!done) {
+        if (!ready_by(ctx, POLLOUT, deadline_ms)) {
+            set_timed_out(ctx, NULL);
+            return false;
+        }
+        if (redisBufferWrite(ctx, &done) != REDIS_OK) {
+            return false;
+        }
+    }
+    return true;
+}
+
+redisReply *rlock__sync_command(redisContext *ctx, int64_t timeout_ms, const char *fmt, ...) {
+    if (ctx->err) {
+        return NULL; /* a failed exchange left it mid-reply */
+    }
+    int64_t deadline_ms = rlock__now_ms() + timeout_ms;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = redisvAppendCommand(ctx, fmt, ap);
+    va_end(ap);
+    void *r = NULL;
+    if (rc != REDIS_OK || !flush_by(ctx, deadline_ms) ||
+        !rlock__sync_reply_by(ctx, deadline_ms, &r, NULL)) {
+        if (ctx->err == 0) {
+            ctx->err = REDIS_ERR_OOM;
+            snprintf(ctx->errstr, sizeof(ctx->errstr), "out of memory");
+        }
+        return NULL;
+    }
+    return r;
+}
+
 redisContext *rlock__connect_sync(const rlock_config *cfg, const rlock__address *a, char *why,
                                   size_t whylen) {
     redisContext *ctx = redisConnectWithTimeout(a->host, a->port, tv_of(cfg->connect_timeout_ms));
+    /* The socket timeout stays as a bound on each blocking write; replies
+     * are waited for by rlock__sync_command's deadline. */
     if (ctx == NULL || ctx->err || redisSetTimeout(ctx, tv_of(cfg->timeout_ms)) != REDIS_OK) {
         snprintf(why, whylen, "%s:%d: %.200s", a->host, a->port,
                  ctx != NULL ? ctx->errstr : "out of memory");
@@ -23,8 +111,10 @@ redisContext *rlock__connect_sync(const rlock_config *cfg, const rlock__address 
     }
     rlock__set_cloexec(ctx->fd);
     if (a->password != NULL) {
-        redisReply *r = a->user != NULL ? redisCommand(ctx, "AUTH %s %s", a->user, a->password)
-                                        : redisCommand(ctx, "AUTH %s", a->password);
+        redisReply *r =
+            a->user != NULL
+                ? rlock__sync_command(ctx, cfg->timeout_ms, "AUTH %s %s", a->user, a->password)
+                : rlock__sync_command(ctx, cfg->timeout_ms, "AUTH %s", a->password);
         bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
         if (!ok) {
             snprintf(why, whylen, "%s:%d: AUTH: %.200s", a->host, a->port,

@@ -35,6 +35,7 @@
 #include "fixture.h"
 #include "lock_util.h"
 #include "redis_cluster.h"
+#include "tcp_proxy.h"
 #include "topology/cluster_slots.h"
 
 #define SLOTS 16384
@@ -2033,6 +2034,35 @@ static void until_refused(rt_redis *n, long long want, rlock_future *f, const ch
     }
 }
 
+/* rlock_client_create asks a seed for the map on the calling thread: a
+ * seed whose answers come a byte at a time, each well inside the socket's
+ * timeout, fails the create within connect_timeout_ms + timeout_ms (and
+ * slack), not once the last byte of its slot map came (minutes here). */
+static void test_cluster_trickled_seed_bounded(void **state) {
+    fx *f = *state;
+    rt_proxy *p = rt_proxy_start(f->cl.nodes[0].port);
+    assert_non_null(p);
+    rt_proxy_trickle_new(p, RT_PROXY_DOWN, 200);
+    rlock_config cfg = cluster_config(f);
+    cfg.cluster_node_addresses = rt_proxy_address(p);
+    cfg.connect_timeout_ms = 1000;
+    cfg.timeout_ms = 500;
+    rlock_client *c = NULL;
+    int64_t t0 = rt_now_ms();
+    int rc = rlock_client_create(&cfg, &c);
+    int64_t took = rt_now_ms() - t0;
+    print_message("rlock_client_create: %s after %lld ms: %s\n", rlock_err_name(rc),
+                  (long long)took, rlock_last_error());
+    if (c != NULL) {
+        rlock_client_destroy(c);
+    }
+    uint64_t asked = rt_proxy_accepted(p);
+    rt_proxy_stop(p);
+    assert_true(asked >= 1); /* it did ask through the proxy */
+    assert_int_equal(rc, RLOCK_ERR_CONNECTION);
+    assert_true(took < cfg.connect_timeout_ms + cfg.timeout_ms + 500);
+}
+
 static void test_cluster_unlock_retried(void **state) {
     fx *f = *state;
     rt_cluster *cl = &f->cl;
@@ -2326,6 +2356,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_cluster_failover_processes_counter, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_ask_leaves_the_map, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_unlock_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cluster_trickled_seed_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_sync_names_one_slot, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cluster_node_leaving_the_map_is_dropped, setup,
                                         teardown),

@@ -25,6 +25,7 @@
 
 #include "fixture.h"
 #include "sentinel_env.h"
+#include "tcp_proxy.h"
 
 #define DOWN_AFTER_MS 1000
 #define FAILOVER_TIMEOUT_MS 3000
@@ -485,6 +486,37 @@ static void test_sentinel_unknown_master(void **state) {
     assert_non_null(strstr(rlock_last_error(), "no-such-master"));
 }
 
+/* rlock_client_create asks a sentinel on the calling thread: one whose
+ * answer comes a byte at a time, each well inside the socket's timeout,
+ * fails the create within connect_timeout_ms + timeout_ms (and slack),
+ * not once the last byte came (about 30 bytes: 6 s here). */
+static void test_sentinel_trickled_answer_bounded(void **state) {
+    rt_sentinel_env *e = *state;
+    rt_proxy *p = rt_proxy_start(e->sentinels[0].port);
+    assert_non_null(p);
+    rt_proxy_trickle_new(p, RT_PROXY_DOWN, 200);
+    rlock_config cfg = sentinel_config(e);
+    cfg.sentinel_addresses = rt_proxy_address(p);
+    cfg.sentinels_discovery = 0; /* one question: the master's address */
+    cfg.check_sentinels_list = 0;
+    cfg.connect_timeout_ms = 1000;
+    cfg.timeout_ms = 500;
+    rlock_client *c = NULL;
+    int64_t t0 = rt_now_ms();
+    int rc = rlock_client_create(&cfg, &c);
+    int64_t took = rt_now_ms() - t0;
+    print_message("rlock_client_create: %s after %lld ms: %s\n", rlock_err_name(rc),
+                  (long long)took, rlock_last_error());
+    if (c != NULL) {
+        rlock_client_destroy(c);
+    }
+    uint64_t asked = rt_proxy_accepted(p);
+    rt_proxy_stop(p);
+    assert_true(asked >= 1); /* it did ask through the proxy */
+    assert_int_equal(rc, RLOCK_ERR_CONNECTION);
+    assert_true(took < cfg.connect_timeout_ms + cfg.timeout_ms + 500);
+}
+
 /* ---- settings (no servers) -------------------------------------------------- */
 
 /* ---- processes through a failover ------------------------------------------ */
@@ -792,6 +824,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_sentinel_failover_app_loop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_down_at_start, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_unknown_master, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_trickled_answer_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_fenced_token_failover, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);

@@ -2,7 +2,6 @@
 #define _POSIX_C_SOURCE 200809L
 #include "redis_direct.h"
 
-#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,6 +12,7 @@
  * refuses, reaches the same server, and shows them as it does (the
  * password hidden). */
 #include "address.h"
+#include "cloexec.h"
 
 static bool command_ok(redisContext *c, char *err, size_t errlen, const char *what, int argc,
                        const char **argv) {
@@ -56,11 +56,9 @@ static redisContext *connect_parsed(const rlock__address *a, const cli_tls *tls,
         snprintf(err, errlen, "cannot connect: %s", c != NULL ? c->errstr : "out of memory");
         goto fail;
     }
-    /* hiredis 0.14 opens the socket without SOCK_CLOEXEC: rlock exec's
-     * command must not inherit this logged-in connection (issue 37). The
-     * tool is built on the public headers only, so it cannot share the
-     * library's rlock__set_cloexec; this is its only connect. */
-    fcntl(c->fd, F_SETFD, fcntl(c->fd, F_GETFD) | FD_CLOEXEC);
+    /* hiredis 0.14 opens the socket without SOCK_CLOEXEC: no program the
+     * command runs may inherit this logged-in connection (issue 37). */
+    rlock__set_cloexec(c->fd);
     redisSetTimeout(c, tv);
     if (a->password != NULL) {
         const char *auth_user[] = {"AUTH", a->user, a->password};

@@ -194,11 +194,11 @@ typedef struct first_ask {
  * sharded pub/sub when the first node that answers accepts PUBSUB
  * SHARDNUMSUB (Redis 7), classic on an error answer. No answer at all (the
  * connection broke) leaves it to the next node asked. */
-static void detect_sharding(rlock__cluster *cl, redisContext *ctx) {
+static void detect_sharding(rlock__cluster *cl, redisContext *ctx, int64_t timeout_ms) {
     if (cl->mode_known) {
         return;
     }
-    redisReply *r = redisCommand(ctx, "PUBSUB SHARDNUMSUB 0");
+    redisReply *r = rlock__sync_command(ctx, timeout_ms, "PUBSUB SHARDNUMSUB 0");
     if (r != NULL) {
         cl->sharded = r->type != REDIS_REPLY_ERROR;
         cl->mode_known = true;
@@ -225,9 +225,10 @@ static int ask_seed(const char *item, void *arg) {
     }
     redisContext *ctx = rlock__connect_sync(c->cfg, &a, q->why, sizeof(q->why));
     if (ctx != NULL) {
-        detect_sharding(q->cl, ctx);
+        detect_sharding(q->cl, ctx, c->cfg->timeout_ms);
     }
-    redisReply *r = ctx != NULL ? redisCommand(ctx, "CLUSTER SLOTS") : NULL;
+    redisReply *r =
+        ctx != NULL ? rlock__sync_command(ctx, c->cfg->timeout_ms, "CLUSTER SLOTS") : NULL;
     rc = RLOCK_ERR_CONNECTION;
     if (ctx != NULL && r == NULL) {
         snprintf(q->why, sizeof(q->why), "%s:%d: %.200s", a.host, a.port, ctx->errstr);

@@ -296,7 +296,8 @@ static int ask_sync(rlock__sentinel *s, int i, char **host, int *port, char *why
         return RLOCK_ERR_CONNECTION;
     }
     int rc = RLOCK_ERR_CONNECTION;
-    redisReply *r = redisCommand(ctx, "SENTINEL get-master-addr-by-name %s", s->master_name);
+    redisReply *r = rlock__sync_command(ctx, cfg->timeout_ms, "SENTINEL get-master-addr-by-name %s",
+                                        s->master_name);
     if (r == NULL || r->type == REDIS_REPLY_ERROR) {
         snprintf(why, whylen, "%s:%d: %.200s", a->host, a->port, r != NULL ? r->str : ctx->errstr);
     } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
@@ -311,7 +312,7 @@ static int ask_sync(rlock__sentinel *s, int i, char **host, int *port, char *why
     freeReplyObject(r);
     if (rc == RLOCK_OK && s->env->cfg->sentinels_discovery) {
         s->current = i;
-        r = redisCommand(ctx, "SENTINEL sentinels %s", s->master_name);
+        r = rlock__sync_command(ctx, cfg->timeout_ms, "SENTINEL sentinels %s", s->master_name);
         update_nodes(s, r, false);
         freeReplyObject(r);
     }
@@ -322,7 +323,7 @@ static int ask_sync(rlock__sentinel *s, int i, char **host, int *port, char *why
 static bool answers(const rlock_config *cfg, const rlock__address *a) {
     char why[300];
     redisContext *ctx = rlock__connect_sync(cfg, a, why, sizeof(why));
-    redisReply *r = ctx != NULL ? redisCommand(ctx, "PING") : NULL;
+    redisReply *r = ctx != NULL ? rlock__sync_command(ctx, cfg->timeout_ms, "PING") : NULL;
     bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
     freeReplyObject(r);
     redisFree(ctx);

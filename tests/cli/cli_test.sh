@@ -80,6 +80,26 @@ no_control_bytes() {
     fi
 }
 
+# rlock exec's command, in a mode other than a single plain server (issue
+# 37; exec_fds and exec_env check that one): it inherits none of rlock's
+# connections (no more sockets than the same command run without rlock)
+# and no credential of --address $1 (which holds the password secretpw),
+# for a lock and for a semaphore's permit. "${@:2}": the mode's options.
+exec_child_clean() {
+    local address="$1" base n out args
+    shift
+    local probe='ls -l /proc/self/fd | grep -c socket: || true; env'
+    base=$(sh -c "$probe" | sed -n 1p)
+    for args in "cli:fds" "--semaphore cli:fds-sem --permits 1"; do
+        # shellcheck disable=SC2086 # args: a name, or options and a name
+        out=$(env -u RLOCK_ADDRESS "$RLOCK" exec --address "$address" "$@" $args -- sh -c "$probe") ||
+            fail "exec $args: $out"
+        n=$(echo "$out" | sed -n 1p)
+        [ "$n" -eq "$base" ] || fail "exec $args: the command has $n sockets, not $base"
+        [[ "$out" != *secretpw* ]] || fail "exec $args: the command's environment holds the password"
+    done
+}
+
 case "$CASE" in
 serialise)
     # Three runs on one name: each one's start/end lines must be adjacent.
@@ -245,6 +265,10 @@ sentinel)
     run "$RLOCK" exec --semaphore cli:sent-sem --permits 1 -- \
         sh -c "redis-cli -p $port GET cli:sent-sem >'$WORK/sem'"
     [ "$rc" -eq 0 ] && [ "$(cat "$WORK/sem")" = 0 ] || fail "exec --semaphore through the sentinel"
+    # The command has no socket of rlock's (the sentinel's, the master's)
+    # and not the master's password.
+    redis-cli -p "$port" CONFIG SET requirepass secretpw >/dev/null
+    exec_child_clean "redis://:secretpw@ignored"
     ;;
 cluster)
     # Three cluster-enabled servers of the case's own, a master each (no
@@ -427,6 +451,12 @@ cluster)
         fail "no word that TLS is not supported with Cluster"
     run "$RLOCK" --address rediss://127.0.0.1 watch "$name"
     [ "$rc" -eq 64 ] || fail "--cluster-nodes with a rediss:// address gave $rc, not 64"
+    # The command has no socket of rlock's (any node's) and not the nodes'
+    # password.
+    for p in "${nodes[@]}"; do
+        redis-cli -p "$p" CONFIG SET requirepass secretpw >/dev/null
+    done
+    exec_child_clean "redis://:secretpw@127.0.0.1"
     ;;
 tls)
     # A TLS-only server of the case's own, with a CA and a certificate made
@@ -527,6 +557,10 @@ tls)
         grep -q "$WORK/no-such-ca.pem.*No such file" "$WORK/noca.err" ||
             fail "$cmd did not name the missing CA file"
     done
+    # The command has no socket of rlock's (TLS ones, the relay's) and not
+    # the password.
+    redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" CONFIG SET requirepass secretpw >/dev/null
+    exec_child_clean "rediss://:secretpw@127.0.0.1:$tport" --tls-ca "$WORK/ca.crt"
     ;;
 lease)
     # --lease -1 is the watchdog, as the library's RLOCK_LEASE_WATCHDOG and
@@ -1121,6 +1155,22 @@ exec_fds)
     n=$(ls -l "/proc/$bg/fd" | grep -c socket: || true)
     kill "$bg"
     [ "$n" -eq "$base" ] || fail "the background command kept $n sockets, not $base"
+    # watch's connections (the command's own plain one, redis_direct.c,
+    # and the library's) are closed on exec too: each socket of a running
+    # watch has O_CLOEXEC (02000000) in its flags.
+    "$RLOCK" watch --timeout 20000 cli:fds >"$WORK/events" &
+    watcher=$!
+    wait_line "$WORK/events" 'cli:fds: not locked$'
+    socks=0
+    for fd in /proc/"$watcher"/fd/*; do
+        [[ "$(readlink "$fd")" == socket:* ]] || continue
+        socks=$((socks + 1))
+        flags=$(sed -n 's/^flags:[[:space:]]*//p' "/proc/$watcher/fdinfo/${fd##*/}")
+        [ $((8#$flags & 8#2000000)) -ne 0 ] || fail "watch's socket ${fd##*/} is not close-on-exec"
+    done
+    kill -INT "$watcher"
+    run wait "$watcher"
+    [ "$socks" -ge 2 ] || fail "watch has $socks sockets: not connected?"
     ;;
 exec_env)
     # The command's environment is rlock's with RLOCK_NAME added (issue

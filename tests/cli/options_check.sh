@@ -136,7 +136,24 @@ while read -r cmd opt; do
         status=1
     fi
 done <"$WORK/all"
+
+# What exec's command gets, in step in the manual page and docs/cli.md:
+# each variable the binary puts in an environment ("RLOCK_...=") is in
+# the man page's ENVIRONMENT and in cli.md; each signal cli.md's exec
+# section names is named in the man page too.
+sed 's/\\-/-/g' "$MAN" | awk '/^\.SH/ { env = ($2 == "ENVIRONMENT") } env' >"$WORK/man.env"
+awk '/^## / { s = ($0 ~ /^## rlock exec/) } s' "$MD" >"$WORK/md.exec"
+vars=$(grep -ao 'RLOCK_[A-Z_]*=' "$RLOCK" | tr -d = | sort -u || true)
+[ -n "$vars" ] || { echo "$RLOCK: no RLOCK_...= found (RLOCK_NAME=, at least)" >&2 && status=1; }
+for var in $vars; do
+    grep -qw "$var" "$WORK/man.env" || { echo "$var: not in $MAN's ENVIRONMENT" >&2 && status=1; }
+    grep -qw "$var" "$MD" || { echo "$var: not in $MD" >&2 && status=1; }
+done
+for sig in $(grep -o 'SIG[A-Z0-9]*' "$WORK/md.exec" | sort -u); do
+    grep -qw "$sig" "$MAN" || { echo "$sig: in $MD's rlock exec, not in $MAN" >&2 && status=1; }
+done
 if [ "$status" -eq 0 ]; then
-    echo "PASS: $(wc -l <"$WORK/all") command options, the same in all three"
+    echo "PASS: $(wc -l <"$WORK/all") command options, the same in all three;" \
+        "exec's environment and signals in both"
 fi
 exit "$status"

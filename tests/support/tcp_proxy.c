@@ -87,6 +87,7 @@ struct rt_proxy {
     conn *conns;
     bool stop;
     bool hold_new;             /* leave new connections in the backlog */
+    int64_t new_trickle_ms[2]; /* rt_proxy_trickle_new: per direction */
     uint64_t requests, served; /* kill requests and the last one carried out */
     uint64_t total[2];
     uint64_t accepted;
@@ -258,6 +259,9 @@ static void accept_all(rt_proxy *p) {
         set_socket_options(cfd);
         c->fd[RT_PROXY_UP] = cfd;
         c->fd[RT_PROXY_DOWN] = sfd;
+        for (int d = 0; d < 2; d++) {
+            c->dir[d].trickle_ms = p->new_trickle_ms[d];
+        }
         c->next = p->conns;
         p->conns = c;
         p->accepted++;
@@ -611,6 +615,12 @@ int rt_proxy_kill(rt_proxy *p, rt_proxy_sel sel) {
     }
     pthread_mutex_unlock(&p->mu);
     return n;
+}
+
+void rt_proxy_trickle_new(rt_proxy *p, rt_proxy_dir dir, int64_t every_ms) {
+    pthread_mutex_lock(&p->mu);
+    p->new_trickle_ms[dir] = every_ms;
+    pthread_mutex_unlock(&p->mu);
 }
 
 void rt_proxy_hold_new(rt_proxy *p, bool hold) {

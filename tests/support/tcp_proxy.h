@@ -71,6 +71,11 @@ int rt_proxy_set_delay(rt_proxy *p, rt_proxy_sel sel, rt_proxy_dir dir, int64_t 
  * count of those connections. */
 int rt_proxy_set_trickle(rt_proxy *p, rt_proxy_sel sel, rt_proxy_dir dir, int64_t every_ms);
 
+/* As rt_proxy_set_trickle, for the connections accepted from now on (0:
+ * they start untrickled again): for a peer that a client meets only once,
+ * within one call (rlock_client_create asking a sentinel or a seed). */
+void rt_proxy_trickle_new(rt_proxy *p, rt_proxy_dir dir, int64_t every_ms);
+
 /* Closes both sides of the matching connections, dropping what they held;
  * returns how many. */
 int rt_proxy_kill(rt_proxy *p, rt_proxy_sel sel);
