@@ -104,6 +104,31 @@ bool rlock__sync_reply_number(const redisReply *r, int64_t *out) {
     return true;
 }
 
+rlock__cmd *rlock__synced_no_retry(rlock__cmd *cmd) {
+    if (cmd != NULL) {
+        rlock__cmd_no_retry(cmd);
+    }
+    return cmd;
+}
+
+rlock__cmd *rlock__synced_with_retry(rlock__cmd *cmd) {
+    if (cmd != NULL) {
+        rlock__cmd_retry_unsynced(cmd, true);
+    }
+    return cmd;
+}
+
+rlock__cmd *rlock__eval_write(rlock__cmd *cmd) {
+    if (cmd != NULL) {
+        rlock__cmd_not_synced(cmd);
+    }
+    return cmd;
+}
+
+rlock__cmd *rlock__eval_write_no_retry(rlock__cmd *cmd) {
+    return rlock__synced_no_retry(rlock__eval_write(cmd));
+}
+
 static void call_done(int err, const char *msg, const redisReply *reply, void *arg) {
     call_op *op = arg;
     int64_t value = 0;
