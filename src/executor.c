@@ -403,8 +403,9 @@ static void on_wait_reply(redisAsyncContext *ac, void *r, void *privdata) {
                  "none of the master's %d replicas confirmed the write within "
                  "slaves_sync_timeout_ms (%lld ms); raise it or set check_lock_synced_slaves = 0",
                  cmd->wait_replicas, (long long)x->sync_timeout_ms);
+        /* Within the caller's wait too, as a failed attempt's retry. */
         if (cmd->retry_unsynced && cmd->unsynced_tries < x->cfg->retry_attempts &&
-            !x->down_for_good) {
+            !x->down_for_good && in_time(cmd)) {
             /* The same request again: an unlock's latch gives the first
              * answer back rather than taking a second count off. */
             cmd->unsynced_tries++;

@@ -636,6 +636,36 @@ static void test_unsynced_writes_retried(void **state) {
     rlock_client_destroy(c);
 }
 
+/* Every retry loop stops at the call's deadline (issue 37): with
+ * retry_attempts far beyond the wait, a try-acquire and a try-lock whose
+ * tries no replica confirms end by their wait plus slack. */
+static void test_unsynced_retries_stop_at_deadline(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e, 10);
+    cfg.retry_attempts = 1000;
+    cfg.retry_interval_ms = 1;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock_semaphore *s = rlock_get_semaphore(c, "rs-deadline");
+    rlock *l = rlock_get_lock(c, "rs-deadline-lock");
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    add_permit_synced(s);
+    freeReplyObject(rt_redis_command(master, "CONFIG SET hz 100"));
+    freeReplyObject(rt_redis_command(master, "CONFIG SET repl-timeout 600"));
+    assert_int_equal(rt_redis_pause(replica), 0);
+    int64_t t0 = rt_now_ms();
+    bool acquired = true;
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 300, &acquired), RLOCK_ERR_REDIS);
+    assert_true(rt_now_ms() - t0 < 300 + 2000);
+    t0 = rt_now_ms();
+    assert_int_equal(rlock_try_lock(l, 300, 10000, &acquired), RLOCK_ERR_REDIS);
+    assert_true(rt_now_ms() - t0 < 300 + 2000);
+    resume_caught_up(master, replica);
+    rlock_free(l);
+    rlock_semaphore_free(s);
+    rlock_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unsynced_lock, setup, teardown),
@@ -652,6 +682,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_unsynced_many_attempts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_not_waited, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_writes_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_retries_stop_at_deadline, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -328,6 +328,12 @@ static void not_yet(rlock__sync_op *op, int64_t retry_ms) {
     }
 }
 
+/* A try again would start past the call's wait: the call fails now, as
+ * every retry loop stops at the call's deadline (the executor's too). */
+static bool retry_too_late(const rlock__sync_op *op, const rlock_client *c) {
+    return op->has_deadline && rlock__now_ms() + c->cfg.retry_interval_ms >= op->deadline_ms;
+}
+
 /* The give-back of a try no replica confirmed is back (unsynced), or
  * there was none: the try goes again after retry_interval_ms, up to
  * retry_attempts times (Redisson's ServiceManager.execute around
@@ -340,7 +346,8 @@ static void unsynced_undone(rlock__sync_op *op, const char *msg) {
     rlock_client *c = op->obj->client;
     if (op->cancelled) {
         op_free(op);
-    } else if (!c->closed && (int)op->unsynced_tries < c->cfg.retry_attempts) {
+    } else if (!c->closed && (int)op->unsynced_tries < c->cfg.retry_attempts &&
+               !retry_too_late(op, c)) {
         op->unsynced_tries++;
         op->resend = true;
         (void)arm_timer(op, c->cfg.retry_interval_ms);
