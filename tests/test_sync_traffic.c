@@ -129,11 +129,85 @@ static void test_release_publishes_new_count(void **state) {
     rlock_semaphore_free(s);
 }
 
+/* The master's count of script calls (EVALSHA and EVAL). */
+static long long script_calls(fx *f) {
+    redisReply *r = rt_probe(&f->redis, NULL, "INFO commandstats");
+    assert_non_null(r);
+    long long n = 0;
+    const char *p = strstr(r->str, "cmdstat_evalsha:calls=");
+    n += p != NULL ? atoll(p + strlen("cmdstat_evalsha:calls=")) : 0;
+    p = strstr(r->str, "cmdstat_eval:calls=");
+    n += p != NULL ? atoll(p + strlen("cmdstat_eval:calls=")) : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+/* A release of n wakes at most min(n, waiting) calls (SemaphorePubSub:
+ * release(min(acquired, n))): one waiter wanting 3, a release of 2
+ * wakes it once; its try fails and it waits again, with no second try
+ * from a wake-up that was one too many. */
+static void test_release_wakes_no_more_than_waiting(void **state) {
+    fx *f = *state;
+    rlock_config cfg = rt_config(f->redis.address);
+    rlock_client *c = rt_client(&cfg);
+    rlock_client *other = rt_client(&cfg);
+    rlock_semaphore *s = rlock_get_semaphore(c, "wake-sem");
+    rlock_semaphore *so = rlock_get_semaphore(other, "wake-sem");
+    rlock_future *w = rlock_semaphore_acquire_async(s, 3);
+    assert_non_null(w);
+    assert_int_equal(rt_sync_numsub_becomes(&f->redis, "redisson_sc:{wake-sem}", 1, 5000), 1);
+    rt_sync_settle(c);
+    long long before = script_calls(f);
+    assert_int_equal(rlock_semaphore_release(so, 2), RLOCK_OK);
+    rt_sync_settle(c);
+    /* the release and one try */
+    assert_int_equal(script_calls(f) - before, 2);
+    assert_false(rlock_future_is_done(w));
+    assert_int_equal(rlock_semaphore_release(so, 1), RLOCK_OK);
+    assert_int_equal(rt_sync_wait(w, 5000, NULL), RLOCK_OK);
+    rlock_future_release(w);
+    rlock_semaphore_free(so);
+    rlock_semaphore_free(s);
+}
+
+/* Waiters wanting 3, 1 and 1 permits parked on one client: two releases
+ * of 1 serve both 1-permit waiters (the 3-permit one, woken first, fails
+ * its try and waits again behind them). */
+static void test_small_waiters_served_past_big_one(void **state) {
+    fx *f = *state;
+    rlock_config cfg = rt_config(f->redis.address);
+    rlock_client *c = rt_client(&cfg);
+    rlock_client *other = rt_client(&cfg);
+    rlock_semaphore *s = rlock_get_semaphore(c, "mix-sem");
+    rlock_semaphore *so = rlock_get_semaphore(other, "mix-sem");
+    rlock_future *big = rlock_semaphore_acquire_async(s, 3);
+    assert_int_equal(rt_sync_numsub_becomes(&f->redis, "redisson_sc:{mix-sem}", 1, 5000), 1);
+    rt_sync_settle(c);
+    rlock_future *a = rlock_semaphore_acquire_async(s, 1);
+    rt_sync_settle(c);
+    rlock_future *b = rlock_semaphore_acquire_async(s, 1);
+    rt_sync_settle(c);
+    assert_int_equal(rlock_semaphore_release(so, 1), RLOCK_OK);
+    rt_sync_settle(c);
+    assert_int_equal(rlock_semaphore_release(so, 1), RLOCK_OK);
+    assert_int_equal(rt_sync_wait(a, 5000, NULL), RLOCK_OK);
+    assert_int_equal(rt_sync_wait(b, 5000, NULL), RLOCK_OK);
+    assert_false(rlock_future_is_done(big));
+    rlock_future_cancel(big);
+    rlock_future_release(big);
+    rlock_future_release(a);
+    rlock_future_release(b);
+    rlock_semaphore_free(so);
+    rlock_semaphore_free(s);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_release_late_reply_applied_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_count_down_late_reply_applied_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_publishes_new_count, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_wakes_no_more_than_waiting, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_small_waiters_served_past_big_one, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
