@@ -346,8 +346,10 @@ static void unsynced_undone(rlock__sync_op *op, const char *msg) {
     rlock_client *c = op->obj->client;
     if (op->cancelled) {
         op_free(op);
-    } else if (!c->closed && (int)op->unsynced_tries < c->cfg.retry_attempts &&
-               !retry_too_late(op, c)) {
+    } else if (c->closed) {
+        /* the give-back failed with the executor's close */
+        op_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+    } else if ((int)op->unsynced_tries < c->cfg.retry_attempts && !retry_too_late(op, c)) {
         op->unsynced_tries++;
         op->resend = true;
         (void)arm_timer(op, c->cfg.retry_interval_ms);
