@@ -201,6 +201,33 @@ static void test_small_waiters_served_past_big_one(void **state) {
     rlock_semaphore_free(s);
 }
 
+/* A waiter behind a leased permit tries again at the lease's end (the
+ * acquire script's ':<score>', Redisson's nearestTimeout), not in a poll:
+ * while it waits a second it runs a few scripts, not one per tick. */
+static void test_waiter_retries_at_lease_end(void **state) {
+    fx *f = *state;
+    rlock_config cfg = rt_config(f->redis.address);
+    rlock_client *c = rt_client(&cfg);
+    rlock_client *other = rt_client(&cfg);
+    rlock_permit_semaphore *p = rlock_get_permit_expirable_semaphore(c, "lease-sem");
+    rlock_permit_semaphore *po = rlock_get_permit_expirable_semaphore(other, "lease-sem");
+    bool ok = false;
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(po, 1, &ok), RLOCK_OK);
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_try_acquire(po, 0, 1000, id, &ok), RLOCK_OK);
+    assert_true(ok);
+    long long before = script_calls(f);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_permit_semaphore_try_acquire(p, 5000, -1, id, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_true(rt_now_ms() - t0 >= 800); /* at the lease's end, not before */
+    /* the first try, the one after the subscription is confirmed, the one
+     * at the lease's end; a poll would be tens */
+    assert_true(script_calls(f) - before <= 5);
+    rlock_permit_semaphore_free(po);
+    rlock_permit_semaphore_free(p);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_release_late_reply_applied_once, setup, teardown),
@@ -208,6 +235,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_release_publishes_new_count, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_wakes_no_more_than_waiting, setup, teardown),
         cmocka_unit_test_setup_teardown(test_small_waiters_served_past_big_one, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waiter_retries_at_lease_end, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
