@@ -347,7 +347,10 @@ static void acquire_undone(acquire_op *op, const char *msg) {
     if (op->cancelled) {
         acquire_failed(op);
         acquire_free(op);
-    } else if (!spins(op) && !c->closed && (int)op->unsynced_tries < c->cfg.retry_attempts) {
+    } else if (!spins(op) && !c->closed && (int)op->unsynced_tries < c->cfg.retry_attempts &&
+               !(op->is_try &&
+                 rlock__now_ms() + c->cfg.retry_interval_ms >= op->try_[0].deadline_ms)) {
+        /* (a try-lock's retry stops at its deadline, as the executor's) */
         op->unsynced_tries++;
         rlock__log(&c->log, RLOCK_LOG_DEBUG,
                    "no replica confirmed an acquire; attempt %d in %lld ms",

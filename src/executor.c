@@ -30,6 +30,7 @@ struct rlock__cmd {
     bool use_eval;
     bool no_retry;
     bool retry_unsynced;  /* rlock__cmd_retry_unsynced */
+    bool not_synced;      /* rlock__cmd_not_synced */
     bool unsynced_pause;  /* CMD_PAUSED for that, not for a failed attempt */
     int unsynced_tries;   /* sent again for it so far */
     bool written;         /* some attempt reached the connection */
@@ -207,6 +208,10 @@ void rlock__cmd_retry_unsynced(rlock__cmd *cmd, bool on) {
     cmd->retry_unsynced = on;
 }
 
+void rlock__cmd_not_synced(rlock__cmd *cmd) {
+    cmd->not_synced = true;
+}
+
 void rlock__cmd_give_up_at(rlock__cmd *cmd, int64_t wait_end_ms) {
     cmd->wait_end_ms = wait_end_ms > 0 ? wait_end_ms : 1;
 }
@@ -251,14 +256,23 @@ static void finish(rlock__cmd *cmd, int err, const char *msg, const redisReply *
     cb(err, msg != NULL ? msg : "", reply, arg);
 }
 
+/* A retry would start before the caller's wait runs out (none: always). */
+static bool in_time(const rlock__cmd *cmd) {
+    return cmd->wait_end_ms == 0 ||
+           rlock__now_ms() + cmd->x->cfg->retry_interval_ms < cmd->wait_end_ms;
+}
+
+/* The script goes with a WAIT behind it (Redisson's syncedEval). */
+static bool synced(const rlock__cmd *cmd) {
+    return cmd->x->sync && cmd->script != NULL && !cmd->not_synced;
+}
+
 static void attempt_failed(rlock__cmd *cmd, int err, const char *why) {
     rlock__executor *x = cmd->x;
     /* A no-retry command may still retry an attempt that was never written:
      * Redis cannot have applied it. */
-    bool in_time =
-        cmd->wait_end_ms == 0 || rlock__now_ms() + x->cfg->retry_interval_ms < cmd->wait_end_ms;
     int attempts = x->down_for_good ? 0 : x->cfg->retry_attempts;
-    if ((!cmd->no_retry || !cmd->written) && cmd->attempt < attempts && in_time) {
+    if ((!cmd->no_retry || !cmd->written) && cmd->attempt < attempts && in_time(cmd)) {
         rlock__log(x->log, RLOCK_LOG_DEBUG,
                    "command %s attempt %d failed (%s); retrying in %lld ms", cmd->argv[0],
                    cmd->attempt + 1, why, (long long)x->cfg->retry_interval_ms);
@@ -389,8 +403,9 @@ static void on_wait_reply(redisAsyncContext *ac, void *r, void *privdata) {
                  "none of the master's %d replicas confirmed the write within "
                  "slaves_sync_timeout_ms (%lld ms); raise it or set check_lock_synced_slaves = 0",
                  cmd->wait_replicas, (long long)x->sync_timeout_ms);
+        /* Within the caller's wait too, as a failed attempt's retry. */
         if (cmd->retry_unsynced && cmd->unsynced_tries < x->cfg->retry_attempts &&
-            !x->down_for_good) {
+            !x->down_for_good && in_time(cmd)) {
             /* The same request again: an unlock's latch gives the first
              * answer back rather than taking a second count off. */
             cmd->unsynced_tries++;
@@ -541,7 +556,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
         return;
     }
     rlock__executor *x = cmd->x;
-    if (cmd->wait_in_flight == NULL && x->sync && cmd->script != NULL && x->replicas > 0) {
+    if (cmd->wait_in_flight == NULL && synced(cmd) && x->replicas > 0) {
         send_wait(cmd); /* the count was not known when the script went out */
     }
     if (cmd->wait_in_flight != NULL) {
@@ -589,7 +604,7 @@ static void send_now(rlock__cmd *cmd) {
     }
     cmd->in_flight = s;
     cmd->state = CMD_SENT;
-    if (x->sync && cmd->script != NULL) {
+    if (synced(cmd)) {
         if (x->replicas > 0) {
             send_wait(cmd);
         } else if (x->replicas < 0) {

@@ -82,6 +82,12 @@ void rlock__cmd_no_retry(rlock__cmd *cmd);
  * retries the whole try (handleNoSync). */
 void rlock__cmd_retry_unsynced(rlock__cmd *cmd, bool on);
 
+/* No replica check (WAIT) behind this script: Redisson's evalWriteAsync
+ * and evalWriteNoRetryAsync, which are no syncedEval (the latch's calls,
+ * the permit semaphore's counts). Scripts are synced by default, as every
+ * lock script is. */
+void rlock__cmd_not_synced(rlock__cmd *cmd);
+
 /* A bound for a command whose caller has a wait of its own (a try-lock
  * whose wait runs out at wait_end_ms, rlock__now_ms() time): no retry
  * starts after wait_end_ms, and waiting for a connection ends at most

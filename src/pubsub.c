@@ -166,7 +166,10 @@ void rlock__entry_wake_all(rlock__lock_entry *e) {
 }
 
 void rlock__entry_release(rlock__lock_entry *e, int64_t n) {
-    for (int64_t i = 0; i < n && i < e->refs; i++) {
+    /* Called from for_each_entry, whose own reference is not a waiting
+     * call: min(n, waiting) wake-ups, not one more (a wake-up banked for
+     * nobody would send a try for nothing). */
+    for (int64_t i = 0; i < n && i < e->refs - 1; i++) {
         rlock__entry_signal(e);
     }
 }

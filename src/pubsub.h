@@ -121,8 +121,9 @@ void rlock__entry_signal(rlock__lock_entry *e);
 /* Wakes every waiter (a read-unlock message, a latch at zero). */
 void rlock__entry_wake_all(rlock__lock_entry *e);
 
-/* Signals up to n times, at most once per reference on e (SemaphorePubSub:
- * release(min(acquired, n))). */
+/* From a message handler only: signals up to n times, at most once per
+ * operation using e, the delivery's own reference left out
+ * (SemaphorePubSub: release(min(acquired, n))). */
 void rlock__entry_release(rlock__lock_entry *e, int64_t n);
 
 /* Stops waiting; harmless when w is not waiting. */

@@ -361,7 +361,8 @@ static void test_unsynced_semaphore(void **state) {
     assert_int_equal(rt_redis_pause(replica), 0);
     long long waits = wait_calls(master);
     bool acquired = true;
-    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 0, &acquired), RLOCK_ERR_REDIS);
+    /* a wait long enough for every retry: they stop at the deadline */
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, CALL_BOUND_MS, &acquired), RLOCK_ERR_REDIS);
     assert_non_null(strstr(rlock_last_error(), "slaves_sync_timeout_ms"));
     assert_false(acquired);
     /* The call fails only once the last give-back has answered (Redisson's
@@ -481,9 +482,9 @@ static void test_unsynced_semaphore_cancel(void **state) {
     rlock_semaphore_free(s);
     rlock_client_destroy(c);
     assert_true(rlock_future_is_done(f));
-    /* the give-back failed with the executor: the replica check's error */
-    int rc = rlock_future_error(f);
-    assert_true(rc == RLOCK_ERR_REDIS || rc == RLOCK_ERR_CLOSED);
+    /* the give-back failed with the executor: the call is closed, as
+     * sync_wait.h and semaphore.h promise */
+    assert_int_equal(rlock_future_error(f), RLOCK_ERR_CLOSED);
     rlock_future_release(f);
     assert_true(string_is(master, "rs-semc", "1"));
     resume_caught_up(master, replica);
@@ -572,6 +573,100 @@ static void test_unsynced_many_attempts(void **state) {
     rlock_client_destroy(c);
 }
 
+/* Redisson's routes (docs/synchronizers.md, "Routes"): the latch's calls
+ * and the permit semaphore's counts are evalWriteAsync or
+ * evalWriteNoRetryAsync, with no WAIT behind them, so a lagging replica
+ * fails none of them; the count goes down once. */
+static void test_unsynced_not_waited(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e, SYNC_MS);
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock_latch *l = rlock_get_count_down_latch(c, "rs-latch");
+    rlock_permit_semaphore *p = rlock_get_permit_expirable_semaphore(c, "rs-counts");
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    assert_int_equal(rlock_client_ping(c, CALL_BOUND_MS), RLOCK_OK);
+    assert_int_equal(rt_redis_pause(replica), 0);
+    long long waits = wait_calls(master);
+    bool ok = false;
+    assert_int_equal(rlock_latch_try_set_count(l, 2, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_latch_count_down(l), RLOCK_OK);
+    int64_t n = -1;
+    assert_int_equal(rlock_latch_get_count(l, &n), RLOCK_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(rlock_latch_delete(l, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_permit_semaphore_available_permits(p, &n), RLOCK_OK);
+    assert_int_equal(rlock_permit_semaphore_get_permits(p, &n), RLOCK_OK);
+    assert_int_equal(rlock_permit_semaphore_acquired_permits(p, &n), RLOCK_OK);
+    assert_int_equal(wait_calls(master) - waits, 0);
+    resume_caught_up(master, replica);
+    rlock_permit_semaphore_free(p);
+    rlock_latch_free(l);
+    rlock_client_destroy(c);
+}
+
+/* syncedEvalWithRetry (ServiceManager.execute): a write no replica
+ * confirmed is sent again retry_attempts times before the call fails.
+ * Redisson sends the same script again, so addPermits adds once per try:
+ * not idempotent, as documented. */
+static void test_unsynced_writes_retried(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e, SYNC_MS);
+    cfg.retry_attempts = 2;
+    cfg.retry_interval_ms = 10;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock_semaphore *s = rlock_get_semaphore(c, "rs-retried");
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    assert_int_equal(rlock_client_ping(c, CALL_BOUND_MS), RLOCK_OK);
+    assert_int_equal(rt_redis_pause(replica), 0);
+    long long waits = wait_calls(master);
+    assert_int_equal(rlock_semaphore_add_permits(s, 1), RLOCK_ERR_REDIS);
+    assert_non_null(strstr(rlock_last_error(), "slaves_sync_timeout_ms"));
+    assert_int_equal(wait_calls(master) - waits, 1 + cfg.retry_attempts);
+    assert_true(string_is(master, "rs-retried", "3"));
+    /* releaseAsync is syncedEvalNoRetry: one try, then the failure */
+    waits = wait_calls(master);
+    assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_ERR_REDIS);
+    assert_int_equal(wait_calls(master) - waits, 1);
+    assert_true(string_is(master, "rs-retried", "4"));
+    resume_caught_up(master, replica);
+    rlock_semaphore_free(s);
+    rlock_client_destroy(c);
+}
+
+/* Every retry loop stops at the call's deadline (issue 37): with
+ * retry_attempts far beyond the wait, a try-acquire and a try-lock whose
+ * tries no replica confirms end by their wait plus slack. */
+static void test_unsynced_retries_stop_at_deadline(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e, 10);
+    cfg.retry_attempts = 1000;
+    cfg.retry_interval_ms = 1;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock_semaphore *s = rlock_get_semaphore(c, "rs-deadline");
+    rlock *l = rlock_get_lock(c, "rs-deadline-lock");
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    add_permit_synced(s);
+    freeReplyObject(rt_redis_command(master, "CONFIG SET hz 100"));
+    freeReplyObject(rt_redis_command(master, "CONFIG SET repl-timeout 600"));
+    assert_int_equal(rt_redis_pause(replica), 0);
+    int64_t t0 = rt_now_ms();
+    bool acquired = true;
+    assert_int_equal(rlock_semaphore_try_acquire(s, 1, 300, &acquired), RLOCK_ERR_REDIS);
+    assert_true(rt_now_ms() - t0 < 300 + 2000);
+    t0 = rt_now_ms();
+    assert_int_equal(rlock_try_lock(l, 300, 10000, &acquired), RLOCK_ERR_REDIS);
+    assert_true(rt_now_ms() - t0 < 300 + 2000);
+    resume_caught_up(master, replica);
+    rlock_free(l);
+    rlock_semaphore_free(s);
+    rlock_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unsynced_lock, setup, teardown),
@@ -586,6 +681,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_unsynced_semaphore_cancel, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_unlock_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_many_attempts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_not_waited, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_writes_retried, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_retries_stop_at_deadline, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -210,8 +210,11 @@ typedef struct rlock_config {
      * those given are down. 1 (default) or 0. */
     int sentinels_discovery;
 
-    /** checkLockSyncedSlaves (Redisson's Config): in Sentinel mode every
-     * lock script (acquire, unlock, renewal, force unlock) goes out with
+    /** checkLockSyncedSlaves (Redisson's Config): in Sentinel and Cluster
+     * mode every lock script (acquire, unlock, renewal, force unlock) and
+     * every synchronizer write Redisson sends through syncedEval (the
+     * semaphores' acquires, releases and permit changes; not the latch,
+     * nor the permit counts: docs/synchronizers.md §8) goes out with
      * WAIT for the master's connected replicas, at most
      * slaves_sync_timeout_ms, as Redisson's syncedEval does. With 1
      * (default), a call whose write no replica confirmed, while replicas

@@ -177,13 +177,15 @@ static int bool_call(rlock_latch *l, const char *fn, bool *out,
     return rc;
 }
 
+/* trySetCountAsync and deleteAsync: evalWriteAsync, no WAIT. */
 static rlock__cmd *try_set_count_cmd(const rlock *o, int64_t count) {
-    return latch_script(o, &rlock__script_latch_try_set_count, NEW_COUNT_MESSAGE, &count);
+    return rlock__eval_write(
+        latch_script(o, &rlock__script_latch_try_set_count, NEW_COUNT_MESSAGE, &count));
 }
 
 static rlock__cmd *delete_cmd(const rlock *o, int64_t unused) {
     (void)unused;
-    return latch_script(o, &rlock__script_latch_delete, NEW_COUNT_MESSAGE, NULL);
+    return rlock__eval_write(latch_script(o, &rlock__script_latch_delete, NEW_COUNT_MESSAGE, NULL));
 }
 
 int rlock_latch_try_set_count(rlock_latch *l, int64_t count, bool *set) {
@@ -207,13 +209,10 @@ int rlock_latch_count_down(rlock_latch *l) {
     if (rc != RLOCK_OK) {
         return rc;
     }
-    /* countDownAsync is evalWriteNoRetryAsync: a decrement applied twice
-     * would count two down. */
-    rlock__cmd *cmd =
-        latch_script(OBJ(l), &rlock__script_latch_count_down, ZERO_COUNT_MESSAGE, NULL);
-    if (cmd != NULL) {
-        rlock__cmd_no_retry(cmd);
-    }
+    /* countDownAsync is evalWriteNoRetryAsync: no WAIT, and a decrement
+     * applied twice would count two down. */
+    rlock__cmd *cmd = rlock__eval_write_no_retry(
+        latch_script(OBJ(l), &rlock__script_latch_count_down, ZERO_COUNT_MESSAGE, NULL));
     return rlock__sync_block(rlock__sync_call(OBJ(l), cmd), fn, NULL, NULL, 0);
 }
 

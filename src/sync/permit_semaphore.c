@@ -289,8 +289,9 @@ static int acquire_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_re
     return RLOCK_ERR_REDIS;
 }
 
+/* releaseAsync(ids): tryReleaseAsync(ids), syncedEvalWithRetry. */
 static rlock__cmd *acquire_undo(rlock__sync_op *op) {
-    return try_release_cmd(op->obj, op->id, ID_BYTES);
+    return rlock__synced_with_retry(try_release_cmd(op->obj, op->id, ID_BYTES));
 }
 
 static const rlock__sync_kind acquire_kind = {
@@ -412,8 +413,10 @@ int rlock_permit_semaphore_try_release(rlock_permit_semaphore *s, const char *id
     int rc = check_id(s, fn, id, released != NULL, raw, &len);
     int64_t v = 0;
     if (rc == RLOCK_OK) {
-        rc = rlock__sync_block(rlock__sync_call(OBJ(s), try_release_cmd(OBJ(s), raw, len)), fn, &v,
-                               NULL, 0);
+        /* tryReleaseAsync: syncedEvalWithRetry */
+        rc = rlock__sync_block(
+            rlock__sync_call(OBJ(s), rlock__synced_with_retry(try_release_cmd(OBJ(s), raw, len))),
+            fn, &v, NULL, 0);
     }
     if (rc == RLOCK_OK) {
         *released = v != 0;
@@ -455,9 +458,9 @@ int rlock_permit_semaphore_update_lease_time(rlock_permit_semaphore *s, const ch
     if (rc == RLOCK_OK) {
         int64_t expiry = expiry_of(lease_ms);
         rc = rlock__sync_block(
-            rlock__sync_call(
-                OBJ(s), timeout_first_cmd(OBJ(s), &rlock__script_permit_semaphore_update_lease_time,
-                                          raw, len, &expiry)),
+            rlock__sync_call(OBJ(s), rlock__synced_with_retry(timeout_first_cmd(
+                                         OBJ(s), &rlock__script_permit_semaphore_update_lease_time,
+                                         raw, len, &expiry))),
             fn, &v, NULL, 0);
     }
     if (rc == RLOCK_OK) {
@@ -480,26 +483,33 @@ static int number_call(rlock_permit_semaphore *s, const char *fn, bool out_ok,
                : rlock__sync_block(rlock__sync_call(OBJ(s), make(OBJ(s), arg)), fn, value, NULL, 0);
 }
 
+/* The writes are syncedEvalWithRetry; the counts evalWriteAsync (no WAIT). */
 static rlock__cmd *try_set_cmd(const rlock *o, int64_t permits) {
-    return permits_cmd(o, &rlock__script_semaphore_try_set_permits, permits, false);
+    return rlock__synced_with_retry(
+        permits_cmd(o, &rlock__script_semaphore_try_set_permits, permits, false));
 }
 static rlock__cmd *set_cmd(const rlock *o, int64_t permits) {
-    return permits_cmd(o, &rlock__script_permit_semaphore_set_permits, permits, true);
+    return rlock__synced_with_retry(
+        permits_cmd(o, &rlock__script_permit_semaphore_set_permits, permits, true));
 }
 static rlock__cmd *add_cmd(const rlock *o, int64_t permits) {
-    return permits_cmd(o, &rlock__script_permit_semaphore_add_permits, permits, false);
+    return rlock__synced_with_retry(
+        permits_cmd(o, &rlock__script_permit_semaphore_add_permits, permits, false));
 }
 static rlock__cmd *available_cmd(const rlock *o, int64_t unused) {
     (void)unused;
-    return timeout_first_cmd(o, &rlock__script_permit_semaphore_available_permits, NULL, 0, NULL);
+    return rlock__eval_write(
+        timeout_first_cmd(o, &rlock__script_permit_semaphore_available_permits, NULL, 0, NULL));
 }
 static rlock__cmd *get_permits_cmd(const rlock *o, int64_t unused) {
     (void)unused;
-    return timeout_first_cmd(o, &rlock__script_permit_semaphore_get_permits, NULL, 0, NULL);
+    return rlock__eval_write(
+        timeout_first_cmd(o, &rlock__script_permit_semaphore_get_permits, NULL, 0, NULL));
 }
 static rlock__cmd *acquired_cmd(const rlock *o, int64_t unused) {
     (void)unused;
-    return timeout_first_cmd(o, &rlock__script_permit_semaphore_acquired_permits, NULL, 0, NULL);
+    return rlock__eval_write(
+        timeout_first_cmd(o, &rlock__script_permit_semaphore_acquired_permits, NULL, 0, NULL));
 }
 
 int rlock_permit_semaphore_try_set_permits(rlock_permit_semaphore *s, int64_t permits, bool *set) {

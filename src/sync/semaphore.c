@@ -80,6 +80,12 @@ static rlock__cmd *publishing_cmd(const rlock *o, const rlock__script *s, int64_
     return rlock__args_script(&a, s);
 }
 
+/* releaseAsync: syncedEvalNoRetry. A release whose reply is late may have
+ * run: sent again it would add the permits twice. */
+static rlock__cmd *release_cmd(const rlock *o, int64_t permits) {
+    return rlock__synced_no_retry(publishing_cmd(o, &rlock__script_semaphore_release, permits));
+}
+
 /* ---- the waiting acquire ------------------------------------------------------- */
 
 static size_t channel(const rlock *o, char *buf, size_t cap) {
@@ -103,7 +109,7 @@ static int acquire_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_re
 }
 
 static rlock__cmd *acquire_undo(rlock__sync_op *op) {
-    return publishing_cmd(op->obj, &rlock__script_semaphore_release, op->arg);
+    return release_cmd(op->obj, op->arg);
 }
 
 static const rlock__sync_kind acquire_kind = {
@@ -169,8 +175,7 @@ rlock_future *rlock_semaphore_release_async(rlock_semaphore *s, int64_t permits)
     if (permits == 0) { /* releaseAsync(0): done at once, nothing sent */
         return rlock__sync_value_future(0);
     }
-    return rlock__sync_call(OBJ(s),
-                            publishing_cmd(OBJ(s), &rlock__script_semaphore_release, permits));
+    return rlock__sync_call(OBJ(s), release_cmd(OBJ(s), permits));
 }
 
 /* ---- the other calls (blocking only) -------------------------------------------- */
@@ -183,8 +188,8 @@ static rlock_future *try_set_permits_async(rlock_semaphore *s, int64_t permits, 
     }
     return f != NULL ? f
                      : rlock__sync_call(
-                           OBJ(s), publishing_cmd(OBJ(s), &rlock__script_semaphore_try_set_permits,
-                                                  permits));
+                           OBJ(s), rlock__synced_with_retry(publishing_cmd(
+                                       OBJ(s), &rlock__script_semaphore_try_set_permits, permits)));
 }
 
 static rlock_future *add_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
@@ -192,10 +197,10 @@ static rlock_future *add_permits_async(rlock_semaphore *s, int64_t permits, cons
     if (f == NULL) {
         f = refuse_inexact(permits, fn);
     }
-    return f != NULL
-               ? f
-               : rlock__sync_call(
-                     OBJ(s), publishing_cmd(OBJ(s), &rlock__script_semaphore_add_permits, permits));
+    return f != NULL ? f
+                     : rlock__sync_call(
+                           OBJ(s), rlock__synced_with_retry(publishing_cmd(
+                                       OBJ(s), &rlock__script_semaphore_add_permits, permits)));
 }
 
 static rlock_future *available_permits_async(rlock_semaphore *s, const char *fn) {
@@ -218,7 +223,8 @@ static rlock_future *drain_permits_async(rlock_semaphore *s, const char *fn) {
     rlock__args a;
     rlock__args_init(&a);
     rlock__args_key(&a, rlock__name_of(OBJ(s)), OBJ(s)->name_len);
-    return rlock__sync_call(OBJ(s), rlock__args_script(&a, &rlock__script_semaphore_drain_permits));
+    return rlock__sync_call(OBJ(s), rlock__synced_with_retry(rlock__args_script(
+                                        &a, &rlock__script_semaphore_drain_permits)));
 }
 
 /* ---- blocking forms ---------------------------------------------------------------- */
@@ -258,10 +264,8 @@ int rlock_semaphore_release(rlock_semaphore *s, int64_t permits) {
     }
     rlock_future *f = refuse_permits(s, permits, fn);
     if (f == NULL) {
-        f = permits == 0
-                ? rlock__sync_value_future(0)
-                : rlock__sync_call(
-                      OBJ(s), publishing_cmd(OBJ(s), &rlock__script_semaphore_release, permits));
+        f = permits == 0 ? rlock__sync_value_future(0)
+                         : rlock__sync_call(OBJ(s), release_cmd(OBJ(s), permits));
     }
     return rlock__sync_block(f, fn, NULL, NULL, 0);
 }

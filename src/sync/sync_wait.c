@@ -104,6 +104,31 @@ bool rlock__sync_reply_number(const redisReply *r, int64_t *out) {
     return true;
 }
 
+rlock__cmd *rlock__synced_no_retry(rlock__cmd *cmd) {
+    if (cmd != NULL) {
+        rlock__cmd_no_retry(cmd);
+    }
+    return cmd;
+}
+
+rlock__cmd *rlock__synced_with_retry(rlock__cmd *cmd) {
+    if (cmd != NULL) {
+        rlock__cmd_retry_unsynced(cmd, true);
+    }
+    return cmd;
+}
+
+rlock__cmd *rlock__eval_write(rlock__cmd *cmd) {
+    if (cmd != NULL) {
+        rlock__cmd_not_synced(cmd);
+    }
+    return cmd;
+}
+
+rlock__cmd *rlock__eval_write_no_retry(rlock__cmd *cmd) {
+    return rlock__synced_no_retry(rlock__eval_write(cmd));
+}
+
 static void call_done(int err, const char *msg, const redisReply *reply, void *arg) {
     call_op *op = arg;
     int64_t value = 0;
@@ -303,6 +328,12 @@ static void not_yet(rlock__sync_op *op, int64_t retry_ms) {
     }
 }
 
+/* A try again would start past the call's wait: the call fails now, as
+ * every retry loop stops at the call's deadline (the executor's too). */
+static bool retry_too_late(const rlock__sync_op *op, const rlock_client *c) {
+    return op->has_deadline && rlock__now_ms() + c->cfg.retry_interval_ms >= op->deadline_ms;
+}
+
 /* The give-back of a try no replica confirmed is back (unsynced), or
  * there was none: the try goes again after retry_interval_ms, up to
  * retry_attempts times (Redisson's ServiceManager.execute around
@@ -315,7 +346,10 @@ static void unsynced_undone(rlock__sync_op *op, const char *msg) {
     rlock_client *c = op->obj->client;
     if (op->cancelled) {
         op_free(op);
-    } else if (!c->closed && (int)op->unsynced_tries < c->cfg.retry_attempts) {
+    } else if (c->closed) {
+        /* the give-back failed with the executor's close */
+        op_finish(op, RLOCK_ERR_CLOSED, 0, "the client was destroyed");
+    } else if ((int)op->unsynced_tries < c->cfg.retry_attempts && !retry_too_late(op, c)) {
         op->unsynced_tries++;
         op->resend = true;
         (void)arm_timer(op, c->cfg.retry_interval_ms);

@@ -95,6 +95,19 @@ rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_
  * else; false (and *out 0) for a string that is not one whole integer. */
 bool rlock__sync_reply_number(const redisReply *r, int64_t *out);
 
+/* Redisson's routes for a synchronizer's command (docs/synchronizers.md,
+ * "Routes"); each takes and returns cmd (NULL passes through):
+ *  - syncedEvalNoRetry: a WAIT behind it, never sent again once written,
+ *    an unconfirmed write fails the call (release, the acquire's try);
+ *  - syncedEvalWithRetry: a WAIT behind it, retried, and sent again when
+ *    no replica confirmed it (ServiceManager.execute);
+ *  - evalWriteAsync: no WAIT, retried;
+ *  - evalWriteNoRetryAsync: no WAIT, never sent again once written. */
+rlock__cmd *rlock__synced_no_retry(rlock__cmd *cmd);
+rlock__cmd *rlock__synced_with_retry(rlock__cmd *cmd);
+rlock__cmd *rlock__eval_write(rlock__cmd *cmd);
+rlock__cmd *rlock__eval_write_no_retry(rlock__cmd *cmd);
+
 /* One command as a future whose value is the reply's number
  * (rlock__sync_reply_number); a string that is none fails the future with
  * RLOCK_ERR_REDIS. Takes cmd (NULL: out of memory). */
