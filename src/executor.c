@@ -846,7 +846,7 @@ void rlock__executor_hand_off(rlock__executor *x, const char *why) {
             attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
         } else if (was == CMD_WAITING) {
             start_attempt(cmd); /* never reached Redis: at once */
-        } /* CMD_PAUSED: its retry timer runs on, from its new executor */
+        }                       /* CMD_PAUSED: its retry timer runs on, from its new executor */
     }
     if (ev_is_active(&x->sent_timer)) {
         ev_timer_stop(ev_of(x), &x->sent_timer);
