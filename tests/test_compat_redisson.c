@@ -43,6 +43,7 @@
 #include "lock_util.h"
 #include "peer_proc.h"
 #include "redis_cluster.h"
+#include "server_version.h"
 
 #ifndef RT_JAVA
 #define RT_JAVA ""
@@ -1579,9 +1580,14 @@ static rlock_client *cluster_client_off(void) {
 }
 
 /* Subscribers to channel on every node: classic (PUBSUB NUMSUB) or
- * sharded (PUBSUB SHARDNUMSUB). Redisson may subscribe on a replica. */
+ * sharded (PUBSUB SHARDNUMSUB). Redisson may subscribe on a replica.
+ * Servers without sharded pub/sub (Redis 6.2) have no sharded ones, and
+ * no SHARDNUMSUB to ask. */
 static long long cluster_numsub(const char *channel, bool sharded) {
     long long n = 0;
+    if (sharded && !rt_server_has_sharded_pubsub()) {
+        return 0;
+    }
     for (int i = 0; i < g_cluster.n_nodes; i++) {
         n += rt_numsub_reply(rt_redis_command(&g_cluster.nodes[i], "PUBSUB %s %s",
                                               sharded ? "SHARDNUMSUB" : "NUMSUB", channel));

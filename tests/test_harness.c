@@ -27,6 +27,7 @@
 #include <sys/socket.h>
 
 #include "redis_server.h"
+#include "server_version.h"
 #include "tcp_proxy.h"
 #include "test_util.h"
 
@@ -434,6 +435,56 @@ static void test_info_int_counts(void **state) {
     assert_int_equal(rt_redis_stop(&r), 0);
 }
 
+/* ---- the server's version ---------------------------------------------- */
+
+/* The --version lines of the supported servers, and what is none. */
+static void test_server_version_parse(void **state) {
+    (void)state;
+    rt_server_version v;
+    assert_true(rt_server_version_parse(
+        "Redis server v=6.2.5 sha=00000000:0 malloc=jemalloc-5.1.0 bits=64 build=1\n", &v));
+    assert_string_equal(v.name, "redis");
+    assert_int_equal(v.major, 6);
+    assert_int_equal(v.minor, 2);
+    assert_int_equal(v.patch, 5);
+    assert_true(rt_server_version_parse("Valkey server v=8.1.8 sha=00000000:1 malloc=libc\n", &v));
+    assert_string_equal(v.name, "valkey");
+    assert_int_equal(v.major, 8);
+    assert_int_equal(v.minor, 1);
+    assert_true(rt_server_version_parse("Redis server v=7.0.15 sha=0", &v));
+    assert_int_equal(v.major, 7);
+    assert_false(rt_server_version_parse("", &v));
+    assert_false(rt_server_version_parse("KeyDB server v=6.3.4", &v));
+    assert_false(rt_server_version_parse("Redis server v=seven", &v));
+}
+
+/* The version the harness read from the binary is the one the servers it
+ * starts report (INFO server), and decides the directives they got: a
+ * server started at all proves those were accepted. */
+static void test_server_version_matches_info(void **state) {
+    (void)state;
+    const rt_server_version *v = rt_server_version_get();
+    assert_true(v->name[0] != '\0');
+    rt_redis r;
+    assert_int_equal(rt_redis_start(&r, NULL), 0);
+    redisReply *rep = rt_redis_command(&r, "INFO server");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STRING);
+    char want[64];
+    snprintf(want, sizeof(want), "\r\n%s_version:%d.%d.%d\r\n", v->name, v->major, v->minor,
+             v->patch);
+    if (strstr(rep->str, want) == NULL) {
+        fail_msg("INFO server has no \"%s\"", want + 2);
+    }
+    freeReplyObject(rep);
+    /* DEBUG works on every supported server, with or without the directive. */
+    rep = rt_redis_command(&r, "DEBUG SLEEP 0");
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+    assert_int_equal(rt_redis_stop(&r), 0);
+}
+
 /* ---- the TCP proxy ------------------------------------------------------ */
 
 /* What a proxy test leaves behind, for teardown (a failed assert returns
@@ -686,6 +737,8 @@ static void test_proxy_kill(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_server_version_parse),
+        cmocka_unit_test(test_server_version_matches_info),
         cmocka_unit_test(test_start_tcp_ping),
         cmocka_unit_test(test_start_unix_ping),
         cmocka_unit_test(test_password),

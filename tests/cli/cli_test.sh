@@ -10,6 +10,9 @@ set -euo pipefail
 RLOCK="$1"
 CASE="$2"
 export RLOCK_ADDRESS="$3"
+# The servers a case starts itself (Sentinel, Cluster, TLS): the binary
+# with_redis runs too (tests/support/server_version.h).
+REDIS_SERVER="${RT_REDIS_SERVER:-redis-server}"
 WORK="$(mktemp -d)"
 trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
 
@@ -229,7 +232,7 @@ sentinel)
         redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
         printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor clim 127.0.0.1 %s 1\n' \
             "$sport" "$WORK" "$port" >"$WORK/sentinel.conf"
-        redis-server "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
+        "$REDIS_SERVER" "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
         names_master() {
             [ -n "$(redis-cli -p "$sport" SENTINEL get-master-addr-by-name clim 2>/dev/null)" ]
         }
@@ -294,7 +297,7 @@ cluster)
             redis-cli -p "$p" PING >/dev/null 2>&1 && continue
             (: <>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null && continue
             mkdir -p "$WORK/node$p"
-            redis-server --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
+            "$REDIS_SERVER" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
                 --cluster-config-file "nodes-$p.conf" --dir "$WORK/node$p" --save '' \
                 --appendonly no >"$WORK/node$p.log" 2>&1 &
             node_pids+=($!)
@@ -475,7 +478,7 @@ tls)
     for _ in 1 2 3 4 5; do
         tport=$((20000 + RANDOM % 30000))
         redis-cli -p "$tport" PING >/dev/null 2>&1 && continue
-        redis-server --port 0 --tls-port "$tport" --bind 127.0.0.1 --save '' --appendonly no \
+        "$REDIS_SERVER" --port 0 --tls-port "$tport" --bind 127.0.0.1 --save '' --appendonly no \
             --tls-cert-file "$WORK/srv.crt" --tls-key-file "$WORK/srv.key" \
             --tls-ca-cert-file "$WORK/ca.crt" --tls-auth-clients no --dir "$WORK" \
             >"$WORK/tls-redis.log" 2>&1 &
@@ -588,7 +591,7 @@ redis_timeout)
     for _ in 1 2 3 4 5; do
         sport=$((20000 + RANDOM % 30000))
         redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
-        redis-server --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
+        "$REDIS_SERVER" --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
             >"$WORK/stopped.log" 2>&1 &
         stopped=$!
         answers() { [ "$(redis-cli -p "$sport" PING 2>/dev/null)" = PONG ]; }
@@ -645,7 +648,7 @@ redis_stalls)
     for _ in 1 2 3 4 5; do
         sport=$((20000 + RANDOM % 30000))
         redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
-        redis-server --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
+        "$REDIS_SERVER" --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
             >"$WORK/stalled.log" 2>&1 &
         stalled=$!
         answers() { [ "$(redis-cli -p "$sport" PING 2>/dev/null)" = PONG ]; }

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "server_version.h"
 #include "spawn.h"
 #include "test_util.h"
 
@@ -399,10 +400,7 @@ static int spawn_server(rt_redis *r) {
 
     const char *argv[60];
     int n = 0;
-    const char *bin = getenv("RT_REDIS_SERVER");
-    if (bin == NULL || bin[0] == '\0') {
-        bin = "redis-server";
-    }
+    const char *bin = rt_server_bin();
     argv[n++] = bin;
     if (r->config_path[0] != '\0') {
         argv[n++] = r->config_path; /* the config file must come first */
@@ -437,9 +435,13 @@ static int spawn_server(rt_redis *r) {
     argv[n++] = "no";
     argv[n++] = "--protected-mode";
     argv[n++] = "no";
-    /* Lets tests use DEBUG SLEEP etc. over loopback / unix socket. */
-    argv[n++] = "--enable-debug-command";
-    argv[n++] = "local";
+    /* Lets tests use DEBUG SLEEP etc. over loopback / unix socket. Redis
+     * 6.2 has no such directive (and refuses to start on it): DEBUG is
+     * always on there. */
+    if (rt_server_has_debug_directive()) {
+        argv[n++] = "--enable-debug-command";
+        argv[n++] = "local";
+    }
     if (r->opts.password != NULL) {
         argv[n++] = "--requirepass";
         argv[n++] = r->opts.password;

@@ -10,7 +10,8 @@
  * fires when the *thread* that started a server exits, so start servers from a long-lived thread
  * (normally main).
  *
- * The redis-server binary is taken from $RT_REDIS_SERVER if set, else "redis-server" on $PATH.
+ * The redis-server binary is taken from $RT_REDIS_SERVER if set, else "redis-server" on $PATH
+ * (server_version.h: the directives passed depend on its version).
  */
 #ifndef RT_REDIS_SERVER_H
 #define RT_REDIS_SERVER_H
