@@ -50,3 +50,9 @@ target_include_directories(rt_abi_old_consumer PRIVATE ${PROJECT_SOURCE_DIR}/inc
 target_link_libraries(rt_abi_old_consumer PRIVATE rt_abi_next)
 add_test(NAME abi.old_consumer COMMAND rt_abi_old_consumer)
 set_tests_properties(abi.old_consumer PROPERTIES TIMEOUT 60 LABELS abi)
+
+# abi.check: the shared library's ABI against abi/librlock.abi.xml
+# (tests/abi/abi_check.sh; skipped without abigail-tools or debug info).
+add_test(NAME abi.check COMMAND ${RLOCK_BASH} ${CMAKE_CURRENT_SOURCE_DIR}/abi/abi_check.sh
+                                $<TARGET_FILE:rlock> ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
+set_tests_properties(abi.check PROPERTIES TIMEOUT 60 LABELS abi SKIP_RETURN_CODE 77)
