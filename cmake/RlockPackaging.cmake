@@ -1,6 +1,7 @@
 # Debian packages from the install components (CPack's DEB generator):
 #
-#   librlock0    (lib)  the shared library
+#   librlock0.1  (lib)  the shared library, named after its soname
+#                       (librlock.so.0.1: librlock${RLOCK_SOVERSION})
 #   librlock-dev (dev)  headers, CMake package files, rlock.pc, the static
 #                       library and the librlock.so link
 #   rlock        (tool) the rlock command and its man page
@@ -30,7 +31,7 @@ endif()
 # name_version_arch.deb
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# librlock0 gets a shlibs file (and the ldconfig trigger), so packages built
+# The library package gets a shlibs file (and the ldconfig trigger), so packages built
 # against it depend on it in turn.
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_PACKAGE_GENERATE_SHLIBS_POLICY ">=")
@@ -39,7 +40,7 @@ set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
 # Debian ships them (the static library keeps its own).
 set(CPACK_STRIP_FILES ON)
 
-set(CPACK_DEBIAN_LIB_PACKAGE_NAME librlock0)
+set(CPACK_DEBIAN_LIB_PACKAGE_NAME librlock${RLOCK_SOVERSION})
 set(CPACK_DEBIAN_LIB_PACKAGE_SECTION libs)
 string(CONCAT CPACK_COMPONENT_LIB_DESCRIPTION
     "Redisson's distributed locks in C (shared library)\n"
@@ -53,7 +54,7 @@ string(CONCAT CPACK_COMPONENT_LIB_DESCRIPTION
 set(CPACK_DEBIAN_DEV_PACKAGE_NAME librlock-dev)
 set(CPACK_DEBIAN_DEV_PACKAGE_SECTION libdevel)
 set(CPACK_DEBIAN_DEV_PACKAGE_DEPENDS
-    "librlock0 (= ${CPACK_PACKAGE_VERSION}), libhiredis-dev, libev-dev, libssl-dev, pkgconf | pkg-config")
+    "librlock${RLOCK_SOVERSION} (= ${CPACK_PACKAGE_VERSION}), libhiredis-dev, libev-dev, libssl-dev, pkgconf | pkg-config")
 string(CONCAT CPACK_COMPONENT_DEV_DESCRIPTION
     "Redisson's distributed locks in C (development files)\n"
     "The headers, the static library, the CMake package (find_package(rlock):\n"

@@ -5,11 +5,13 @@
 #include "client.h"
 
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
 
+#include "config_init.h"
 #include "future.h"
 #include "rlock/errors.h"
 #include "tls_stream.h"
@@ -186,6 +188,11 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
     if (rc != RLOCK_OK) {
         return rc;
     }
+    /* From here the whole struct of this version: the caller's may be an
+     * older, shorter one (rlock/config.h, "Growing without breaking"). */
+    rlock_config whole;
+    (void)rlock__config_copy(cfg, &whole, "rlock_client_create"); /* validated above */
+    cfg = &whole;
     rlock_client *c = calloc(1, sizeof(*c));
     if (c == NULL || !rlock__registry_add(c, RLOCK__KIND_CLIENT)) {
         free(c); /* live from here: no user has the address before it is returned */
@@ -406,12 +413,41 @@ static void read_public_stats(void *arg) {
     }
 }
 
-int rlock_client_stats(rlock_client *c, rlock_stats *out) {
+/* rlock_stats as 0.1 had it (its last field reconnects): what
+ * rlock_client_stats fills when called without its macro. */
+#define STATS_SIZE_0_1 (offsetof(rlock_stats, reconnects) + sizeof(uint64_t))
+
+/* No padding after the last field, so a field added later grows the size
+ * the caller passes: name the new last field here when adding one. */
+#ifndef RLOCK__ABI_NEXT_TEST /* tests/abi: rlock_stats with one more field */
+_Static_assert(offsetof(rlock_stats, reconnects) + sizeof(uint64_t) == sizeof(rlock_stats),
+               "rlock_stats ends in padding: a new field would not change its size");
+#endif
+
+/* Copies the first size bytes of *s into out (a caller's rlock_stats,
+ * maybe from older headers), zeroing any past this version's. */
+static void give_stats(const rlock_stats *s, void *out, size_t size) {
+    size_t n = size < sizeof(*s) ? size : sizeof(*s);
+    memcpy(out, s, n);
+    memset((char *)out + n, 0, size - n);
+}
+
+int(rlock_client_stats)(rlock_client *c, rlock_stats *out) {
+    return rlock_client_stats_sized(c, out, STATS_SIZE_0_1);
+}
+
+int rlock_client_stats_sized(rlock_client *c, rlock_stats *out, size_t size) {
     if (c == NULL || out == NULL) {
         rlock__set_error_message("rlock_client_stats: %s is NULL", c == NULL ? "c" : "out");
         return RLOCK_ERR_INVALID;
     }
-    *out = (rlock_stats){0};
+    if (size < STATS_SIZE_0_1) {
+        rlock__set_error_message("rlock_client_stats: size %zu is below rlock_stats' smallest "
+                                 "(%zu)",
+                                 size, (size_t)STATS_SIZE_0_1);
+        return RLOCK_ERR_INVALID;
+    }
+    give_stats(&(rlock_stats){0}, out, size);
     if (!rlock__registry_has(c, RLOCK__KIND_CLIENT)) {
         rlock__set_error_message("rlock_client_stats: not a live client (destroyed?)");
         return RLOCK_ERR_INVALID;
@@ -427,7 +463,7 @@ int rlock_client_stats(rlock_client *c, rlock_stats *out) {
     rlock__loop_run_sync(c->loop, read_public_stats, &s);
     s.stats.acquisitions = atomic_load(&c->acquired);
     s.stats.waits = atomic_load(&c->waited);
-    *out = s.stats;
+    give_stats(&s.stats, out, size);
     return RLOCK_OK;
 }
 

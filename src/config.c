@@ -1,44 +1,13 @@
-/* rlock_config defaults (Redisson's) and their checks. */
+/* rlock_config's checks (its defaults: config_init.c). */
 #include <stdio.h>
 #include <string.h>
 
 #include "address.h"
 #include "common.h"
+#include "config_init.h"
 #include "rlock/config.h"
 #include "rlock/errors.h"
 #include "topology/topology.h"
-
-void rlock_config_init(rlock_config *cfg) {
-    if (cfg == NULL) {
-        return;
-    }
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->address = "redis://127.0.0.1:6379";
-    cfg->loop = NULL;
-    cfg->lock_watchdog_timeout_ms = 30000;
-    cfg->lock_watchdog_batch_size = 100;
-    cfg->fair_lock_wait_timeout_ms = 300000;
-    cfg->blocking_pool_size = 8;
-    cfg->timeout_ms = 3000;
-    cfg->retry_attempts = 3;
-    cfg->retry_interval_ms = 1500;
-    cfg->connect_timeout_ms = 10000;
-    cfg->subscriptions_per_connection = 5;
-    cfg->ping_connection_interval_ms = 30000;
-    cfg->reconnect_delay_min_ms = 100;
-    cfg->reconnect_delay_max_ms = 10000;
-    cfg->log = NULL;
-    cfg->log_arg = NULL;
-    cfg->log_level = RLOCK_LOG_INFO;
-    cfg->scan_interval_ms = 1000;
-    cfg->check_sentinels_list = 1;
-    cfg->check_slots_coverage = 1;
-    cfg->sharded_subscription_mode = RLOCK_SHARDED_SUBSCRIPTION_AUTO;
-    cfg->sentinels_discovery = 1;
-    cfg->check_lock_synced_slaves = 1;
-    cfg->slaves_sync_timeout_ms = 1000;
-    cfg->ssl_enable_endpoint_identification = 1;
-}
 
 static int bad(const char *field, long long value, const char *why) {
     rlock__set_error_message("rlock_config.%s = %lld: %s", field, value, why);
@@ -73,11 +42,8 @@ static int check_topology(const rlock_config *cfg) {
     return RLOCK_OK;
 }
 
-int rlock_config_validate(const rlock_config *cfg) {
-    if (cfg == NULL) {
-        rlock__set_error_message("rlock_config is NULL; fill one with rlock_config_init()");
-        return RLOCK_ERR_INVALID;
-    }
+/* The checks, on a struct of this version. */
+static int validate_whole(const rlock_config *cfg) {
     char err[512];
     rlock__address a;
     int rc = rlock__address_parse(cfg->address, &a, err, sizeof(err));
@@ -189,4 +155,15 @@ int rlock_config_validate(const rlock_config *cfg) {
         return bad("log_level", cfg->log_level, "must be one of RLOCK_LOG_ERROR..RLOCK_LOG_DEBUG");
     }
     return RLOCK_OK;
+}
+
+int rlock_config_validate(const rlock_config *cfg) {
+    if (cfg == NULL) {
+        rlock__set_error_message("rlock_config is NULL; fill one with rlock_config_init()");
+        return RLOCK_ERR_INVALID;
+    }
+    /* Only the fields the caller's struct has; the others' defaults. */
+    rlock_config whole;
+    int rc = rlock__config_copy(cfg, &whole, "rlock_config_validate");
+    return rc != RLOCK_OK ? rc : validate_whole(&whole);
 }

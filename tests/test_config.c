@@ -142,6 +142,41 @@ static void test_config_validate_null(void **state) {
     assert_true(strlen(rlock_last_error()) > 0);
 }
 
+/* A struct rlock_config_init never filled has struct_size 0: refused, by
+ * the check and by create, naming rlock_config_init. */
+static void test_config_not_initialised_refused(void **state) {
+    (void)state;
+    rlock_config cfg;
+    memset(&cfg, 0, sizeof(cfg));
+    cfg.address = "redis://127.0.0.1:1";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "rlock_config_init"));
+    rlock_client *c = (rlock_client *)&cfg;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
+    assert_null(c);
+}
+
+/* rlock_config_init is a macro passing the caller's size; the function
+ * itself (for bindings and function pointers) fills 0.1's struct, which
+ * is today's: the same defaults either way. Too small a size writes
+ * nothing but a struct_size of 0. */
+static void test_config_init_sizes(void **state) {
+    (void)state;
+    rlock_config by_macro, by_function;
+    memset(&by_macro, 0x5a, sizeof(by_macro));
+    memset(&by_function, 0x5a, sizeof(by_function));
+    rlock_config_init(&by_macro);
+    (rlock_config_init)(&by_function);
+    assert_int_equal(by_macro.struct_size, sizeof(rlock_config));
+    assert_memory_equal(&by_macro, &by_function, sizeof(rlock_config));
+    rlock_config small;
+    memset(&small, 0x5a, sizeof(small));
+    rlock_config_init_sized(&small, offsetof(rlock_config, timeout_ms));
+    assert_int_equal(small.struct_size, 0);
+    assert_int_equal(((unsigned char *)&small)[sizeof(size_t)], 0x5a);
+    assert_int_equal(rlock_config_validate(&small), RLOCK_ERR_INVALID);
+}
+
 /* ---- good addresses --------------------------------------------------- */
 
 static void test_address_host_port(void **state) {
@@ -789,6 +824,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test(test_config_defaults_match_redisson),
         cmocka_unit_test(test_config_defaults_validate),
         cmocka_unit_test(test_config_validate_null),
+        cmocka_unit_test(test_config_not_initialised_refused),
+        cmocka_unit_test(test_config_init_sizes),
         cmocka_unit_test(test_address_host_port),
         cmocka_unit_test(test_address_password_with_slash_at_colon),
         cmocka_unit_test(test_address_redact),

@@ -10,6 +10,7 @@
 #ifndef RLOCK_CLIENT_H
 #define RLOCK_CLIENT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "rlock/config.h"
@@ -83,7 +84,8 @@ RLOCK_API uint64_t rlock_new_owner_id(void);
  * of an application loop), RLOCK_ERR_FORKED, RLOCK_ERR_CLOSED */
 RLOCK_API int rlock_client_ping(rlock_client *c, int64_t timeout_ms);
 
-/** A client's counters since it was created, all monotonic. */
+/** A client's counters since it was created, all monotonic. Later
+ * versions may add counters at the end (rlock_client_stats_sized()). */
 typedef struct rlock_stats {
     /** Lock calls that took their lock (each sub-lock of a multi lock
      * counts as one). */
@@ -109,6 +111,24 @@ typedef struct rlock_stats {
  * is not live; RLOCK_ERR_FORKED in a forked child; RLOCK_ERR_WRONG_THREAD
  * from another thread than an application loop's */
 RLOCK_API int rlock_client_stats(rlock_client *c, rlock_stats *out);
+
+/** rlock_client_stats() for a struct of size bytes. rlock_client_stats()
+ * is a macro that passes the caller's sizeof(rlock_stats), so a program
+ * built against older headers, whose rlock_stats lacks the counters added
+ * since, gets the counters it knows and nothing is written past its
+ * struct (see rlock/config.h, "Growing without breaking"). Called without
+ * the macro, rlock_client_stats fills rlock_stats as 0.1 had it (the five
+ * counters above). Bindings call this with their struct's size.
+ * @param c a live client
+ * @param out filled with the first size bytes of the counters (the bytes
+ *        past this version's rlock_stats zeroed)
+ * @param size the caller's sizeof(rlock_stats), at least 0.1's (40)
+ * @return as rlock_client_stats(); RLOCK_ERR_INVALID for a smaller size */
+RLOCK_API int rlock_client_stats_sized(rlock_client *c, rlock_stats *out, size_t size);
+
+/** @cond RLOCK_MACROS */
+#define rlock_client_stats(c, out) rlock_client_stats_sized((c), (out), sizeof(rlock_stats))
+/** @endcond */
 
 #ifdef __cplusplus
 }

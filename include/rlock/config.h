@@ -12,7 +12,22 @@
  * (retryDelay: EqualJitterDelay(1000 ms, 2 s), a random 500..1000 ms before
  * the first retry and 1000..2000 ms before the others); rlock has no
  * jitter on retries. Set retry_attempts to 4 for as many tries as current
- * Redisson. */
+ * Redisson.
+ *
+ * Growing without breaking (ABI): a minor release may add fields at the
+ * end of rlock_config, so a program built against older headers has a
+ * shorter struct than the library knows. rlock_config_init() is a macro
+ * that passes the caller's sizeof(rlock_config) to
+ * rlock_config_init_sized(), which fills only that many bytes and records
+ * them in struct_size; rlock_client_create() and rlock_config_validate()
+ * read only struct_size bytes and take the defaults for the fields past
+ * them. A size the struct carries (not libuv's reserved fields, which run
+ * out and cannot be named; not an opaque handle with setters, which would
+ * drop the plain struct and field names the API promises) is the scheme
+ * that keeps `rlock_config_init(&cfg); cfg.field = ...;` as it is in
+ * callers' source, grows without limit, and follows the struct when one
+ * part of a program fills it and another passes it on. See README.md
+ * ("Versions and compatibility"). */
 #ifndef RLOCK_CONFIG_H
 #define RLOCK_CONFIG_H
 
@@ -48,6 +63,13 @@ enum {
  * fields. Every field has a default; those named after a Redisson setting
  * say which. */
 typedef struct rlock_config {
+    /** The size of the struct the caller was built with, in bytes: set by
+     * rlock_config_init(), never by hand. The library reads no field past
+     * it (those take their defaults). 0 or too small: rlock_config_validate()
+     * and rlock_client_create() refuse the struct (RLOCK_ERR_INVALID), as
+     * one rlock_config_init() never filled. Always the first field. */
+    size_t struct_size;
+
     /** "redis://[user:pass@]host[:port][/db]" (user and pass may be
      * %-encoded; host may be "[::1]") or "unix:///path/to/socket".
      * Default "redis://127.0.0.1:6379". */
@@ -277,9 +299,28 @@ typedef struct rlock_config {
 } rlock_config;
 
 /** Fills cfg with the defaults: Redisson's (see each field for the
- * version it follows).
+ * version it follows). A macro: it passes the caller's
+ * sizeof(rlock_config) to rlock_config_init_sized(), so a program built
+ * against older headers gets only the fields it knows. Called as a
+ * function, without the macro (`(rlock_config_init)(cfg)`, a function
+ * pointer, a binding from another language), it fills the struct as the
+ * first version with struct_size had it (0.1).
  * @param cfg the settings to fill. */
 RLOCK_API void rlock_config_init(rlock_config *cfg);
+
+/** Fills the first size bytes of cfg with the defaults and sets
+ * struct_size to size (at most the library's own sizeof(rlock_config);
+ * any bytes past that are zeroed). Bindings that cannot use the
+ * rlock_config_init() macro call this with the size of their struct.
+ * @param cfg the settings to fill.
+ * @param size sizeof(rlock_config) as the caller was built; below 0.1's
+ *        size, cfg is left alone (struct_size 0 where it fits), and
+ *        rlock_client_create() refuses it. */
+RLOCK_API void rlock_config_init_sized(rlock_config *cfg, size_t size);
+
+/** @cond RLOCK_MACROS */
+#define rlock_config_init(cfg) rlock_config_init_sized((cfg), sizeof(rlock_config))
+/** @endcond */
 
 /** Checks the settings. rlock_client_create() runs it.
  * @param cfg the settings.

@@ -99,7 +99,8 @@ RLOCK_API rlock *rlock_get_fair_lock_n(rlock_client *c, const char *name, size_t
 /** A spin lock's back-off between tries (Redisson's
  * LockOptions.ExponentialBackOff): the first pause is initial_delay_ms,
  * each next one multiplier times the last plus a random 0..(tries - 1) ms,
- * at most max_delay_ms. */
+ * at most max_delay_ms. Later versions may add fields at the end
+ * (rlock_get_spin_lock_with_backoff_sized()). */
 typedef struct rlock_backoff {
     int64_t initial_delay_ms; /**< the first pause: 1 */
     int64_t max_delay_ms;     /**< the longest pause: 128 */
@@ -130,6 +131,29 @@ RLOCK_API rlock *rlock_get_spin_lock_n(rlock_client *c, const char *name, size_t
  *         back-off. */
 RLOCK_API rlock *rlock_get_spin_lock_with_backoff(rlock_client *c, const char *name, size_t len,
                                                   const rlock_backoff *backoff);
+/** rlock_get_spin_lock_with_backoff() for a back-off struct of size bytes.
+ * rlock_get_spin_lock_with_backoff() is a macro that passes the caller's
+ * sizeof(rlock_backoff), so a later version may add fields at its end: a
+ * program built against older headers has them read as their defaults,
+ * nothing past its struct (see rlock/config.h, "Growing without
+ * breaking"). Called without the macro, it reads rlock_backoff as 0.1 had
+ * it (the three fields above). Bindings call this with their struct's
+ * size.
+ * @param c the client.
+ * @param name the lock's name.
+ * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
+ * @param backoff the back-off (copied), or NULL.
+ * @param size the caller's sizeof(rlock_backoff), at least 0.1's (24).
+ * @return the handle, or NULL as rlock_get_spin_lock_with_backoff(), and
+ *         for a smaller size. */
+RLOCK_API rlock *rlock_get_spin_lock_with_backoff_sized(rlock_client *c, const char *name,
+                                                        size_t len, const rlock_backoff *backoff,
+                                                        size_t size);
+
+/** @cond RLOCK_MACROS */
+#define rlock_get_spin_lock_with_backoff(c, name, len, backoff)                                    \
+    rlock_get_spin_lock_with_backoff_sized((c), (name), (len), (backoff), sizeof(rlock_backoff))
+/** @endcond */
 
 /** The fenced lock (getFencedLock): the reentrant lock plus a token that
  * every acquisition (re-entry included) increments, kept in

@@ -1,6 +1,7 @@
 /* RedissonSpinLock: the reentrant lock's acquire, no pub/sub. A waiter
  * sleeps an exponential back-off between tries (the engine's spin path);
  * unlock and force-unlock publish nothing. */
+#include <stddef.h>
 #include <string.h>
 
 #include "kinds.h"
@@ -41,9 +42,37 @@ static const rlock_backoff default_backoff = {
 
 #define BACKOFF_MAX_MS (3600LL * 1000)
 
-rlock *rlock_get_spin_lock_with_backoff(rlock_client *c, const char *name, size_t len,
-                                        const rlock_backoff *backoff) {
-    const rlock_backoff *b = backoff != NULL ? backoff : &default_backoff;
+/* rlock_backoff as 0.1 had it (its last field multiplier): what
+ * rlock_get_spin_lock_with_backoff reads when called without its macro. */
+#define BACKOFF_SIZE_0_1 (offsetof(rlock_backoff, multiplier) + sizeof(int64_t))
+
+/* No padding after the last field, so a field added later grows the size
+ * the caller passes: name the new last field here when adding one. */
+#ifndef RLOCK__ABI_NEXT_TEST /* tests/abi: rlock_backoff with one more field */
+_Static_assert(offsetof(rlock_backoff, multiplier) + sizeof(int64_t) == sizeof(rlock_backoff),
+               "rlock_backoff ends in padding: a new field would not change its size");
+#endif
+
+rlock *(rlock_get_spin_lock_with_backoff)(rlock_client *c, const char *name, size_t len,
+                                          const rlock_backoff *backoff) {
+    return rlock_get_spin_lock_with_backoff_sized(c, name, len, backoff, BACKOFF_SIZE_0_1);
+}
+
+rlock *rlock_get_spin_lock_with_backoff_sized(rlock_client *c, const char *name, size_t len,
+                                              const rlock_backoff *backoff, size_t size) {
+    if (backoff != NULL && size < BACKOFF_SIZE_0_1) {
+        rlock__set_error_message("rlock_get_spin_lock: back-off size %zu is below "
+                                 "rlock_backoff's smallest (%zu)",
+                                 size, (size_t)BACKOFF_SIZE_0_1);
+        return NULL;
+    }
+    /* The caller's fields (its struct may be an older, shorter one), the
+     * defaults for the rest. */
+    rlock_backoff given = default_backoff;
+    if (backoff != NULL) {
+        memcpy(&given, backoff, size < sizeof(given) ? size : sizeof(given));
+    }
+    const rlock_backoff *b = &given;
     if (b->initial_delay_ms <= 0 || b->max_delay_ms <= 0 || b->multiplier <= 0 ||
         b->initial_delay_ms > b->max_delay_ms || b->max_delay_ms > BACKOFF_MAX_MS ||
         b->multiplier > 1000) {

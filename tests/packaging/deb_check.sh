@@ -20,7 +20,15 @@ cd "$(dirname "$0")/../.."
 src="$PWD"
 build="$(cd "${1:-build}" && pwd)"
 out="$src/build-deb"
-names=(librlock0 librlock-dev rlock)
+# The library's package is named after its soname (Debian policy 8.1):
+# librlock.so.0.MINOR for 0.x, librlock.so.MAJOR from 1.0 (CMakeLists.txt).
+src_version="$(sed -n 's/^project(rlock VERSION \([0-9.]*\).*/\1/p' CMakeLists.txt)"
+case "$src_version" in
+0.*) sover="${src_version%.*}" ;;
+*) sover="${src_version%%.*}" ;;
+esac
+libpkg="librlock$sover"
+names=("$libpkg" librlock-dev rlock)
 
 skip() {
     echo "deb_check: SKIP: $*"
@@ -90,8 +98,8 @@ depends() { # depends PACKAGE REGEX...: its Depends field matches each
     done
 }
 libdir='^/usr/lib/[a-z0-9_]+-linux-[a-z0-9_]+'
-has librlock0 "$libdir/librlock\.so\.0$" "$libdir/librlock\.so\.$version$"
-has_not librlock0 '^/usr/(include|bin|share)/|\.a$|/cmake/|/pkgconfig/|librlock\.so$'
+has "$libpkg" "$libdir/librlock\.so\.${sover//./\\.}$" "$libdir/librlock\.so\.$version$"
+has_not "$libpkg" '^/usr/(include|bin|share)/|\.a$|/cmake/|/pkgconfig/|librlock\.so$'
 has librlock-dev '^/usr/include/rlock/rlock\.h$' '^/usr/include/rlock/version\.h$' \
     "$libdir/librlock\.a$" "$libdir/librlock\.so$" "$libdir/pkgconfig/rlock\.pc$" \
     "$libdir/cmake/rlock/rlockConfig\.cmake$" "$libdir/cmake/rlock/rlockConfigVersion\.cmake$" \
@@ -99,9 +107,9 @@ has librlock-dev '^/usr/include/rlock/rlock\.h$' '^/usr/include/rlock/version\.h
 has_not librlock-dev 'librlock\.so\.0|^/usr/bin/'
 has rlock '^/usr/bin/rlock$' '^/usr/share/man/man1/rlock\.1(\.gz)?$'
 has_not rlock '^/usr/lib/|^/usr/include/'
-depends librlock0 '(^|, )libhiredis[^ ,]*' '(^|, )libev4' '(^|, )libssl3'
+depends "$libpkg" '(^|, )libhiredis[^ ,]*' '(^|, )libev4' '(^|, )libssl3'
 depends rlock '(^|, )libhiredis[^ ,]*' '(^|, )libev4' '(^|, )libssl3'
-depends librlock-dev "(^|, )librlock0 \(= $version\)" '(^|, )libhiredis-dev' '(^|, )libev-dev' \
+depends librlock-dev "(^|, )$libpkg \(= $version\)" '(^|, )libhiredis-dev' '(^|, )libev-dev' \
     '(^|, )libssl-dev'
 echo "== contents and dependencies as expected"
 
