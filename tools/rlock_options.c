@@ -174,6 +174,19 @@ static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out
     return true;
 }
 
+/* ls --limit: a number of keys above 0. */
+static bool parse_count(const char *s, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v <= 0) {
+        usage_error("--limit wants a number of keys above 0, not \"%s\"", s);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 /* --lease: MS above 0, or -1 (any negative number, as in the library)
  * for the watchdog, RLOCK_LEASE_WATCHDOG, as Redisson's leaseTime -1. */
 static bool parse_lease(const char *s, int64_t *out) {
@@ -336,6 +349,8 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
                   options *o) {
     bool is_exec = strcmp(cmd, "exec") == 0;
     bool is_latch = strcmp(cmd, "latch") == 0;
+    /* ls and doctor look at every master, not at one lock's. */
+    bool is_ls = strcmp(cmd, "ls") == 0, is_doctor = strcmp(cmd, "doctor") == 0;
     const char *count_arg = NULL;
     memset(o, 0, sizeof *o);
     o->address = address != NULL ? address : getenv("RLOCK_ADDRESS");
@@ -358,6 +373,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
     o->lease_ms = RLOCK_LEASE_WATCHDOG;
     o->timeout_ms = -1;
     o->interval_ms = 100;
+    o->limit = DEFAULT_LS_LIMIT;
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
         if (is_exec && o->name != NULL && (strcmp(arg, "--") == 0 || arg[0] != '-')) {
@@ -376,6 +392,10 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
             if (is_latch && o->name != NULL && count_arg == NULL && strcmp(o->action, "set") == 0) {
                 count_arg = arg;
                 continue;
+            }
+            if (is_doctor) {
+                usage_error("rlock doctor takes no name: \"%s\"", arg);
+                return EXIT_USAGE;
             }
             if (o->name != NULL) {
                 usage_error("one lock name only: \"%s\" is one too many", arg);
@@ -499,8 +519,14 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
             if (!parse_ms(opt, value, true, &o->permits)) {
                 return EXIT_USAGE;
             }
+        } else if (strcmp(opt, "--limit") == 0) {
+            applies = is_ls;
+            if (!parse_count(value, &o->limit)) {
+                return EXIT_USAGE;
+            }
         } else if (strcmp(opt, "--json") == 0) {
-            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || is_latch;
+            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || is_latch ||
+                      is_ls || is_doctor;
             o->json = true;
         } else if (strcmp(opt, "--force") == 0) {
             applies = strcmp(cmd, "unlock") == 0;
@@ -529,15 +555,15 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         usage_error("--kind is a lock's: rlock exec --semaphore holds a semaphore's permit%s", "");
         return EXIT_USAGE;
     }
-    if (o->name == NULL) {
+    if (!is_ls && !is_doctor && o->name == NULL) {
         usage_error("rlock %s needs a lock name", cmd);
         return EXIT_USAGE;
     }
-    if (*o->name == '\0') {
+    if (o->name != NULL && *o->name == '\0') {
         usage_error("lock name \"%s\" is empty: a lock needs a name", o->name);
         return EXIT_USAGE;
     }
-    if (strlen(o->name) > RLOCK_NAME_MAX) {
+    if (o->name != NULL && strlen(o->name) > RLOCK_NAME_MAX) {
         fprintf(stderr, "rlock: the lock name is %zu bytes long; at most %d\n", strlen(o->name),
                 RLOCK_NAME_MAX);
         return EXIT_USAGE;
@@ -610,7 +636,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         }
         o->address = o->master_address;
     }
-    if (o->cluster_nodes != NULL && !is_exec && !is_latch) {
+    if (o->cluster_nodes != NULL && !is_exec && !is_latch && !is_ls && !is_doctor) {
         /* status, unlock and watch read the lock on plain connections: to
          * the master serving its slot now. */
         char err[512];
