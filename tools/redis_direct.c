@@ -424,7 +424,8 @@ static int collect_masters(const redisReply *r, const char *address, char (*out)
             m = range->element[2];
         }
         if (m == NULL || m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
-            m->element[0]->type != REDIS_REPLY_STRING || m->element[1]->type != REDIS_REPLY_INTEGER) {
+            m->element[0]->type != REDIS_REPLY_STRING ||
+            m->element[1]->type != REDIS_REPLY_INTEGER) {
             snprintf(err, errlen, "unexpected reply to CLUSTER SLOTS: range %zu", i + 1);
             return -1;
         }

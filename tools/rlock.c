@@ -75,7 +75,8 @@ int main(int argc, char **argv) {
                                   : strcmp(cmd, "doctor") == 0 ? cmd_doctor
                                                                : NULL;
     if (run == NULL) {
-        usage_error("unknown command \"%s\": exec, status, unlock, watch, latch, ls or doctor", cmd);
+        usage_error("unknown command \"%s\": exec, status, unlock, watch, latch, ls or doctor",
+                    cmd);
         return EXIT_USAGE;
     }
     options o;

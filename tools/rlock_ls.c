@@ -158,8 +158,8 @@ static int pipeline(redisContext *c, size_t n, const int *argc, const char *cons
 
 /* SCANs (MATCH pattern) until the cursor comes back or limit keys were
  * seen, filing each key. 0, or the exit status (message printed). */
-static int scan(redisContext *c, const char *pattern, int64_t limit, entry **all,
-                int64_t *scanned, bool *truncated) {
+static int scan(redisContext *c, const char *pattern, int64_t limit, entry **all, int64_t *scanned,
+                bool *truncated) {
     char cursor[32] = "0";
     do {
         /* No more than the keys --limit leaves, in batches of 100 at most. */
@@ -194,7 +194,8 @@ static int scan(redisContext *c, const char *pattern, int64_t limit, entry **all
         const char *(*argv2)[2] = calloc(n + 1, sizeof *argv2);
         const char *const **argvp = calloc(n + 1, sizeof *argvp);
         redisReply **types = calloc(n + 1, sizeof *types);
-        int code = argc == NULL || argv2 == NULL || argvp == NULL || types == NULL ? EXIT_SOFTWARE : 0;
+        int code =
+            argc == NULL || argv2 == NULL || argvp == NULL || types == NULL ? EXIT_SOFTWARE : 0;
         for (size_t i = 0; code == 0 && i < n; i++) {
             argc[i] = 2;
             argv2[i][0] = "TYPE";
@@ -236,7 +237,7 @@ static int scan(redisContext *c, const char *pattern, int64_t limit, entry **all
 enum { CH_LOCK, CH_RW, CH_SC, CH_LATCH, CH_N };
 
 static void free_probe(probe *p) {
-    redisReply **rs[] = {&p->type, &p->pttl,       &p->queue, &p->token,
+    redisReply **rs[] = {&p->type,  &p->pttl, &p->queue,      &p->token,
                          &p->taken, &p->subs, &p->shard_subs, &p->value};
     for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) {
         if (*rs[i] != NULL) {
@@ -340,10 +341,10 @@ static const char *kind_of(const entry *e, const probe *p, const redisReply **mo
                 return NULL; /* a hash of something else */
             }
         }
-        return *mode != NULL                     ? "read/write lock"
-               : integer_or(p->queue, 0) > 0     ? "fair lock"
-               : reply_is_string(p->token)       ? "fenced lock"
-                                                 : "lock";
+        return *mode != NULL                 ? "read/write lock"
+               : integer_or(p->queue, 0) > 0 ? "fair lock"
+               : reply_is_string(p->token)   ? "fenced lock"
+                                             : "lock";
     }
     if (equals(p->type, "string")) {
         if (!integer_value(p->value, &v)) {
