@@ -358,28 +358,31 @@ static void check_sharded(doctor *d, redisContext *c) {
 
 /* ---- replicas --------------------------------------------------------------- */
 
-static void check_replicas(doctor *d, redisContext *c) {
-    char reason[800], field[32], value[300], connected[16];
+static void check_replicas(doctor *d, redisContext *c, const char *label) {
+    char reason[900], field[32], value[300], connected[16];
     redisReply *repl = info(c, "replication");
     long n = atol(info_field(repl, "connected_slaves", connected, sizeof connected));
-    long max_lag = 0;
-    size_t len = 0;
-    reason[0] = '\0';
+    long max_lag = 0, online = 0;
+    /* In a cluster, one check per master: which one it is. */
+    size_t len = label != NULL ? (size_t)snprintf(reason, sizeof reason, "%s: ", label) : 0;
+    reason[len] = '\0';
     for (long i = 0; i < n && i < 64; i++) {
         snprintf(field, sizeof field, "slave%ld", i);
         info_field(repl, field, value, sizeof value);
         const char *lag = strstr(value, "lag=");
         long l = lag != NULL ? atol(lag + 4) : 0;
+        online += strstr(value, "state=online") != NULL;
         max_lag = l > max_lag ? l : max_lag;
     }
     free_reply(repl);
     bool single = d->o->master_name == NULL && d->o->cluster_nodes == NULL;
     if (n == 0) {
-        report(d, "replicas", single ? V_OK : V_WARN,
-               single ? "none: single-server mode, where rlock sends no WAIT "
-                        "(check_lock_synced_slaves applies in Sentinel and Cluster modes)"
-                      : "none: when this master fails, its locks are lost and nothing takes "
-                        "over; check_lock_synced_slaves has nothing to wait for",
+        snprintf(reason + len, sizeof reason - len, "%s",
+                 single ? "none: single-server mode, where rlock sends no WAIT "
+                          "(check_lock_synced_slaves applies in Sentinel and Cluster modes)"
+                        : "none: when this master fails, its locks are lost and nothing takes "
+                          "over; check_lock_synced_slaves has nothing to wait for");
+        report(d, "replicas", single ? V_OK : V_WARN, reason,
                "give the master a replica (replicaof), so a failover keeps the locks");
         return;
     }
@@ -395,15 +398,15 @@ static void check_replicas(doctor *d, redisContext *c) {
     redisReply *w = command(c, 3, wait);
     int64_t took = monotonic_ms() - t0;
     long acked = w != NULL && w->type == REDIS_REPLY_INTEGER ? (long)w->integer : -1;
-    len = (size_t)snprintf(reason, sizeof reason,
-                           "%ld connected, largest lag %ld s; WAIT %ld %d answered %ld in %" PRId64
-                           " ms",
-                           n, max_lag, n, SLAVES_SYNC_TIMEOUT_MS, acked, took);
+    len += (size_t)snprintf(
+        reason + len, sizeof reason - len,
+        "%ld connected, %ld online, largest lag %ld s; WAIT %ld %d answered %ld in %" PRId64 " ms",
+        n, online, max_lag, n, SLAVES_SYNC_TIMEOUT_MS, acked, took);
     if (acked < 0) {
         snprintf(reason + len, sizeof reason - len, " (%s)", said(c, w));
     }
     free_reply(w);
-    bool behind = acked < n || max_lag > 1;
+    bool behind = acked < n || online < n || max_lag > 1;
     if (behind && !single) {
         snprintf(reason + len, sizeof reason - len,
                  ": with check_lock_synced_slaves 1 (the default) lock calls whose write no "
@@ -587,7 +590,17 @@ static int run_checks(doctor *d, char (*masters)[512], size_t n) {
         check_sharded(d, c);
         check_cluster(d, c, masters, n);
     }
-    check_replicas(d, c);
+    if (d->o->cluster_nodes == NULL) {
+        check_replicas(d, c, NULL);
+    }
+    for (size_t i = 0; d->o->cluster_nodes != NULL && i < n; i++) {
+        char err[512];
+        redisContext *m = connect_to(d->o, masters[i], err, sizeof err);
+        if (m != NULL) { /* one that does not answer: cluster_nodes said so */
+            check_replicas(d, m, shown_address(masters[i]));
+            redisFree(m);
+        }
+    }
     check_round_trip(d, c);
     check_clock(d, c);
     check_eviction(d, c);
