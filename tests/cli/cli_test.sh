@@ -1178,6 +1178,169 @@ exec_group_signal)
     run wait "$pid"
     [ "$rc" -eq 0 ] || fail "rlock exited $rc"
     ;;
+ls)
+    # One of each kind, held or set up by rlock itself (a plain semaphore,
+    # which rlock has no command for, by its trySetPermits' SET), each
+    # with what rlock ls must say of it.
+    port=${RLOCK_ADDRESS##*:}
+    redis-cli -p "$port" MONITOR >"$WORK/monitor" &
+    "$RLOCK" exec cli:ls:lock -- sleep 20 &
+    "$RLOCK" exec --kind fair cli:ls:fair -- sleep 20 &
+    wait_locked cli:ls:lock
+    wait_locked cli:ls:fair
+    "$RLOCK" exec --kind fair --wait 20000 cli:ls:fair -- true &
+    "$RLOCK" exec --kind read cli:ls:rw -- sleep 20 &
+    "$RLOCK" exec --kind read cli:ls:rw -- sleep 20 &
+    "$RLOCK" exec --kind fenced cli:ls:fenced -- true
+    "$RLOCK" exec --semaphore cli:ls:psem --permits 3 -- sleep 20 &
+    "$RLOCK" latch set cli:ls:latch 2 >/dev/null
+    "$RLOCK" latch await --wait 20000 cli:ls:latch >/dev/null &
+    redis-cli -p "$port" SET cli:ls:sem 5 >/dev/null
+    redis-cli -p "$port" SUBSCRIBE "redisson_sc:{cli:ls:sem}" >/dev/null &
+    redis-cli -p "$port" SET cli:ls:counter 7 >/dev/null
+    # Not rlock's: a hash of words, a string of words, a list.
+    redis-cli -p "$port" HSET cli:ls:user name ann >/dev/null
+    redis-cli -p "$port" SET cli:ls:text hello >/dev/null
+    redis-cli -p "$port" RPUSH cli:ls:list a >/dev/null
+    # A holder's name made to drive a terminal.
+    redis-cli -p "$port" HSET cli:ls:evil "$(printf 'x\033]0;pwned\007')" 1 >/dev/null
+    settled() {
+        [ "$(redis-cli -p "$port" LLEN "redisson_lock_queue:{cli:ls:fair}")" = 1 ] &&
+            [ "$(redis-cli -p "$port" HLEN cli:ls:rw)" = 3 ] &&
+            [ "$(redis-cli -p "$port" ZCARD "{cli:ls:psem}:timeout")" = 1 ] &&
+            [ "$(redis-cli -p "$port" PUBSUB NUMSUB "redisson_countdownlatch__channel__{cli:ls:latch}" | sed -n 2p)" = 1 ] &&
+            [ "$(redis-cli -p "$port" PUBSUB NUMSUB "redisson_sc:{cli:ls:sem}" | sed -n 2p)" = 1 ]
+    }
+    retry 100 settled || fail "the objects were never all set up"
+    "$RLOCK" ls >"$WORK/ls" || fail "rlock ls failed"
+    cat "$WORK/ls"
+    line() { grep -E "^$1" "$WORK/ls" >/dev/null || fail "no line matching $1"; }
+    holder='[0-9a-f-]{36}:[0-9]+ \(1 hold\)'
+    line "cli:ls:lock: lock, held by $holder, ttl [0-9]+ ms, 0 waiters\$"
+    line "cli:ls:fair: fair lock, held by $holder, ttl [0-9]+ ms, 1 waiter queued\$"
+    line "cli:ls:rw: read/write lock \\(read\\), held by $holder, $holder, ttl [0-9]+ ms, 0 waiters\$"
+    line "cli:ls:fenced: fenced lock, not locked, 0 waiters, last token 1\$"
+    line "cli:ls:psem: permit semaphore, 2 permits left, 1 taken, 0 waiters\$"
+    line "cli:ls:latch: latch, count 2, 1 waiter\$"
+    line "cli:ls:sem: semaphore, 5 permits left, 1 waiter\$"
+    line "cli:ls:counter: semaphore or latch, value 7, 0 waiters\$"
+    line 'cli:ls:evil: lock, held by x\\x1b\]0;pwned\\x07 \(1 hold\), 0 waiters$'
+    no_control_bytes "$WORK/ls" "rlock ls"
+    ! grep -Eq '^cli:ls:(user|text|list)|^redisson_|:timeout' "$WORK/ls" || fail "listed a key that is none of rlock's"
+    # --json: each object, valid JSON.
+    "$RLOCK" ls --json 'cli:ls:*' >"$WORK/json" || fail "rlock ls --json failed"
+    python3 - "$WORK/json" <<'PY' || fail "ls --json"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+kinds = {o["name"]: o for o in doc["objects"]}
+want = {"cli:ls:lock": "lock", "cli:ls:fair": "fair_lock", "cli:ls:rw": "read_write_lock",
+        "cli:ls:psem": "permit_semaphore", "cli:ls:latch": "latch", "cli:ls:sem": "semaphore",
+        "cli:ls:counter": "semaphore_or_latch"}
+for name, kind in want.items():
+    assert kinds[name]["kind"] == kind, (name, kinds[name])
+assert kinds["cli:ls:fair"]["queue"] == 1 and kinds["cli:ls:fair"]["waiters"] == 1
+assert kinds["cli:ls:rw"]["mode"] == "read" and len(kinds["cli:ls:rw"]["holders"]) == 2
+assert kinds["cli:ls:psem"]["value"] == 2 and kinds["cli:ls:psem"]["taken"] == 1
+assert kinds["cli:ls:latch"]["value"] == 2 and kinds["cli:ls:latch"]["waiters"] == 1
+assert kinds["cli:ls:lock"]["ttl_ms"] > 0 and kinds["cli:ls:lock"]["holders"][0]["holds"] == 1
+assert kinds["cli:ls:evil"]["holders"][0]["owner"] == "x\u001b]0;pwned\u0007"
+assert doc["truncated"] is False and doc["keys_scanned"] > 0
+PY
+    # A pattern: only what it matches.
+    "$RLOCK" ls 'cli:ls:l*' >"$WORK/some"
+    cat "$WORK/some"
+    [ "$(wc -l <"$WORK/some")" = 2 ] && grep -q '^cli:ls:lock:' "$WORK/some" &&
+        grep -q '^cli:ls:latch:' "$WORK/some" || fail "the pattern cli:ls:l* did not pick the lock and the latch"
+    # --limit: stops, says so, still lists what it saw.
+    run "$RLOCK" ls --limit 2 >"$WORK/limited" 2>"$WORK/limit.err"
+    [ "$rc" -eq 0 ] || fail "ls --limit 2 gave $rc"
+    grep -q 'stopped after --limit 2 keys' "$WORK/limit.err" || fail "no word of the limit"
+    "$RLOCK" ls --json --limit 2 | grep -q '"truncated":true' || fail "json: not truncated"
+    run "$RLOCK" ls --limit 0
+    [ "$rc" -eq 64 ] || fail "--limit 0 gave $rc, not 64"
+    run "$RLOCK" ls --address redis://127.0.0.1:1
+    [ "$rc" -eq 69 ] || fail "an unreachable server gave $rc, not 69"
+    # SCAN, never KEYS.
+    grep -q '"SCAN"' "$WORK/monitor" || fail "no SCAN seen"
+    ! grep -qi '"KEYS"' "$WORK/monitor" || fail "rlock ls sent KEYS"
+    ;;
+doctor)
+    # A healthy server: every check ok, status 0.
+    run "$RLOCK" doctor >"$WORK/out"
+    cat "$WORK/out"
+    [ "$rc" -eq 0 ] || fail "doctor of a healthy server gave $rc, not 0"
+    for check in reachable authenticated tls server eval script_load evalsha noscript_fallback \
+        pubsub replicas round_trip clock maxmemory_policy; do
+        grep -q "^ok    $check: " "$WORK/out" || fail "no ok for $check"
+    done
+    grep -Eq '^ok    round_trip: p50 [0-9.]+ ms, p99 [0-9.]+ ms over 300 PINGs' "$WORK/out" ||
+        fail "no round trip percentiles"
+    grep -Eq '^ok    server: redis [0-9]+\.[0-9]+\.[0-9]+ \(standalone\), role master$' "$WORK/out" ||
+        fail "no server version"
+    "$RLOCK" doctor --json >"$WORK/json"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["worst"]=="ok"; assert all(c["verdict"]=="ok" and c["fix"] is None for c in d["checks"]), d' \
+        "$WORK/json" || fail "doctor --json"
+    # Unreachable, and a wrong password: fail, 69, the password hidden.
+    run "$RLOCK" doctor --address redis://127.0.0.1:1 >"$WORK/down"
+    [ "$rc" -eq 69 ] || fail "an unreachable server gave $rc, not 69"
+    grep -q '^fail  reachable: ' "$WORK/down" || fail "no failed reachable check"
+    port=${RLOCK_ADDRESS##*:}
+    redis-cli -p "$port" ACL SETUSER cli-doc on '>right' '~*' '&*' +@all >/dev/null
+    run "$RLOCK" doctor --address "redis://cli-doc:s3cr3t@127.0.0.1:$port" >"$WORK/auth" 2>&1
+    cat "$WORK/auth"
+    [ "$rc" -eq 69 ] || fail "a wrong password gave $rc, not 69"
+    grep -q '^fail  authenticated: redis://cli-doc:\*\*\*@' "$WORK/auth" || fail "no failed authenticated check"
+    ! grep -q s3cr3t "$WORK/auth" || fail "the password was shown"
+    run "$RLOCK" doctor --address "redis://cli-doc:right@127.0.0.1:$port" >"$WORK/user"
+    grep -q '^ok    authenticated: as user "cli-doc"$' "$WORK/user" || fail "not logged in as cli-doc"
+    run "$RLOCK" doctor cli:name
+    [ "$rc" -eq 64 ] || fail "doctor with a name gave $rc, not 64"
+    ;;
+doctor_acl)
+    # A user that may not run scripts: eval, evalsha and the NOSCRIPT
+    # fallback fail (status 2); one with no channels: pubsub fails.
+    port=${RLOCK_ADDRESS##*:}
+    redis-cli -p "$port" ACL SETUSER u on '>pw' '~*' '&*' +@all -eval -evalsha >/dev/null
+    run "$RLOCK" doctor --address "redis://u:pw@127.0.0.1:$port" >"$WORK/out"
+    cat "$WORK/out"
+    [ "$rc" -eq 2 ] || fail "a user without EVAL gave $rc, not 2"
+    for check in eval evalsha noscript_fallback; do
+        grep -q "^fail  $check: .*NOPERM" "$WORK/out" || fail "no failed $check"
+    done
+    grep -q '^      fix: let this user run scripts: ACL SETUSER' "$WORK/out" || fail "no fix"
+    grep -q '^ok    pubsub: ' "$WORK/out" || fail "pubsub should pass for u"
+    redis-cli -p "$port" ACL SETUSER nochan on '>pw' '~*' resetchannels +@all >/dev/null
+    run "$RLOCK" doctor --json --address "redis://nochan:pw@127.0.0.1:$port" >"$WORK/json"
+    [ "$rc" -eq 2 ] || fail "a user without channels gave $rc, not 2"
+    python3 -c 'import json,sys; d={c["check"]:c for c in json.load(open(sys.argv[1]))["checks"]}; assert d["pubsub"]["verdict"]=="fail" and "NOPERM" in d["pubsub"]["reason"] and d["pubsub"]["fix"]; assert d["eval"]["verdict"]=="ok"' \
+        "$WORK/json" || fail "pubsub did not fail for a user without channels"
+    ;;
+doctor_eviction)
+    # A policy that evicts keys: warn, status 1; noeviction: ok.
+    port=${RLOCK_ADDRESS##*:}
+    for policy in allkeys-lru volatile-lru allkeys-random; do
+        redis-cli -p "$port" CONFIG SET maxmemory-policy "$policy" >/dev/null
+        run "$RLOCK" doctor >"$WORK/out"
+        [ "$rc" -eq 1 ] || fail "maxmemory-policy $policy gave $rc, not 1"
+        grep -q "^warn  maxmemory_policy: maxmemory-policy $policy " "$WORK/out" ||
+            fail "no warning for $policy"
+    done
+    grep -q 'fix: CONFIG SET maxmemory-policy noeviction' "$WORK/out" || fail "no fix"
+    redis-cli -p "$port" CONFIG SET maxmemory-policy noeviction >/dev/null
+    run "$RLOCK" doctor >"$WORK/out"
+    [ "$rc" -eq 0 ] || fail "noeviction gave $rc, not 0"
+    ;;
+doctor_clock)
+    # A server whose clock is an hour ahead (TIME answered by the reply
+    # proxy; the rest is the real server): the clock check warns.
+    ahead=$(($(date +%s) + 3600))
+    start_reply_proxy TIME "*2\\r\\n\$${#ahead}\\r\\n${ahead}\\r\\n\$1\\r\\n0\\r\\n"
+    run "$RLOCK" doctor --address "$proxy" >"$WORK/out"
+    cat "$WORK/out"
+    [ "$rc" -eq 1 ] || fail "a clock an hour off gave $rc, not 1"
+    grep -Eq '^warn  clock: the server.s clock is 3[56][0-9]{5}\.[0-9] ms ahead of this host.s' "$WORK/out" ||
+        fail "no clock warning"
+    ;;
 *)
     fail "no such case"
     ;;
