@@ -1341,6 +1341,65 @@ doctor_clock)
     grep -Eq '^warn  clock: the server.s clock is 3[56][0-9]{5}\.[0-9] ms ahead of this host.s' "$WORK/out" ||
         fail "no clock warning"
     ;;
+doctor_replicas)
+    # A replica of the private server: its lag and WAIT, as single-server
+    # mode and through a sentinel; a replica given as the address; a
+    # stopped replica (WAIT unanswered); a master without replicas behind
+    # a sentinel.
+    port=${RLOCK_ADDRESS##*:}
+    free_port() {
+        for _ in $(seq 20); do
+            p=$((20000 + RANDOM % 30000))
+            redis-cli -p "$p" PING >/dev/null 2>&1 || { echo "$p"; return; }
+        done
+        fail "no free port"
+    }
+    # A sentinel monitoring the private server as "cdoc", on port $sport.
+    sport=$(free_port)
+    printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor cdoc 127.0.0.1 %s 1\n' \
+        "$sport" "$WORK" "$port" >"$WORK/sentinel.conf"
+    redis-server "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
+    names_master() {
+        [ -n "$(redis-cli -p "$sport" SENTINEL get-master-addr-by-name cdoc 2>/dev/null)" ]
+    }
+    retry 100 names_master || fail "the sentinel did not start: $(cat "$WORK/sentinel.log")"
+    sentinel=(--master-name cdoc --sentinels "redis://127.0.0.1:$sport")
+    run "$RLOCK" doctor "${sentinel[@]}" >"$WORK/none"
+    cat "$WORK/none"
+    [ "$rc" -eq 1 ] || fail "a sentinel-monitored master without replicas gave $rc, not 1"
+    grep -q "^ok    sentinel: the sentinels name redis://127.0.0.1:$port as master \"cdoc\"$" \
+        "$WORK/none" || fail "no sentinel check"
+    grep -q '^warn  replicas: none: when this master fails' "$WORK/none" || fail "no warning of no replica"
+    run "$RLOCK" doctor >"$WORK/single"
+    grep -q '^ok    replicas: none: single-server mode' "$WORK/single" || fail "single-server mode without replicas"
+
+    # A replica, in sync at once (no diskless sync delay).
+    redis-cli -p "$port" CONFIG SET repl-diskless-sync-delay 0 >/dev/null
+    rport=$(free_port)
+    redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+        --replicaof 127.0.0.1 "$port" >"$WORK/replica.log" 2>&1 &
+    replica=$!
+    online() { redis-cli -p "$port" INFO replication | grep -q "port=$rport,state=online"; }
+    retry 100 online || fail "the replica never came online: $(cat "$WORK/replica.log")"
+    run "$RLOCK" doctor "${sentinel[@]}" >"$WORK/one"
+    cat "$WORK/one"
+    [ "$rc" -eq 0 ] || fail "a master with a replica in sync gave $rc, not 0"
+    grep -Eq "^ok    replicas: 1 connected, 1 online, largest lag [01] s; WAIT 1 1000 answered 1 in [0-9]+ ms: check_lock_synced_slaves' WAIT" \
+        "$WORK/one" || fail "no replica check"
+    run "$RLOCK" doctor --address "redis://127.0.0.1:$rport" >"$WORK/onreplica"
+    [ "$rc" -eq 2 ] || fail "doctor of a replica gave $rc, not 2"
+    grep -q '^fail  server: .*role slave$' "$WORK/onreplica" || fail "no failed server check for a replica"
+
+    # The replica stopped: WAIT times out, the check warns.
+    kill -STOP "$replica"
+    run "$RLOCK" doctor "${sentinel[@]}" >"$WORK/stopped"
+    kill -CONT "$replica"
+    cat "$WORK/stopped"
+    [ "$rc" -eq 1 ] || fail "a stopped replica gave $rc, not 1"
+    grep -Eq '^warn  replicas: 1 connected, .*WAIT 1 1000 answered 0 in [0-9]+ ms: with check_lock_synced_slaves 1' \
+        "$WORK/stopped" || fail "no warning of an unanswered WAIT"
+    kill "$replica"
+    ;;
 *)
     fail "no such case"
     ;;
