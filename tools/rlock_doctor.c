@@ -285,34 +285,40 @@ static void check_scripts(doctor *d, redisContext *c) {
 
 /* ---- pub/sub ----------------------------------------------------------------- */
 
-/* SUBSCRIBE on a second connection, PUBLISH on c, the message heard. */
-static void check_pubsub(doctor *d, redisContext *c, const char *address) {
-    char err[512], reason[800], channel[96], msg[32];
+/* sub (SUBSCRIBE or SSUBSCRIBE) on one connection to address, pub
+ * (PUBLISH or SPUBLISH) on another, and the message heard: the check
+ * named check. */
+static void pubsub_round(doctor *d, const char *check, const char *sub_cmd, const char *pub_cmd,
+                         const char *channel, const char *address) {
+    char err[512], reason[800], msg[32];
     static const char fix[] =
         "let this user use Redisson's channels: ACL SETUSER <user> +subscribe +publish "
         "+ssubscribe +spublish &redisson_*";
-    snprintf(channel, sizeof channel, "redisson_lock__channel:{rlock-doctor:%ld}", (long)getpid());
     snprintf(msg, sizeof msg, "%ld", (long)getpid());
     redisContext *sub = connect_to(d->o, address, err, sizeof err);
-    if (sub == NULL) {
-        snprintf(reason, sizeof reason, "a second connection: %s", err);
-        report(d, "pubsub", V_FAIL, reason, fix);
+    redisContext *c = sub != NULL ? connect_to(d->o, address, err, sizeof err) : NULL;
+    if (c == NULL) {
+        snprintf(reason, sizeof reason, "%s: %s", shown_address(address), err);
+        report(d, check, V_FAIL, reason, fix);
+        if (sub != NULL) {
+            redisFree(sub);
+        }
         return;
     }
-    const char *subscribe[] = {"SUBSCRIBE", channel};
+    const char *subscribe[] = {sub_cmd, channel};
     redisReply *r = command(sub, 2, subscribe);
     bool ok = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 3;
     if (!ok) {
-        snprintf(reason, sizeof reason, "SUBSCRIBE: %s", said(sub, r));
+        snprintf(reason, sizeof reason, "%s: %s", sub_cmd, said(sub, r));
     }
     free_reply(r);
     redisReply *p = NULL;
     if (ok) {
-        const char *publish[] = {"PUBLISH", channel, msg};
+        const char *publish[] = {pub_cmd, channel, msg};
         p = command(c, 3, publish);
         ok = p != NULL && p->type == REDIS_REPLY_INTEGER && p->integer >= 1;
         if (!ok) {
-            snprintf(reason, sizeof reason, "PUBLISH: %s", said(c, p));
+            snprintf(reason, sizeof reason, "%s: %s", pub_cmd, said(c, p));
         }
     }
     free_reply(p);
@@ -322,13 +328,19 @@ static void check_pubsub(doctor *d, redisContext *c, const char *address) {
              ((redisReply *)m)->type == REDIS_REPLY_ARRAY && ((redisReply *)m)->elements == 3 &&
              reply_is_string(((redisReply *)m)->element[2]) &&
              strcmp(((redisReply *)m)->element[2]->str, msg) == 0;
-        snprintf(reason, sizeof reason,
-                 ok ? "SUBSCRIBE and PUBLISH work"
-                    : "PUBLISH's message did not reach the subscriber");
+        snprintf(reason, sizeof reason, "%s and %s work%s", sub_cmd, pub_cmd,
+                 ok ? "" : ", but the message did not reach the subscriber");
         free_reply(m);
     }
     redisFree(sub);
-    report(d, "pubsub", ok ? V_OK : V_FAIL, reason, fix);
+    redisFree(c);
+    report(d, check, ok ? V_OK : V_FAIL, reason, fix);
+}
+
+static void check_pubsub(doctor *d, const char *address) {
+    char channel[96];
+    snprintf(channel, sizeof channel, "redisson_lock__channel:{rlock-doctor:%ld}", (long)getpid());
+    pubsub_round(d, "pubsub", "SUBSCRIBE", "PUBLISH", channel, address);
 }
 
 /* Cluster: which pub/sub the library's AUTO picks (as Redisson's
@@ -354,6 +366,18 @@ static void check_sharded(doctor *d, redisContext *c) {
            reason,
            "use --sharded-subscription auto or off (Redisson: subscriptionMode / "
            "shardedSubscriptionMode OFF) with Redis < 7");
+    if (!sharded || mode == RLOCK_SHARDED_SUBSCRIPTION_OFF) {
+        return;
+    }
+    /* SSUBSCRIBE and SPUBLISH on the master of the channel's slot. */
+    char channel[96], master[512], err[512];
+    snprintf(channel, sizeof channel, "redisson_lock__channel:{rlock-doctor:%ld}", (long)getpid());
+    if (cli_cluster_master(d->o->cluster_nodes, channel, d->o->address, master, sizeof master, err,
+                           sizeof err) != 0) {
+        report(d, "sharded_pubsub_works", V_FAIL, err, "see cluster_slots and cluster_nodes");
+        return;
+    }
+    pubsub_round(d, "sharded_pubsub_works", "SSUBSCRIBE", "SPUBLISH", channel, master);
 }
 
 /* ---- replicas --------------------------------------------------------------- */
@@ -572,6 +596,19 @@ static void check_eviction(doctor *d, redisContext *c) {
 /* ---- the run ------------------------------------------------------------------------ */
 
 static int run_checks(doctor *d, char (*masters)[512], size_t n) {
+    /* In a cluster, the checks of one master go to the first that
+     * answers; cluster_nodes tells of those that do not. */
+    for (size_t i = 1; d->o->cluster_nodes != NULL && i < n; i++) {
+        char err[512], first[512];
+        redisContext *m = connect_to(d->o, masters[0], err, sizeof err);
+        if (m != NULL) {
+            redisFree(m);
+            break;
+        }
+        memcpy(first, masters[0], sizeof first);
+        memmove(masters[0], masters[1], (n - 1) * sizeof masters[0]);
+        memcpy(masters[n - 1], first, sizeof first);
+    }
     redisContext *c = check_reachable(d, masters[0]);
     if (c == NULL) {
         return EXIT_UNAVAILABLE;
@@ -585,7 +622,7 @@ static int run_checks(doctor *d, char (*masters)[512], size_t n) {
     check_tls(d, masters[0]);
     check_server(d, c);
     check_scripts(d, c);
-    check_pubsub(d, c, masters[0]);
+    check_pubsub(d, masters[0]);
     if (d->o->cluster_nodes != NULL) {
         check_sharded(d, c);
         check_cluster(d, c, masters, n);

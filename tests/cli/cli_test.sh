@@ -80,6 +80,55 @@ no_control_bytes() {
     fi
 }
 
+# Starts a three-master Redis Cluster of the case's own (no replicas) with
+# the redis-server binary $1, node timeout 1 s (so a killed node is
+# flagged fail soon); sets nodes (their ports) and node_pids, and stops
+# them at exit.
+start_cluster() {
+    local server="$1" n p up
+    nodes=()
+    node_pids=() # every one started, to stop
+    node_pid=()  # the pid of the node at nodes[i]
+    stop_nodes() {
+        kill "${node_pids[@]}" 2>/dev/null || true
+        for pid in "${node_pids[@]}"; do # bounded: SIGTERM, then SIGKILL after 5 s
+            for _ in $(seq 50); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+            done
+            kill -KILL "$pid" 2>/dev/null || true
+        done
+    }
+    trap 'stop_nodes; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+    for n in 1 2 3; do
+        up=0
+        for _ in 1 2 3 4 5; do # a free port, and a free bus port (port + 10000)
+            p=$((20000 + RANDOM % 25000))
+            redis-cli -p "$p" PING >/dev/null 2>&1 && continue
+            (: <>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null && continue
+            mkdir -p "$WORK/node$p"
+            "$server" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
+                --cluster-config-file "nodes-$p.conf" --cluster-node-timeout 1000 \
+                --dir "$WORK/node$p" --save '' --appendonly no >"$WORK/node$p.log" 2>&1 &
+            node_pids+=($!)
+            answers() { [ "$(redis-cli -p "$p" PING 2>/dev/null)" = PONG ]; }
+            retry 50 answers && up=1 && node_pid+=($!) && break
+        done
+        [ "$up" = 1 ] || fail "cluster node $n did not start: $(cat "$WORK/node$p.log")"
+        nodes+=("$p")
+    done
+    timeout 30 redis-cli --cluster create "127.0.0.1:${nodes[0]}" "127.0.0.1:${nodes[1]}" \
+        "127.0.0.1:${nodes[2]}" --cluster-yes >"$WORK/create.log" 2>&1 ||
+        fail "redis-cli --cluster create: $(cat "$WORK/create.log")"
+    cluster_ok() {
+        for p in "${nodes[@]}"; do
+            redis-cli -p "$p" CLUSTER INFO | grep -q '^cluster_state:ok' || return 1
+        done
+    }
+    retry 100 cluster_ok || fail "the cluster never reached cluster_state:ok"
+    export RLOCK_CLUSTER_NODES="redis://127.0.0.1:${nodes[0]},redis://127.0.0.1:${nodes[1]}"
+}
+
 case "$CASE" in
 serialise)
     # Three runs on one name: each one's start/end lines must be adjacent.
@@ -1399,6 +1448,69 @@ doctor_replicas)
     grep -Eq '^warn  replicas: 1 connected, .*WAIT 1 1000 answered 0 in [0-9]+ ms: with check_lock_synced_slaves 1' \
         "$WORK/stopped" || fail "no warning of an unanswered WAIT"
     kill "$replica"
+    ;;
+doctor_cluster)
+    # Redis 7: slots covered, masters reachable, sharded pub/sub picked by
+    # auto; rlock ls finds objects on every master; then a master killed:
+    # the slots and nodes checks fail.
+    start_cluster redis-server
+    run "$RLOCK" doctor >"$WORK/out"
+    cat "$WORK/out"
+    grep -q '^ok    cluster_slots: state ok, 16384 of 16384 slots assigned, 0 failing' "$WORK/out" ||
+        fail "no ok for the slots"
+    grep -q '^ok    cluster_nodes: 3 masters, 0 unreachable from here; 0 nodes flagged fail$' \
+        "$WORK/out" || fail "no ok for the nodes"
+    grep -q '^ok    sharded_pubsub: sharded pub/sub (SSUBSCRIBE, SPUBLISH) is supported; --sharded-subscription auto picks sharded$' \
+        "$WORK/out" || fail "no word of sharded pub/sub"
+    grep -q '^ok    sharded_pubsub_works: SSUBSCRIBE and SPUBLISH work$' "$WORK/out" ||
+        fail "SSUBSCRIBE and SPUBLISH not checked"
+    [ "$(grep -c '^warn  replicas: redis://127.0.0.1:[0-9]*: none: when this master fails' "$WORK/out")" = 3 ] ||
+        fail "not one replicas warning per master"
+    [ "$rc" -eq 1 ] || fail "a cluster without replicas gave $rc, not 1"
+    # Objects on different masters, all listed, each with its master.
+    for i in $(seq 12); do
+        "$RLOCK" latch set "cli:cl:$i" "$i" >/dev/null
+    done
+    "$RLOCK" ls 'cli:cl:*' >"$WORK/ls"
+    cat "$WORK/ls"
+    [ "$(grep -c '^cli:cl:[0-9]*: semaphore or latch, value [0-9]*, 0 waiters, on redis://127.0.0.1:[0-9]*$' "$WORK/ls")" = 12 ] ||
+        fail "not every latch of the cluster was listed"
+    [ "$(sed 's/.* on //' "$WORK/ls" | sort -u | wc -l)" -ge 2 ] || fail "the latches are all on one master"
+    # A master down: its slots fail, the node is flagged, and unreachable.
+    kill -KILL "${node_pid[2]}"
+    flagged() { redis-cli -p "${nodes[0]}" CLUSTER NODES | grep -q "127.0.0.1:${nodes[2]}.* master,fail "; }
+    retry 200 flagged || fail "the killed master was never flagged fail"
+    run "$RLOCK" doctor --json >"$WORK/down.json"
+    [ "$rc" -eq 2 ] || fail "a cluster with a master down gave $rc, not 2"
+    python3 - "$WORK/down.json" <<'PY' || fail "the slots and nodes checks did not fail"
+import json, sys
+checks = {c["check"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+assert checks["cluster_slots"]["verdict"] == "fail", checks["cluster_slots"]
+assert checks["cluster_nodes"]["verdict"] == "fail", checks["cluster_nodes"]
+assert "1 unreachable" in checks["cluster_nodes"]["reason"], checks["cluster_nodes"]
+assert "1 nodes flagged fail" in checks["cluster_nodes"]["reason"], checks["cluster_nodes"]
+PY
+    ;;
+doctor_cluster62)
+    # Redis 6.2 (no sharded pub/sub): auto picks classic, on cannot work.
+    # Its redis-server comes from $RT_REDIS62_SERVER; without it, skipped.
+    if [ -z "${RT_REDIS62_SERVER:-}" ]; then
+        echo "SKIP: RT_REDIS62_SERVER (a Redis 6.2 redis-server) is not set"
+        exit 77
+    fi
+    "$RT_REDIS62_SERVER" --version | grep -q 'v=6\.2\.' || fail "$RT_REDIS62_SERVER is not Redis 6.2"
+    start_cluster "$RT_REDIS62_SERVER"
+    run "$RLOCK" doctor >"$WORK/out"
+    cat "$WORK/out"
+    grep -q '^ok    sharded_pubsub: no sharded pub/sub (Redis < 7); --sharded-subscription auto picks classic SUBSCRIBE and PUBLISH$' \
+        "$WORK/out" || fail "auto on Redis 6.2"
+    grep -Eq '^ok    server: redis 6\.2\.[0-9]+ \(cluster\)' "$WORK/out" || fail "no Redis 6.2 server"
+    ! grep -q 'sharded_pubsub_works' "$WORK/out" || fail "SSUBSCRIBE tried on Redis 6.2"
+    grep -q '^ok    pubsub: SUBSCRIBE and PUBLISH work$' "$WORK/out" || fail "no classic pub/sub check"
+    run "$RLOCK" doctor --sharded-subscription on >"$WORK/on"
+    [ "$rc" -eq 2 ] || fail "--sharded-subscription on with Redis 6.2 gave $rc, not 2"
+    grep -q '^fail  sharded_pubsub: .*--sharded-subscription on cannot work here$' "$WORK/on" ||
+        fail "no failed sharded_pubsub"
     ;;
 *)
     fail "no such case"
