@@ -111,11 +111,15 @@ static redisReply *info(redisContext *c, const char *section) {
 
 /* ---- reachable, authenticated, TLS ---------------------------------------- */
 
-static redisContext *connect_to(const options *o, const char *address, char *err, size_t errlen) {
+/* A connection to address within what is left of --redis-timeout;
+ * *not_after (when not NULL) set to the TLS certificate's expiry. */
+static redisContext *connect_to(const options *o, const char *address, time_t *not_after, char *err,
+                                size_t errlen) {
     cli_tls tls = {.ca_file = o->tls_ca,
                    .cert_file = o->tls_cert,
                    .key_file = o->tls_key,
-                   .insecure = o->tls_insecure};
+                   .insecure = o->tls_insecure,
+                   .not_after = not_after};
     int64_t left = redis_started_ms + o->redis_timeout_ms - monotonic_ms();
     left -= left / 5 < 100 ? left / 5 : 100;
     return cli_direct_connect(address, &tls, left > 1 ? (int)left : 1, err, errlen);
@@ -129,10 +133,10 @@ static bool auth_error(const char *s) {
 
 /* Connects to the master and says whether it answers and who rlock is
  * there. The connection, or NULL after a failed check. */
-static redisContext *check_reachable(doctor *d, const char *address) {
+static redisContext *check_reachable(doctor *d, const char *address, time_t *not_after) {
     char err[512], reason[1200];
     const char *shown = shown_address(address);
-    redisContext *c = connect_to(d->o, address, err, sizeof err);
+    redisContext *c = connect_to(d->o, address, not_after, err, sizeof err);
     redisReply *pong = NULL;
     if (c != NULL) {
         const char *ping[] = {"PING"};
@@ -168,21 +172,53 @@ static redisContext *check_reachable(doctor *d, const char *address) {
     return c;
 }
 
-static void check_tls(doctor *d, const char *address) {
+/* The certificate's expiry, as words; *days_left set. */
+static const char *expiry(time_t not_after, long *days_left, char *buf, size_t size) {
+    if (not_after == 0) {
+        *days_left = -1;
+        snprintf(buf, size, "its expiry could not be read");
+        return buf;
+    }
+    time_t now = time(NULL);
+    *days_left = (long)((not_after - now) / 86400);
+    struct tm tm;
+    char date[32];
+    gmtime_r(&not_after, &tm);
+    strftime(date, sizeof date, "%Y-%m-%d %H:%M UTC", &tm);
+    if (not_after <= now) {
+        snprintf(buf, size, "it expired on %s", date);
+        *days_left = -1;
+    } else {
+        snprintf(buf, size, "it expires on %s, in %ld day%s", date, *days_left,
+                 *days_left == 1 ? "" : "s");
+    }
+    return buf;
+}
+
+/* Days before a certificate's expiry from which doctor warns. */
+enum { CERT_WARN_DAYS = 14 };
+
+static void check_tls(doctor *d, const char *address, time_t not_after) {
+    char reason[600], when[128];
+    long days = 0;
     if (strncmp(address, "rediss://", 9) != 0) {
         report(d, "tls", V_OK,
                "not used (redis:// or unix://): fine on a network only trusted hosts reach", NULL);
-    } else if (d->o->tls_insecure) {
-        report(d, "tls", V_WARN,
-               "the server's certificate is not verified (--tls-insecure): anyone on the "
-               "network path can read and change the traffic",
-               "give the CA with --tls-ca and drop --tls-insecure");
-    } else {
-        report(d, "tls", V_OK,
-               "the server's certificate chains to the CAs and names the host (its expiry is "
-               "not shown: the TLS relay does not hand the certificate on)",
-               NULL);
+        return;
     }
+    expiry(not_after, &days, when, sizeof when);
+    if (d->o->tls_insecure) {
+        snprintf(reason, sizeof reason,
+                 "the server's certificate is not verified (--tls-insecure): anyone on the "
+                 "network path can read and change the traffic; %s",
+                 when);
+        report(d, "tls", V_WARN, reason, "give the CA with --tls-ca and drop --tls-insecure");
+        return;
+    }
+    snprintf(reason, sizeof reason,
+             "the server's certificate chains to the CAs and names the host; %s", when);
+    report(d, "tls", days >= CERT_WARN_DAYS ? V_OK : V_WARN, reason,
+           "renew the server's certificate before it expires: after that, no client connects");
 }
 
 /* ---- the server ------------------------------------------------------------ */
@@ -295,8 +331,8 @@ static void pubsub_round(doctor *d, const char *check, const char *sub_cmd, cons
         "let this user use Redisson's channels: ACL SETUSER <user> +subscribe +publish "
         "+ssubscribe +spublish &redisson_*";
     snprintf(msg, sizeof msg, "%ld", (long)getpid());
-    redisContext *sub = connect_to(d->o, address, err, sizeof err);
-    redisContext *c = sub != NULL ? connect_to(d->o, address, err, sizeof err) : NULL;
+    redisContext *sub = connect_to(d->o, address, NULL, err, sizeof err);
+    redisContext *c = sub != NULL ? connect_to(d->o, address, NULL, err, sizeof err) : NULL;
     if (c == NULL) {
         snprintf(reason, sizeof reason, "%s: %s", shown_address(address), err);
         report(d, check, V_FAIL, reason, fix);
@@ -483,7 +519,7 @@ static void check_cluster(doctor *d, redisContext *c, char (*masters)[512], size
     int unreachable = 0;
     for (size_t i = 0; i < n; i++) {
         char err[512];
-        redisContext *m = connect_to(d->o, masters[i], err, sizeof err);
+        redisContext *m = connect_to(d->o, masters[i], NULL, err, sizeof err);
         unreachable += m == NULL;
         if (m != NULL) {
             redisFree(m);
@@ -600,7 +636,7 @@ static int run_checks(doctor *d, char (*masters)[512], size_t n) {
      * answers; cluster_nodes tells of those that do not. */
     for (size_t i = 1; d->o->cluster_nodes != NULL && i < n; i++) {
         char err[512], first[512];
-        redisContext *m = connect_to(d->o, masters[0], err, sizeof err);
+        redisContext *m = connect_to(d->o, masters[0], NULL, err, sizeof err);
         if (m != NULL) {
             redisFree(m);
             break;
@@ -609,7 +645,8 @@ static int run_checks(doctor *d, char (*masters)[512], size_t n) {
         memmove(masters[0], masters[1], (n - 1) * sizeof masters[0]);
         memcpy(masters[n - 1], first, sizeof first);
     }
-    redisContext *c = check_reachable(d, masters[0]);
+    time_t not_after = 0;
+    redisContext *c = check_reachable(d, masters[0], &not_after);
     if (c == NULL) {
         return EXIT_UNAVAILABLE;
     }
@@ -619,7 +656,7 @@ static int run_checks(doctor *d, char (*masters)[512], size_t n) {
                  shown_address(masters[0]), d->o->master_name);
         report(d, "sentinel", V_OK, reason, NULL);
     }
-    check_tls(d, masters[0]);
+    check_tls(d, masters[0], not_after);
     check_server(d, c);
     check_scripts(d, c);
     check_pubsub(d, masters[0]);
@@ -632,7 +669,7 @@ static int run_checks(doctor *d, char (*masters)[512], size_t n) {
     }
     for (size_t i = 0; d->o->cluster_nodes != NULL && i < n; i++) {
         char err[512];
-        redisContext *m = connect_to(d->o, masters[i], err, sizeof err);
+        redisContext *m = connect_to(d->o, masters[i], NULL, err, sizeof err);
         if (m != NULL) { /* one that does not answer: cluster_nodes said so */
             check_replicas(d, m, shown_address(masters[i]));
             redisFree(m);

@@ -1512,6 +1512,58 @@ doctor_cluster62)
     grep -q '^fail  sharded_pubsub: .*--sharded-subscription on cannot work here$' "$WORK/on" ||
         fail "no failed sharded_pubsub"
     ;;
+doctor_tls)
+    # A TLS-only server of the case's own: a certificate good for a year
+    # (ok, its expiry shown), one that expires in 2 days (warn),
+    # --tls-insecure (warn), a CA it does not chain to (fail, 69).
+    (cd "$WORK" &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+            -out ca.crt -days 400 -subj /CN=cli-ca &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout other.key \
+            -out other.crt -days 400 -subj /CN=other-ca &&
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key \
+            -out srv.csr -subj /CN=127.0.0.1 &&
+        printf 'subjectAltName=IP:127.0.0.1\n' >srv.ext &&
+        openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
+            -extfile srv.ext -out year.crt &&
+        openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+            -extfile srv.ext -out short.crt) >"$WORK/openssl.log" 2>&1 ||
+        fail "openssl: $(cat "$WORK/openssl.log")"
+    up=0
+    for _ in 1 2 3 4 5; do
+        tport=$((20000 + RANDOM % 30000))
+        redis-cli -p "$tport" PING >/dev/null 2>&1 && continue
+        redis-server --port 0 --tls-port "$tport" --bind 127.0.0.1 --save '' --appendonly no \
+            --tls-cert-file "$WORK/year.crt" --tls-key-file "$WORK/srv.key" \
+            --tls-ca-cert-file "$WORK/ca.crt" --tls-auth-clients no --dir "$WORK" \
+            >"$WORK/tls-redis.log" 2>&1 &
+        answers_tls() {
+            [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" PING 2>/dev/null)" = PONG ]
+        }
+        retry 50 answers_tls && up=1 && break
+    done
+    [ "$up" = 1 ] || fail "the TLS redis-server did not start: $(cat "$WORK/tls-redis.log")"
+    export RLOCK_ADDRESS="rediss://127.0.0.1:$tport"
+    run "$RLOCK" doctor --tls-ca "$WORK/ca.crt" >"$WORK/year"
+    cat "$WORK/year"
+    [ "$rc" -eq 0 ] || fail "a certificate good for a year gave $rc, not 0"
+    grep -Eq '^ok    tls: the server.s certificate chains to the CAs and names the host; it expires on [0-9-]+ [0-9:]+ UTC, in 36[45] days$' \
+        "$WORK/year" || fail "no expiry shown"
+    redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" CONFIG SET tls-cert-file "$WORK/short.crt" >/dev/null
+    run "$RLOCK" doctor --tls-ca "$WORK/ca.crt" >"$WORK/short"
+    cat "$WORK/short"
+    [ "$rc" -eq 1 ] || fail "a certificate expiring in 2 days gave $rc, not 1"
+    grep -Eq '^warn  tls: .* in [12] days?$' "$WORK/short" || fail "no warning of the expiry"
+    grep -q '^      fix: renew the server.s certificate' "$WORK/short" || fail "no fix"
+    run "$RLOCK" doctor --tls-insecure >"$WORK/insecure"
+    [ "$rc" -eq 1 ] || fail "--tls-insecure gave $rc, not 1"
+    grep -q '^warn  tls: the server.s certificate is not verified (--tls-insecure)' "$WORK/insecure" ||
+        fail "no warning of --tls-insecure"
+    run "$RLOCK" doctor --tls-ca "$WORK/other.crt" >"$WORK/other"
+    cat "$WORK/other"
+    [ "$rc" -eq 69 ] || fail "a certificate that does not chain to the CA gave $rc, not 69"
+    grep -q '^fail  reachable: .*certificate verification failed' "$WORK/other" || fail "no failed verification"
+    ;;
 *)
     fail "no such case"
     ;;
