@@ -613,6 +613,12 @@ static void check_eviction(doctor *d, redisContext *c) {
     info_field(mem, "maxmemory_policy", policy, sizeof policy);
     info_field(mem, "maxmemory", maxmemory, sizeof maxmemory);
     free_reply(mem);
+    if (policy[0] == '\0') {
+        report(d, "maxmemory_policy", V_WARN,
+               "INFO memory did not say the maxmemory-policy: an evicting policy would lose locks",
+               "check that maxmemory-policy is noeviction (CONFIG GET maxmemory-policy)");
+        return;
+    }
     /* Only noeviction keeps a held lock: a volatile-* policy evicts keys
      * with a TTL, and a lock's key has one while held (its lease). */
     bool safe = strcmp(policy, "noeviction") == 0;
@@ -626,7 +632,7 @@ static void check_eviction(doctor *d, redisContext *c) {
                          : ": Redis may evict a held lock's key to make room, and an evicted lock "
                            "is a lost lock");
     report(d, "maxmemory_policy", safe ? V_OK : V_WARN, reason,
-           "CONFIG SET maxmemory-policy noeviction , and set it in redis.conf");
+           "CONFIG SET maxmemory-policy noeviction, and set it in redis.conf");
 }
 
 /* ---- the run ------------------------------------------------------------------------ */

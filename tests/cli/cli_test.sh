@@ -1312,6 +1312,11 @@ PY
     # SCAN, never KEYS.
     grep -q '"SCAN"' "$WORK/monitor" || fail "no SCAN seen"
     ! grep -qi '"KEYS"' "$WORK/monitor" || fail "rlock ls sent KEYS"
+    # A server answering SCAN with an integer: refused, 69.
+    start_reply_proxy SCAN ':1\r\n'
+    run "$RLOCK" ls --address "$proxy" 2>"$WORK/hostile.err"
+    [ "$rc" -eq 69 ] || fail "a SCAN answered with an integer gave $rc, not 69"
+    grep -q 'unexpected reply to SCAN' "$WORK/hostile.err" || fail "no word of the bad reply"
     ;;
 doctor)
     # A healthy server: every check ok, status 0.
@@ -1344,6 +1349,12 @@ doctor)
     grep -q '^ok    authenticated: as user "cli-doc"$' "$WORK/user" || fail "not logged in as cli-doc"
     run "$RLOCK" doctor cli:name
     [ "$rc" -eq 64 ] || fail "doctor with a name gave $rc, not 64"
+    # A server whose INFO holds terminal escapes: shown escaped.
+    start_reply_proxy INFO '$44\r\nredis_version:7.0.0\x1b]0;pwned\x07\r\nrole:master\r\n\r\n'
+    run "$RLOCK" doctor --address "$proxy" >"$WORK/hostile" 2>&1
+    cat "$WORK/hostile"
+    no_control_bytes "$WORK/hostile" "rlock doctor"
+    grep -q 'server: redis 7.0.0\\x1b\]0;pwned\\x07' "$WORK/hostile" || fail "the version was not shown escaped"
     ;;
 doctor_acl)
     # A user that may not run scripts: eval, evalsha and the NOSCRIPT
@@ -1421,6 +1432,10 @@ doctor_replicas)
     grep -q '^warn  replicas: none: when this master fails' "$WORK/none" || fail "no warning of no replica"
     run "$RLOCK" doctor >"$WORK/single"
     grep -q '^ok    replicas: none: single-server mode' "$WORK/single" || fail "single-server mode without replicas"
+    # rlock ls through the sentinel.
+    redis-cli -p "$port" SET cli:sent:sem 3 >/dev/null
+    "$RLOCK" ls "${sentinel[@]}" 'cli:sent:*' >"$WORK/ls"
+    grep -q '^cli:sent:sem: semaphore or latch, value 3, 0 waiters$' "$WORK/ls" || fail "ls through the sentinel"
 
     # A replica, in sync at once (no diskless sync delay).
     redis-cli -p "$port" CONFIG SET repl-diskless-sync-delay 0 >/dev/null
