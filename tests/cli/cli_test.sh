@@ -1415,14 +1415,18 @@ doctor_replicas)
         fail "no free port"
     }
     # A sentinel monitoring the private server as "cdoc", on port $sport.
-    sport=$(free_port)
-    printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor cdoc 127.0.0.1 %s 1\n' \
-        "$sport" "$WORK" "$port" >"$WORK/sentinel.conf"
-    redis-server "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
-    names_master() {
-        [ -n "$(redis-cli -p "$sport" SENTINEL get-master-addr-by-name cdoc 2>/dev/null)" ]
-    }
-    retry 100 names_master || fail "the sentinel did not start: $(cat "$WORK/sentinel.log")"
+    up=0
+    for _ in 1 2 3 4 5; do
+        sport=$(free_port)
+        printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor cdoc 127.0.0.1 %s 1\n' \
+            "$sport" "$WORK" "$port" >"$WORK/sentinel.conf"
+        redis-server "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
+        names_master() {
+            [ -n "$(redis-cli -p "$sport" SENTINEL get-master-addr-by-name cdoc 2>/dev/null)" ]
+        }
+        retry 100 names_master && up=1 && break
+    done
+    [ "$up" = 1 ] || fail "the sentinel did not start: $(tr '\n' ' ' <"$WORK/sentinel.log")"
     sentinel=(--master-name cdoc --sentinels "redis://127.0.0.1:$sport")
     run "$RLOCK" doctor "${sentinel[@]}" >"$WORK/none"
     cat "$WORK/none"
@@ -1439,12 +1443,18 @@ doctor_replicas)
 
     # A replica, in sync at once (no diskless sync delay).
     redis-cli -p "$port" CONFIG SET repl-diskless-sync-delay 0 >/dev/null
-    rport=$(free_port)
-    redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
-        --replicaof 127.0.0.1 "$port" >"$WORK/replica.log" 2>&1 &
-    replica=$!
+    up=0
+    for _ in 1 2 3 4 5; do # a free port: another test may take it meanwhile
+        rport=$(free_port)
+        redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+            --replicaof 127.0.0.1 "$port" >"$WORK/replica.log" 2>&1 &
+        replica=$!
+        replica_answers() { [ "$(redis-cli -p "$rport" PING 2>/dev/null)" = PONG ]; }
+        retry 50 replica_answers && up=1 && break
+    done
+    [ "$up" = 1 ] || fail "the replica did not start: $(tr '\n' ' ' <"$WORK/replica.log")"
     online() { redis-cli -p "$port" INFO replication | grep -q "port=$rport,state=online"; }
-    retry 100 online || fail "the replica never came online: $(cat "$WORK/replica.log")"
+    retry 200 online || fail "the replica never came online: $(tr '\n' ' ' <"$WORK/replica.log")"
     run "$RLOCK" doctor "${sentinel[@]}" >"$WORK/one"
     cat "$WORK/one"
     [ "$rc" -eq 0 ] || fail "a master with a replica in sync gave $rc, not 0"
