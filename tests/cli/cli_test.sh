@@ -1446,7 +1446,7 @@ doctor_replicas)
     up=0
     for _ in 1 2 3 4 5; do # a free port: another test may take it meanwhile
         rport=$(free_port)
-        redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no \
+        redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
             --replicaof 127.0.0.1 "$port" >"$WORK/replica.log" 2>&1 &
         replica=$!
         replica_answers() { [ "$(redis-cli -p "$rport" PING 2>/dev/null)" = PONG ]; }
