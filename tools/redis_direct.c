@@ -408,3 +408,82 @@ int cli_cluster_master(const char *nodes, const char *key, const char *address, 
              key);
     return -1;
 }
+
+/* Collects each master of CLUSTER SLOTS's answer (r, checked here) once. */
+static int collect_masters(const redisReply *r, const char *address, char (*out)[512], size_t max,
+                           size_t *n, char *err, size_t errlen) {
+    if (r == NULL || r->type != REDIS_REPLY_ARRAY) {
+        snprintf(err, errlen, "unexpected reply to CLUSTER SLOTS");
+        return -1;
+    }
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *range = r->element[i], *m = NULL;
+        if (range->type == REDIS_REPLY_ARRAY && range->elements >= 3) {
+            m = range->element[2];
+        }
+        if (m == NULL || m->type != REDIS_REPLY_ARRAY || m->elements < 2 ||
+            m->element[0]->type != REDIS_REPLY_STRING ||
+            m->element[1]->type != REDIS_REPLY_INTEGER) {
+            snprintf(err, errlen, "unexpected reply to CLUSTER SLOTS: range %zu", i + 1);
+            return -1;
+        }
+        char port[16], addr[512];
+        snprintf(port, sizeof port, "%lld", m->element[1]->integer);
+        if (with_host(address, m->element[0]->str, port, addr, sizeof addr, err, errlen) != 0) {
+            return -1;
+        }
+        bool seen = false;
+        for (size_t k = 0; k < *n && !seen; k++) {
+            seen = strcmp(out[k], addr) == 0;
+        }
+        if (!seen && *n < max) {
+            snprintf(out[(*n)++], sizeof out[0], "%s", addr);
+        }
+    }
+    return 0;
+}
+
+int cli_cluster_masters(const char *nodes, const char *address, char (*out)[512], size_t max,
+                        size_t *n, char *err, size_t errlen) {
+    *n = 0;
+    char *list = strdup(nodes);
+    if (list == NULL) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    snprintf(err, errlen, "no cluster node given");
+    int rc = -1;
+    char *save = NULL;
+    for (char *s = strtok_r(list, ",", &save); s != NULL && rc != 0;
+         s = strtok_r(NULL, ",", &save)) {
+        while (*s == ' ' || *s == '\t') {
+            s++;
+        }
+        char seed[512], why[512], buf[256];
+        const char *name = shown(s, buf, sizeof buf);
+        if (seed_address(s, address, seed, sizeof seed) != 0) {
+            snprintf(err, errlen, "cluster node \"%s\": not a redis://host:port address", name);
+            continue;
+        }
+        redisContext *c = cli_direct_connect(seed, NULL, 2000, why, sizeof why);
+        if (c == NULL) {
+            snprintf(err, errlen, "cluster node %s: %s", name, why);
+            continue;
+        }
+        redisReply *r = redisCommand(c, "CLUSTER SLOTS");
+        if (r == NULL) {
+            snprintf(err, errlen, "cluster node %s: %s", name, c->errstr);
+        } else if (r->type == REDIS_REPLY_ERROR) {
+            snprintf(err, errlen, "cluster node %s: CLUSTER SLOTS: %s", name, r->str);
+        } else {
+            *n = 0;
+            rc = collect_masters(r, address, out, max, n, err, errlen);
+        }
+        if (r != NULL) {
+            freeReplyObject(r);
+        }
+        redisFree(c);
+    }
+    free(list);
+    return rc;
+}

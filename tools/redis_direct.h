@@ -39,4 +39,12 @@ int cli_sentinel_master(const char *sentinels, const char *master_name, const ch
 int cli_cluster_master(const char *nodes, const char *key, const char *address, char *out,
                        size_t outlen, char *err, size_t errlen);
 
+/* Redis Cluster: asks the nodes in turn (as cli_cluster_master) for
+ * CLUSTER SLOTS until one answers, and writes each master's address
+ * (address's user and password, the master's host and port) once into
+ * out, at most max of them, their number in *n. 0, or -1 with a reason in
+ * err. */
+int cli_cluster_masters(const char *nodes, const char *address, char (*out)[512], size_t max,
+                        size_t *n, char *err, size_t errlen);
+
 #endif

@@ -71,9 +71,12 @@ int main(int argc, char **argv) {
                                   : strcmp(cmd, "unlock") == 0 ? cmd_unlock
                                   : strcmp(cmd, "watch") == 0  ? cmd_watch
                                   : strcmp(cmd, "latch") == 0  ? cmd_latch
+                                  : strcmp(cmd, "ls") == 0     ? cmd_ls
+                                  : strcmp(cmd, "doctor") == 0 ? cmd_doctor
                                                                : NULL;
     if (run == NULL) {
-        usage_error("unknown command \"%s\": exec, status, unlock, watch or latch", cmd);
+        usage_error("unknown command \"%s\": exec, status, unlock, watch, latch, ls or doctor",
+                    cmd);
         return EXIT_USAGE;
     }
     options o;

@@ -32,6 +32,8 @@ enum {
  * seconds; the library's own defaults (10 s to connect, 3 s a reply, 4
  * tries) suit a service that would rather wait than fail. */
 #define DEFAULT_REDIS_TIMEOUT_MS 5000
+/* ls --limit's default: keys scanned, so that ls of a big database ends. */
+#define DEFAULT_LS_LIMIT 10000
 
 enum kind { KIND_LOCK, KIND_FAIR, KIND_SPIN, KIND_FENCED, KIND_READ, KIND_WRITE };
 extern const char *const kind_names[KIND_WRITE + 1];
@@ -68,6 +70,7 @@ typedef struct options {
     int64_t permits;    /* exec --permits: trySetPermits when not yet set */
     const char *action; /* latch: set, count-down, await or count */
     int64_t count;      /* latch set */
+    int64_t limit;      /* ls --limit: at most this many keys scanned */
 } options;
 
 /* ---- options (rlock_options.c) ------------------------------------------- */
@@ -153,5 +156,11 @@ int cmd_latch(const options *o);
 int cmd_status(const options *o);
 int cmd_unlock(const options *o);
 int cmd_watch(const options *o);
+/* rlock_ls.c, rlock_doctor.c: every master the options name (the one of
+ * --address or the sentinels', each master of --cluster-nodes), 0 or the
+ * exit status with a message printed. */
+int master_addresses(const options *o, char (*out)[512], size_t max, size_t *n);
+int cmd_ls(const options *o);
+int cmd_doctor(const options *o);
 
 #endif

@@ -33,6 +33,8 @@ const char usage_text[] =
     "       rlock watch [--timeout MS] [--interval MS] [OPTIONS] NAME\n"
     "       rlock latch set|count-down|count [--json] [OPTIONS] NAME [COUNT]\n"
     "       rlock latch await [--wait MS] [--json] [OPTIONS] NAME\n"
+    "       rlock ls [--limit N] [--json] [OPTIONS] [PATTERN]\n"
+    "       rlock doctor [--json] [OPTIONS]\n"
     "       rlock --help | --version\n"
     "\n"
     "Redisson-compatible distributed locks on Redis, from the shell.\n"
@@ -93,6 +95,27 @@ const char usage_text[] =
     "                        default: wait as long as it takes\n"
     "  --json                one JSON object instead of text: name, and count,\n"
     "                        set or reached and waited_ms\n"
+    "ls       lists the locks, semaphores and latches whose names match PATTERN\n"
+    "         (a SCAN pattern; default *), on every master of a cluster: each\n"
+    "         one's kind, holders and hold counts, TTL, waiters (subscribers\n"
+    "         of its channel, a fair lock's queue), permits or count. Uses\n"
+    "         SCAN, never KEYS. A string holding a number is a semaphore's or\n"
+    "         a latch's, told apart only by who waits on it\n"
+    "  --limit N             scan at most N keys on each master (10000), and\n"
+    "                        say so on stderr when it stopped there\n"
+    "  --json                one JSON object: objects (name, kind, mode,\n"
+    "                        holders, value, ttl_ms, waiters, queue, taken,\n"
+    "                        token, server), keys_scanned, truncated\n"
+    "doctor   checks that the deployment does what rlock and Redisson need:\n"
+    "         reachable, authenticated, TLS (and the certificate's expiry),\n"
+    "         server version and role, scripts (EVAL, SCRIPT LOAD, EVALSHA,\n"
+    "         NOSCRIPT), pub/sub, sharded pub/sub and slots in a cluster,\n"
+    "         replicas and WAIT, round trip (p50, p99), clock offset,\n"
+    "         maxmemory-policy. Each check: ok, warn or fail, a\n"
+    "         reason and what to change. It writes one key (rlock-doctor:{PID},\n"
+    "         expiring in 10 s) when the master has replicas, for WAIT\n"
+    "  --json                one JSON object: checks (check, verdict, reason,\n"
+    "                        fix) and worst\n"
     "\n"
     "Every command:\n"
     "  --address ADDR        redis://[[user]:password@]host[:port][/db] or\n"
@@ -148,6 +171,9 @@ const char usage_text[] =
     "  latch    0; set: 1 when it had a count already; await: 75 when the\n"
     "           count was not zero within --wait, 128+N when signal N\n"
     "           stopped the wait\n"
+    "  ls       0\n"
+    "  doctor   0 every check ok, 1 a warning, 2 a check failed; 69 when\n"
+    "           Redis cannot be reached or logged in to\n"
     "  all      64 bad usage, 69 Redis unreachable, failing or not answering\n"
     "           within --redis-timeout, 70 internal error;\n"
     "           exec passes on SIGINT, SIGTERM or SIGHUP that comes while it\n"
@@ -168,6 +194,19 @@ static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out
         fprintf(stderr, "rlock: %s wants a number of milliseconds%s, not \"%s\"\n", opt,
                 positive ? " above 0" : "", s);
         fprintf(stderr, "Try 'rlock --help'.\n");
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
+/* ls --limit: a number of keys above 0. */
+static bool parse_count(const char *s, int64_t *out) {
+    char *end = NULL;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno != 0 || end == s || *end != '\0' || v <= 0) {
+        usage_error("--limit wants a number of keys above 0, not \"%s\"", s);
         return false;
     }
     *out = v;
@@ -336,6 +375,8 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
                   options *o) {
     bool is_exec = strcmp(cmd, "exec") == 0;
     bool is_latch = strcmp(cmd, "latch") == 0;
+    /* ls and doctor look at every master, not at one lock's. */
+    bool is_ls = strcmp(cmd, "ls") == 0, is_doctor = strcmp(cmd, "doctor") == 0;
     const char *count_arg = NULL;
     memset(o, 0, sizeof *o);
     o->address = address != NULL ? address : getenv("RLOCK_ADDRESS");
@@ -358,6 +399,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
     o->lease_ms = RLOCK_LEASE_WATCHDOG;
     o->timeout_ms = -1;
     o->interval_ms = 100;
+    o->limit = DEFAULT_LS_LIMIT;
     for (int i = first; i < argc; i++) {
         const char *arg = argv[i];
         if (is_exec && o->name != NULL && (strcmp(arg, "--") == 0 || arg[0] != '-')) {
@@ -376,6 +418,10 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
             if (is_latch && o->name != NULL && count_arg == NULL && strcmp(o->action, "set") == 0) {
                 count_arg = arg;
                 continue;
+            }
+            if (is_doctor) {
+                usage_error("rlock doctor takes no name: \"%s\"", arg);
+                return EXIT_USAGE;
             }
             if (o->name != NULL) {
                 usage_error("one lock name only: \"%s\" is one too many", arg);
@@ -499,8 +545,14 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
             if (!parse_ms(opt, value, true, &o->permits)) {
                 return EXIT_USAGE;
             }
+        } else if (strcmp(opt, "--limit") == 0) {
+            applies = is_ls;
+            if (!parse_count(value, &o->limit)) {
+                return EXIT_USAGE;
+            }
         } else if (strcmp(opt, "--json") == 0) {
-            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || is_latch;
+            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || is_latch ||
+                      is_ls || is_doctor;
             o->json = true;
         } else if (strcmp(opt, "--force") == 0) {
             applies = strcmp(cmd, "unlock") == 0;
@@ -529,15 +581,15 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         usage_error("--kind is a lock's: rlock exec --semaphore holds a semaphore's permit%s", "");
         return EXIT_USAGE;
     }
-    if (o->name == NULL) {
+    if (!is_ls && !is_doctor && o->name == NULL) {
         usage_error("rlock %s needs a lock name", cmd);
         return EXIT_USAGE;
     }
-    if (*o->name == '\0') {
+    if (o->name != NULL && *o->name == '\0') {
         usage_error("lock name \"%s\" is empty: a lock needs a name", o->name);
         return EXIT_USAGE;
     }
-    if (strlen(o->name) > RLOCK_NAME_MAX) {
+    if (o->name != NULL && strlen(o->name) > RLOCK_NAME_MAX) {
         fprintf(stderr, "rlock: the lock name is %zu bytes long; at most %d\n", strlen(o->name),
                 RLOCK_NAME_MAX);
         return EXIT_USAGE;
@@ -610,7 +662,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         }
         o->address = o->master_address;
     }
-    if (o->cluster_nodes != NULL && !is_exec && !is_latch) {
+    if (o->cluster_nodes != NULL && !is_exec && !is_latch && !is_ls && !is_doctor) {
         /* status, unlock and watch read the lock on plain connections: to
          * the master serving its slot now. */
         char err[512];

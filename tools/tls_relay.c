@@ -248,6 +248,18 @@ static SSL_CTX *make_ctx(const cli_tls *tls, char *err, size_t errlen) {
     return ctx;
 }
 
+/* When the peer's certificate expires (seconds since the epoch), or 0. */
+static time_t peer_not_after(SSL *ssl) {
+    X509 *peer = SSL_get1_peer_certificate(ssl);
+    struct tm tm;
+    time_t t = 0;
+    if (peer != NULL && ASN1_TIME_to_tm(X509_get0_notAfter(peer), &tm) == 1) {
+        t = timegm(&tm);
+    }
+    X509_free(peer);
+    return t;
+}
+
 int cli_tls_relay(const char *host, int port, const cli_tls *tls, int timeout_ms, char *err,
                   size_t errlen) {
     err[0] = '\0';
@@ -302,6 +314,9 @@ int cli_tls_relay(const char *host, int port, const cli_tls *tls, int timeout_ms
             relay_free(r, false);
             return -1;
         }
+    }
+    if (tls->not_after != NULL) {
+        *tls->not_after = peer_not_after(r->ssl);
     }
     if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
         snprintf(err, errlen, "socketpair: %s", strerror(errno));

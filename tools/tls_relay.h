@@ -7,12 +7,17 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <time.h>
 
 typedef struct cli_tls {
     const char *ca_file;   /* NULL: the system's CAs */
     const char *cert_file; /* mutual TLS: the client's certificate and key, or NULL */
     const char *key_file;
     bool insecure; /* accept any certificate (unsafe) */
+    /* When not NULL, set after the handshake to when the server's
+     * certificate expires (its notAfter, seconds since the epoch; 0 when
+     * unknown), for rlock doctor. */
+    time_t *not_after;
 } cli_tls;
 
 /* Connects to host:port over TLS within timeout_ms (the certificate must

@@ -103,6 +103,55 @@ exec_child_clean() {
     done
 }
 
+# Starts a three-master Redis Cluster of the case's own (no replicas) with
+# the redis-server binary $1, node timeout 1 s (so a killed node is
+# flagged fail soon); sets nodes (their ports) and node_pids, and stops
+# them at exit.
+start_cluster() {
+    local server="$1" n p up
+    nodes=()
+    node_pids=() # every one started, to stop
+    node_pid=()  # the pid of the node at nodes[i]
+    stop_nodes() {
+        kill "${node_pids[@]}" 2>/dev/null || true
+        for pid in "${node_pids[@]}"; do # bounded: SIGTERM, then SIGKILL after 5 s
+            for _ in $(seq 50); do
+                kill -0 "$pid" 2>/dev/null || break
+                sleep 0.1
+            done
+            kill -KILL "$pid" 2>/dev/null || true
+        done
+    }
+    trap 'stop_nodes; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
+    for n in 1 2 3; do
+        up=0
+        for _ in 1 2 3 4 5; do # a free port, and a free bus port (port + 10000)
+            p=$((20000 + RANDOM % 25000))
+            redis-cli -p "$p" PING >/dev/null 2>&1 && continue
+            (: <>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null && continue
+            mkdir -p "$WORK/node$p"
+            "$server" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
+                --cluster-config-file "nodes-$p.conf" --cluster-node-timeout 1000 \
+                --dir "$WORK/node$p" --save '' --appendonly no >"$WORK/node$p.log" 2>&1 &
+            node_pids+=($!)
+            answers() { [ "$(redis-cli -p "$p" PING 2>/dev/null)" = PONG ]; }
+            retry 50 answers && up=1 && node_pid+=($!) && break
+        done
+        [ "$up" = 1 ] || fail "cluster node $n did not start: $(cat "$WORK/node$p.log")"
+        nodes+=("$p")
+    done
+    timeout 30 redis-cli --cluster create "127.0.0.1:${nodes[0]}" "127.0.0.1:${nodes[1]}" \
+        "127.0.0.1:${nodes[2]}" --cluster-yes >"$WORK/create.log" 2>&1 ||
+        fail "redis-cli --cluster create: $(cat "$WORK/create.log")"
+    cluster_ok() {
+        for p in "${nodes[@]}"; do
+            redis-cli -p "$p" CLUSTER INFO | grep -q '^cluster_state:ok' || return 1
+        done
+    }
+    retry 100 cluster_ok || fail "the cluster never reached cluster_state:ok"
+    export RLOCK_CLUSTER_NODES="redis://127.0.0.1:${nodes[0]},redis://127.0.0.1:${nodes[1]}"
+}
+
 case "$CASE" in
 serialise)
     # Three runs on one name: each one's start/end lines must be adjacent.
@@ -1230,6 +1279,368 @@ exec_group_signal)
     touch "$WORK/count.stop"
     run wait "$pid"
     [ "$rc" -eq 0 ] || fail "rlock exited $rc"
+    ;;
+ls)
+    # One of each kind, held or set up by rlock itself (a plain semaphore,
+    # which rlock has no command for, by its trySetPermits' SET), each
+    # with what rlock ls must say of it.
+    port=${RLOCK_ADDRESS##*:}
+    redis-cli -p "$port" MONITOR >"$WORK/monitor" &
+    "$RLOCK" exec cli:ls:lock -- sleep 20 &
+    "$RLOCK" exec --kind fair cli:ls:fair -- sleep 20 &
+    wait_locked cli:ls:lock
+    wait_locked cli:ls:fair
+    "$RLOCK" exec --kind fair --wait 20000 cli:ls:fair -- true &
+    "$RLOCK" exec --kind read cli:ls:rw -- sleep 20 &
+    "$RLOCK" exec --kind read cli:ls:rw -- sleep 20 &
+    "$RLOCK" exec --kind fenced cli:ls:fenced -- true
+    "$RLOCK" exec --semaphore cli:ls:psem --permits 3 -- sleep 20 &
+    "$RLOCK" latch set cli:ls:latch 2 >/dev/null
+    "$RLOCK" latch await --wait 20000 cli:ls:latch >/dev/null &
+    redis-cli -p "$port" SET cli:ls:sem 5 >/dev/null
+    redis-cli -p "$port" SUBSCRIBE "redisson_sc:{cli:ls:sem}" >/dev/null &
+    redis-cli -p "$port" SET cli:ls:counter 7 >/dev/null
+    # Not rlock's: a hash of words, a string of words, a list.
+    redis-cli -p "$port" HSET cli:ls:user name ann >/dev/null
+    redis-cli -p "$port" SET cli:ls:text hello >/dev/null
+    redis-cli -p "$port" RPUSH cli:ls:list a >/dev/null
+    # A holder's name made to drive a terminal.
+    redis-cli -p "$port" HSET cli:ls:evil "$(printf 'x\033]0;pwned\007')" 1 >/dev/null
+    settled() {
+        [ "$(redis-cli -p "$port" LLEN "redisson_lock_queue:{cli:ls:fair}")" = 1 ] &&
+            [ "$(redis-cli -p "$port" HLEN cli:ls:rw)" = 3 ] &&
+            [ "$(redis-cli -p "$port" ZCARD "{cli:ls:psem}:timeout")" = 1 ] &&
+            [ "$(redis-cli -p "$port" PUBSUB NUMSUB "redisson_countdownlatch__channel__{cli:ls:latch}" | sed -n 2p)" = 1 ] &&
+            [ "$(redis-cli -p "$port" PUBSUB NUMSUB "redisson_sc:{cli:ls:sem}" | sed -n 2p)" = 1 ]
+    }
+    retry 100 settled || fail "the objects were never all set up"
+    "$RLOCK" ls >"$WORK/ls" || fail "rlock ls failed"
+    cat "$WORK/ls"
+    line() { grep -E "^$1" "$WORK/ls" >/dev/null || fail "no line matching $1"; }
+    holder='[0-9a-f-]{36}:[0-9]+ \(1 hold\)'
+    line "cli:ls:lock: lock, held by $holder, ttl [0-9]+ ms, 0 waiters\$"
+    line "cli:ls:fair: fair lock, held by $holder, ttl [0-9]+ ms, 1 waiter queued\$"
+    line "cli:ls:rw: read/write lock \\(read\\), held by $holder, $holder, ttl [0-9]+ ms, 0 waiters\$"
+    line "cli:ls:fenced: fenced lock, not locked, 0 waiters, last token 1\$"
+    line "cli:ls:psem: permit semaphore, 2 permits left, 1 taken, 0 waiters\$"
+    line "cli:ls:latch: latch, count 2, 1 waiter\$"
+    line "cli:ls:sem: semaphore, 5 permits left, 1 waiter\$"
+    line "cli:ls:counter: semaphore or latch, value 7, 0 waiters\$"
+    line 'cli:ls:evil: lock, held by x\\x1b\]0;pwned\\x07 \(1 hold\), 0 waiters$'
+    no_control_bytes "$WORK/ls" "rlock ls"
+    ! grep -Eq '^cli:ls:(user|text|list)|^redisson_|:timeout' "$WORK/ls" || fail "listed a key that is none of rlock's"
+    # --json: each object, valid JSON.
+    "$RLOCK" ls --json 'cli:ls:*' >"$WORK/json" || fail "rlock ls --json failed"
+    python3 - "$WORK/json" <<'PY' || fail "ls --json"
+import json, sys
+doc = json.load(open(sys.argv[1]))
+kinds = {o["name"]: o for o in doc["objects"]}
+want = {"cli:ls:lock": "lock", "cli:ls:fair": "fair_lock", "cli:ls:rw": "read_write_lock",
+        "cli:ls:psem": "permit_semaphore", "cli:ls:latch": "latch", "cli:ls:sem": "semaphore",
+        "cli:ls:counter": "semaphore_or_latch"}
+for name, kind in want.items():
+    assert kinds[name]["kind"] == kind, (name, kinds[name])
+assert kinds["cli:ls:fair"]["queue"] == 1 and kinds["cli:ls:fair"]["waiters"] == 1
+assert kinds["cli:ls:rw"]["mode"] == "read" and len(kinds["cli:ls:rw"]["holders"]) == 2
+assert kinds["cli:ls:psem"]["value"] == 2 and kinds["cli:ls:psem"]["taken"] == 1
+assert kinds["cli:ls:latch"]["value"] == 2 and kinds["cli:ls:latch"]["waiters"] == 1
+assert kinds["cli:ls:lock"]["ttl_ms"] > 0 and kinds["cli:ls:lock"]["holders"][0]["holds"] == 1
+assert kinds["cli:ls:evil"]["holders"][0]["owner"] == "x\u001b]0;pwned\u0007"
+assert doc["truncated"] is False and doc["keys_scanned"] > 0
+PY
+    # A pattern: only what it matches.
+    "$RLOCK" ls 'cli:ls:l*' >"$WORK/some"
+    cat "$WORK/some"
+    [ "$(wc -l <"$WORK/some")" = 2 ] && grep -q '^cli:ls:lock:' "$WORK/some" &&
+        grep -q '^cli:ls:latch:' "$WORK/some" || fail "the pattern cli:ls:l* did not pick the lock and the latch"
+    # --limit: stops, says so, still lists what it saw.
+    run "$RLOCK" ls --limit 2 >"$WORK/limited" 2>"$WORK/limit.err"
+    [ "$rc" -eq 0 ] || fail "ls --limit 2 gave $rc"
+    grep -q 'stopped after --limit 2 keys' "$WORK/limit.err" || fail "no word of the limit"
+    "$RLOCK" ls --json --limit 2 | grep -q '"truncated":true' || fail "json: not truncated"
+    run "$RLOCK" ls --limit 0
+    [ "$rc" -eq 64 ] || fail "--limit 0 gave $rc, not 64"
+    run "$RLOCK" ls --address redis://127.0.0.1:1
+    [ "$rc" -eq 69 ] || fail "an unreachable server gave $rc, not 69"
+    # SCAN, never KEYS.
+    grep -q '"SCAN"' "$WORK/monitor" || fail "no SCAN seen"
+    ! grep -qi '"KEYS"' "$WORK/monitor" || fail "rlock ls sent KEYS"
+    # A server answering SCAN with an integer: refused, 69.
+    start_reply_proxy SCAN ':1\r\n'
+    run "$RLOCK" ls --address "$proxy" 2>"$WORK/hostile.err"
+    [ "$rc" -eq 69 ] || fail "a SCAN answered with an integer gave $rc, not 69"
+    grep -q 'unexpected reply to SCAN' "$WORK/hostile.err" || fail "no word of the bad reply"
+    ;;
+doctor)
+    # A healthy server: every check ok, status 0.
+    run "$RLOCK" doctor >"$WORK/out"
+    cat "$WORK/out"
+    [ "$rc" -eq 0 ] || fail "doctor of a healthy server gave $rc, not 0"
+    for check in reachable authenticated tls server eval script_load evalsha noscript_fallback \
+        pubsub replicas round_trip clock maxmemory_policy; do
+        grep -q "^ok    $check: " "$WORK/out" || fail "no ok for $check"
+    done
+    grep -Eq '^ok    round_trip: p50 [0-9.]+ ms, p99 [0-9.]+ ms over 300 PINGs' "$WORK/out" ||
+        fail "no round trip percentiles"
+    grep -Eq '^ok    server: redis [0-9]+\.[0-9]+\.[0-9]+ \(standalone\), role master$' "$WORK/out" ||
+        fail "no server version"
+    "$RLOCK" doctor --json >"$WORK/json"
+    python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["worst"]=="ok"; assert all(c["verdict"]=="ok" and c["fix"] is None for c in d["checks"]), d' \
+        "$WORK/json" || fail "doctor --json"
+    # Unreachable, and a wrong password: fail, 69, the password hidden.
+    run "$RLOCK" doctor --address redis://127.0.0.1:1 >"$WORK/down"
+    [ "$rc" -eq 69 ] || fail "an unreachable server gave $rc, not 69"
+    grep -q '^fail  reachable: ' "$WORK/down" || fail "no failed reachable check"
+    port=${RLOCK_ADDRESS##*:}
+    redis-cli -p "$port" ACL SETUSER cli-doc on '>right' '~*' '&*' +@all >/dev/null
+    run "$RLOCK" doctor --address "redis://cli-doc:s3cr3t@127.0.0.1:$port" >"$WORK/auth" 2>&1
+    cat "$WORK/auth"
+    [ "$rc" -eq 69 ] || fail "a wrong password gave $rc, not 69"
+    grep -q '^fail  authenticated: redis://cli-doc:\*\*\*@' "$WORK/auth" || fail "no failed authenticated check"
+    ! grep -q s3cr3t "$WORK/auth" || fail "the password was shown"
+    run "$RLOCK" doctor --address "redis://cli-doc:right@127.0.0.1:$port" >"$WORK/user"
+    grep -q '^ok    authenticated: as user "cli-doc"$' "$WORK/user" || fail "not logged in as cli-doc"
+    run "$RLOCK" doctor cli:name
+    [ "$rc" -eq 64 ] || fail "doctor with a name gave $rc, not 64"
+    # A server whose INFO holds terminal escapes: shown escaped.
+    start_reply_proxy INFO '$44\r\nredis_version:7.0.0\x1b]0;pwned\x07\r\nrole:master\r\n\r\n'
+    run "$RLOCK" doctor --address "$proxy" >"$WORK/hostile" 2>&1
+    cat "$WORK/hostile"
+    no_control_bytes "$WORK/hostile" "rlock doctor"
+    grep -q 'server: redis 7.0.0\\x1b\]0;pwned\\x07' "$WORK/hostile" || fail "the version was not shown escaped"
+    ;;
+doctor_acl)
+    # A user that may not run scripts: eval, evalsha and the NOSCRIPT
+    # fallback fail (status 2); one with no channels: pubsub fails.
+    port=${RLOCK_ADDRESS##*:}
+    redis-cli -p "$port" ACL SETUSER u on '>pw' '~*' '&*' +@all -eval -evalsha >/dev/null
+    run "$RLOCK" doctor --address "redis://u:pw@127.0.0.1:$port" >"$WORK/out"
+    cat "$WORK/out"
+    [ "$rc" -eq 2 ] || fail "a user without EVAL gave $rc, not 2"
+    for check in eval evalsha noscript_fallback; do
+        grep -q "^fail  $check: .*NOPERM" "$WORK/out" || fail "no failed $check"
+    done
+    grep -q '^      fix: let this user run scripts: ACL SETUSER' "$WORK/out" || fail "no fix"
+    grep -q '^ok    pubsub: ' "$WORK/out" || fail "pubsub should pass for u"
+    redis-cli -p "$port" ACL SETUSER nochan on '>pw' '~*' resetchannels +@all >/dev/null
+    run "$RLOCK" doctor --json --address "redis://nochan:pw@127.0.0.1:$port" >"$WORK/json"
+    [ "$rc" -eq 2 ] || fail "a user without channels gave $rc, not 2"
+    python3 -c 'import json,sys; d={c["check"]:c for c in json.load(open(sys.argv[1]))["checks"]}; assert d["pubsub"]["verdict"]=="fail" and "NOPERM" in d["pubsub"]["reason"] and d["pubsub"]["fix"]; assert d["eval"]["verdict"]=="ok"' \
+        "$WORK/json" || fail "pubsub did not fail for a user without channels"
+    ;;
+doctor_eviction)
+    # A policy that evicts keys: warn, status 1; noeviction: ok.
+    port=${RLOCK_ADDRESS##*:}
+    for policy in allkeys-lru volatile-lru allkeys-random; do
+        redis-cli -p "$port" CONFIG SET maxmemory-policy "$policy" >/dev/null
+        run "$RLOCK" doctor >"$WORK/out"
+        [ "$rc" -eq 1 ] || fail "maxmemory-policy $policy gave $rc, not 1"
+        grep -q "^warn  maxmemory_policy: maxmemory-policy $policy " "$WORK/out" ||
+            fail "no warning for $policy"
+    done
+    grep -q 'fix: CONFIG SET maxmemory-policy noeviction' "$WORK/out" || fail "no fix"
+    redis-cli -p "$port" CONFIG SET maxmemory-policy noeviction >/dev/null
+    run "$RLOCK" doctor >"$WORK/out"
+    [ "$rc" -eq 0 ] || fail "noeviction gave $rc, not 0"
+    ;;
+doctor_clock)
+    # A server whose clock is an hour ahead (TIME answered by the reply
+    # proxy; the rest is the real server): the clock check warns.
+    ahead=$(($(date +%s) + 3600))
+    start_reply_proxy TIME "*2\\r\\n\$${#ahead}\\r\\n${ahead}\\r\\n\$1\\r\\n0\\r\\n"
+    run "$RLOCK" doctor --address "$proxy" >"$WORK/out"
+    cat "$WORK/out"
+    [ "$rc" -eq 1 ] || fail "a clock an hour off gave $rc, not 1"
+    grep -Eq '^warn  clock: the server.s clock is 3[56][0-9]{5}\.[0-9] ms ahead of this host.s' "$WORK/out" ||
+        fail "no clock warning"
+    ;;
+doctor_replicas)
+    # A replica of the private server: its lag and WAIT, as single-server
+    # mode and through a sentinel; a replica given as the address; a
+    # stopped replica (WAIT unanswered); a master without replicas behind
+    # a sentinel.
+    port=${RLOCK_ADDRESS##*:}
+    free_port() {
+        for _ in $(seq 20); do
+            p=$((20000 + RANDOM % 30000))
+            redis-cli -p "$p" PING >/dev/null 2>&1 || { echo "$p"; return; }
+        done
+        fail "no free port"
+    }
+    # A sentinel monitoring the private server as "cdoc", on port $sport.
+    up=0
+    for _ in 1 2 3 4 5; do
+        sport=$(free_port)
+        printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor cdoc 127.0.0.1 %s 1\n' \
+            "$sport" "$WORK" "$port" >"$WORK/sentinel.conf"
+        redis-server "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
+        names_master() {
+            [ -n "$(redis-cli -p "$sport" SENTINEL get-master-addr-by-name cdoc 2>/dev/null)" ]
+        }
+        retry 100 names_master && up=1 && break
+    done
+    [ "$up" = 1 ] || fail "the sentinel did not start: $(tr '\n' ' ' <"$WORK/sentinel.log")"
+    sentinel=(--master-name cdoc --sentinels "redis://127.0.0.1:$sport")
+    run "$RLOCK" doctor "${sentinel[@]}" >"$WORK/none"
+    cat "$WORK/none"
+    [ "$rc" -eq 1 ] || fail "a sentinel-monitored master without replicas gave $rc, not 1"
+    grep -q "^ok    sentinel: the sentinels name redis://127.0.0.1:$port as master \"cdoc\"$" \
+        "$WORK/none" || fail "no sentinel check"
+    grep -q '^warn  replicas: none: when this master fails' "$WORK/none" || fail "no warning of no replica"
+    run "$RLOCK" doctor >"$WORK/single"
+    grep -q '^ok    replicas: none: single-server mode' "$WORK/single" || fail "single-server mode without replicas"
+    # rlock ls through the sentinel.
+    redis-cli -p "$port" SET cli:sent:sem 3 >/dev/null
+    "$RLOCK" ls "${sentinel[@]}" 'cli:sent:*' >"$WORK/ls"
+    grep -q '^cli:sent:sem: semaphore or latch, value 3, 0 waiters$' "$WORK/ls" || fail "ls through the sentinel"
+
+    # A replica, in sync at once (no diskless sync delay).
+    redis-cli -p "$port" CONFIG SET repl-diskless-sync-delay 0 >/dev/null
+    up=0
+    for _ in 1 2 3 4 5; do # a free port: another test may take it meanwhile
+        rport=$(free_port)
+        redis-server --port "$rport" --bind 127.0.0.1 --save '' --appendonly no --dir "$WORK" \
+            --replicaof 127.0.0.1 "$port" >"$WORK/replica.log" 2>&1 &
+        replica=$!
+        replica_answers() { [ "$(redis-cli -p "$rport" PING 2>/dev/null)" = PONG ]; }
+        retry 50 replica_answers && up=1 && break
+    done
+    [ "$up" = 1 ] || fail "the replica did not start: $(tr '\n' ' ' <"$WORK/replica.log")"
+    online() { redis-cli -p "$port" INFO replication | grep -q "port=$rport,state=online"; }
+    retry 200 online || fail "the replica never came online: $(tr '\n' ' ' <"$WORK/replica.log")"
+    run "$RLOCK" doctor "${sentinel[@]}" >"$WORK/one"
+    cat "$WORK/one"
+    [ "$rc" -eq 0 ] || fail "a master with a replica in sync gave $rc, not 0"
+    grep -Eq "^ok    replicas: 1 connected, 1 online, largest lag [01] s; WAIT 1 1000 answered 1 in [0-9]+ ms: check_lock_synced_slaves' WAIT" \
+        "$WORK/one" || fail "no replica check"
+    run "$RLOCK" doctor --address "redis://127.0.0.1:$rport" >"$WORK/onreplica"
+    [ "$rc" -eq 2 ] || fail "doctor of a replica gave $rc, not 2"
+    grep -q '^fail  server: .*role slave$' "$WORK/onreplica" || fail "no failed server check for a replica"
+
+    # The replica stopped: WAIT times out, the check warns.
+    kill -STOP "$replica"
+    run "$RLOCK" doctor "${sentinel[@]}" >"$WORK/stopped"
+    kill -CONT "$replica"
+    cat "$WORK/stopped"
+    [ "$rc" -eq 1 ] || fail "a stopped replica gave $rc, not 1"
+    grep -Eq '^warn  replicas: 1 connected, .*WAIT 1 1000 answered 0 in [0-9]+ ms: with check_lock_synced_slaves 1' \
+        "$WORK/stopped" || fail "no warning of an unanswered WAIT"
+    kill "$replica"
+    ;;
+doctor_cluster)
+    # Redis 7: slots covered, masters reachable, sharded pub/sub picked by
+    # auto; rlock ls finds objects on every master; then a master killed:
+    # the slots and nodes checks fail.
+    start_cluster redis-server
+    run "$RLOCK" doctor >"$WORK/out"
+    cat "$WORK/out"
+    grep -q '^ok    cluster_slots: state ok, 16384 of 16384 slots assigned, 0 failing' "$WORK/out" ||
+        fail "no ok for the slots"
+    grep -q '^ok    cluster_nodes: 3 masters, 0 unreachable from here; 0 nodes flagged fail$' \
+        "$WORK/out" || fail "no ok for the nodes"
+    grep -q '^ok    sharded_pubsub: sharded pub/sub (SSUBSCRIBE, SPUBLISH) is supported; --sharded-subscription auto picks sharded$' \
+        "$WORK/out" || fail "no word of sharded pub/sub"
+    grep -q '^ok    sharded_pubsub_works: SSUBSCRIBE and SPUBLISH work$' "$WORK/out" ||
+        fail "SSUBSCRIBE and SPUBLISH not checked"
+    [ "$(grep -c '^warn  replicas: redis://127.0.0.1:[0-9]*: none: when this master fails' "$WORK/out")" = 3 ] ||
+        fail "not one replicas warning per master"
+    [ "$rc" -eq 1 ] || fail "a cluster without replicas gave $rc, not 1"
+    # Objects on different masters, all listed, each with its master.
+    for i in $(seq 12); do
+        "$RLOCK" latch set "cli:cl:$i" "$i" >/dev/null
+    done
+    "$RLOCK" ls 'cli:cl:*' >"$WORK/ls"
+    cat "$WORK/ls"
+    [ "$(grep -c '^cli:cl:[0-9]*: semaphore or latch, value [0-9]*, 0 waiters, on redis://127.0.0.1:[0-9]*$' "$WORK/ls")" = 12 ] ||
+        fail "not every latch of the cluster was listed"
+    [ "$(sed 's/.* on //' "$WORK/ls" | sort -u | wc -l)" -ge 2 ] || fail "the latches are all on one master"
+    # A master down: its slots fail, the node is flagged, and unreachable.
+    kill -KILL "${node_pid[2]}"
+    flagged() { redis-cli -p "${nodes[0]}" CLUSTER NODES | grep -q "127.0.0.1:${nodes[2]}.* master,fail "; }
+    retry 200 flagged || fail "the killed master was never flagged fail"
+    run "$RLOCK" doctor --json >"$WORK/down.json"
+    [ "$rc" -eq 2 ] || fail "a cluster with a master down gave $rc, not 2"
+    python3 - "$WORK/down.json" <<'PY' || fail "the slots and nodes checks did not fail"
+import json, sys
+checks = {c["check"]: c for c in json.load(open(sys.argv[1]))["checks"]}
+assert checks["cluster_slots"]["verdict"] == "fail", checks["cluster_slots"]
+assert checks["cluster_nodes"]["verdict"] == "fail", checks["cluster_nodes"]
+assert "1 unreachable" in checks["cluster_nodes"]["reason"], checks["cluster_nodes"]
+assert "1 nodes flagged fail" in checks["cluster_nodes"]["reason"], checks["cluster_nodes"]
+PY
+    ;;
+doctor_cluster62)
+    # Redis 6.2 (no sharded pub/sub): auto picks classic, on cannot work.
+    # Its redis-server comes from $RT_REDIS62_SERVER; without it, skipped.
+    if [ -z "${RT_REDIS62_SERVER:-}" ]; then
+        echo "SKIP: RT_REDIS62_SERVER (a Redis 6.2 redis-server) is not set"
+        exit 77
+    fi
+    "$RT_REDIS62_SERVER" --version | grep -q 'v=6\.2\.' || fail "$RT_REDIS62_SERVER is not Redis 6.2"
+    start_cluster "$RT_REDIS62_SERVER"
+    run "$RLOCK" doctor >"$WORK/out"
+    cat "$WORK/out"
+    grep -q '^ok    sharded_pubsub: no sharded pub/sub (Redis < 7); --sharded-subscription auto picks classic SUBSCRIBE and PUBLISH$' \
+        "$WORK/out" || fail "auto on Redis 6.2"
+    grep -Eq '^ok    server: redis 6\.2\.[0-9]+ \(cluster\)' "$WORK/out" || fail "no Redis 6.2 server"
+    ! grep -q 'sharded_pubsub_works' "$WORK/out" || fail "SSUBSCRIBE tried on Redis 6.2"
+    grep -q '^ok    pubsub: SUBSCRIBE and PUBLISH work$' "$WORK/out" || fail "no classic pub/sub check"
+    run "$RLOCK" doctor --sharded-subscription on >"$WORK/on"
+    [ "$rc" -eq 2 ] || fail "--sharded-subscription on with Redis 6.2 gave $rc, not 2"
+    grep -q '^fail  sharded_pubsub: .*--sharded-subscription on cannot work here$' "$WORK/on" ||
+        fail "no failed sharded_pubsub"
+    ;;
+doctor_tls)
+    # A TLS-only server of the case's own: a certificate good for a year
+    # (ok, its expiry shown), one that expires in 2 days (warn),
+    # --tls-insecure (warn), a CA it does not chain to (fail, 69).
+    (cd "$WORK" &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+            -out ca.crt -days 400 -subj /CN=cli-ca &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout other.key \
+            -out other.crt -days 400 -subj /CN=other-ca &&
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key \
+            -out srv.csr -subj /CN=127.0.0.1 &&
+        printf 'subjectAltName=IP:127.0.0.1\n' >srv.ext &&
+        openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 365 \
+            -extfile srv.ext -out year.crt &&
+        openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+            -extfile srv.ext -out short.crt) >"$WORK/openssl.log" 2>&1 ||
+        fail "openssl: $(cat "$WORK/openssl.log")"
+    up=0
+    for _ in 1 2 3 4 5; do
+        tport=$((20000 + RANDOM % 30000))
+        redis-cli -p "$tport" PING >/dev/null 2>&1 && continue
+        redis-server --port 0 --tls-port "$tport" --bind 127.0.0.1 --save '' --appendonly no \
+            --tls-cert-file "$WORK/year.crt" --tls-key-file "$WORK/srv.key" \
+            --tls-ca-cert-file "$WORK/ca.crt" --tls-auth-clients no --dir "$WORK" \
+            >"$WORK/tls-redis.log" 2>&1 &
+        answers_tls() {
+            [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" PING 2>/dev/null)" = PONG ]
+        }
+        retry 50 answers_tls && up=1 && break
+    done
+    [ "$up" = 1 ] || fail "the TLS redis-server did not start: $(cat "$WORK/tls-redis.log")"
+    export RLOCK_ADDRESS="rediss://127.0.0.1:$tport"
+    run "$RLOCK" doctor --tls-ca "$WORK/ca.crt" >"$WORK/year"
+    cat "$WORK/year"
+    [ "$rc" -eq 0 ] || fail "a certificate good for a year gave $rc, not 0"
+    grep -Eq '^ok    tls: the server.s certificate chains to the CAs and names the host; it expires on [0-9-]+ [0-9:]+ UTC, in 36[45] days$' \
+        "$WORK/year" || fail "no expiry shown"
+    redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" CONFIG SET tls-cert-file "$WORK/short.crt" >/dev/null
+    run "$RLOCK" doctor --tls-ca "$WORK/ca.crt" >"$WORK/short"
+    cat "$WORK/short"
+    [ "$rc" -eq 1 ] || fail "a certificate expiring in 2 days gave $rc, not 1"
+    grep -Eq '^warn  tls: .* in [12] days?$' "$WORK/short" || fail "no warning of the expiry"
+    grep -q '^      fix: renew the server.s certificate' "$WORK/short" || fail "no fix"
+    run "$RLOCK" doctor --tls-insecure >"$WORK/insecure"
+    [ "$rc" -eq 1 ] || fail "--tls-insecure gave $rc, not 1"
+    grep -q '^warn  tls: the server.s certificate is not verified (--tls-insecure)' "$WORK/insecure" ||
+        fail "no warning of --tls-insecure"
+    run "$RLOCK" doctor --tls-ca "$WORK/other.crt" >"$WORK/other"
+    cat "$WORK/other"
+    [ "$rc" -eq 69 ] || fail "a certificate that does not chain to the CA gave $rc, not 69"
+    grep -q '^fail  reachable: .*certificate verification failed' "$WORK/other" || fail "no failed verification"
     ;;
 *)
     fail "no such case"

@@ -28,7 +28,7 @@ MAN="$2"
 MD="$3"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-COMMANDS="exec status unlock watch latch"
+COMMANDS="exec status unlock watch latch ls doctor"
 
 # Reads "SECTION --opt" lines (SECTION a command or "all") on stdin and
 # writes "COMMAND --opt" for every command, sorted and unique.
@@ -63,7 +63,7 @@ awk '
         }
         next
     }
-    /^(exec|status|unlock|watch|latch) / {
+    /^(exec|status|unlock|watch|latch|ls|doctor) / {
         section = $1
         line = $0
         while (match(line, /--[a-z][a-z-]*[a-z]/)) {
@@ -100,7 +100,7 @@ sed 's/\\-/-/g' "$MAN" | awk '
 awk '
     /^## / {
         section = ""
-        if ($0 ~ /^## rlock (exec|status|unlock|watch|latch)/) section = $3
+        if ($0 ~ /^## rlock (exec|status|unlock|watch|latch|ls|doctor)/) section = $3
         else if ($0 ~ /^## (Every command|Redis Sentinel and Redis Cluster)/) section = "all"
         line = $0
         while (section != "" && match(line, /--[a-z][a-z-]*[a-z]/)) {
@@ -151,6 +151,14 @@ for var in $vars; do
 done
 for sig in $(grep -o 'SIG[A-Z0-9]*' "$WORK/md.exec" | sort -u); do
     grep -qw "$sig" "$MAN" || { echo "$sig: in $MD's rlock exec, not in $MAN" >&2 && status=1; }
+done
+# Every command described in all three: --help's section, the man page's
+# .SS, cli.md's "## rlock COMMAND" (a command with no option of its own
+# would otherwise go unnoticed).
+for cmd in $COMMANDS; do
+    grep -q "^$cmd " "$WORK/help.txt" || { echo "rlock $cmd: no section in rlock --help" >&2; status=1; }
+    grep -q "^\.SS $cmd\b" "$MAN" || { echo "rlock $cmd: no .SS in $MAN" >&2; status=1; }
+    grep -q "^## rlock $cmd\b" "$MD" || { echo "rlock $cmd: no section in $MD" >&2; status=1; }
 done
 if [ "$status" -eq 0 ]; then
     echo "PASS: $(wc -l <"$WORK/all") command options, the same in all three;" \
