@@ -549,6 +549,245 @@ static void test_brace_names_single_server(void **state) {
     }
 }
 
+/* ---- the async forms, releaseIfExists, trySetPermits(ttl), RExpirable ---- */
+
+/* A future's value once done (at most 5 s), asserting success. */
+static int64_t value_of(rlock_future *fut) {
+    int64_t v = -999;
+    assert_non_null(fut);
+    assert_int_equal(rt_sync_wait(fut, 5000, &v), RLOCK_OK);
+    rlock_future_release(fut);
+    return v;
+}
+
+/* Every call that talks to Redis has an async form whose value is what the
+ * blocking form writes: trySetPermits, addPermits, availablePermits,
+ * drainPermits (RSemaphoreAsync). */
+static void test_async_counts(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "async");
+    assert_int_equal(value_of(rlock_semaphore_available_permits_async(s)), 0);
+    assert_int_equal(value_of(rlock_semaphore_try_set_permits_async(s, 5)), 1);
+    assert_int_equal(value_of(rlock_semaphore_try_set_permits_async(s, 9)), 0);
+    assert_int_equal(value_of(rlock_semaphore_add_permits_async(s, 3)), 0);
+    assert_int_equal(value_of(rlock_semaphore_available_permits_async(s)), 8);
+    assert_int_equal(value_of(rlock_semaphore_add_permits_async(s, -2)), 0);
+    assert_int_equal(value_of(rlock_semaphore_drain_permits_async(s)), 6);
+    assert_int_equal(value_of(rlock_semaphore_available_permits_async(s)), 0);
+    rt_expect_string(&f->redis, "async", 5, "0");
+    rlock_semaphore_free(s);
+}
+
+/* releaseIfExists gives back only to a semaphore that exists (a deleted
+ * or expired one is not made anew), publishing the new count; 0 permits
+ * is false with nothing sent. */
+static void test_release_if_exists(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "rie");
+    bool b = true;
+    assert_int_equal(rlock_semaphore_release_if_exists(s, 2, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS rie"), 0);
+    assert_int_equal(value_of(rlock_semaphore_release_if_exists_async(s, 2)), 0);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS rie"), 0);
+
+    assert_int_equal(rlock_semaphore_try_set_permits(s, 1, &b), RLOCK_OK);
+    const char *ch = "redisson_sc:{rie}";
+    redisContext *sub = rt_subscriber(&f->redis, 5000, &ch, 1);
+    assert_int_equal(rlock_semaphore_release_if_exists(s, 2, &b), RLOCK_OK);
+    assert_true(b);
+    rt_expect_message(sub, ch, "3");
+    redisFree(sub);
+    assert_int_equal(value_of(rlock_semaphore_release_if_exists_async(s, 4)), 1);
+    assert_int_equal(available(s), 7);
+    assert_int_equal(rlock_semaphore_release_if_exists(s, 0, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(value_of(rlock_semaphore_release_if_exists_async(s, 0)), 0);
+    assert_int_equal(available(s), 7);
+
+    assert_int_equal(rlock_semaphore_release_if_exists(s, -1, &b), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "negative"));
+    assert_int_equal(rlock_semaphore_release_if_exists(s, EXACT_MAX + 1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_release_if_exists(s, 1, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_release_if_exists(NULL, 1, &b), RLOCK_ERR_INVALID);
+    expect_invalid_future(rlock_semaphore_release_if_exists_async(s, -1));
+    expect_invalid_future(rlock_semaphore_release_if_exists_async(s, INT64_MAX));
+    expect_invalid_future(rlock_semaphore_release_if_exists_async(NULL, 1));
+    assert_int_equal(available(s), 7);
+    rlock_semaphore_free(s);
+}
+
+/* trySetPermits(permits, timeToLive): set with a time to live when absent,
+ * publishing the count; refused when it exists. */
+static void test_try_set_permits_ttl(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "ttl");
+    bool b = false;
+    const char *ch = "redisson_sc:{ttl}";
+    redisContext *sub = rt_subscriber(&f->redis, 5000, &ch, 1);
+    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, 4, 60000, &b), RLOCK_OK);
+    assert_true(b);
+    rt_expect_message(sub, ch, "4");
+    redisFree(sub);
+    long long pttl = rt_redis_int(&f->redis, NULL, "PTTL ttl");
+    assert_true(pttl > 0 && pttl <= 60000);
+    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, 9, 60000, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(value_of(rlock_semaphore_try_set_permits_ttl_async(s, 9, 1000)), 0);
+    assert_int_equal(available(s), 4);
+
+    rlock_semaphore *t = rlock_get_semaphore(c, "ttl2");
+    assert_int_equal(value_of(rlock_semaphore_try_set_permits_ttl_async(t, -3, 30000)), 1);
+    assert_int_equal(available(t), -3);
+    assert_true(rt_redis_int(&f->redis, NULL, "PTTL ttl2") > 0);
+
+    const int64_t bad_ttl[] = {0, -1, EXACT_MAX + 1};
+    for (size_t i = 0; i < 3; i++) {
+        assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, 1, bad_ttl[i], &b),
+                         RLOCK_ERR_INVALID);
+        assert_non_null(strstr(rlock_last_error(), "ttl_ms"));
+        expect_invalid_future(rlock_semaphore_try_set_permits_ttl_async(s, 1, bad_ttl[i]));
+    }
+    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, EXACT_MAX + 1, 1000, &b),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, -EXACT_MAX - 1, 1000, &b),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, 1, 1000, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_try_set_permits_ttl(NULL, 1, 1000, &b), RLOCK_ERR_INVALID);
+    expect_invalid_future(rlock_semaphore_try_set_permits_ttl_async(NULL, 1, 1000));
+    rlock_semaphore_free(t);
+    rlock_semaphore_free(s);
+}
+
+/* RExpirable / RObject on the semaphore's key: expire, remainTimeToLive
+ * (Redisson's -2 no key, -1 no time to live), clearExpire, isExists,
+ * delete; blocking and async. */
+static void test_expirable(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "exp");
+    bool b = true;
+    int64_t ttl = 0;
+    assert_int_equal(rlock_semaphore_remain_time_to_live(s, &ttl), RLOCK_OK);
+    assert_int_equal(ttl, -2);
+    assert_int_equal(rlock_semaphore_is_exists(s, &b), RLOCK_OK);
+    assert_false(b);
+    b = true;
+    assert_int_equal(rlock_semaphore_expire(s, 10000, &b), RLOCK_OK);
+    assert_false(b); /* no key */
+    assert_int_equal(value_of(rlock_semaphore_delete_async(s)), 0);
+
+    assert_int_equal(rlock_semaphore_try_set_permits(s, 3, &b), RLOCK_OK);
+    assert_int_equal(value_of(rlock_semaphore_is_exists_async(s)), 1);
+    assert_int_equal(value_of(rlock_semaphore_remain_time_to_live_async(s)), -1);
+    assert_int_equal(rlock_semaphore_clear_expire(s, &b), RLOCK_OK);
+    assert_false(b); /* none to clear */
+    assert_int_equal(rlock_semaphore_expire(s, 50000, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(rlock_semaphore_remain_time_to_live(s, &ttl), RLOCK_OK);
+    assert_true(ttl > 0 && ttl <= 50000);
+    assert_int_equal(value_of(rlock_semaphore_clear_expire_async(s)), 1);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "PTTL exp"), -1);
+    assert_int_equal(value_of(rlock_semaphore_expire_async(s, 40000)), 1);
+    assert_true(rt_redis_int(&f->redis, NULL, "PTTL exp") > 0);
+    assert_int_equal(rlock_semaphore_delete(s, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS exp"), 0);
+    assert_int_equal(rlock_semaphore_delete(s, &b), RLOCK_OK);
+    assert_false(b);
+
+    /* expire 0: the key goes at once, as PEXPIRE 0 */
+    assert_int_equal(rlock_semaphore_add_permits(s, 1), RLOCK_OK);
+    assert_int_equal(value_of(rlock_semaphore_expire_async(s, 0)), 1);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS exp"), 0);
+
+    assert_int_equal(rlock_semaphore_expire(s, -1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_expire(s, EXACT_MAX + 1, &b), RLOCK_ERR_INVALID);
+    expect_invalid_future(rlock_semaphore_expire_async(s, -5));
+    expect_invalid_future(rlock_semaphore_expire_async(s, INT64_MAX));
+    assert_int_equal(rlock_semaphore_delete(s, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_is_exists(s, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_expire(s, 1, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_clear_expire(s, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_remain_time_to_live(s, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_delete(NULL, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_is_exists(NULL, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_expire(NULL, 1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_clear_expire(NULL, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_remain_time_to_live(NULL, &ttl), RLOCK_ERR_INVALID);
+    expect_invalid_future(rlock_semaphore_delete_async(NULL));
+    expect_invalid_future(rlock_semaphore_is_exists_async(NULL));
+    expect_invalid_future(rlock_semaphore_expire_async(NULL, 1));
+    expect_invalid_future(rlock_semaphore_clear_expire_async(NULL));
+    expect_invalid_future(rlock_semaphore_remain_time_to_live_async(NULL));
+    rlock_semaphore_free(s);
+}
+
+/* Bad input to the new async forms: NULL handle, counts beyond 2^53. */
+static void test_async_bad_input(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    expect_invalid_future(rlock_semaphore_try_set_permits_async(NULL, 1));
+    expect_invalid_future(rlock_semaphore_add_permits_async(NULL, 1));
+    expect_invalid_future(rlock_semaphore_available_permits_async(NULL));
+    expect_invalid_future(rlock_semaphore_drain_permits_async(NULL));
+    rlock_semaphore *s = rlock_get_semaphore(c, "abad");
+    expect_invalid_future(rlock_semaphore_try_set_permits_async(s, EXACT_MAX + 1));
+    expect_invalid_future(rlock_semaphore_try_set_permits_async(s, INT64_MIN));
+    expect_invalid_future(rlock_semaphore_add_permits_async(s, -EXACT_MAX - 1));
+    expect_invalid_future(rlock_semaphore_add_permits_async(s, INT64_MAX));
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS abad"), 0); /* nothing sent */
+    rlock_semaphore_free(s);
+}
+
+/* Every async form is usable from a completion callback, on the client's
+ * loop thread (where a blocking call is refused): an application on its
+ * own loop releases and counts without blocking it. */
+typedef struct in_callback {
+    rlock_semaphore *s;
+    rlock_future *got[8];
+    int n;
+    bool ran; /* atomic */
+} in_callback;
+
+static void call_async(rlock_future *fut, void *arg) {
+    (void)fut;
+    in_callback *in = arg;
+    rlock_semaphore *s = in->s;
+    in->got[in->n++] = rlock_semaphore_add_permits_async(s, 2);
+    in->got[in->n++] = rlock_semaphore_release_async(s, 1);
+    in->got[in->n++] = rlock_semaphore_release_if_exists_async(s, 1);
+    in->got[in->n++] = rlock_semaphore_available_permits_async(s);
+    in->got[in->n++] = rlock_semaphore_remain_time_to_live_async(s);
+    in->got[in->n++] = rlock_semaphore_drain_permits_async(s);
+    __atomic_store_n(&in->ran, true, __ATOMIC_RELEASE);
+}
+
+static void test_async_in_callback(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_semaphore *s = rlock_get_semaphore(c, "incb");
+    in_callback in = {.s = s};
+    rlock_future *gate = rlock_semaphore_acquire_async(s, 1); /* waits for a release */
+    assert_int_equal(rlock_future_on_complete(gate, call_async, &in), RLOCK_OK);
+    assert_false(rlock_future_is_done(gate));
+    assert_int_equal(rlock_semaphore_release(s, 1), RLOCK_OK);
+    assert_int_equal(value_of(gate), 1);
+    for (int i = 0; i < 1000 && !__atomic_load_n(&in.ran, __ATOMIC_ACQUIRE); i++) {
+        rt_sleep_ms(5);
+    }
+    assert_true(__atomic_load_n(&in.ran, __ATOMIC_ACQUIRE));
+    const int64_t want[] = {0, 0, 1, 4, -1, 4};
+    for (int i = 0; i < in.n; i++) {
+        assert_int_equal(value_of(in.got[i]), want[i]);
+    }
+    assert_int_equal(available(s), 0);
+    rlock_semaphore_free(s);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_zero, setup, teardown),
@@ -568,6 +807,12 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_count_read_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_try_set_negative, setup, teardown),
         cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_async_counts, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_if_exists, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_try_set_permits_ttl, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expirable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_async_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_async_in_callback, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -142,6 +142,113 @@ RLOCK_API rlock_future *rlock_semaphore_try_acquire_async(rlock_semaphore *s, in
  * @return the future, NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_semaphore_release_async(rlock_semaphore *s, int64_t permits);
 
+/** rlock_semaphore_try_set_permits() as a future (trySetPermitsAsync):
+ * value 1 set, 0 it existed.
+ * @param s the semaphore.
+ * @param permits the number, any sign, within +-2^53.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_try_set_permits_async(rlock_semaphore *s, int64_t permits);
+/** rlock_semaphore_add_permits() as a future (addPermitsAsync): value 0.
+ * @param s the semaphore.
+ * @param permits how many to add, any sign, within +-2^53.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_add_permits_async(rlock_semaphore *s, int64_t permits);
+/** rlock_semaphore_available_permits() as a future
+ * (availablePermitsAsync): value the permits there now.
+ * @param s the semaphore.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_available_permits_async(rlock_semaphore *s);
+/** rlock_semaphore_drain_permits() as a future (drainPermitsAsync):
+ * value how many were taken.
+ * @param s the semaphore.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_drain_permits_async(rlock_semaphore *s);
+
+/** Gives permits back only when the semaphore exists, and then publishes
+ * the new count (releaseIfExists): a semaphore deleted or expired is not
+ * made anew by a late release. 0 permits: false, nothing sent.
+ * @param s the semaphore.
+ * @param permits how many, 0 to 2^53.
+ * @param released set to whether they were given back (false: it does
+ *        not exist).
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_release_if_exists(rlock_semaphore *s, int64_t permits,
+                                                bool *released);
+/** rlock_semaphore_release_if_exists() as a future
+ * (releaseIfExistsAsync): value 1 released, 0 not.
+ * @param s the semaphore.
+ * @param permits how many, 0 to 2^53.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_release_if_exists_async(rlock_semaphore *s,
+                                                                int64_t permits);
+/** Sets the number of permits when the semaphore does not exist yet, the
+ * semaphore to expire after ttl_ms (trySetPermits(permits, timeToLive)).
+ * @param s the semaphore.
+ * @param permits the number, any sign, within +-2^53.
+ * @param ttl_ms its time to live, 1 to 2^53 ms.
+ * @param set set to whether it was set (false: it existed).
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_try_set_permits_ttl(rlock_semaphore *s, int64_t permits,
+                                                  int64_t ttl_ms, bool *set);
+/** rlock_semaphore_try_set_permits_ttl() as a future: value 1 set, 0 not.
+ * @param s the semaphore.
+ * @param permits the number, any sign, within +-2^53.
+ * @param ttl_ms its time to live, 1 to 2^53 ms.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_try_set_permits_ttl_async(rlock_semaphore *s,
+                                                                  int64_t permits, int64_t ttl_ms);
+
+/** Deletes the semaphore's key (RObject.delete). Waiters are not woken:
+ * they wait for a release, as Redisson's.
+ * @param s the semaphore.
+ * @param deleted set to whether it existed.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_delete(rlock_semaphore *s, bool *deleted);
+/** Whether the semaphore's key exists (RObject.isExists).
+ * @param s the semaphore.
+ * @param exists set to the answer.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_is_exists(rlock_semaphore *s, bool *exists);
+/** Sets the semaphore's time to live (RExpirable.expire(Duration)).
+ * @param s the semaphore.
+ * @param ttl_ms the time to live, 0 to 2^53 ms (0: it expires at once).
+ * @param set set to whether it was set (false: no such key).
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_expire(rlock_semaphore *s, int64_t ttl_ms, bool *set);
+/** Removes the semaphore's time to live (RExpirable.clearExpire).
+ * @param s the semaphore.
+ * @param cleared set to whether it had one.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_clear_expire(rlock_semaphore *s, bool *cleared);
+/** The semaphore's time to live left (RExpirable.remainTimeToLive).
+ * @param s the semaphore.
+ * @param ttl_ms set to the ms left, -2 when it does not exist, -1 when it
+ *        has no time to live (Redisson's, PTTL's).
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_semaphore_remain_time_to_live(rlock_semaphore *s, int64_t *ttl_ms);
+/** rlock_semaphore_delete() as a future: value 1 deleted, 0 not.
+ * @param s the semaphore.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_delete_async(rlock_semaphore *s);
+/** rlock_semaphore_is_exists() as a future: value 1 exists, 0 not.
+ * @param s the semaphore.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_is_exists_async(rlock_semaphore *s);
+/** rlock_semaphore_expire() as a future: value 1 set, 0 not.
+ * @param s the semaphore.
+ * @param ttl_ms the time to live, 0 to 2^53 ms.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_expire_async(rlock_semaphore *s, int64_t ttl_ms);
+/** rlock_semaphore_clear_expire() as a future: value 1 cleared, 0 not.
+ * @param s the semaphore.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_clear_expire_async(rlock_semaphore *s);
+/** rlock_semaphore_remain_time_to_live() as a future: value the ms left,
+ * -2 or -1.
+ * @param s the semaphore.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_semaphore_remain_time_to_live_async(rlock_semaphore *s);
+
 #ifdef __cplusplus
 }
 #endif

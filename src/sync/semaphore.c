@@ -7,6 +7,7 @@
 #include "rlock/errors.h"
 #include "rlock/semaphore.h"
 #include "rlock__scripts_all.h"
+#include "sync_object.h"
 #include "sync_slots.h"
 #include "sync_wait.h"
 
@@ -311,4 +312,156 @@ int rlock_semaphore_drain_permits(rlock_semaphore *s, int64_t *drained) {
     int rc = rlock__sync_check_blocking(OBJ(s), fn, drained != NULL);
     return rc != RLOCK_OK ? rc
                           : rlock__sync_block(drain_permits_async(s, fn), fn, drained, NULL, 0);
+}
+
+/* ---- async forms of the other calls --------------------------------------------- */
+
+rlock_future *rlock_semaphore_try_set_permits_async(rlock_semaphore *s, int64_t permits) {
+    return try_set_permits_async(s, permits, "rlock_semaphore_try_set_permits_async");
+}
+
+rlock_future *rlock_semaphore_add_permits_async(rlock_semaphore *s, int64_t permits) {
+    return add_permits_async(s, permits, "rlock_semaphore_add_permits_async");
+}
+
+rlock_future *rlock_semaphore_available_permits_async(rlock_semaphore *s) {
+    return available_permits_async(s, "rlock_semaphore_available_permits_async");
+}
+
+rlock_future *rlock_semaphore_drain_permits_async(rlock_semaphore *s) {
+    return drain_permits_async(s, "rlock_semaphore_drain_permits_async");
+}
+
+/* ---- releaseIfExists, trySetPermits(permits, timeToLive) -------------------------- */
+
+static rlock_future *release_if_exists_async(rlock_semaphore *s, int64_t permits, const char *fn) {
+    rlock_future *f = refuse_permits(s, permits, fn);
+    if (f != NULL) {
+        return f;
+    }
+    if (permits == 0) { /* releaseIfExistsAsync(0): false at once, nothing sent */
+        return rlock__sync_value_future(0);
+    }
+    rlock__cmd *cmd = publishing_cmd(OBJ(s), &rlock__script_semaphore_release_if_exists, permits);
+    if (cmd != NULL) {
+        rlock__cmd_no_retry(cmd); /* syncedEvalNoRetry: an INCRBY applied twice gives twice */
+    }
+    return rlock__sync_call(OBJ(s), cmd);
+}
+
+rlock_future *rlock_semaphore_release_if_exists_async(rlock_semaphore *s, int64_t permits) {
+    return release_if_exists_async(s, permits, "rlock_semaphore_release_if_exists_async");
+}
+
+int rlock_semaphore_release_if_exists(rlock_semaphore *s, int64_t permits, bool *released) {
+    const char *fn = "rlock_semaphore_release_if_exists";
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, released);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block_bool(release_if_exists_async(s, permits, fn), fn, released);
+}
+
+static rlock_future *try_set_permits_ttl_async(rlock_semaphore *s, int64_t permits, int64_t ttl_ms,
+                                               const char *fn) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f == NULL) {
+        f = refuse_inexact(permits, fn);
+    }
+    if (f == NULL && (ttl_ms <= 0 || ttl_ms > RLOCK__LUA_EXACT_MAX)) {
+        /* SET ... PX takes no 0 or negative time ("invalid expire time") */
+        f = rlock__sync_invalid("%s: ttl_ms must be 1 to 2^53, not %lld", fn, (long long)ttl_ms);
+    }
+    if (f != NULL) {
+        return f;
+    }
+    rlock__args a;
+    rlock__args_init(&a);
+    rlock__args_key(&a, rlock__name_of(OBJ(s)), OBJ(s)->name_len);
+    rlock__args_channel(&a, OBJ(s));
+    rlock__args_int(&a, permits);
+    rlock__args_lit(&a, rlock__object_publish(OBJ(s)));
+    rlock__args_int(&a, ttl_ms);
+    rlock__cmd *cmd = rlock__args_script(&a, &rlock__script_semaphore_try_set_permits_ttl);
+    if (cmd != NULL) {
+        rlock__cmd_retry_unsynced(cmd, true); /* syncedEvalWithRetry */
+    }
+    return rlock__sync_call(OBJ(s), cmd);
+}
+
+rlock_future *rlock_semaphore_try_set_permits_ttl_async(rlock_semaphore *s, int64_t permits,
+                                                        int64_t ttl_ms) {
+    return try_set_permits_ttl_async(s, permits, ttl_ms,
+                                     "rlock_semaphore_try_set_permits_ttl_async");
+}
+
+int rlock_semaphore_try_set_permits_ttl(rlock_semaphore *s, int64_t permits, int64_t ttl_ms,
+                                        bool *set) {
+    const char *fn = "rlock_semaphore_try_set_permits_ttl";
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, set);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block_bool(try_set_permits_ttl_async(s, permits, ttl_ms, fn), fn, set);
+}
+
+/* ---- RExpirable: the semaphore's one key ------------------------------------------- */
+
+static const rlock__sync_extra no_extra = {NULL, 0};
+
+rlock_future *rlock_semaphore_delete_async(rlock_semaphore *s) {
+    return rlock__sync_delete(OBJ(s), "rlock_semaphore_delete_async", no_extra);
+}
+
+rlock_future *rlock_semaphore_is_exists_async(rlock_semaphore *s) {
+    return rlock__sync_is_exists(OBJ(s), "rlock_semaphore_is_exists_async");
+}
+
+rlock_future *rlock_semaphore_expire_async(rlock_semaphore *s, int64_t ttl_ms) {
+    return rlock__sync_expire(OBJ(s), "rlock_semaphore_expire_async", ttl_ms, no_extra);
+}
+
+rlock_future *rlock_semaphore_clear_expire_async(rlock_semaphore *s) {
+    return rlock__sync_clear_expire(OBJ(s), "rlock_semaphore_clear_expire_async", no_extra);
+}
+
+rlock_future *rlock_semaphore_remain_time_to_live_async(rlock_semaphore *s) {
+    return rlock__sync_remain_ttl(OBJ(s), "rlock_semaphore_remain_time_to_live_async");
+}
+
+int rlock_semaphore_delete(rlock_semaphore *s, bool *deleted) {
+    const char *fn = "rlock_semaphore_delete";
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, deleted);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block_bool(rlock__sync_delete(OBJ(s), fn, no_extra), fn, deleted);
+}
+
+int rlock_semaphore_is_exists(rlock_semaphore *s, bool *exists) {
+    const char *fn = "rlock_semaphore_is_exists";
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, exists);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block_bool(rlock__sync_is_exists(OBJ(s), fn), fn, exists);
+}
+
+int rlock_semaphore_expire(rlock_semaphore *s, int64_t ttl_ms, bool *set) {
+    const char *fn = "rlock_semaphore_expire";
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, set);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block_bool(rlock__sync_expire(OBJ(s), fn, ttl_ms, no_extra), fn, set);
+}
+
+int rlock_semaphore_clear_expire(rlock_semaphore *s, bool *cleared) {
+    const char *fn = "rlock_semaphore_clear_expire";
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, cleared);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block_bool(rlock__sync_clear_expire(OBJ(s), fn, no_extra),
+                                                   fn, cleared);
+}
+
+int rlock_semaphore_remain_time_to_live(rlock_semaphore *s, int64_t *ttl_ms) {
+    const char *fn = "rlock_semaphore_remain_time_to_live";
+    int rc = rlock__sync_begin_number(OBJ(s), fn, ttl_ms);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block(rlock__sync_remain_ttl(OBJ(s), fn), fn, ttl_ms, NULL, 0);
 }

@@ -1,0 +1,107 @@
+/* See sync_object.h. Redisson's routes: deleteAsync is writeAsync (DEL),
+ * isExistsAsync and remainTimeToLiveAsync readAsync (EXISTS, PTTL),
+ * clearExpireAsync writeAsync (PERSIST) or evalWriteAsync (the script,
+ * several keys), expireAsync evalWriteAsync: plain commands, retried as
+ * any (each is idempotent), no replica check. */
+#include "sync_object.h"
+
+#include "kind.h"
+#include "rlock/errors.h"
+#include "rlock__scripts_all.h"
+#include "sync_then.h"
+
+/* A command of the word then the object's keys. */
+static rlock__cmd *keys_command(const rlock *o, const char *word, rlock__sync_extra extra) {
+    rlock__args a;
+    rlock__args_init(&a);
+    rlock__args_lit(&a, word);
+    rlock__args_str(&a, rlock__name_of(o), o->name_len);
+    if (extra.len > 0) {
+        rlock__args_str(&a, extra.key, extra.len);
+    }
+    return rlock__args_command(&a);
+}
+
+rlock_future *rlock__sync_delete(rlock *o, const char *fn, rlock__sync_extra extra) {
+    rlock_future *f = rlock__sync_refuse(o, fn);
+    return f != NULL ? f
+                     : rlock__sync_then(o->client->loop,
+                                        rlock__sync_call(o, keys_command(o, "DEL", extra)),
+                                        rlock__sync_map_bool, NULL, 0);
+}
+
+rlock_future *rlock__sync_is_exists(rlock *o, const char *fn) {
+    rlock_future *f = rlock__sync_refuse(o, fn);
+    return f != NULL ? f : rlock__sync_call(o, keys_command(o, "EXISTS", (rlock__sync_extra){0}));
+}
+
+rlock_future *rlock__sync_remain_ttl(rlock *o, const char *fn) {
+    rlock_future *f = rlock__sync_refuse(o, fn);
+    return f != NULL ? f : rlock__sync_call(o, keys_command(o, "PTTL", (rlock__sync_extra){0}));
+}
+
+/* The script on the name and the extra key, then args. */
+static rlock__cmd *keys_script(const rlock *o, const rlock__script *s, rlock__sync_extra extra,
+                               const int64_t *ttl_ms) {
+    rlock__args a;
+    rlock__args_init(&a);
+    rlock__args_key(&a, rlock__name_of(o), o->name_len);
+    if (extra.len > 0) {
+        rlock__args_key(&a, extra.key, extra.len);
+    }
+    if (ttl_ms != NULL) {
+        rlock__args_int(&a, *ttl_ms);
+        rlock__args_lit(&a, ""); /* no NX/XX/GT/LT: expire(Duration) */
+    }
+    return rlock__args_script(&a, s);
+}
+
+rlock_future *rlock__sync_expire(rlock *o, const char *fn, int64_t ttl_ms,
+                                 rlock__sync_extra extra) {
+    rlock_future *f = rlock__sync_refuse(o, fn);
+    if (f != NULL) {
+        return f;
+    }
+    if (ttl_ms < 0) {
+        return rlock__sync_invalid("%s: ttl_ms is negative (%lld)", fn, (long long)ttl_ms);
+    }
+    if (rlock__check_lua_number(fn, "ttl_ms", ttl_ms) != RLOCK_OK) {
+        return rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error());
+    }
+    return rlock__sync_call(o, keys_script(o, &rlock__script_expirable_expire, extra, &ttl_ms));
+}
+
+rlock_future *rlock__sync_clear_expire(rlock *o, const char *fn, rlock__sync_extra extra) {
+    rlock_future *f = rlock__sync_refuse(o, fn);
+    if (f != NULL) {
+        return f;
+    }
+    /* RedissonExpirable.clearExpireAsync() is PERSIST name; the permit
+     * semaphore's override runs the script on its two keys. */
+    return rlock__sync_call(
+        o, extra.len > 0 ? keys_script(o, &rlock__script_expirable_clear_expire, extra, NULL)
+                         : keys_command(o, "PERSIST", extra));
+}
+
+int rlock__sync_begin_bool(const rlock *o, const char *fn, bool *out) {
+    if (out != NULL) {
+        *out = false;
+    }
+    return rlock__sync_check_blocking(o, fn, out != NULL);
+}
+
+int rlock__sync_begin_number(const rlock *o, const char *fn, int64_t *out) {
+    if (out != NULL) {
+        *out = 0;
+    }
+    return rlock__sync_check_blocking(o, fn, out != NULL);
+}
+
+int rlock__sync_block_bool(rlock_future *f, const char *fn, bool *out) {
+    int64_t v = 0;
+    int rc = rlock__sync_block(f, fn, &v, NULL, 0);
+    if (rc == RLOCK_OK) {
+        *out = v != 0;
+    }
+    return rc;
+}
