@@ -359,6 +359,116 @@ static void test_brace_names_single_server(void **state) {
     }
 }
 
+/* ---- the async forms, isExists -------------------------------------------- */
+
+static int64_t value_of(rlock_future *fut) {
+    int64_t v = -999;
+    assert_non_null(fut);
+    assert_int_equal(rt_sync_wait(fut, 5000, &v), RLOCK_OK);
+    rlock_future_release(fut);
+    return v;
+}
+
+static void expect_invalid_future(rlock_future *fut) {
+    assert_int_equal(rt_sync_wait(fut, 1000, NULL), RLOCK_ERR_INVALID);
+    assert_true(rlock_future_error_message(fut)[0] != '\0');
+    rlock_future_release(fut);
+}
+
+/* trySetCount, countDown, getCount, delete, isExists as futures
+ * (RCountDownLatchAsync), with the blocking forms' messages on the wire. */
+static void test_async_calls(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    const char *ch = "redisson_countdownlatch__channel__{al}";
+    redisContext *sub = rt_subscriber(&f->redis, 5000, &ch, 1);
+    rlock_latch *l = rlock_get_count_down_latch(c, "al");
+    assert_int_equal(value_of(rlock_latch_is_exists_async(l)), 0);
+    assert_int_equal(value_of(rlock_latch_try_set_count_async(l, 2)), 1);
+    rt_expect_message(sub, ch, "1");
+    assert_int_equal(value_of(rlock_latch_try_set_count_async(l, 5)), 0);
+    assert_int_equal(value_of(rlock_latch_get_count_async(l)), 2);
+    bool b = false;
+    assert_int_equal(rlock_latch_is_exists(l, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(value_of(rlock_latch_count_down_async(l)), 0);
+    assert_int_equal(value_of(rlock_latch_get_count_async(l)), 1);
+    assert_int_equal(value_of(rlock_latch_count_down_async(l)), 0);
+    rt_expect_message(sub, ch, "0");
+    assert_int_equal(value_of(rlock_latch_is_exists_async(l)), 0); /* gone at zero */
+    assert_int_equal(rlock_latch_is_exists(l, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(value_of(rlock_latch_try_set_count_async(l, 1)), 1);
+    rt_expect_message(sub, ch, "1");
+    assert_int_equal(value_of(rlock_latch_delete_async(l)), 1);
+    rt_expect_message(sub, ch, "1");
+    assert_int_equal(value_of(rlock_latch_delete_async(l)), 0);
+    redisFree(sub);
+    rlock_latch_free(l);
+}
+
+static void test_async_bad_input(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    expect_invalid_future(rlock_latch_try_set_count_async(NULL, 1));
+    expect_invalid_future(rlock_latch_count_down_async(NULL));
+    expect_invalid_future(rlock_latch_get_count_async(NULL));
+    expect_invalid_future(rlock_latch_delete_async(NULL));
+    expect_invalid_future(rlock_latch_is_exists_async(NULL));
+    bool b = true;
+    assert_int_equal(rlock_latch_is_exists(NULL, &b), RLOCK_ERR_INVALID);
+    assert_false(b);
+    rlock_latch *l = rlock_get_count_down_latch(c, "abad");
+    assert_int_equal(rlock_latch_is_exists(l, NULL), RLOCK_ERR_INVALID);
+    expect_invalid_future(rlock_latch_try_set_count_async(l, INT64_MAX));
+    expect_invalid_future(rlock_latch_try_set_count_async(l, EXACT_MAX + 1));
+    expect_invalid_future(rlock_latch_try_set_count_async(l, -EXACT_MAX - 1));
+    assert_non_null(strstr(rlock_last_error(), "2^53"));
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS abad"), 0); /* nothing sent */
+    rlock_latch_free(l);
+}
+
+/* A count-down from a callback on the client's loop thread, where the
+ * blocking rlock_latch_count_down() is refused: the awaiting side wakes. */
+typedef struct in_callback {
+    rlock_latch *l;
+    rlock_future *down, *count;
+    int blocking_rc;
+    bool ran; /* atomic */
+} in_callback;
+
+static void count_down_inside(rlock_future *fut, void *arg) {
+    (void)fut;
+    in_callback *in = arg;
+    in->blocking_rc = rlock_latch_count_down(in->l);
+    in->down = rlock_latch_count_down_async(in->l);
+    in->count = rlock_latch_get_count_async(in->l);
+    __atomic_store_n(&in->ran, true, __ATOMIC_RELEASE);
+}
+
+static void test_count_down_in_callback(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    rlock_latch *l = rlock_get_count_down_latch(c, "incb");
+    rlock_latch *gate = rlock_get_count_down_latch(c, "incb:gate");
+    bool b = false;
+    assert_int_equal(rlock_latch_try_set_count(l, 1, &b), RLOCK_OK);
+    assert_int_equal(rlock_latch_try_set_count(gate, 1, &b), RLOCK_OK);
+    in_callback in = {.l = l, .blocking_rc = 1};
+    rlock_future *g = rlock_latch_await_async(gate, 20000);
+    assert_int_equal(rlock_future_on_complete(g, count_down_inside, &in), RLOCK_OK);
+    rlock_future *w = rlock_latch_await_async(l, 20000);
+    assert_int_equal(rlock_latch_count_down(gate), RLOCK_OK);
+    assert_int_equal(value_of(g), 1);
+    assert_int_equal(value_of(w), 1); /* woken by the count-down made in the callback */
+    assert_true(__atomic_load_n(&in.ran, __ATOMIC_ACQUIRE));
+    assert_int_equal(in.blocking_rc, RLOCK_ERR_WRONG_THREAD);
+    assert_int_equal(value_of(in.down), 0);
+    assert_int_equal(value_of(in.count), 0);
+    rlock_latch_free(gate);
+    rlock_latch_free(l);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_count_down, setup, teardown),
@@ -372,6 +482,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_inexact_count_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_count_read_whole, setup, teardown),
         cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_async_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_async_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_count_down_in_callback, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

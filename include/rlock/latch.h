@@ -100,6 +100,38 @@ RLOCK_API int rlock_latch_delete(rlock_latch *l, bool *deleted);
  * @return the future, NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_latch_await_async(rlock_latch *l, int64_t wait_ms);
 
+/** rlock_latch_try_set_count() as a future (trySetCountAsync): value 1
+ * set, 0 it existed.
+ * @param l the latch.
+ * @param count the count, any sign, within +-2^53.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_latch_try_set_count_async(rlock_latch *l, int64_t count);
+/** rlock_latch_count_down() as a future (countDownAsync): value 0. Usable
+ * from a callback on the client's loop, where the blocking form is
+ * refused.
+ * @param l the latch.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_latch_count_down_async(rlock_latch *l);
+/** rlock_latch_get_count() as a future (getCountAsync): value the count.
+ * @param l the latch.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_latch_get_count_async(rlock_latch *l);
+/** rlock_latch_delete() as a future (deleteAsync): value 1 deleted, 0 not.
+ * @param l the latch.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_latch_delete_async(rlock_latch *l);
+/** Whether the latch's key exists (RObject.isExists): a latch at zero, or
+ * never set, does not. The latch has no expire calls: Redisson's
+ * RCountDownLatch is an RObject, not an RExpirable.
+ * @param l the latch.
+ * @param exists set to the answer.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_latch_is_exists(rlock_latch *l, bool *exists);
+/** rlock_latch_is_exists() as a future: value 1 exists, 0 not.
+ * @param l the latch.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_latch_is_exists_async(rlock_latch *l);
+
 #ifdef __cplusplus
 }
 #endif

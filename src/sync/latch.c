@@ -8,6 +8,7 @@
 #include "rlock/errors.h"
 #include "rlock/latch.h"
 #include "rlock__scripts_all.h"
+#include "sync_object.h"
 #include "sync_slots.h"
 #include "sync_wait.h"
 
@@ -245,4 +246,53 @@ int rlock_latch_await(rlock_latch *l, int64_t wait_ms, bool *reached) {
         *reached = v != 0;
     }
     return rc;
+}
+
+/* ---- async forms -------------------------------------------------------------------- */
+
+/* trySetCountAsync, deleteAsync (evalWriteAsync), getCountAsync (GET):
+ * sent as the blocking forms are. */
+rlock_future *rlock_latch_try_set_count_async(rlock_latch *l, int64_t count) {
+    const char *fn = "rlock_latch_try_set_count_async";
+    rlock_future *f = rlock__sync_refuse(OBJ(l), fn);
+    if (f == NULL && rlock__check_lua_number(fn, "count", count) != RLOCK_OK) {
+        f = rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error());
+    }
+    return f != NULL ? f : rlock__sync_call(OBJ(l), try_set_count_cmd(OBJ(l), count));
+}
+
+rlock_future *rlock_latch_count_down_async(rlock_latch *l) {
+    rlock_future *f = rlock__sync_refuse(OBJ(l), "rlock_latch_count_down_async");
+    if (f != NULL) {
+        return f;
+    }
+    rlock__cmd *cmd =
+        latch_script(OBJ(l), &rlock__script_latch_count_down, ZERO_COUNT_MESSAGE, NULL);
+    if (cmd != NULL) {
+        rlock__cmd_no_retry(cmd); /* evalWriteNoRetryAsync, as rlock_latch_count_down */
+    }
+    return rlock__sync_call(OBJ(l), cmd);
+}
+
+rlock_future *rlock_latch_get_count_async(rlock_latch *l) {
+    rlock_future *f = rlock__sync_refuse(OBJ(l), "rlock_latch_get_count_async");
+    return f != NULL ? f : rlock__sync_call(OBJ(l), get_count_cmd(OBJ(l)));
+}
+
+rlock_future *rlock_latch_delete_async(rlock_latch *l) {
+    rlock_future *f = rlock__sync_refuse(OBJ(l), "rlock_latch_delete_async");
+    return f != NULL ? f : rlock__sync_call(OBJ(l), delete_cmd(OBJ(l), 0));
+}
+
+/* RObject.isExists; the latch is no RExpirable in Redisson (RCountDownLatch
+ * extends RObject only), so it has no expire calls. */
+rlock_future *rlock_latch_is_exists_async(rlock_latch *l) {
+    return rlock__sync_is_exists(OBJ(l), "rlock_latch_is_exists_async");
+}
+
+int rlock_latch_is_exists(rlock_latch *l, bool *exists) {
+    const char *fn = "rlock_latch_is_exists";
+    int rc = rlock__sync_begin_bool(OBJ(l), fn, exists);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block_bool(rlock__sync_is_exists(OBJ(l), fn), fn, exists);
 }
