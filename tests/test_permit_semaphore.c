@@ -602,6 +602,324 @@ static void test_brace_names_single_server(void **state) {
     }
 }
 
+/* ---- the async forms, NO_LEASE, getLeaseTime, release(List), RExpirable -- */
+
+static int64_t value_of(rlock_future *fut) {
+    int64_t v = -999;
+    assert_non_null(fut);
+    assert_int_equal(rt_sync_wait(fut, 5000, &v), RLOCK_OK);
+    rlock_future_release(fut);
+    return v;
+}
+
+static int error_of(rlock_future *fut) {
+    assert_non_null(fut);
+    int rc = rt_sync_wait(fut, 5000, NULL);
+    assert_true(rc == RLOCK_OK || rlock_future_error_message(fut)[0] != '\0');
+    rlock_future_release(fut);
+    return rc;
+}
+
+/* Every call that talks to Redis has an async form whose value is what the
+ * blocking form writes (RPermitExpirableSemaphoreAsync). */
+static void test_async_calls(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "async");
+    assert_int_equal(value_of(rlock_permit_semaphore_try_set_permits_async(s, 3)), 1);
+    assert_int_equal(value_of(rlock_permit_semaphore_try_set_permits_async(s, 7)), 0);
+    assert_int_equal(value_of(rlock_permit_semaphore_add_permits_async(s, 2)), 0);
+    assert_int_equal(value_of(rlock_permit_semaphore_available_permits_async(s)), 5);
+    char id[RLOCK_PERMIT_ID_MAX], id2[RLOCK_PERMIT_ID_MAX];
+    assert_true(try_acquire(s, 0, RLOCK_PERMIT_NO_LEASE, id));
+    assert_true(try_acquire(s, 0, 60000, id2));
+    assert_int_equal(value_of(rlock_permit_semaphore_acquired_permits_async(s)), 2);
+    assert_int_equal(value_of(rlock_permit_semaphore_get_permits_async(s)), 5);
+    assert_int_equal(value_of(rlock_permit_semaphore_set_permits_async(s, 4)), 0);
+    assert_int_equal(value_of(rlock_permit_semaphore_available_permits_async(s)), 2);
+    assert_int_equal(value_of(rlock_permit_semaphore_update_lease_time_async(s, id, 50000)), 1);
+    assert_int_equal(value_of(rlock_permit_semaphore_update_lease_time_async(s, "00112233", 50000)),
+                     0);
+    assert_int_equal(value_of(rlock_permit_semaphore_try_release_async(s, id)), 1);
+    assert_int_equal(value_of(rlock_permit_semaphore_try_release_async(s, id)), 0);
+    assert_int_equal(value_of(rlock_permit_semaphore_release_async(s, id2)), 0);
+    rlock_future *fut = rlock_permit_semaphore_release_async(s, id2);
+    assert_int_equal(rt_sync_wait(fut, 5000, NULL), RLOCK_ERR_NOT_HELD);
+    assert_non_null(strstr(rlock_future_error_message(fut), "has already been released"));
+    rlock_future_release(fut);
+    assert_int_equal(available(s), 4);
+    rlock_permit_semaphore_free(s);
+}
+
+/* RLOCK_PERMIT_NO_LEASE: a permit without a lease, Redisson's score for
+ * one, and getLeaseTime -1 for it. */
+static void test_no_lease(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "nolease");
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 2), RLOCK_OK);
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_acquire(s, RLOCK_PERMIT_NO_LEASE, id), RLOCK_OK);
+    redisReply *r = rt_redis_command(&f->redis, "ZRANGE {nolease}:timeout 0 -1 WITHSCORES");
+    assert_non_null(r);
+    assert_int_equal(r->elements, 2);
+    assert_string_equal(r->element[1]->str, "922337203685477");
+    freeReplyObject(r);
+    int64_t lease = 0;
+    assert_int_equal(rlock_permit_semaphore_get_lease_time(s, id, &lease), RLOCK_OK);
+    assert_int_equal(lease, RLOCK_PERMIT_NO_LEASE);
+    rlock_future *fut = rlock_permit_semaphore_acquire_async(s, RLOCK_PERMIT_NO_LEASE);
+    assert_int_equal(value_of(rlock_permit_semaphore_get_lease_time_async(s, id)), -1);
+    assert_int_equal(rt_sync_wait(fut, 5000, NULL), RLOCK_OK);
+    char id2[RLOCK_PERMIT_ID_MAX];
+    snprintf(id2, sizeof(id2), "%s", rlock_future_string(fut));
+    rlock_future_release(fut);
+    assert_int_equal(rlock_permit_semaphore_update_lease_time(s, id2, 60000, &(bool){false}),
+                     RLOCK_OK);
+    int64_t left = value_of(rlock_permit_semaphore_get_lease_time_async(s, id2));
+    assert_true(left > 0 && left <= 60000);
+    assert_int_equal(rlock_permit_semaphore_acquire(s, -2, id), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "RLOCK_PERMIT_NO_LEASE"));
+    rlock_permit_semaphore_free(s);
+}
+
+/* getLeaseTime of an unknown or expired id: Redisson's
+ * IllegalArgumentException, RLOCK_ERR_NOT_HELD; the expired one is given
+ * back on the way. */
+static void test_get_lease_time_not_held(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "glt");
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 1), RLOCK_OK);
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_true(try_acquire(s, 0, 100, id));
+    int64_t lease = 7;
+    assert_int_equal(rlock_permit_semaphore_get_lease_time(s, id, &lease), RLOCK_OK);
+    assert_true(lease > 0 && lease <= 100);
+    rt_sleep_ms(200);
+    assert_int_equal(rlock_permit_semaphore_get_lease_time(s, id, &lease), RLOCK_ERR_NOT_HELD);
+    assert_non_null(strstr(rlock_last_error(), "has already been released"));
+    assert_int_equal(lease, 0);
+    rt_expect_string(&f->redis, "glt", 3, "1"); /* given back */
+    assert_int_equal(error_of(rlock_permit_semaphore_get_lease_time_async(
+                         s, "00112233445566778899aabbccddeeff")),
+                     RLOCK_ERR_NOT_HELD);
+    assert_int_equal(rlock_permit_semaphore_get_lease_time(s, "xyz", &lease), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_get_lease_time(s, NULL, &lease), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_get_lease_time(s, id, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_get_lease_time(NULL, id, &lease), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_get_lease_time_async(s, "abc")),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_get_lease_time_async(s, NULL)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_get_lease_time_async(NULL, id)),
+                     RLOCK_ERR_INVALID);
+    rlock_permit_semaphore_free(s);
+}
+
+/* tryRelease(List) / release(List): all live ids are released, else none. */
+static void test_release_many(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "many");
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 3), RLOCK_OK);
+    char a[RLOCK_PERMIT_ID_MAX], b[RLOCK_PERMIT_ID_MAX], d[RLOCK_PERMIT_ID_MAX];
+    assert_true(try_acquire(s, 0, -1, a));
+    assert_true(try_acquire(s, 0, 60000, b));
+    assert_true(try_acquire(s, 0, -1, d));
+    const char *ab[] = {a, b};
+    const char *with_unknown[] = {a, "00112233445566778899aabbccddeeff"};
+    int64_t n = -1;
+    assert_int_equal(rlock_permit_semaphore_try_release_many(s, with_unknown, 2, &n), RLOCK_OK);
+    assert_int_equal(n, 0);
+    assert_int_equal(acquired(s), 3); /* none released */
+    assert_int_equal(rlock_permit_semaphore_release_many(s, with_unknown, 2), RLOCK_ERR_NOT_HELD);
+    assert_non_null(strstr(rlock_last_error(), "have already been released"));
+    assert_int_equal(error_of(rlock_permit_semaphore_release_many_async(s, with_unknown, 2)),
+                     RLOCK_ERR_NOT_HELD);
+    assert_int_equal(acquired(s), 3);
+    const char *ch = "redisson_sc:{many}";
+    redisContext *sub = rt_subscriber(&f->redis, 5000, &ch, 1);
+    assert_int_equal(rlock_permit_semaphore_try_release_many(s, ab, 2, &n), RLOCK_OK);
+    assert_int_equal(n, 2);
+    rt_expect_message(sub, ch, "2"); /* Redisson publishes the number released */
+    redisFree(sub);
+    assert_int_equal(available(s), 2);
+    assert_int_equal(value_of(rlock_permit_semaphore_try_release_many_async(s, ab, 2)), 0);
+    const char *only_d[] = {d};
+    assert_int_equal(value_of(rlock_permit_semaphore_release_many_async(s, only_d, 1)), 0);
+    assert_int_equal(available(s), 3);
+    assert_true(try_acquire(s, 0, -1, a));
+    assert_true(try_acquire(s, 0, -1, b));
+    assert_int_equal(rlock_permit_semaphore_release_many(s, ab, 2), RLOCK_OK);
+    assert_int_equal(available(s), 3);
+
+    const char *bad_hex[] = {a, "xyz"};
+    const char *with_null[] = {a, NULL};
+    assert_int_equal(rlock_permit_semaphore_try_release_many(s, bad_hex, 2, &n), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "ids[1]"));
+    assert_int_equal(rlock_permit_semaphore_try_release_many(s, with_null, 2, &n),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_try_release_many(s, NULL, 1, &n), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_try_release_many(s, ab, 0, &n), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_try_release_many(s, ab, 2, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_try_release_many(NULL, ab, 2, &n), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_release_many(s, bad_hex, 2), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_release_many(NULL, ab, 2), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_release_many_async(s, NULL, 0)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_try_release_many_async(s, with_null, 2)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(available(s), 3);
+    rlock_permit_semaphore_free(s);
+}
+
+/* RExpirable on both keys (the string and the timeout set), as
+ * RedissonPermitExpirableSemaphore's overrides: expire, clearExpire and
+ * delete touch both; isExists and remainTimeToLive read the name. */
+static void test_expirable_both_keys(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "pexp");
+    bool b = true;
+    int64_t ttl = 0;
+    assert_int_equal(rlock_permit_semaphore_is_exists(s, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(rlock_permit_semaphore_remain_time_to_live(s, &ttl), RLOCK_OK);
+    assert_int_equal(ttl, -2);
+    assert_int_equal(rlock_permit_semaphore_expire(s, 1000, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 2), RLOCK_OK);
+    char id[RLOCK_PERMIT_ID_MAX];
+    assert_true(try_acquire(s, 0, -1, id));
+    assert_int_equal(value_of(rlock_permit_semaphore_is_exists_async(s)), 1);
+    assert_int_equal(value_of(rlock_permit_semaphore_remain_time_to_live_async(s)), -1);
+    assert_int_equal(rlock_permit_semaphore_expire(s, 50000, &b), RLOCK_OK);
+    assert_true(b);
+    long long t1 = rt_redis_int(&f->redis, NULL, "PTTL pexp");
+    long long t2 = rt_redis_int(&f->redis, NULL, "PTTL {pexp}:timeout");
+    assert_true(t1 > 0 && t1 <= 50000);
+    assert_true(t2 > 0 && t2 <= 50000);
+    assert_int_equal(rlock_permit_semaphore_remain_time_to_live(s, &ttl), RLOCK_OK);
+    assert_true(ttl > 0 && ttl <= 50000);
+    assert_int_equal(rlock_permit_semaphore_clear_expire(s, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "PTTL pexp"), -1);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "PTTL {pexp}:timeout"), -1);
+    assert_int_equal(value_of(rlock_permit_semaphore_clear_expire_async(s)), 0);
+    assert_int_equal(value_of(rlock_permit_semaphore_expire_async(s, 40000)), 1);
+    assert_true(rt_redis_int(&f->redis, NULL, "PTTL {pexp}:timeout") > 0);
+    /* the set alone still counts: expire reaches it when the string is gone */
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "DEL pexp"), 1);
+    assert_int_equal(value_of(rlock_permit_semaphore_clear_expire_async(s)), 1);
+    assert_int_equal(rlock_permit_semaphore_delete(s, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS pexp {pexp}:timeout"), 0);
+    assert_int_equal(value_of(rlock_permit_semaphore_delete_async(s)), 0);
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 1), RLOCK_OK);
+    assert_true(try_acquire(s, 0, -1, id));
+    assert_int_equal(value_of(rlock_permit_semaphore_delete_async(s)), 1);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS pexp {pexp}:timeout"), 0);
+
+    assert_int_equal(rlock_permit_semaphore_expire(s, -1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_expire(s, EXACT_MAX + 1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_expire_async(s, INT64_MIN)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_delete(s, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_is_exists(s, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_expire(s, 1, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_clear_expire(s, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_remain_time_to_live(s, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_delete(NULL, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_remain_time_to_live(NULL, &ttl), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_delete_async(NULL)), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_is_exists_async(NULL)), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_expire_async(NULL, 1)), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_clear_expire_async(NULL)), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_remain_time_to_live_async(NULL)),
+                     RLOCK_ERR_INVALID);
+    rlock_permit_semaphore_free(s);
+}
+
+/* Bad input to the async forms of the existing calls: nothing sent. */
+static void test_async_bad_input(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    const char *good = "00112233445566778899aabbccddeeff";
+    assert_int_equal(error_of(rlock_permit_semaphore_release_async(NULL, good)), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_try_release_async(NULL, good)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_update_lease_time_async(NULL, good, 1)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_try_set_permits_async(NULL, 1)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_set_permits_async(NULL, 1)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_add_permits_async(NULL, 1)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_available_permits_async(NULL)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_get_permits_async(NULL)), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_acquired_permits_async(NULL)),
+                     RLOCK_ERR_INVALID);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "abad");
+    long long before = scripts_run(&f->redis);
+    assert_int_equal(error_of(rlock_permit_semaphore_release_async(s, NULL)), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_release_async(s, "abc")), RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_try_release_async(s, "zz")),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_update_lease_time_async(s, good, -2)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(
+        error_of(rlock_permit_semaphore_update_lease_time_async(s, good, 366LL * 24 * 3600 * 1000)),
+        RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_try_set_permits_async(s, EXACT_MAX + 1)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_set_permits_async(s, INT64_MIN)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_add_permits_async(s, -EXACT_MAX - 1)),
+                     RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "2^53"));
+    assert_int_equal(scripts_run(&f->redis), before); /* nothing sent */
+    rlock_permit_semaphore_free(s);
+}
+
+/* A release and a count from a callback on the client's loop thread,
+ * where the blocking forms are refused. */
+typedef struct in_callback {
+    psem *s;
+    char id[RLOCK_PERMIT_ID_MAX];
+    rlock_future *release, *count;
+    bool ran; /* atomic */
+} in_callback;
+
+static void release_inside(rlock_future *fut, void *arg) {
+    in_callback *in = arg;
+    snprintf(in->id, sizeof(in->id), "%s", rlock_future_string(fut));
+    in->release = rlock_permit_semaphore_release_async(in->s, in->id);
+    in->count = rlock_permit_semaphore_available_permits_async(in->s);
+    __atomic_store_n(&in->ran, true, __ATOMIC_RELEASE);
+}
+
+static void test_release_in_callback(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "incb");
+    in_callback in = {.s = s};
+    rlock_future *acq = rlock_permit_semaphore_acquire_async(s, 60000); /* waits for a permit */
+    assert_int_equal(rlock_future_on_complete(acq, release_inside, &in), RLOCK_OK);
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 1), RLOCK_OK);
+    assert_int_equal(value_of(acq), 1);
+    for (int i = 0; i < 1000 && !__atomic_load_n(&in.ran, __ATOMIC_ACQUIRE); i++) {
+        rt_sleep_ms(5);
+    }
+    assert_true(__atomic_load_n(&in.ran, __ATOMIC_ACQUIRE));
+    assert_true(is_hex32(in.id));
+    assert_int_equal(value_of(in.release), 0);
+    assert_int_equal(value_of(in.count), 1);
+    rlock_permit_semaphore_free(s);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_permit_counts, setup, teardown),
@@ -621,6 +939,13 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_odd_lease_end_no_poll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_permit_id_checked, setup, teardown),
         cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_async_calls, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_no_lease, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_get_lease_time_not_held, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_many, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_expirable_both_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_async_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_in_callback, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

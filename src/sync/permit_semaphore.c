@@ -16,7 +16,9 @@
 #include "rlock/errors.h"
 #include "rlock/permit_semaphore.h"
 #include "rlock__scripts_all.h"
+#include "sync_object.h"
 #include "sync_slots.h"
+#include "sync_then.h"
 #include "sync_wait.h"
 
 static const rlock__kind_ops permit_ops = {
@@ -123,7 +125,8 @@ static rlock *one_slot(rlock *o, const char *fn) {
 }
 
 static int64_t expiry_of(int64_t lease_ms) {
-    return lease_ms != -1 ? rlock__wall_ms() + lease_ms : NON_EXPIRABLE; /* calcTimeout */
+    return lease_ms != RLOCK_PERMIT_NO_LEASE ? rlock__wall_ms() + lease_ms
+                                             : NON_EXPIRABLE; /* calcTimeout */
 }
 
 /* ByteBufUtil.decodeHexDump: an even number of hex digits, either case
@@ -307,7 +310,8 @@ static const rlock__sync_kind acquire_kind = {
 static int check_lease(const char *fn, int64_t lease_ms) {
     if (lease_ms < -1 || lease_ms > RLOCK__MAX_SETTING_MS) {
         rlock__set_error_message("%s: lease_ms %lld is %s", fn, (long long)lease_ms,
-                                 lease_ms < 0 ? "negative (-1: no lease)" : "longer than a year");
+                                 lease_ms < 0 ? "negative (RLOCK_PERMIT_NO_LEASE, -1: no lease)"
+                                              : "longer than a year");
         return RLOCK_ERR_INVALID;
     }
     return RLOCK_OK;
@@ -557,4 +561,403 @@ int rlock_permit_semaphore_acquired_permits(rlock_permit_semaphore *s, int64_t *
     }
     return number_call(s, "rlock_permit_semaphore_acquired_permits", permits != NULL, acquired_cmd,
                        NULL, 0, permits);
+}
+
+/* ---- async forms of the other calls ------------------------------------------------- */
+
+/* Redisson sends the writes below with syncedEvalWithRetry: a script no
+ * replica confirmed is sent again (each is safe to repeat: a release of
+ * an id, a count set). */
+static rlock_future *synced_call(rlock_permit_semaphore *s, rlock__cmd *cmd) {
+    if (cmd != NULL) {
+        rlock__cmd_retry_unsynced(cmd, true);
+    }
+    return rlock__sync_call(OBJ(s), cmd);
+}
+
+/* The async checks of an id: NULL when the call goes on (raw, *len set). */
+static rlock_future *refuse_id(rlock_permit_semaphore *s, const char *fn, const char *id,
+                               uint8_t *raw, size_t *len) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f == NULL && id == NULL) {
+        f = rlock__sync_invalid("%s: permitId can't be null", fn);
+    }
+    if (f == NULL && !from_hex(id, raw, len)) {
+        f = rlock__sync_invalid("%s: \"%.64s\" is not a permit id (an even number of hex "
+                                "digits, at most 32, as acquire gives)",
+                                fn, id);
+    }
+    return f;
+}
+
+static rlock_future *try_release_async(rlock_permit_semaphore *s, const char *id, const char *fn) {
+    uint8_t raw[ID_BYTES];
+    size_t len = 0;
+    rlock_future *f = refuse_id(s, fn, id, raw, &len);
+    return f != NULL ? f : synced_call(s, try_release_cmd(OBJ(s), raw, len));
+}
+
+rlock_future *rlock_permit_semaphore_try_release_async(rlock_permit_semaphore *s, const char *id) {
+    return try_release_async(s, id, "rlock_permit_semaphore_try_release_async");
+}
+
+/* releaseAsync: tryRelease's false is an IllegalArgumentException; arg is
+ * the message. */
+static int released_or_not_held(int64_t *value, char *msg, size_t cap, const void *arg) {
+    if (*value != 0) {
+        *value = 0;
+        return RLOCK_OK;
+    }
+    snprintf(msg, cap, "%s", (const char *)arg);
+    return RLOCK_ERR_NOT_HELD;
+}
+
+rlock_future *rlock_permit_semaphore_release_async(rlock_permit_semaphore *s, const char *id) {
+    const char *fn = "rlock_permit_semaphore_release_async";
+    rlock_future *f = try_release_async(s, id, fn);
+    if (rlock_future_is_done(f) && rlock_future_error(f) != RLOCK_OK) {
+        return f; /* refused (a success is read below, however soon it came) */
+    }
+    char msg[160];
+    int n = snprintf(msg, sizeof(msg),
+                     "%s: Permit with id %.64s has already been released or doesn't exist", fn, id);
+    return rlock__sync_then(OBJ(s)->client->loop, f, released_or_not_held, msg, (size_t)n + 1);
+}
+
+rlock_future *rlock_permit_semaphore_update_lease_time_async(rlock_permit_semaphore *s,
+                                                             const char *id, int64_t lease_ms) {
+    const char *fn = "rlock_permit_semaphore_update_lease_time_async";
+    uint8_t raw[ID_BYTES];
+    size_t len = 0;
+    rlock_future *f = refuse_id(s, fn, id, raw, &len);
+    if (f == NULL && check_lease(fn, lease_ms) != RLOCK_OK) {
+        f = rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error());
+    }
+    if (f != NULL) {
+        return f;
+    }
+    int64_t expiry = expiry_of(lease_ms);
+    return synced_call(s,
+                       timeout_first_cmd(OBJ(s), &rlock__script_permit_semaphore_update_lease_time,
+                                         raw, len, &expiry));
+}
+
+/* A count call as a future; what: the name of arg, checked within
+ * +-2^53; NULL: no argument. synced: syncedEvalWithRetry, else Redisson's
+ * evalWriteAsync (the counts). */
+static rlock_future *number_async(rlock_permit_semaphore *s, const char *fn,
+                                  rlock__cmd *(*make)(const rlock *o, int64_t arg),
+                                  const char *what, int64_t arg, bool synced) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f == NULL && what != NULL && rlock__check_lua_number(fn, what, arg) != RLOCK_OK) {
+        f = rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error());
+    }
+    if (f != NULL) {
+        return f;
+    }
+    rlock__cmd *cmd = make(OBJ(s), arg);
+    return synced ? synced_call(s, cmd) : rlock__sync_call(OBJ(s), cmd);
+}
+
+rlock_future *rlock_permit_semaphore_try_set_permits_async(rlock_permit_semaphore *s,
+                                                           int64_t permits) {
+    return number_async(s, "rlock_permit_semaphore_try_set_permits_async", try_set_cmd, "permits",
+                        permits, true);
+}
+
+rlock_future *rlock_permit_semaphore_set_permits_async(rlock_permit_semaphore *s, int64_t permits) {
+    return number_async(s, "rlock_permit_semaphore_set_permits_async", set_cmd, "permits", permits,
+                        true);
+}
+
+rlock_future *rlock_permit_semaphore_add_permits_async(rlock_permit_semaphore *s, int64_t permits) {
+    return number_async(s, "rlock_permit_semaphore_add_permits_async", add_cmd, "permits", permits,
+                        true);
+}
+
+rlock_future *rlock_permit_semaphore_available_permits_async(rlock_permit_semaphore *s) {
+    return number_async(s, "rlock_permit_semaphore_available_permits_async", available_cmd, NULL, 0,
+                        false);
+}
+
+rlock_future *rlock_permit_semaphore_get_permits_async(rlock_permit_semaphore *s) {
+    return number_async(s, "rlock_permit_semaphore_get_permits_async", get_permits_cmd, NULL, 0,
+                        false);
+}
+
+rlock_future *rlock_permit_semaphore_acquired_permits_async(rlock_permit_semaphore *s) {
+    return number_async(s, "rlock_permit_semaphore_acquired_permits_async", acquired_cmd, NULL, 0,
+                        false);
+}
+
+/* ---- RExpirable: on the name and the timeout set --------------------------------------- */
+
+/* RedissonPermitExpirableSemaphore's deleteAsync, expireAsync and
+ * clearExpireAsync cover getRawName() and timeoutName (a semaphore whose
+ * string expired but whose set stayed would count stale permits);
+ * isExists and remainTimeToLive are RedissonObject's, on the name. */
+typedef enum { KEYS_DELETE, KEYS_EXPIRE, KEYS_CLEAR_EXPIRE } keys_call;
+
+static rlock_future *on_both_keys(rlock_permit_semaphore *s, const char *fn, keys_call call,
+                                  int64_t ttl_ms) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f != NULL) {
+        return f;
+    }
+    names n;
+    if (!names_make(OBJ(s), &n)) {
+        names_free(&n);
+        return rlock__future_failed(NULL, RLOCK_ERR_NOMEM, "out of memory");
+    }
+    rlock__sync_extra timeout = {n.timeout, n.timeout_len};
+    f = call == KEYS_DELETE   ? rlock__sync_delete(OBJ(s), fn, timeout)
+        : call == KEYS_EXPIRE ? rlock__sync_expire(OBJ(s), fn, ttl_ms, timeout)
+                              : rlock__sync_clear_expire(OBJ(s), fn, timeout);
+    names_free(&n);
+    return f;
+}
+
+rlock_future *rlock_permit_semaphore_delete_async(rlock_permit_semaphore *s) {
+    return on_both_keys(s, "rlock_permit_semaphore_delete_async", KEYS_DELETE, 0);
+}
+
+rlock_future *rlock_permit_semaphore_is_exists_async(rlock_permit_semaphore *s) {
+    return rlock__sync_is_exists(OBJ(s), "rlock_permit_semaphore_is_exists_async");
+}
+
+rlock_future *rlock_permit_semaphore_expire_async(rlock_permit_semaphore *s, int64_t ttl_ms) {
+    return on_both_keys(s, "rlock_permit_semaphore_expire_async", KEYS_EXPIRE, ttl_ms);
+}
+
+rlock_future *rlock_permit_semaphore_clear_expire_async(rlock_permit_semaphore *s) {
+    return on_both_keys(s, "rlock_permit_semaphore_clear_expire_async", KEYS_CLEAR_EXPIRE, 0);
+}
+
+rlock_future *rlock_permit_semaphore_remain_time_to_live_async(rlock_permit_semaphore *s) {
+    return rlock__sync_remain_ttl(OBJ(s), "rlock_permit_semaphore_remain_time_to_live_async");
+}
+
+int rlock_permit_semaphore_delete(rlock_permit_semaphore *s, bool *deleted) {
+    const char *fn = "rlock_permit_semaphore_delete";
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, deleted);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block_bool(on_both_keys(s, fn, KEYS_DELETE, 0), fn, deleted);
+}
+
+int rlock_permit_semaphore_is_exists(rlock_permit_semaphore *s, bool *exists) {
+    const char *fn = "rlock_permit_semaphore_is_exists";
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, exists);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block_bool(rlock__sync_is_exists(OBJ(s), fn), fn, exists);
+}
+
+int rlock_permit_semaphore_expire(rlock_permit_semaphore *s, int64_t ttl_ms, bool *set) {
+    const char *fn = "rlock_permit_semaphore_expire";
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, set);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block_bool(on_both_keys(s, fn, KEYS_EXPIRE, ttl_ms), fn, set);
+}
+
+int rlock_permit_semaphore_clear_expire(rlock_permit_semaphore *s, bool *cleared) {
+    const char *fn = "rlock_permit_semaphore_clear_expire";
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, cleared);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block_bool(on_both_keys(s, fn, KEYS_CLEAR_EXPIRE, 0), fn, cleared);
+}
+
+int rlock_permit_semaphore_remain_time_to_live(rlock_permit_semaphore *s, int64_t *ttl_ms) {
+    const char *fn = "rlock_permit_semaphore_remain_time_to_live";
+    int rc = rlock__sync_begin_number(OBJ(s), fn, ttl_ms);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block(rlock__sync_remain_ttl(OBJ(s), fn), fn, ttl_ms, NULL, 0);
+}
+
+/* ---- getLeaseTime ----------------------------------------------------------------------- */
+
+/* getLeaseTimeAsync: the script's 0 (unknown or expired) is an
+ * IllegalArgumentException; arg is the message. */
+static int lease_or_not_held(int64_t *value, char *msg, size_t cap, const void *arg) {
+    if (*value != 0) {
+        return RLOCK_OK;
+    }
+    snprintf(msg, cap, "%s", (const char *)arg);
+    return RLOCK_ERR_NOT_HELD;
+}
+
+static rlock_future *get_lease_time_async(rlock_permit_semaphore *s, const char *id,
+                                          const char *fn) {
+    uint8_t raw[ID_BYTES];
+    size_t len = 0;
+    rlock_future *f = refuse_id(s, fn, id, raw, &len);
+    if (f != NULL) {
+        return f;
+    }
+    names n;
+    rlock__cmd *cmd = NULL;
+    if (names_make(OBJ(s), &n)) {
+        rlock__args a;
+        rlock__args_init(&a);
+        rlock__args_key(&a, rlock__name_of(OBJ(s)), OBJ(s)->name_len);
+        rlock__args_key(&a, n.timeout, n.timeout_len);
+        rlock__args_key(&a, n.channel, n.channel_len);
+        rlock__args_str(&a, (const char *)raw, len);
+        rlock__args_int(&a, NON_EXPIRABLE);
+        rlock__args_int(&a, rlock__wall_ms());
+        rlock__args_lit(&a, rlock__object_publish(OBJ(s)));
+        cmd = rlock__args_script(&a, &rlock__script_permit_semaphore_get_lease_time);
+    }
+    names_free(&n);
+    char msg[160];
+    int m = snprintf(msg, sizeof(msg),
+                     "%s: Permit with id %.64s has already been released or doesn't exist", fn, id);
+    return rlock__sync_then(OBJ(s)->client->loop, rlock__sync_call(OBJ(s), cmd), lease_or_not_held,
+                            msg, (size_t)m + 1);
+}
+
+rlock_future *rlock_permit_semaphore_get_lease_time_async(rlock_permit_semaphore *s,
+                                                          const char *id) {
+    return get_lease_time_async(s, id, "rlock_permit_semaphore_get_lease_time_async");
+}
+
+int rlock_permit_semaphore_get_lease_time(rlock_permit_semaphore *s, const char *id,
+                                          int64_t *lease_ms) {
+    const char *fn = "rlock_permit_semaphore_get_lease_time";
+    int rc = rlock__sync_begin_number(OBJ(s), fn, lease_ms);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block(get_lease_time_async(s, id, fn), fn, lease_ms, NULL, 0);
+}
+
+/* ---- tryRelease(List), release(List) ------------------------------------------------------ */
+
+/* Redisson takes any number of ids; a bound keeps one call's allocation
+ * sane (the script's unpack fails well before: Lua's stack). */
+#define IDS_MAX 100000
+
+/* The ids as raw bytes (n * ID_BYTES at raw, lengths at lens): NULL when
+ * the call goes on, else the failed future. */
+static rlock_future *refuse_ids(rlock_permit_semaphore *s, const char *fn, const char *const *ids,
+                                size_t n) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f == NULL && (ids == NULL || n == 0)) {
+        f = rlock__sync_invalid("%s: permitIds can't be null or empty", fn);
+    }
+    if (f == NULL && n > IDS_MAX) {
+        f = rlock__sync_invalid("%s: %zu ids, more than %d in one call", fn, n, IDS_MAX);
+    }
+    for (size_t i = 0; f == NULL && i < n; i++) {
+        uint8_t raw[ID_BYTES];
+        size_t len = 0;
+        if (ids[i] == NULL) {
+            f = rlock__sync_invalid("%s: ids[%zu] is NULL: permitId can't be null", fn, i);
+        } else if (!from_hex(ids[i], raw, &len)) {
+            f = rlock__sync_invalid("%s: ids[%zu] \"%.64s\" is not a permit id (an even number "
+                                    "of hex digits, at most 32, as acquire gives)",
+                                    fn, i, ids[i]);
+        }
+    }
+    return f;
+}
+
+/* KEYS name, channel, timeout set; ARGV n, now, publish, ids... */
+static rlock__cmd *try_release_many_cmd(const rlock *o, const char *const *ids, size_t n) {
+    size_t argc = 6 + n;
+    const char **argv = malloc(argc * sizeof(*argv));
+    size_t *lens = malloc(argc * sizeof(*lens));
+    uint8_t *raw = malloc(n * ID_BYTES);
+    names nm;
+    bool named = names_make(o, &nm);
+    rlock__cmd *cmd = NULL;
+    if (argv != NULL && lens != NULL && raw != NULL && named) {
+        char count[24], now[24];
+        argv[0] = rlock__name_of(o);
+        lens[0] = o->name_len;
+        argv[1] = nm.channel;
+        lens[1] = nm.channel_len;
+        argv[2] = nm.timeout;
+        lens[2] = nm.timeout_len;
+        argv[3] = count;
+        lens[3] = (size_t)snprintf(count, sizeof(count), "%zu", n);
+        argv[4] = now;
+        lens[4] = (size_t)snprintf(now, sizeof(now), "%lld", (long long)rlock__wall_ms());
+        argv[5] = rlock__object_publish(o);
+        lens[5] = strlen(argv[5]);
+        for (size_t i = 0; i < n; i++) {
+            from_hex(ids[i], raw + i * ID_BYTES, &lens[6 + i]); /* checked: refuse_ids */
+            argv[6 + i] = (const char *)raw + i * ID_BYTES;
+        }
+        cmd = rlock__script_call(&rlock__script_permit_semaphore_try_release_many, 3, (int)argc,
+                                 argv, lens);
+    }
+    names_free(&nm);
+    free(raw);
+    free(lens);
+    free(argv);
+    return cmd;
+}
+
+static rlock_future *try_release_many_async(rlock_permit_semaphore *s, const char *const *ids,
+                                            size_t n, const char *fn) {
+    rlock_future *f = refuse_ids(s, fn, ids, n);
+    return f != NULL ? f : synced_call(s, try_release_many_cmd(OBJ(s), ids, n));
+}
+
+rlock_future *rlock_permit_semaphore_try_release_many_async(rlock_permit_semaphore *s,
+                                                            const char *const *ids, size_t n) {
+    return try_release_many_async(s, ids, n, "rlock_permit_semaphore_try_release_many_async");
+}
+
+int rlock_permit_semaphore_try_release_many(rlock_permit_semaphore *s, const char *const *ids,
+                                            size_t n, int64_t *released) {
+    const char *fn = "rlock_permit_semaphore_try_release_many";
+    int rc = rlock__sync_begin_number(OBJ(s), fn, released);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_block(try_release_many_async(s, ids, n, fn), fn, released, NULL, 0);
+}
+
+/* releaseAsync(List): fewer released than asked is an
+ * IllegalArgumentException. arg: the count wanted, then the message. */
+static int all_released_or_not_held(int64_t *value, char *msg, size_t cap, const void *arg) {
+    int64_t want = 0;
+    memcpy(&want, arg, sizeof(want));
+    if (*value == want) {
+        *value = 0;
+        return RLOCK_OK;
+    }
+    snprintf(msg, cap, "%s", (const char *)arg + sizeof(want));
+    return RLOCK_ERR_NOT_HELD;
+}
+
+static rlock_future *release_many_async(rlock_permit_semaphore *s, const char *const *ids, size_t n,
+                                        const char *fn) {
+    rlock_future *f = try_release_many_async(s, ids, n, fn);
+    if (rlock_future_is_done(f) && rlock_future_error(f) != RLOCK_OK) {
+        return f; /* refused (a success is read below, however soon it came) */
+    }
+    char arg[sizeof(int64_t) + 256];
+    int64_t want = (int64_t)n;
+    memcpy(arg, &want, sizeof(want));
+    int m = snprintf(arg + sizeof(want), sizeof(arg) - sizeof(want),
+                     "%s: Permits with ids [%.32s%s] have already been released or don't exist", fn,
+                     ids[0], n > 1 ? ", ..." : "");
+    return rlock__sync_then(OBJ(s)->client->loop, f, all_released_or_not_held, arg,
+                            sizeof(want) + (size_t)m + 1);
+}
+
+rlock_future *rlock_permit_semaphore_release_many_async(rlock_permit_semaphore *s,
+                                                        const char *const *ids, size_t n) {
+    return release_many_async(s, ids, n, "rlock_permit_semaphore_release_many_async");
+}
+
+int rlock_permit_semaphore_release_many(rlock_permit_semaphore *s, const char *const *ids,
+                                        size_t n) {
+    const char *fn = "rlock_permit_semaphore_release_many";
+    int rc = rlock__sync_check_blocking(OBJ(s), fn, true);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block(release_many_async(s, ids, n, fn), fn, NULL, NULL, 0);
 }
