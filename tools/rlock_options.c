@@ -581,16 +581,19 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         usage_error("--kind is a lock's: rlock exec --semaphore holds a semaphore's permit%s", "");
         return EXIT_USAGE;
     }
+    /* the name is the object's the command works on: its word in messages */
+    const char *what = is_latch ? "latch" : o->semaphore ? "semaphore" : "lock";
     if (!is_ls && !is_doctor && o->name == NULL) {
-        usage_error("rlock %s needs a lock name", cmd);
+        fprintf(stderr, "rlock: rlock %s needs a %s name\nTry 'rlock --help'.\n", cmd, what);
         return EXIT_USAGE;
     }
     if (o->name != NULL && *o->name == '\0') {
-        usage_error("lock name \"%s\" is empty: a lock needs a name", o->name);
+        fprintf(stderr, "rlock: %s name \"\" is empty: a %s needs a name\nTry 'rlock --help'.\n",
+                what, what);
         return EXIT_USAGE;
     }
     if (o->name != NULL && strlen(o->name) > RLOCK_NAME_MAX) {
-        fprintf(stderr, "rlock: the lock name is %zu bytes long; at most %d\n", strlen(o->name),
+        fprintf(stderr, "rlock: the %s name is %zu bytes long; at most %d\n", what, strlen(o->name),
                 RLOCK_NAME_MAX);
         return EXIT_USAGE;
     }

@@ -794,6 +794,11 @@ usage)
     words 64 'lock name "" is empty' exec '' -- true
     words 64 'lock name "" is empty' exec --kind fenced '' -- true
     words 64 'lock name is 70000 bytes long' status "$(printf '%070000d' 0)"
+    # the message names the object the command works on, not always a lock
+    words 64 'latch name "" is empty: a latch needs a name' latch await ''
+    words 64 'latch name "" is empty: a latch needs a name' latch set '' 3
+    words 64 'semaphore name "" is empty: a semaphore needs a name' exec --semaphore '' -- true
+    words 64 'semaphore name is 70000 bytes long' exec --semaphore "$(printf '%070000d' 0)" -- true
     words 64 '^rlock: --address: address "bogus"' --address bogus status x
     words 64 '^rlock: --address: .*port' --address redis://h:99999 exec x -- true
     words 64 '^rlock: --client-name: ' exec --client-name 'a b' x -- true
