@@ -215,9 +215,9 @@ static void schedule_callbacks(rlock_future *f) {
     rlock__loop_defer(f->loop, &f->task, run_callbacks);
 }
 
-/* Flips f to done under the lock; false if it was done already. */
-static bool settle(rlock_future *f, int err, int64_t value, const char *msg) {
-    char *copy = msg != NULL && msg[0] != '\0' ? strdup(msg) : NULL;
+/* Flips f to done under the lock, taking copy (its message); false if
+ * it was done already. */
+static bool settle_copy(rlock_future *f, int err, int64_t value, char *copy, bool texts) {
     LOCK(f);
     if (f->done) {
         UNLOCK(f);
@@ -228,8 +228,26 @@ static bool settle(rlock_future *f, int err, int64_t value, const char *msg) {
     f->err = err;
     f->value = err == RLOCK_OK ? value : 0;
     f->msg = copy;
+    f->texts = texts;
     pthread_cond_broadcast(&stripe_of(f)->cv);
     UNLOCK(f);
+    return true;
+}
+
+static bool settle(rlock_future *f, int err, int64_t value, const char *msg) {
+    return settle_copy(f, err, value, msg != NULL && msg[0] != '\0' ? strdup(msg) : NULL, false);
+}
+
+bool rlock__future_complete_texts(rlock_future *f, int64_t n, const char *texts, size_t len) {
+    char *copy = malloc(len);
+    if (copy != NULL) {
+        memcpy(copy, texts, len);
+    }
+    if (!settle_copy(f, copy != NULL ? RLOCK_OK : RLOCK_ERR_NOMEM, n,
+                     copy != NULL ? copy : strdup("out of memory"), copy != NULL)) {
+        return false;
+    }
+    schedule_callbacks(f);
     return true;
 }
 
@@ -383,6 +401,26 @@ const char *rlock_future_string(const rlock_future *f) {
     LOCK(m);
     const char *s = m->done && m->err == RLOCK_OK ? m->msg : NULL;
     UNLOCK(m);
+    return s;
+}
+
+const char *rlock_future_string_at(const rlock_future *f, size_t i) {
+    const char *s = rlock_future_string(f);
+    if (s == NULL) {
+        return NULL;
+    }
+    rlock_future *m = (rlock_future *)f;
+    LOCK(m);
+    bool texts = m->texts;
+    UNLOCK(m);
+    /* texts: value of them back to back, each NUL-terminated
+     * (rlock__future_complete_texts); else one text */
+    if (i >= (texts ? (uint64_t)rlock_future_value(f) : 1)) {
+        return NULL;
+    }
+    for (size_t k = 0; k < i; k++) {
+        s += strlen(s) + 1;
+    }
     return s;
 }
 

@@ -29,6 +29,7 @@ struct rlock_future {
     uint32_t fork_gen;
     bool done;
     bool cb_list;      /* first_arg is the list of callbacks (see below) */
+    bool texts;        /* msg holds value texts back to back (complete_texts) */
     rlock__loop *loop; /* referenced until the callbacks have run */
     int64_t value;
     char *msg; /* a failure's details; a success's text value (a permit id) */
@@ -59,6 +60,12 @@ rlock_future *rlock__future_failed(rlock__loop *loop, int err, const char *msg);
  * changing nothing, when f had completed already (cancelled): the
  * operation then undoes what it did. msg may be NULL. */
 bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char *msg);
+
+/* Completes f with RLOCK_OK, value n and n texts (permit ids), back to
+ * back at texts, each NUL-terminated, len bytes in all: the first is
+ * rlock_future_string, each rlock_future_string_at. As
+ * rlock__future_complete otherwise (out of memory: RLOCK_ERR_NOMEM). */
+bool rlock__future_complete_texts(rlock_future *f, int64_t n, const char *texts, size_t len);
 
 /* fn(f) runs on the loop thread after a user's cancel won, and for an
  * operation the client tracks when the client shuts down (f not done yet:

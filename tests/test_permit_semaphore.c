@@ -612,6 +612,14 @@ static int64_t value_of(rlock_future *fut) {
     return v;
 }
 
+/* The same, keeping the future. */
+static int64_t value_of_kept(rlock_future *fut) {
+    int64_t v = -999;
+    assert_non_null(fut);
+    assert_int_equal(rt_sync_wait(fut, 5000, &v), RLOCK_OK);
+    return v;
+}
+
 static int error_of(rlock_future *fut) {
     assert_non_null(fut);
     int rc = rt_sync_wait(fut, 5000, NULL);
@@ -920,6 +928,120 @@ static void test_release_in_callback(void **state) {
     rlock_permit_semaphore_free(s);
 }
 
+/* acquire(permits, lease) / tryAcquire(permits, wait, lease): all or none,
+ * each permit an id of its own in the timeout set with the lease's score;
+ * the future's value is the number of ids, read with
+ * rlock_future_string_at. */
+static void test_acquire_many(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "pmany");
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 5), RLOCK_OK);
+    char ids[3][RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_acquire_many(s, 3, RLOCK_PERMIT_NO_LEASE, ids),
+                     RLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_true(is_hex32(ids[i]));
+    }
+    assert_string_not_equal(ids[0], ids[1]);
+    assert_string_not_equal(ids[1], ids[2]);
+    assert_int_equal(available(s), 2);
+    assert_int_equal(rt_redis_int(&f->redis, NULL, "ZCARD {pmany}:timeout"), 3);
+    int64_t lease = 0;
+    assert_int_equal(rlock_permit_semaphore_get_lease_time(s, ids[2], &lease), RLOCK_OK);
+    assert_int_equal(lease, -1);
+
+    /* 3 more: only 2 left, so none is taken */
+    bool got = true;
+    char more[3][RLOCK_PERMIT_ID_MAX] = {"x", "y", "z"};
+    assert_int_equal(rlock_permit_semaphore_try_acquire_many(s, 3, 0, 60000, more, &got), RLOCK_OK);
+    assert_false(got);
+    assert_string_equal(more[0], "");
+    assert_string_equal(more[2], "");
+    assert_int_equal(available(s), 2);
+    rlock_future *fut = rlock_permit_semaphore_try_acquire_many_async(s, 3, 0, 60000);
+    assert_int_equal(value_of(fut), 0);
+
+    /* a waiter for 3 gets them all once one more is released */
+    fut = rlock_permit_semaphore_acquire_many_async(s, 3, 60000);
+    assert_int_equal(rt_sync_numsub_becomes(&f->redis, "redisson_sc:{pmany}", 1, 5000), 1);
+    assert_false(rlock_future_is_done(fut));
+    assert_int_equal(rlock_permit_semaphore_release(s, ids[0]), RLOCK_OK);
+    int64_t n = 0;
+    assert_int_equal(rt_sync_wait(fut, 5000, &n), RLOCK_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(rlock_future_string_at(fut, 0), rlock_future_string(fut));
+    const char *got_ids[3];
+    for (size_t i = 0; i < 3; i++) {
+        got_ids[i] = rlock_future_string_at(fut, i);
+        assert_non_null(got_ids[i]);
+        assert_true(is_hex32(got_ids[i]));
+        lease = 0;
+        assert_int_equal(rlock_permit_semaphore_get_lease_time(s, got_ids[i], &lease), RLOCK_OK);
+        assert_true(lease > 0 && lease <= 60000);
+    }
+    assert_null(rlock_future_string_at(fut, 3));
+    assert_int_equal(available(s), 0);
+    assert_int_equal(rlock_permit_semaphore_release_many(s, got_ids, 3), RLOCK_OK);
+    rlock_future_release(fut);
+    assert_int_equal(available(s), 3);
+
+    /* a one-permit future has one string */
+    fut = rlock_permit_semaphore_acquire_async(s, RLOCK_PERMIT_NO_LEASE);
+    assert_int_equal(value_of_kept(fut), 1);
+    assert_non_null(rlock_future_string_at(fut, 0));
+    assert_null(rlock_future_string_at(fut, 1));
+    rlock_future_release(fut);
+    assert_null(rlock_future_string_at(NULL, 0));
+    rlock_permit_semaphore_free(s);
+}
+
+/* A several-permit waiter cancelled gives back what a try took meanwhile;
+ * bad input is refused with nothing sent. */
+static void test_acquire_many_bad_input(void **state) {
+    fx *f = *state;
+    rlock_client *c = new_client(f);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "pmbad");
+    char ids[2][RLOCK_PERMIT_ID_MAX];
+    bool got = true;
+    long long before = scripts_run(&f->redis);
+    const int64_t bad_permits[] = {0, -1, 100001, INT64_MAX};
+    for (size_t i = 0; i < 4; i++) {
+        assert_int_equal(rlock_permit_semaphore_acquire_many(s, bad_permits[i], -1, ids),
+                         RLOCK_ERR_INVALID);
+        assert_non_null(strstr(rlock_last_error(), "permits"));
+        assert_int_equal(
+            rlock_permit_semaphore_try_acquire_many(s, bad_permits[i], 0, -1, ids, &got),
+            RLOCK_ERR_INVALID);
+        assert_false(got);
+        assert_int_equal(error_of(rlock_permit_semaphore_acquire_many_async(s, bad_permits[i], -1)),
+                         RLOCK_ERR_INVALID);
+    }
+    assert_int_equal(rlock_permit_semaphore_acquire_many(s, 2, -2, ids), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_acquire_many(s, 2, -1, NULL), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_acquire_many(NULL, 2, -1, ids), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_try_acquire_many(s, 2, -1, -1, ids, &got),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_try_acquire_many(s, 2, 0, -1, ids, NULL),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_try_acquire_many_async(s, 2, -1, -1)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_try_acquire_many_async(NULL, 2, 0, -1)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(error_of(rlock_permit_semaphore_acquire_many_async(s, 2, -3)),
+                     RLOCK_ERR_INVALID);
+    assert_int_equal(scripts_run(&f->redis), before); /* nothing sent */
+
+    rlock_future *fut = rlock_permit_semaphore_acquire_many_async(s, 2, 60000);
+    assert_int_equal(rt_sync_numsub_becomes(&f->redis, "redisson_sc:{pmbad}", 1, 5000), 1);
+    assert_true(rlock_future_cancel(fut));
+    rlock_future_release(fut);
+    assert_int_equal(rt_sync_numsub_becomes(&f->redis, "redisson_sc:{pmbad}", 0, 5000), 0);
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 2), RLOCK_OK);
+    assert_int_equal(available(s), 2); /* the cancelled waiter took none */
+    rlock_permit_semaphore_free(s);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_permit_counts, setup, teardown),
@@ -946,6 +1068,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_expirable_both_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_async_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_release_in_callback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_acquire_many, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_acquire_many_bad_input, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

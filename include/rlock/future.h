@@ -88,6 +88,15 @@ RLOCK_API int64_t rlock_future_value(const rlock_future *f);
  *         operation has none (not acquired, failed) and for NULL. */
 RLOCK_API const char *rlock_future_string(const rlock_future *f);
 
+/** One of the operation's text values: the ids of a finished
+ * several-permit acquire (rlock_permit_semaphore_acquire_many_async()),
+ * whose value is their number.
+ * @param f the future.
+ * @param i which, from 0; index 0 is rlock_future_string().
+ * @return the text, valid while f is held; NULL past the last (i at or
+ *         beyond the future's value), while pending, when the operation
+ *         has none, and for NULL. */
+RLOCK_API const char *rlock_future_string_at(const rlock_future *f, size_t i);
 /** Completes a pending future with RLOCK_ERR_CANCELLED and tells the
  * operation to stop (a lock that was acquired meanwhile is released).
  * Callbacks run on the loop thread.

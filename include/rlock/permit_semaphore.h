@@ -232,6 +232,54 @@ RLOCK_API rlock_future *rlock_permit_semaphore_get_permits_async(rlock_permit_se
  * @return the future, NULL only when out of memory. */
 RLOCK_API rlock_future *rlock_permit_semaphore_acquired_permits_async(rlock_permit_semaphore *s);
 
+/** Takes several permits at once, all or none, waiting as long as it
+ * takes (acquire(permits, lease)): the semaphore's count goes down by
+ * permits in one step, each permit with an id of its own.
+ * @param s the semaphore.
+ * @param permits how many, 1 to 100000.
+ * @param lease_ms each permit's lease; RLOCK_PERMIT_NO_LEASE: none.
+ * @param ids room for permits ids, RLOCK_PERMIT_ID_MAX bytes each: they
+ *        receive the ids.
+ * @return 0, or a negative ::rlock_errno. */
+RLOCK_API int rlock_permit_semaphore_acquire_many(rlock_permit_semaphore *s, int64_t permits,
+                                                  int64_t lease_ms,
+                                                  char (*ids)[RLOCK_PERMIT_ID_MAX]);
+/** Takes several permits at once, all or none, if they come within wait_ms
+ * (tryAcquire(permits, wait, lease)).
+ * @param s the semaphore.
+ * @param permits how many, 1 to 100000.
+ * @param wait_ms the longest wait; 0: one try.
+ * @param lease_ms each permit's lease; RLOCK_PERMIT_NO_LEASE: none.
+ * @param ids room for permits ids: they receive the ids ("" each when
+ *        none was taken).
+ * @param acquired set to whether they were taken.
+ * @return 0 (also when not acquired), or a negative ::rlock_errno. */
+RLOCK_API int rlock_permit_semaphore_try_acquire_many(rlock_permit_semaphore *s, int64_t permits,
+                                                      int64_t wait_ms, int64_t lease_ms,
+                                                      char (*ids)[RLOCK_PERMIT_ID_MAX],
+                                                      bool *acquired);
+/** rlock_permit_semaphore_acquire_many() as a future: value the number of
+ * ids once taken, each read with rlock_future_string_at(). Cancelling it
+ * stops the wait (permits taken meanwhile are released).
+ * @param s the semaphore.
+ * @param permits how many, 1 to 100000.
+ * @param lease_ms each permit's lease; RLOCK_PERMIT_NO_LEASE: none.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_permit_semaphore_acquire_many_async(rlock_permit_semaphore *s,
+                                                                  int64_t permits,
+                                                                  int64_t lease_ms);
+/** rlock_permit_semaphore_try_acquire_many() as a future: value the number
+ * of ids (rlock_future_string_at()), 0 when not acquired.
+ * @param s the semaphore.
+ * @param permits how many, 1 to 100000.
+ * @param wait_ms the longest wait; 0: one try.
+ * @param lease_ms each permit's lease; RLOCK_PERMIT_NO_LEASE: none.
+ * @return the future, NULL only when out of memory. */
+RLOCK_API rlock_future *rlock_permit_semaphore_try_acquire_many_async(rlock_permit_semaphore *s,
+                                                                      int64_t permits,
+                                                                      int64_t wait_ms,
+                                                                      int64_t lease_ms);
+
 /** Gives several permits back, each a live one, else none
  * (tryRelease(List)): when one id is unknown or expired nothing is
  * released. Expired permits of others are given back on the way.

@@ -863,40 +863,67 @@ static rlock_future *refuse_ids(rlock_permit_semaphore *s, const char *fn, const
     return f;
 }
 
-/* KEYS name, channel, timeout set; ARGV n, now, publish, ids... */
-static rlock__cmd *try_release_many_cmd(const rlock *o, const char *const *ids, size_t n) {
-    size_t argc = 6 + n;
+/* A script call of keys then args then n raw ids (at raw, ID_BYTES
+ * apart, id_lens bytes each; NULL: ID_BYTES): the several-permit
+ * scripts, whose arguments outgrow rlock__args. */
+static rlock__cmd *with_ids_cmd(const rlock__script *script, const char *const *head,
+                                const size_t *head_lens, int nkeys, int nhead, const uint8_t *raw,
+                                const size_t *id_lens, size_t n) {
+    size_t argc = (size_t)nhead + n;
     const char **argv = malloc(argc * sizeof(*argv));
     size_t *lens = malloc(argc * sizeof(*lens));
-    uint8_t *raw = malloc(n * ID_BYTES);
-    names nm;
-    bool named = names_make(o, &nm);
     rlock__cmd *cmd = NULL;
-    if (argv != NULL && lens != NULL && raw != NULL && named) {
-        char count[24], now[24];
-        argv[0] = rlock__name_of(o);
-        lens[0] = o->name_len;
-        argv[1] = nm.channel;
-        lens[1] = nm.channel_len;
-        argv[2] = nm.timeout;
-        lens[2] = nm.timeout_len;
-        argv[3] = count;
-        lens[3] = (size_t)snprintf(count, sizeof(count), "%zu", n);
-        argv[4] = now;
-        lens[4] = (size_t)snprintf(now, sizeof(now), "%lld", (long long)rlock__wall_ms());
-        argv[5] = rlock__object_publish(o);
-        lens[5] = strlen(argv[5]);
+    if (argv != NULL && lens != NULL) {
+        memcpy(argv, head, (size_t)nhead * sizeof(*argv));
+        memcpy(lens, head_lens, (size_t)nhead * sizeof(*lens));
         for (size_t i = 0; i < n; i++) {
-            from_hex(ids[i], raw + i * ID_BYTES, &lens[6 + i]); /* checked: refuse_ids */
-            argv[6 + i] = (const char *)raw + i * ID_BYTES;
+            argv[nhead + i] = (const char *)raw + i * ID_BYTES;
+            lens[nhead + i] = id_lens != NULL ? id_lens[i] : ID_BYTES;
         }
-        cmd = rlock__script_call(&rlock__script_permit_semaphore_try_release_many, 3, (int)argc,
-                                 argv, lens);
+        cmd = rlock__script_call(script, nkeys, (int)argc, argv, lens);
     }
-    names_free(&nm);
-    free(raw);
     free(lens);
     free(argv);
+    return cmd;
+}
+
+/* tryReleaseAsync(permitsIds): KEYS name, channel, timeout set; ARGV n,
+ * now, publish, ids (raw, ID_BYTES each: Redisson's ids are). */
+static rlock__cmd *try_release_many_raw(const rlock *o, const uint8_t *raw, const size_t *id_lens,
+                                        size_t n) {
+    names nm;
+    rlock__cmd *cmd = NULL;
+    if (names_make(o, &nm)) {
+        char count[24], now[24];
+        const char *head[] = {rlock__name_of(o),       nm.channel, nm.timeout, count, now,
+                              rlock__object_publish(o)};
+        size_t lens[] = {o->name_len,
+                         nm.channel_len,
+                         nm.timeout_len,
+                         (size_t)snprintf(count, sizeof(count), "%zu", n),
+                         (size_t)snprintf(now, sizeof(now), "%lld", (long long)rlock__wall_ms()),
+                         strlen(rlock__object_publish(o))};
+        cmd = with_ids_cmd(&rlock__script_permit_semaphore_try_release_many, head, lens, 3, 6, raw,
+                           id_lens, n);
+    }
+    names_free(&nm);
+    return cmd;
+}
+
+/* The same from the caller's hex ids (checked: refuse_ids), each sent
+ * as its bytes, as Redisson's decodeHexDump. */
+static rlock__cmd *try_release_many_cmd(const rlock *o, const char *const *ids, size_t n) {
+    uint8_t *raw = calloc(n, ID_BYTES);
+    size_t *id_lens = calloc(n, sizeof(*id_lens));
+    rlock__cmd *cmd = NULL;
+    if (raw != NULL && id_lens != NULL) {
+        for (size_t i = 0; i < n; i++) {
+            from_hex(ids[i], raw + i * ID_BYTES, &id_lens[i]);
+        }
+        cmd = try_release_many_raw(o, raw, id_lens, n);
+    }
+    free(id_lens);
+    free(raw);
     return cmd;
 }
 
@@ -960,4 +987,188 @@ int rlock_permit_semaphore_release_many(rlock_permit_semaphore *s, const char *c
     int rc = rlock__sync_check_blocking(OBJ(s), fn, true);
     return rc != RLOCK_OK ? rc
                           : rlock__sync_block(release_many_async(s, ids, n, fn), fn, NULL, NULL, 0);
+}
+
+/* ---- several permits at once: acquire(permits, lease), tryAcquire(permits, wait, lease) ---- */
+
+/* A several-permit call's own state, after its op: how many, then their
+ * raw ids (new random ones for each try, as Redisson's generateId). */
+typedef struct many {
+    size_t n;
+    uint8_t ids[]; /* n * ID_BYTES */
+} many;
+
+static rlock__cmd *many_try(rlock__sync_op *op) {
+    const rlock *o = op->obj;
+    many *m = rlock__sync_op_tail(op);
+    for (size_t i = 0; i < m->n; i++) {
+        uint64_t r[2] = {rlock__next_random(), rlock__next_random()};
+        memcpy(m->ids + i * ID_BYTES, r, ID_BYTES);
+    }
+    names nm;
+    rlock__cmd *cmd = NULL;
+    if (names_make(o, &nm)) {
+        char num[4][24];
+        const char *head[] = {
+            rlock__name_of(o),       nm.timeout, nm.channel, num[0], num[1], num[2], num[3],
+            rlock__object_publish(o)};
+        size_t lens[] = {o->name_len,
+                         nm.timeout_len,
+                         nm.channel_len,
+                         (size_t)snprintf(num[0], 24, "%zu", m->n),
+                         (size_t)snprintf(num[1], 24, "%lld", (long long)expiry_of(op->arg)),
+                         (size_t)snprintf(num[2], 24, "%lld", (long long)rlock__wall_ms()),
+                         (size_t)snprintf(num[3], 24, "%lld", NON_EXPIRABLE),
+                         strlen(rlock__object_publish(o))};
+        cmd = with_ids_cmd(&rlock__script_permit_semaphore_try_acquire, head, lens, 3, 8, m->ids,
+                           NULL, m->n);
+    }
+    names_free(&nm);
+    return cmd;
+}
+
+static int many_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res *res,
+                      const char **msg) {
+    int rc = acquire_reply(op, r, res, msg);
+    if (rc == RLOCK_OK && res->done) {
+        res->value = (int64_t)((many *)rlock__sync_op_tail(op))->n; /* the number of ids */
+    }
+    return rc;
+}
+
+/* releaseAsync(ids) after a lost complete or an unconfirmed try. */
+static rlock__cmd *many_undo(rlock__sync_op *op) {
+    many *m = rlock__sync_op_tail(op);
+    return try_release_many_raw(op->obj, m->ids, NULL, m->n);
+}
+
+/* Redisson prints an id as ByteBufUtil.hexDump does: lowercase hex. */
+static size_t many_ids_text(const rlock__sync_op *op, char **out) {
+    static const char digits[] = "0123456789abcdef";
+    const many *m = rlock__sync_op_tail((rlock__sync_op *)op);
+    size_t len = m->n * (2 * ID_BYTES + 1);
+    char *p = *out = malloc(len);
+    if (p == NULL) {
+        return 0;
+    }
+    for (size_t i = 0; i < m->n * ID_BYTES; i++) {
+        uint8_t b = m->ids[i];
+        *p++ = digits[b >> 4];
+        *p++ = digits[b & 15];
+        if (i % ID_BYTES == ID_BYTES - 1) {
+            *p++ = '\0';
+        }
+    }
+    return len;
+}
+
+static const rlock__sync_kind many_kind = {
+    .on_message = rlock__wait_semaphore_message,
+    .channel = channel,
+    .channel_len = rlock__object_channel_len,
+    .try_cmd = many_try,
+    .try_reply = many_reply,
+    .undo = many_undo,
+    .no_retry = true, /* syncedEvalNoRetry, as one permit's */
+    .ids_text = many_ids_text,
+};
+
+/* Checks shared by the several-permit acquires: NULL when the call goes on. */
+static rlock_future *refuse_many(rlock_permit_semaphore *s, const char *fn, int64_t permits,
+                                 int64_t wait_ms, int64_t lease_ms) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    if (f == NULL && (permits < 1 || permits > IDS_MAX)) {
+        /* Redisson's "Permits amount can't be negative"; 0 would be a
+         * success with no id, which the value (the number of ids) could not
+         * tell from "not acquired" */
+        f = rlock__sync_invalid("%s: permits must be 1 to %d, not %lld", fn, IDS_MAX,
+                                (long long)permits);
+    }
+    if (f == NULL && ((wait_ms != -1 && rlock__sync_check_wait(fn, wait_ms, false) != RLOCK_OK) ||
+                      check_lease(fn, lease_ms) != RLOCK_OK)) {
+        f = rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error());
+    }
+    return f;
+}
+
+static rlock_future *acquire_many_async(rlock_permit_semaphore *s, int64_t permits, int64_t wait_ms,
+                                        int64_t lease_ms, const char *fn) {
+    rlock_future *f = refuse_many(s, fn, permits, wait_ms, lease_ms);
+    if (f != NULL) {
+        return f;
+    }
+    many head = {.n = (size_t)permits};
+    return rlock__sync_wait_start_sized(OBJ(s), &many_kind, lease_ms, wait_ms,
+                                        sizeof(many) + head.n * ID_BYTES, &head, sizeof(head));
+}
+
+rlock_future *rlock_permit_semaphore_acquire_many_async(rlock_permit_semaphore *s, int64_t permits,
+                                                        int64_t lease_ms) {
+    return acquire_many_async(s, permits, -1, lease_ms,
+                              "rlock_permit_semaphore_acquire_many_async");
+}
+
+rlock_future *rlock_permit_semaphore_try_acquire_many_async(rlock_permit_semaphore *s,
+                                                            int64_t permits, int64_t wait_ms,
+                                                            int64_t lease_ms) {
+    const char *fn = "rlock_permit_semaphore_try_acquire_many_async";
+    if (s != NULL && wait_ms == -1) {
+        return rlock__sync_invalid("%s: wait_ms is negative", fn);
+    }
+    return acquire_many_async(s, permits, wait_ms, lease_ms, fn);
+}
+
+/* The blocking several-permit acquires: waits for f (taken), the ids
+ * into ids (permits of them, "" each when none came), *value the count. */
+static int block_many(rlock_future *f, const char *fn, int64_t permits,
+                      char (*ids)[RLOCK_PERMIT_ID_MAX], int64_t *value) {
+    if (f != NULL && rlock_future_wait(f, -1) == RLOCK_OK && rlock_future_error(f) == RLOCK_OK) {
+        for (int64_t i = 0; i < permits; i++) {
+            const char *id = rlock_future_string_at(f, (size_t)i);
+            snprintf(ids[i], RLOCK_PERMIT_ID_MAX, "%s", id != NULL ? id : "");
+        }
+    }
+    return rlock__sync_block(f, fn, value, NULL, 0);
+}
+
+/* Clears the caller's ids (permits of them: only for a valid count, the
+ * room the caller has) and checks the handle, the pointers and the
+ * thread. */
+static int begin_many(rlock_permit_semaphore *s, const char *fn, int64_t permits,
+                      char (*ids)[RLOCK_PERMIT_ID_MAX], bool out_ok) {
+    for (int64_t i = 0; ids != NULL && permits <= IDS_MAX && i < permits; i++) {
+        ids[i][0] = '\0';
+    }
+    return rlock__sync_check_blocking(OBJ(s), fn, ids != NULL && out_ok);
+}
+
+int rlock_permit_semaphore_acquire_many(rlock_permit_semaphore *s, int64_t permits,
+                                        int64_t lease_ms, char (*ids)[RLOCK_PERMIT_ID_MAX]) {
+    const char *fn = "rlock_permit_semaphore_acquire_many";
+    int rc = begin_many(s, fn, permits, ids, true);
+    return rc != RLOCK_OK ? rc
+                          : block_many(acquire_many_async(s, permits, -1, lease_ms, fn), fn,
+                                       permits, ids, NULL);
+}
+
+int rlock_permit_semaphore_try_acquire_many(rlock_permit_semaphore *s, int64_t permits,
+                                            int64_t wait_ms, int64_t lease_ms,
+                                            char (*ids)[RLOCK_PERMIT_ID_MAX], bool *acquired) {
+    const char *fn = "rlock_permit_semaphore_try_acquire_many";
+    if (acquired != NULL) {
+        *acquired = false;
+    }
+    int rc = begin_many(s, fn, permits, ids, acquired != NULL);
+    if (rc == RLOCK_OK) {
+        rc = rlock__sync_check_wait(fn, wait_ms, false);
+    }
+    int64_t v = 0;
+    if (rc == RLOCK_OK) {
+        rc =
+            block_many(acquire_many_async(s, permits, wait_ms, lease_ms, fn), fn, permits, ids, &v);
+    }
+    if (rc == RLOCK_OK) {
+        *acquired = v != 0;
+    }
+    return rc;
 }

@@ -221,7 +221,26 @@ static void to_hex(const uint8_t *id, size_t n, char *out) {
     out[2 * n] = '\0';
 }
 
+/* Completes with the kind's several ids (ids_text): false when nobody
+ * has them (cancelled meanwhile, or no memory for their text). */
+static bool complete_ids(rlock__sync_op *op, int64_t value) {
+    char *texts = NULL;
+    size_t len = op->kind->ids_text(op, &texts);
+    bool won = len > 0
+                   ? rlock__future_complete_texts(&op->live.future, value, texts, len)
+                   : rlock__future_complete(&op->live.future, RLOCK_ERR_NOMEM, 0, "out of memory");
+    free(texts);
+    return won && len > 0; /* out of memory: nobody has the ids, give them back */
+}
+
 static void done(rlock__sync_op *op, int64_t value) {
+    if (op->has_id && value != 0 && op->kind->ids_text != NULL) {
+        if (!complete_ids(op, value)) {
+            undo(op);
+        }
+        op_free(op);
+        return;
+    }
     /* A success's text is the future's message slot (rlock_future_string). */
     char text[2 * sizeof(op->id) + 1];
     if (op->has_id) {
@@ -503,12 +522,25 @@ static void start(void *arg) {
 
 rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg,
                                      int64_t wait_ms) {
+    return rlock__sync_wait_start_sized(o, k, arg, wait_ms, 0, NULL, 0);
+}
+
+void *rlock__sync_op_tail(rlock__sync_op *op) {
+    return op + 1;
+}
+
+rlock_future *rlock__sync_wait_start_sized(rlock *o, const rlock__sync_kind *k, int64_t arg,
+                                           int64_t wait_ms, size_t tail, const void *init,
+                                           size_t init_len) {
     rlock_client *c = o->client;
-    rlock_future *f = rlock__future_new_sized(c->loop, sizeof(rlock__sync_op));
+    rlock_future *f = rlock__future_new_sized(c->loop, sizeof(rlock__sync_op) + tail);
     if (f == NULL) {
         return rlock__future_failed(c->loop, RLOCK_ERR_NOMEM, "out of memory");
     }
     rlock__sync_op *op = RLOCK__CONTAINER_OF(f, rlock__sync_op, live.future);
+    if (init_len > 0) {
+        memcpy(rlock__sync_op_tail(op), init, init_len);
+    }
     op->obj = o;
     op->kind = k;
     op->arg = arg;

@@ -61,6 +61,10 @@ typedef struct rlock__sync_kind {
      * or no replica confirmed the try; NULL: nothing to give back. */
     rlock__cmd *(*undo)(rlock__sync_op *op);
     bool no_retry; /* the try takes something: never resent once written */
+    /* A success with several ids (has_id): writes them in hex, each
+     * NUL-terminated, back to back into a block it allocates (*out);
+     * returns its length, 0 when out of memory. NULL: the one id, op->id. */
+    size_t (*ids_text)(const rlock__sync_op *op, char **out);
 } rlock__sync_kind;
 
 /* One per waiting call, the future first (one allocation, freed with the
@@ -89,6 +93,14 @@ struct rlock__sync_op {
  * Checked input. */
 rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg,
                                      int64_t wait_ms);
+
+/* The same with tail bytes after the op, for the kind's own state
+ * (rlock__sync_op_tail; one allocation still): the first init_len are
+ * init's, the rest zero, before the call starts. */
+rlock_future *rlock__sync_wait_start_sized(rlock *o, const rlock__sync_kind *k, int64_t arg,
+                                           int64_t wait_ms, size_t tail, const void *init,
+                                           size_t init_len);
+void *rlock__sync_op_tail(rlock__sync_op *op);
 
 /* LongCodec's reading of a reply into *out: an integer, a string that is
  * one whole (optional '-', digits, in int64 range), 0 for nil or anything
