@@ -959,6 +959,200 @@ static void test_latch_await_times_out_alike(void **state) {
 
 /* ---- set-up -------------------------------------------------------------- */
 
+/* ---- the calls ported later: releaseIfExists, trySetPermits(ttl),
+ * several permits, getLeaseTime, RExpirable / RObject ---- */
+
+static long long pttl_of(fx *f, const char *key) {
+    redisReply *r = redisCommand(probe(f), "PTTL %s", key);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    long long v = r->integer;
+    freeReplyObject(r);
+    return v;
+}
+
+/* RSemaphore.releaseIfExists, trySetPermits(permits, timeToLive), delete,
+ * isExists, expire, clearExpire, remainTimeToLive: each side reads what
+ * the other did. */
+static void test_semaphore_later_calls_both_ways(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(f);
+    java_start(f);
+    const char *name = "compat:sem2";
+    rlock_semaphore *s = c_semaphore(c, name);
+    bool b = true;
+    assert_false(java_bool("sem releaseIfExists %s 1", name));
+    assert_int_equal(rlock_semaphore_release_if_exists(s, 1, &b), RLOCK_OK);
+    assert_false(b);
+    assert_false(java_bool("sem isExists %s", name));
+
+    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, 3, 60000, &b), RLOCK_OK);
+    assert_true(b);
+    assert_false(java_bool("sem trySetPermitsTtl %s 5 60000", name));
+    assert_int_equal(java_int("sem availablePermits %s", name), 3);
+    long long ttl = java_int("sem remainTimeToLive %s", name);
+    assert_true(ttl > 0 && ttl <= 60000);
+    assert_true(java_bool("sem releaseIfExists %s 2", name));
+    assert_int_equal(rlock_semaphore_release_if_exists(s, 1, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(java_int("sem availablePermits %s", name), 6);
+
+    assert_true(java_bool("sem clearExpire %s", name));
+    int64_t left = 0;
+    assert_int_equal(rlock_semaphore_remain_time_to_live(s, &left), RLOCK_OK);
+    assert_int_equal(left, -1);
+    assert_int_equal(rlock_semaphore_expire(s, 50000, &b), RLOCK_OK);
+    assert_true(b);
+    ttl = java_int("sem remainTimeToLive %s", name);
+    assert_true(ttl > 0 && ttl <= 50000);
+    assert_true(java_bool("sem expire %s 40000", name));
+    assert_int_equal(rlock_semaphore_remain_time_to_live(s, &left), RLOCK_OK);
+    assert_true(left > 0 && left <= 40000);
+    assert_int_equal(rlock_semaphore_clear_expire(s, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(java_int("sem remainTimeToLive %s", name), -1);
+
+    assert_true(java_bool("sem delete %s", name));
+    assert_int_equal(rlock_semaphore_is_exists(s, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(rlock_semaphore_remain_time_to_live(s, &left), RLOCK_OK);
+    assert_int_equal(left, -2);
+    assert_int_equal(java_int("sem remainTimeToLive %s", name), -2);
+    assert_true(java_bool("sem trySetPermitsTtl %s 2 30000", name));
+    assert_int_equal(rlock_semaphore_is_exists(s, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(rlock_semaphore_remain_time_to_live(s, &left), RLOCK_OK);
+    assert_true(left > 0 && left <= 30000);
+    assert_int_equal(rlock_semaphore_delete(s, &b), RLOCK_OK);
+    assert_true(b);
+    assert_false(java_bool("sem isExists %s", name));
+}
+
+/* Splits Redisson's comma-separated ids into ids[n][128]. */
+static void split_ids(const char *line, char ids[][128], size_t n) {
+    const char *p = line;
+    for (size_t i = 0; i < n; i++) {
+        const char *end = strchr(p, ',');
+        size_t len = end != NULL ? (size_t)(end - p) : strlen(p);
+        assert_true(len < 128);
+        memcpy(ids[i], p, len);
+        ids[i][len] = '\0';
+        expect_id_form(ids[i]);
+        p = end != NULL ? end + 1 : p + len;
+    }
+    assert_true(*p == '\0');
+}
+
+/* Several permits taken on one side are read and released at once by the
+ * other; RExpirable on both keys, seen from both sides. */
+static void test_permit_later_calls_both_ways(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(f);
+    java_start(f);
+    const char *name = "compat:psem2";
+    rlock_permit_semaphore *s = c_permit_semaphore(c, name);
+    bool b = false;
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 5, &b), RLOCK_OK);
+
+    /* Redisson takes 3 at once; C reads their leases and releases them at once */
+    char jids[3][128];
+    split_ids(java_ok("psem acquireMany %s 3 %d", name, LEASE_MS), jids, 3);
+    assert_int_equal(c_permits_available(s), 2);
+    for (int i = 0; i < 3; i++) {
+        int64_t lease = 0;
+        assert_int_equal(rlock_permit_semaphore_get_lease_time(s, jids[i], &lease), RLOCK_OK);
+        assert_true(lease > 0 && lease <= LEASE_MS);
+    }
+    const char *jp[] = {jids[0], jids[1], jids[2]};
+    assert_int_equal(rlock_permit_semaphore_release_many(s, jp, 3), RLOCK_OK);
+    assert_int_equal(java_int("psem availablePermits %s", name), 5);
+    int64_t n = -1;
+    assert_int_equal(rlock_permit_semaphore_try_release_many(s, jp, 3, &n), RLOCK_OK);
+    assert_int_equal(n, 0);
+
+    /* C takes 2 at once without a lease; Redisson reads and releases them */
+    char cids[2][RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_acquire_many(s, 2, RLOCK_PERMIT_NO_LEASE, cids),
+                     RLOCK_OK);
+    for (int i = 0; i < 2; i++) {
+        expect_id_form(cids[i]);
+        expect_no_lease(f, name, cids[i]);
+        assert_int_equal(java_int("psem getLeaseTime %s %s", name, cids[i]), -1);
+    }
+    assert_int_equal(java_int("psem availablePermits %s", name), 3);
+    assert_int_equal(java_int("psem tryReleaseMany %s %s,%s", name, cids[0], cids[1]), 2);
+    assert_int_equal(java_int("psem tryReleaseMany %s %s,%s", name, cids[0], cids[1]), 0);
+    assert_int_equal(c_permits_available(s), 5);
+
+    /* RExpirable: both keys, as Redisson's overrides */
+    char cid[RLOCK_PERMIT_ID_MAX], timeout_set[256];
+    snprintf(timeout_set, sizeof(timeout_set), "{%s}:timeout", name);
+    c_take_permit(s, -1, cid);
+    assert_true(java_bool("psem expire %s 50000", name));
+    int64_t left = 0;
+    assert_int_equal(rlock_permit_semaphore_remain_time_to_live(s, &left), RLOCK_OK);
+    assert_true(left > 0 && left <= 50000);
+    assert_true(pttl_of(f, timeout_set) > 0);
+    assert_int_equal(rlock_permit_semaphore_clear_expire(s, &b), RLOCK_OK);
+    assert_true(b);
+    assert_int_equal(java_int("psem remainTimeToLive %s", name), -1);
+    assert_int_equal(pttl_of(f, timeout_set), -1);
+    assert_int_equal(rlock_permit_semaphore_expire(s, 40000, &b), RLOCK_OK);
+    assert_true(b);
+    long long jttl = java_int("psem remainTimeToLive %s", name);
+    assert_true(jttl > 0 && jttl <= 40000);
+    assert_true(pttl_of(f, timeout_set) > 0);
+    assert_true(java_bool("psem clearExpire %s", name));
+    assert_int_equal(pttl_of(f, timeout_set), -1);
+    assert_int_equal(rlock_permit_semaphore_delete(s, &b), RLOCK_OK);
+    assert_true(b);
+    assert_false(java_bool("psem isExists %s", name));
+    assert_int_equal(pttl_of(f, timeout_set), -2);
+    assert_false(java_bool("psem delete %s", name));
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 1), RLOCK_OK);
+    c_take_permit(s, -1, cid);
+    assert_true(java_bool("psem delete %s", name));
+    assert_int_equal(rlock_permit_semaphore_is_exists(s, &b), RLOCK_OK);
+    assert_false(b);
+    assert_int_equal(pttl_of(f, timeout_set), -2); /* Redisson's delete took the set too */
+}
+
+/* RObject.isExists of a latch, both ways; the async forms' count-down
+ * wakes Redisson's await. */
+static void test_latch_later_calls_both_ways(void **state) {
+    fx *f = *state;
+    rlock_client *c = client(f);
+    java_start(f);
+    const char *name = "compat:latch2";
+    rlock_latch *l = c_latch(c, name);
+    bool b = true;
+    assert_int_equal(rlock_latch_is_exists(l, &b), RLOCK_OK);
+    assert_false(b);
+    assert_false(java_bool("latch isExists %s", name));
+    rlock_future *fut = rlock_latch_try_set_count_async(l, 1);
+    int64_t v = 0;
+    assert_int_equal(rlock_future_wait(fut, ANSWER_TIMEOUT_MS), RLOCK_OK);
+    assert_int_equal(rlock_future_error(fut), RLOCK_OK);
+    assert_int_equal(rlock_future_value(fut), 1);
+    rlock_future_release(fut);
+    assert_true(java_bool("latch isExists %s", name));
+    assert_int_equal(java_int("latch getCount %s", name), 1);
+    fut = rlock_latch_count_down_async(l);
+    assert_int_equal(rlock_future_wait(fut, ANSWER_TIMEOUT_MS), RLOCK_OK);
+    assert_int_equal(rlock_future_error(fut), RLOCK_OK);
+    rlock_future_release(fut);
+    assert_true(java_bool("latch await %s 1000", name)); /* at zero: done at once */
+    assert_false(java_bool("latch isExists %s", name));
+    assert_true(java_bool("latch trySetCount %s 2", name));
+    fut = rlock_latch_get_count_async(l);
+    assert_int_equal(rlock_future_wait(fut, ANSWER_TIMEOUT_MS), RLOCK_OK);
+    v = rlock_future_value(fut);
+    rlock_future_release(fut);
+    assert_int_equal(v, 2);
+    assert_int_equal(rlock_latch_is_exists(l, &b), RLOCK_OK);
+    assert_true(b);
+}
+
 static int setup(void **state) {
     signal(SIGPIPE, SIG_IGN); /* a write to a peer that died fails instead */
     return rt_fx_setup(state);
@@ -1008,6 +1202,9 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_latch_count_down_wakes_other_side, setup, teardown),
         cmocka_unit_test_setup_teardown(test_latch_brace_inside_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_latch_await_times_out_alike, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_semaphore_later_calls_both_ways, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_permit_later_calls_both_ways, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_latch_later_calls_both_ways, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.redisson.Redisson;
 import org.redisson.api.RCountDownLatch;
+import org.redisson.api.RExpirable;
 import org.redisson.api.RFencedLock;
 import org.redisson.api.RLock;
 import org.redisson.api.RPermitExpirableSemaphore;
@@ -357,6 +358,26 @@ public final class Peer {
         }
     }
 
+    /** RObject / RExpirable calls on a semaphore: null when cmd is none. */
+    private static String expirable(RExpirable o, String cmd, String[] w) {
+        switch (cmd) {
+            case "delete":
+                return String.valueOf(o.delete());
+            case "isExists":
+                return String.valueOf(o.isExists());
+            case "expire":
+                need(w, 4);
+                return String.valueOf(o.expire(Duration.ofMillis(Long.parseLong(w[3]))));
+            case "clearExpire":
+                return String.valueOf(o.clearExpire());
+            case "remainTimeToLive":
+                return String.valueOf(o.remainTimeToLive());
+            default:
+                return null;
+        }
+    }
+
+
     private static final java.util.Set<String> SYNC_OBJECTS = java.util.Set.of("sem", "psem", "latch");
 
     /**
@@ -386,8 +407,18 @@ public final class Peer {
      *   latch getCount &lt;name&gt;                    OK &lt;n&gt;
      *   latch await &lt;name&gt; &lt;waitMs|-1&gt;          OK true|false (-1: await(), then true)
      *   latch delete &lt;name&gt;                      OK true|false
+     *   latch isExists &lt;name&gt;                    OK true|false
+     *   sem releaseIfExists &lt;name&gt; &lt;n&gt;          OK true|false
+     *   sem trySetPermitsTtl &lt;name&gt; &lt;n&gt; &lt;ttlMs&gt;  OK true|false (trySetPermits(n, ttl))
+     *   psem acquireMany &lt;name&gt; &lt;n&gt; &lt;leaseMs|-1&gt;   OK &lt;id&gt;,&lt;id&gt;,...
+     *   psem tryReleaseMany &lt;name&gt; &lt;id&gt;,&lt;id&gt;,...   OK &lt;n released&gt;
+     *   psem releaseMany &lt;name&gt; &lt;id&gt;,&lt;id&gt;,...      OK - (ERROR IllegalArgumentException)
+     *   sem|psem delete|isExists|clearExpire &lt;name&gt;     OK true|false
+     *   sem|psem expire &lt;name&gt; &lt;ttlMs&gt;                OK true|false
+     *   sem|psem remainTimeToLive &lt;name&gt;             OK &lt;ms&gt;|-1|-2
      * </pre>
      */
+
     private static String syncCommand(String[] w) throws Exception {
         need(w, 3);
         if (redisson == null) {
@@ -423,7 +454,18 @@ public final class Peer {
                         return String.valueOf(s.availablePermits());
                     case "drainPermits":
                         return String.valueOf(s.drainPermits());
+                    case "releaseIfExists":
+                        need(w, 4);
+                        return String.valueOf(s.releaseIfExists(Integer.parseInt(w[3])));
+                    case "trySetPermitsTtl":
+                        need(w, 5);
+                        return String.valueOf(s.trySetPermits(Integer.parseInt(w[3]),
+                                Duration.ofMillis(Long.parseLong(w[4]))));
                     default:
+                        String common = expirable(s, cmd, w);
+                        if (common != null) {
+                            return common;
+                        }
                         break;
                 }
                 break;
@@ -472,7 +514,25 @@ public final class Peer {
                         return String.valueOf(s.getPermits());
                     case "acquiredPermits":
                         return String.valueOf(s.acquiredPermits());
+                    case "acquireMany": { /* permits lease: the ids, comma-separated */
+                        need(w, 5);
+                        long lease = Long.parseLong(w[4]);
+                        int n = Integer.parseInt(w[3]);
+                        return String.join(",", lease == -1 ? s.acquire(n)
+                                : s.acquire(n, lease, TimeUnit.MILLISECONDS));
+                    }
+                    case "tryReleaseMany":
+                        need(w, 4);
+                        return String.valueOf(s.tryRelease(Arrays.asList(w[3].split(","))));
+                    case "releaseMany":
+                        need(w, 4);
+                        s.release(Arrays.asList(w[3].split(",")));
+                        return "-";
                     default:
+                        String common = expirable(s, cmd, w);
+                        if (common != null) {
+                            return common;
+                        }
                         break;
                 }
                 break;
@@ -499,6 +559,8 @@ public final class Peer {
                     }
                     case "delete":
                         return String.valueOf(l.delete());
+                    case "isExists":
+                        return String.valueOf(l.isExists());
                     default:
                         break;
                 }
