@@ -204,17 +204,20 @@ int rlock_latch_delete(rlock_latch *l, bool *deleted) {
     return bool_call(l, "rlock_latch_delete", deleted, delete_cmd, 0);
 }
 
+/* countDownAsync is evalWriteNoRetryAsync: no WAIT, and a decrement
+ * applied twice would count two down. */
+static rlock__cmd *count_down_cmd(const rlock *o) {
+    return rlock__eval_write_no_retry(
+        latch_script(o, &rlock__script_latch_count_down, ZERO_COUNT_MESSAGE, NULL));
+}
+
 int rlock_latch_count_down(rlock_latch *l) {
     const char *fn = "rlock_latch_count_down";
     int rc = rlock__sync_check_blocking(OBJ(l), fn, true);
     if (rc != RLOCK_OK) {
         return rc;
     }
-    /* countDownAsync is evalWriteNoRetryAsync: no WAIT, and a decrement
-     * applied twice would count two down. */
-    rlock__cmd *cmd = rlock__eval_write_no_retry(
-        latch_script(OBJ(l), &rlock__script_latch_count_down, ZERO_COUNT_MESSAGE, NULL));
-    return rlock__sync_block(rlock__sync_call(OBJ(l), cmd), fn, NULL, NULL, 0);
+    return rlock__sync_block(rlock__sync_call(OBJ(l), count_down_cmd(OBJ(l))), fn, NULL, NULL, 0);
 }
 
 int rlock_latch_get_count(rlock_latch *l, int64_t *count) {
@@ -250,8 +253,9 @@ int rlock_latch_await(rlock_latch *l, int64_t wait_ms, bool *reached) {
 
 /* ---- async forms -------------------------------------------------------------------- */
 
-/* trySetCountAsync, deleteAsync (evalWriteAsync), getCountAsync (GET):
- * sent as the blocking forms are. */
+/* trySetCountAsync, deleteAsync (evalWriteAsync), countDownAsync
+ * (evalWriteNoRetryAsync), getCountAsync (GET): the blocking forms'
+ * commands, so their routes. */
 rlock_future *rlock_latch_try_set_count_async(rlock_latch *l, int64_t count) {
     const char *fn = "rlock_latch_try_set_count_async";
     rlock_future *f = rlock__sync_refuse(OBJ(l), fn);
@@ -266,12 +270,7 @@ rlock_future *rlock_latch_count_down_async(rlock_latch *l) {
     if (f != NULL) {
         return f;
     }
-    rlock__cmd *cmd =
-        latch_script(OBJ(l), &rlock__script_latch_count_down, ZERO_COUNT_MESSAGE, NULL);
-    if (cmd != NULL) {
-        rlock__cmd_no_retry(cmd); /* evalWriteNoRetryAsync, as rlock_latch_count_down */
-    }
-    return rlock__sync_call(OBJ(l), cmd);
+    return rlock__sync_call(OBJ(l), count_down_cmd(OBJ(l)));
 }
 
 rlock_future *rlock_latch_get_count_async(rlock_latch *l) {

@@ -565,14 +565,11 @@ int rlock_permit_semaphore_acquired_permits(rlock_permit_semaphore *s, int64_t *
 
 /* ---- async forms of the other calls ------------------------------------------------- */
 
-/* Redisson sends the writes below with syncedEvalWithRetry: a script no
- * replica confirmed is sent again (each is safe to repeat: a release of
- * an id, a count set). */
+/* Redisson sends the writes below with syncedEvalWithRetry: a WAIT
+ * behind, and a script no replica confirmed is sent again (each is safe
+ * to repeat: a release of an id, a count set). */
 static rlock_future *synced_call(rlock_permit_semaphore *s, rlock__cmd *cmd) {
-    if (cmd != NULL) {
-        rlock__cmd_retry_unsynced(cmd, true);
-    }
-    return rlock__sync_call(OBJ(s), cmd);
+    return rlock__sync_call(OBJ(s), rlock__synced_with_retry(cmd));
 }
 
 /* The async checks of an id: NULL when the call goes on (raw, *len set). */
@@ -642,52 +639,44 @@ rlock_future *rlock_permit_semaphore_update_lease_time_async(rlock_permit_semaph
                                          raw, len, &expiry));
 }
 
-/* A count call as a future; what: the name of arg, checked within
- * +-2^53; NULL: no argument. synced: syncedEvalWithRetry, else Redisson's
- * evalWriteAsync (the counts). */
+/* A count call as a future (the command carries its route, as the
+ * blocking form's); what: the name of arg, checked within +-2^53; NULL:
+ * no argument. */
 static rlock_future *number_async(rlock_permit_semaphore *s, const char *fn,
                                   rlock__cmd *(*make)(const rlock *o, int64_t arg),
-                                  const char *what, int64_t arg, bool synced) {
+                                  const char *what, int64_t arg) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
     if (f == NULL && what != NULL && rlock__check_lua_number(fn, what, arg) != RLOCK_OK) {
         f = rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error());
     }
-    if (f != NULL) {
-        return f;
-    }
-    rlock__cmd *cmd = make(OBJ(s), arg);
-    return synced ? synced_call(s, cmd) : rlock__sync_call(OBJ(s), cmd);
+    return f != NULL ? f : rlock__sync_call(OBJ(s), make(OBJ(s), arg));
 }
 
 rlock_future *rlock_permit_semaphore_try_set_permits_async(rlock_permit_semaphore *s,
                                                            int64_t permits) {
     return number_async(s, "rlock_permit_semaphore_try_set_permits_async", try_set_cmd, "permits",
-                        permits, true);
+                        permits);
 }
 
 rlock_future *rlock_permit_semaphore_set_permits_async(rlock_permit_semaphore *s, int64_t permits) {
-    return number_async(s, "rlock_permit_semaphore_set_permits_async", set_cmd, "permits", permits,
-                        true);
+    return number_async(s, "rlock_permit_semaphore_set_permits_async", set_cmd, "permits", permits);
 }
 
 rlock_future *rlock_permit_semaphore_add_permits_async(rlock_permit_semaphore *s, int64_t permits) {
-    return number_async(s, "rlock_permit_semaphore_add_permits_async", add_cmd, "permits", permits,
-                        true);
+    return number_async(s, "rlock_permit_semaphore_add_permits_async", add_cmd, "permits", permits);
 }
 
 rlock_future *rlock_permit_semaphore_available_permits_async(rlock_permit_semaphore *s) {
-    return number_async(s, "rlock_permit_semaphore_available_permits_async", available_cmd, NULL, 0,
-                        false);
+    return number_async(s, "rlock_permit_semaphore_available_permits_async", available_cmd, NULL,
+                        0);
 }
 
 rlock_future *rlock_permit_semaphore_get_permits_async(rlock_permit_semaphore *s) {
-    return number_async(s, "rlock_permit_semaphore_get_permits_async", get_permits_cmd, NULL, 0,
-                        false);
+    return number_async(s, "rlock_permit_semaphore_get_permits_async", get_permits_cmd, NULL, 0);
 }
 
 rlock_future *rlock_permit_semaphore_acquired_permits_async(rlock_permit_semaphore *s) {
-    return number_async(s, "rlock_permit_semaphore_acquired_permits_async", acquired_cmd, NULL, 0,
-                        false);
+    return number_async(s, "rlock_permit_semaphore_acquired_permits_async", acquired_cmd, NULL, 0);
 }
 
 /* ---- RExpirable: on the name and the timeout set --------------------------------------- */
@@ -808,7 +797,9 @@ static rlock_future *get_lease_time_async(rlock_permit_semaphore *s, const char 
         rlock__args_int(&a, NON_EXPIRABLE);
         rlock__args_int(&a, rlock__wall_ms());
         rlock__args_lit(&a, rlock__object_publish(OBJ(s)));
-        cmd = rlock__args_script(&a, &rlock__script_permit_semaphore_get_lease_time);
+        /* getLeaseTimeAsync is evalWriteAsync: no WAIT */
+        cmd = rlock__eval_write(
+            rlock__args_script(&a, &rlock__script_permit_semaphore_get_lease_time));
     }
     names_free(&n);
     char msg[160];
@@ -1039,7 +1030,7 @@ static int many_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res *
 /* releaseAsync(ids) after a lost complete or an unconfirmed try. */
 static rlock__cmd *many_undo(rlock__sync_op *op) {
     many *m = rlock__sync_op_tail(op);
-    return try_release_many_raw(op->obj, m->ids, NULL, m->n);
+    return rlock__synced_with_retry(try_release_many_raw(op->obj, m->ids, NULL, m->n));
 }
 
 /* Redisson prints an id as ByteBufUtil.hexDump does: lowercase hex. */

@@ -342,11 +342,10 @@ static rlock_future *release_if_exists_async(rlock_semaphore *s, int64_t permits
     if (permits == 0) { /* releaseIfExistsAsync(0): false at once, nothing sent */
         return rlock__sync_value_future(0);
     }
-    rlock__cmd *cmd = publishing_cmd(OBJ(s), &rlock__script_semaphore_release_if_exists, permits);
-    if (cmd != NULL) {
-        rlock__cmd_no_retry(cmd); /* syncedEvalNoRetry: an INCRBY applied twice gives twice */
-    }
-    return rlock__sync_call(OBJ(s), cmd);
+    /* syncedEvalNoRetry: a WAIT behind it; an INCRBY applied twice gives twice */
+    return rlock__sync_call(
+        OBJ(s), rlock__synced_no_retry(
+                    publishing_cmd(OBJ(s), &rlock__script_semaphore_release_if_exists, permits)));
 }
 
 rlock_future *rlock_semaphore_release_if_exists_async(rlock_semaphore *s, int64_t permits) {
@@ -381,11 +380,8 @@ static rlock_future *try_set_permits_ttl_async(rlock_semaphore *s, int64_t permi
     rlock__args_int(&a, permits);
     rlock__args_lit(&a, rlock__object_publish(OBJ(s)));
     rlock__args_int(&a, ttl_ms);
-    rlock__cmd *cmd = rlock__args_script(&a, &rlock__script_semaphore_try_set_permits_ttl);
-    if (cmd != NULL) {
-        rlock__cmd_retry_unsynced(cmd, true); /* syncedEvalWithRetry */
-    }
-    return rlock__sync_call(OBJ(s), cmd);
+    return rlock__sync_call(OBJ(s), rlock__synced_with_retry(rlock__args_script(
+                                        &a, &rlock__script_semaphore_try_set_permits_ttl)));
 }
 
 rlock_future *rlock_semaphore_try_set_permits_ttl_async(rlock_semaphore *s, int64_t permits,

@@ -1,8 +1,8 @@
 /* See sync_object.h. Redisson's routes: deleteAsync is writeAsync (DEL),
  * isExistsAsync and remainTimeToLiveAsync readAsync (EXISTS, PTTL),
  * clearExpireAsync writeAsync (PERSIST) or evalWriteAsync (the script,
- * several keys), expireAsync evalWriteAsync: plain commands, retried as
- * any (each is idempotent), no replica check. */
+ * several keys), expireAsync evalWriteAsync: retried as any command
+ * (each is idempotent), and no WAIT behind (rlock__eval_write). */
 #include "sync_object.h"
 
 #include "kind.h"
@@ -68,7 +68,8 @@ rlock_future *rlock__sync_expire(rlock *o, const char *fn, int64_t ttl_ms,
     if (rlock__check_lua_number(fn, "ttl_ms", ttl_ms) != RLOCK_OK) {
         return rlock__future_failed(NULL, RLOCK_ERR_INVALID, rlock_last_error());
     }
-    return rlock__sync_call(o, keys_script(o, &rlock__script_expirable_expire, extra, &ttl_ms));
+    return rlock__sync_call(
+        o, rlock__eval_write(keys_script(o, &rlock__script_expirable_expire, extra, &ttl_ms)));
 }
 
 rlock_future *rlock__sync_clear_expire(rlock *o, const char *fn, rlock__sync_extra extra) {
@@ -78,9 +79,10 @@ rlock_future *rlock__sync_clear_expire(rlock *o, const char *fn, rlock__sync_ext
     }
     /* RedissonExpirable.clearExpireAsync() is PERSIST name; the permit
      * semaphore's override runs the script on its two keys. */
-    return rlock__sync_call(
-        o, extra.len > 0 ? keys_script(o, &rlock__script_expirable_clear_expire, extra, NULL)
-                         : keys_command(o, "PERSIST", extra));
+    return rlock__sync_call(o, extra.len > 0
+                                   ? rlock__eval_write(keys_script(
+                                         o, &rlock__script_expirable_clear_expire, extra, NULL))
+                                   : keys_command(o, "PERSIST", extra));
 }
 
 int rlock__sync_begin_bool(const rlock *o, const char *fn, bool *out) {
