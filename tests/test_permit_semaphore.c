@@ -1042,6 +1042,41 @@ static void test_acquire_many_bad_input(void **state) {
     rlock_permit_semaphore_free(s);
 }
 
+/* The calls whose result is read anew from another's (release, getLeaseTime,
+ * release of several, delete: Redisson's handle()) complete once with
+ * RLOCK_ERR_CLOSED when the client is destroyed while Redis holds their
+ * command: nothing waits for good. */
+static void test_destroy_with_mapped_pending(void **state) {
+    fx *f = *state;
+    rlock_config cfg = rt_config(f->redis.address);
+    cfg.timeout_ms = 30000; /* the commands stay pending until the destroy */
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "mdestroy");
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, 1), RLOCK_OK); /* connected */
+    const char *id = "00112233445566778899aabbccddeeff";
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+    rt_sync_counter k = {.want_err = RLOCK_ERR_CLOSED};
+    enum { N = 4 };
+    rlock_future *w[N] = {rlock_permit_semaphore_release_async(s, id),
+                          rlock_permit_semaphore_get_lease_time_async(s, id),
+                          rlock_permit_semaphore_release_many_async(s, &id, 1),
+                          rlock_permit_semaphore_delete_async(s)};
+    for (int i = 0; i < N; i++) {
+        assert_false(rlock_future_is_done(w[i]));
+        rt_sync_count_on(w[i], &k);
+    }
+    rlock_client_destroy(c);
+    bool all = rt_sync_calls_reach(&k, N, 5000);
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+    assert_true(all);
+    assert_int_equal(k.wrong, 0);
+    for (int i = 0; i < N; i++) {
+        rlock_future_release(w[i]);
+    }
+    rlock_permit_semaphore_free(s);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_permit_counts, setup, teardown),
@@ -1070,6 +1105,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_release_in_callback, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acquire_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_acquire_many_bad_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_with_mapped_pending, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
