@@ -1,5 +1,5 @@
 /* The engine's entry points for the public calls (base_lock.c) and the
- * checks the blocking wrappers share (sync.c). */
+ * checks the blocking wrappers share (blocking.c). */
 #ifndef RLOCK_BASE_LOCK_H
 #define RLOCK_BASE_LOCK_H
 
