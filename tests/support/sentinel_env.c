@@ -86,22 +86,42 @@ static bool ready(rt_sentinel_env *e) {
     return true;
 }
 
+/* One server: plain with args (NULL: none), or, with tls, TLS only with
+ * conf's lines too; every one replicates and monitors over TLS then. */
+static int start_one(rt_redis *r, const rt_tls_env *tls, const char *conf, const char *args) {
+    if (tls == NULL) {
+        rt_redis_opts o = {.config_text = conf, .extra_args = args};
+        return rt_redis_start(r, conf != NULL || args != NULL ? &o : NULL);
+    }
+    char more[1024];
+    snprintf(more, sizeof(more), "tls-replication yes\n%s", conf != NULL ? conf : "");
+    bool sentinel = args != NULL && strstr(args, "--sentinel") != NULL;
+    return rt_tls_redis_start_with(r, tls, tls->server_cert, tls->server_key, false, more,
+                                   sentinel ? args : NULL);
+}
+
 int rt_sentinel_env_start(rt_sentinel_env *e, int replicas, int down_after_ms,
                           int failover_timeout_ms) {
+    return rt_sentinel_env_start_tls(e, NULL, replicas, down_after_ms, failover_timeout_ms);
+}
+
+int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls, int replicas,
+                              int down_after_ms, int failover_timeout_ms) {
     memset(e, 0, sizeof(*e));
     if (replicas < 1 || replicas > RT_SENTINEL_REPLICAS_MAX) {
         return -1;
     }
-    if (rt_redis_start(&e->servers[0], NULL) != 0) {
+    if (start_one(&e->servers[0], tls, NULL, NULL) != 0) {
         return -1;
     }
     e->n_servers = 1;
     int port = e->servers[0].port;
-    char args[128];
+    char args[128], replica_conf[128];
     snprintf(args, sizeof(args), "--replicaof 127.0.0.1 %d", port);
-    rt_redis_opts ropts = {.extra_args = args};
+    snprintf(replica_conf, sizeof(replica_conf), "replicaof 127.0.0.1 %d\n", port);
     for (int i = 0; i < replicas; i++) {
-        if (rt_redis_start(&e->servers[1 + i], &ropts) != 0) {
+        if (start_one(&e->servers[1 + i], tls, tls != NULL ? replica_conf : NULL,
+                      tls != NULL ? NULL : args) != 0) {
             rt_sentinel_env_stop(e);
             return -1;
         }
@@ -115,10 +135,9 @@ int rt_sentinel_env_start(rt_sentinel_env *e, int replicas, int down_after_ms,
              "sentinel parallel-syncs %s 1\n",
              RT_SENTINEL_MASTER_NAME, port, RT_SENTINEL_MASTER_NAME, down_after_ms,
              RT_SENTINEL_MASTER_NAME, failover_timeout_ms, RT_SENTINEL_MASTER_NAME);
-    rt_redis_opts sopts = {.config_text = conf, .extra_args = "--sentinel"};
     size_t used = 0;
     for (int i = 0; i < RT_SENTINELS; i++) {
-        if (rt_redis_start(&e->sentinels[i], &sopts) != 0) {
+        if (start_one(&e->sentinels[i], tls, conf, "--sentinel") != 0) {
             rt_sentinel_env_stop(e);
             return -1;
         }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "redis_server.h"
+#include "tls_env.h"
 
 #define RT_SENTINEL_MASTER_NAME "mymaster"
 #define RT_SENTINELS 3
@@ -30,6 +31,15 @@ typedef struct rt_sentinel_env {
  * printing why; what was started is stopped). */
 int rt_sentinel_env_start(rt_sentinel_env *e, int replicas, int down_after_ms,
                           int failover_timeout_ms);
+
+/* The same over TLS only (tests/support/tls_env.h): every server and
+ * sentinel presents tls->server_cert (names localhost and 127.0.0.1) on a
+ * TLS port and no plain one, replicates and monitors over TLS
+ * (tls-replication yes), and is reached by the harness on its unix
+ * socket; addresses are then "rediss://127.0.0.1:P1,...". tls NULL: as
+ * rt_sentinel_env_start. */
+int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls, int replicas,
+                              int down_after_ms, int failover_timeout_ms);
 
 /* Stops everything started. Idempotent. */
 void rt_sentinel_env_stop(rt_sentinel_env *e);
