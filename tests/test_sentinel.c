@@ -765,7 +765,8 @@ static int setup_tls(void **state) {
         free(d);
         return -1;
     }
-    if (rt_sentinel_env_start_tls(&d->e, &d->tls, 1, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) != 0) {
+    if (rt_sentinel_env_start_tls(&d->e, &d->tls, NULL, NULL, 1, DOWN_AFTER_MS,
+                                  FAILOVER_TIMEOUT_MS) != 0) {
         rt_tls_env_free(&d->tls);
         free(d);
         return -1;
@@ -902,6 +903,57 @@ static void test_sentinel_tls_refused_certificate(void **state) {
     rlock_client_destroy(c);
 }
 
+/* The master and replica present a certificate of the trusted CA naming
+ * other.example only; the sentinels' names 127.0.0.1. The client checks
+ * the master's certificate against the address the sentinel gave
+ * (127.0.0.1, an IP address mismatch): a call fails at its first attempt
+ * with the verdict; with
+ * ssl_enable_endpoint_identification 0 the same master is used. */
+static void test_sentinel_tls_master_name_checked(void **state) {
+    (void)state;
+    static tls_deployment d; /* static: large, and read by no thread after */
+    memset(&d, 0, sizeof d);
+    assert_int_equal(rt_tls_env_make(&d.tls), 0);
+    if (rt_sentinel_env_start_tls(&d.e, &d.tls, d.tls.wrong_name_cert, d.tls.wrong_name_key, 1,
+                                  DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) != 0) {
+        rt_tls_env_free(&d.tls);
+        fail_msg("no TLS deployment");
+    }
+    rlock_config cfg = tls_sentinel_config(&d);
+    cfg.retry_attempts = 3;
+    cfg.retry_interval_ms = 3000;
+    rlock_client *c = NULL;
+    if (rlock_client_create(&cfg, &c) != RLOCK_OK) { /* the sentinels pass */
+        fail_msg("create: %s", rlock_last_error());
+    }
+    rlock *l = rlock_get_lock(c, "sentinel-tls-name");
+    int64_t t0 = rt_now_ms();
+    rlock_future *fu = rlock_lock_async(l, 60000, 1);
+    assert_non_null(fu);
+    assert_int_equal(rlock_future_wait(fu, 20000), RLOCK_OK);
+    int64_t took = rt_now_ms() - t0;
+    assert_int_equal(rlock_future_error(fu), RLOCK_ERR_CONNECTION);
+    const char *msg = rlock_future_error_message(fu);
+    if (strstr(msg, "certificate verification failed: IP address mismatch") == NULL ||
+        strstr(msg, "(after 1 attempt)") == NULL || took >= 3000) {
+        fail_msg("after %lld ms: %s", (long long)took, msg);
+    }
+    rlock_future_release(fu);
+    rlock_free(l);
+    rlock_client_destroy(c);
+
+    cfg.ssl_enable_endpoint_identification = 0;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    l = rlock_get_lock(c, "sentinel-tls-name");
+    assert_int_equal(finish(rlock_lock_async(l, 60000, 1), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&d.e.servers[0], "sentinel-tls-name"), 1);
+    assert_int_equal(finish(rlock_unlock_async(l, 1), 10000), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+    rt_sentinel_env_stop(&d.e);
+    rt_tls_env_free(&d.tls);
+}
+
 /* A plain client pointed at TLS sentinels (redis:// for rediss:// ports)
  * finds no master: Sentinel mode does not fall back to TLS by itself. */
 static void test_sentinel_tls_plain_client_refused(void **state) {
@@ -1018,6 +1070,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_sentinel_tls_blocking_calls, setup_tls, teardown_tls),
         cmocka_unit_test_setup_teardown(test_sentinel_tls_refused_certificate, setup_tls,
                                         teardown_tls),
+        cmocka_unit_test(test_sentinel_tls_master_name_checked),
         cmocka_unit_test_setup_teardown(test_sentinel_tls_plain_client_refused, setup_tls,
                                         teardown_tls),
     };

@@ -88,7 +88,8 @@ static bool ready(rt_sentinel_env *e) {
 
 /* One server: plain with args (NULL: none), or, with tls, TLS only with
  * conf's lines too; every one replicates and monitors over TLS then. */
-static int start_one(rt_redis *r, const rt_tls_env *tls, const char *conf, const char *args) {
+static int start_one(rt_redis *r, const rt_tls_env *tls, const char *const cert_key[2],
+                     const char *conf, const char *args) {
     if (tls == NULL) {
         rt_redis_opts o = {.config_text = conf, .extra_args = args};
         return rt_redis_start(r, conf != NULL || args != NULL ? &o : NULL);
@@ -96,22 +97,30 @@ static int start_one(rt_redis *r, const rt_tls_env *tls, const char *conf, const
     char more[1024];
     snprintf(more, sizeof(more), "tls-replication yes\n%s", conf != NULL ? conf : "");
     bool sentinel = args != NULL && strstr(args, "--sentinel") != NULL;
-    return rt_tls_redis_start_with(r, tls, tls->server_cert, tls->server_key, false, more,
+    return rt_tls_redis_start_with(r, tls, sentinel ? tls->server_cert : cert_key[0],
+                                   sentinel ? tls->server_key : cert_key[1], false, more,
                                    sentinel ? args : NULL);
 }
 
 int rt_sentinel_env_start(rt_sentinel_env *e, int replicas, int down_after_ms,
                           int failover_timeout_ms) {
-    return rt_sentinel_env_start_tls(e, NULL, replicas, down_after_ms, failover_timeout_ms);
+    return rt_sentinel_env_start_tls(e, NULL, NULL, NULL, replicas, down_after_ms,
+                                     failover_timeout_ms);
 }
 
-int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls, int replicas,
-                              int down_after_ms, int failover_timeout_ms) {
+int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls, const char *node_cert,
+                              const char *node_key, int replicas, int down_after_ms,
+                              int failover_timeout_ms) {
     memset(e, 0, sizeof(*e));
+    const char *cert_key[2] = {node_cert, node_key};
+    if (tls != NULL && node_cert == NULL) {
+        cert_key[0] = tls->server_cert;
+        cert_key[1] = tls->server_key;
+    }
     if (replicas < 1 || replicas > RT_SENTINEL_REPLICAS_MAX) {
         return -1;
     }
-    if (start_one(&e->servers[0], tls, NULL, NULL) != 0) {
+    if (start_one(&e->servers[0], tls, cert_key, NULL, NULL) != 0) {
         return -1;
     }
     e->n_servers = 1;
@@ -120,7 +129,7 @@ int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls, int rep
     snprintf(args, sizeof(args), "--replicaof 127.0.0.1 %d", port);
     snprintf(replica_conf, sizeof(replica_conf), "replicaof 127.0.0.1 %d\n", port);
     for (int i = 0; i < replicas; i++) {
-        if (start_one(&e->servers[1 + i], tls, tls != NULL ? replica_conf : NULL,
+        if (start_one(&e->servers[1 + i], tls, cert_key, tls != NULL ? replica_conf : NULL,
                       tls != NULL ? NULL : args) != 0) {
             rt_sentinel_env_stop(e);
             return -1;
@@ -137,7 +146,7 @@ int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls, int rep
              RT_SENTINEL_MASTER_NAME, failover_timeout_ms, RT_SENTINEL_MASTER_NAME);
     size_t used = 0;
     for (int i = 0; i < RT_SENTINELS; i++) {
-        if (start_one(&e->sentinels[i], tls, conf, "--sentinel") != 0) {
+        if (start_one(&e->sentinels[i], tls, cert_key, conf, "--sentinel") != 0) {
             rt_sentinel_env_stop(e);
             return -1;
         }
