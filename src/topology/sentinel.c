@@ -19,6 +19,13 @@
  * the new master, all through the paths a lost connection already takes.
  * A sentinel that stops answering is replaced by the next one known.
  *
+ * TLS is the sentinel addresses' scheme's (Redisson builds every node's
+ * address with it): rediss:// sentinels mean every connection here, the
+ * start-up questions (sync_connect.h's link), the monitor's, the ROLE
+ * check's and the master's, speaks TLS, each certificate checked against
+ * the host dialled, for the master the one the sentinel named (Redisson's
+ * sslHostname).
+ *
  * Redisson's SentinelConnectionManager: doConnect (the
  * start-up look-up on the calling thread), scheduleChangeCheck /
  * checkMasterChange / checkSentinelsChange (the scan on the loop thread),
