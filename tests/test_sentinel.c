@@ -765,8 +765,8 @@ static int setup_tls(void **state) {
         free(d);
         return -1;
     }
-    if (rt_sentinel_env_start_tls(&d->e, &d->tls, NULL, NULL, 1, DOWN_AFTER_MS,
-                                  FAILOVER_TIMEOUT_MS) != 0) {
+    if (rt_sentinel_env_start_tls(&d->e, &d->tls, NULL, 1, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) !=
+        0) {
         rt_tls_env_free(&d->tls);
         free(d);
         return -1;
@@ -914,8 +914,8 @@ static void test_sentinel_tls_master_name_checked(void **state) {
     static tls_deployment d; /* static: large, and read by no thread after */
     memset(&d, 0, sizeof d);
     assert_int_equal(rt_tls_env_make(&d.tls), 0);
-    if (rt_sentinel_env_start_tls(&d.e, &d.tls, d.tls.wrong_name_cert, d.tls.wrong_name_key, 1,
-                                  DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) != 0) {
+    rt_sentinel_tls_opts o = {.node_cert = d.tls.wrong_name_cert, .node_key = d.tls.wrong_name_key};
+    if (rt_sentinel_env_start_tls(&d.e, &d.tls, &o, 1, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) != 0) {
         rt_tls_env_free(&d.tls);
         fail_msg("no TLS deployment");
     }
@@ -947,6 +947,42 @@ static void test_sentinel_tls_master_name_checked(void **state) {
     l = rlock_get_lock(c, "sentinel-tls-name");
     assert_int_equal(finish(rlock_lock_async(l, 60000, 1), 10000), RLOCK_OK);
     assert_int_equal(exists_on(&d.e.servers[0], "sentinel-tls-name"), 1);
+    assert_int_equal(finish(rlock_unlock_async(l, 1), 10000), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+    rt_sentinel_env_stop(&d.e);
+    rt_tls_env_free(&d.tls);
+}
+
+/* The sentinels name the master by host name ("localhost", with
+ * announce-hostnames): the client dials that name and checks the
+ * certificate against it (SNI and the DNS name, as Redisson's sslHostname
+ * for a reported host name), and locks there. */
+static void test_sentinel_tls_master_by_host_name(void **state) {
+    (void)state;
+    static tls_deployment d;
+    memset(&d, 0, sizeof d);
+    assert_int_equal(rt_tls_env_make(&d.tls), 0);
+    rt_sentinel_tls_opts o = {.monitor_host = "localhost"};
+    if (rt_sentinel_env_start_tls(&d.e, &d.tls, &o, 1, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) != 0) {
+        rt_tls_env_free(&d.tls);
+        fail_msg("no TLS deployment");
+    }
+    redisReply *r = rt_redis_command(&d.e.sentinels[0], "SENTINEL get-master-addr-by-name %s",
+                                     RT_SENTINEL_MASTER_NAME);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_string_equal(r->element[0]->str, "localhost");
+    freeReplyObject(r);
+    rlock_config cfg = tls_sentinel_config(&d);
+    rlock_client *c = NULL;
+    if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
+        fail_msg("create: %s", rlock_last_error());
+    }
+    assert_string_equal(c->addr.host, "localhost");
+    rlock *l = rlock_get_lock(c, "sentinel-tls-host");
+    assert_int_equal(finish(rlock_lock_async(l, 60000, 1), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&d.e.servers[0], "sentinel-tls-host"), 1);
     assert_int_equal(finish(rlock_unlock_async(l, 1), 10000), RLOCK_OK);
     rlock_free(l);
     rlock_client_destroy(c);
@@ -1071,6 +1107,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_sentinel_tls_refused_certificate, setup_tls,
                                         teardown_tls),
         cmocka_unit_test(test_sentinel_tls_master_name_checked),
+        cmocka_unit_test(test_sentinel_tls_master_by_host_name),
         cmocka_unit_test_setup_teardown(test_sentinel_tls_plain_client_refused, setup_tls,
                                         teardown_tls),
     };

@@ -104,16 +104,17 @@ static int start_one(rt_redis *r, const rt_tls_env *tls, const char *const cert_
 
 int rt_sentinel_env_start(rt_sentinel_env *e, int replicas, int down_after_ms,
                           int failover_timeout_ms) {
-    return rt_sentinel_env_start_tls(e, NULL, NULL, NULL, replicas, down_after_ms,
-                                     failover_timeout_ms);
+    return rt_sentinel_env_start_tls(e, NULL, NULL, replicas, down_after_ms, failover_timeout_ms);
 }
 
-int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls, const char *node_cert,
-                              const char *node_key, int replicas, int down_after_ms,
+int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls,
+                              const rt_sentinel_tls_opts *opts, int replicas, int down_after_ms,
                               int failover_timeout_ms) {
     memset(e, 0, sizeof(*e));
-    const char *cert_key[2] = {node_cert, node_key};
-    if (tls != NULL && node_cert == NULL) {
+    static const rt_sentinel_tls_opts none = {0};
+    opts = opts != NULL ? opts : &none;
+    const char *cert_key[2] = {opts->node_cert, opts->node_key};
+    if (tls != NULL && opts->node_cert == NULL) {
         cert_key[0] = tls->server_cert;
         cert_key[1] = tls->server_key;
     }
@@ -136,14 +137,19 @@ int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls, const c
         }
         e->n_servers++;
     }
-    char conf[512];
+    char conf[640];
     snprintf(conf, sizeof(conf),
-             "sentinel monitor %s 127.0.0.1 %d 2\n"
+             "%s"
+             "sentinel monitor %s %s %d 2\n"
              "sentinel down-after-milliseconds %s %d\n"
              "sentinel failover-timeout %s %d\n"
              "sentinel parallel-syncs %s 1\n",
-             RT_SENTINEL_MASTER_NAME, port, RT_SENTINEL_MASTER_NAME, down_after_ms,
-             RT_SENTINEL_MASTER_NAME, failover_timeout_ms, RT_SENTINEL_MASTER_NAME);
+             opts->monitor_host != NULL
+                 ? "sentinel resolve-hostnames yes\nsentinel announce-hostnames yes\n"
+                 : "",
+             RT_SENTINEL_MASTER_NAME, opts->monitor_host != NULL ? opts->monitor_host : "127.0.0.1",
+             port, RT_SENTINEL_MASTER_NAME, down_after_ms, RT_SENTINEL_MASTER_NAME,
+             failover_timeout_ms, RT_SENTINEL_MASTER_NAME);
     size_t used = 0;
     for (int i = 0; i < RT_SENTINELS; i++) {
         if (start_one(&e->sentinels[i], tls, cert_key, conf, "--sentinel") != 0) {

@@ -37,12 +37,20 @@ int rt_sentinel_env_start(rt_sentinel_env *e, int replicas, int down_after_ms,
  * TLS port and no plain one, replicates and monitors over TLS
  * (tls-replication yes), and is reached by the harness on its unix
  * socket; addresses are then "rediss://127.0.0.1:P1,...". tls NULL: as
- * rt_sentinel_env_start. node_cert and node_key (NULL: tls->server_cert
- * and its key), when given, are the master's and replicas' instead (the
- * sentinels keep server_cert): Redis checks no host name on its own TLS
- * links, so a wrong_name_cert there still replicates and is monitored. */
-int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls, const char *node_cert,
-                              const char *node_key, int replicas, int down_after_ms,
+ * rt_sentinel_env_start. opts NULL: all zero. */
+typedef struct rt_sentinel_tls_opts {
+    /* The master's and replicas' certificate and key instead of
+     * tls->server_cert's (the sentinels keep server_cert): Redis checks no
+     * host name on its own TLS links, so a wrong_name_cert there still
+     * replicates and is monitored. NULL: server_cert. */
+    const char *node_cert, *node_key;
+    /* The sentinels monitor the master as this host name, and report host
+     * names (resolve-hostnames, announce-hostnames). NULL: 127.0.0.1. */
+    const char *monitor_host;
+} rt_sentinel_tls_opts;
+
+int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls,
+                              const rt_sentinel_tls_opts *opts, int replicas, int down_after_ms,
                               int failover_timeout_ms);
 
 /* Stops everything started. Idempotent. */
