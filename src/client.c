@@ -219,12 +219,14 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
         free_failed(c);
         return RLOCK_ERR_NOMEM; /* validated above: only memory can fail here */
     }
+    /* With master_name, the sentinels' scheme says (rlock__topology_tls). */
+    c->addr.tls = rlock__topology_tls(&c->cfg);
     if (c->addr.tls && (rc = make_tls(c)) != RLOCK_OK) {
         free_failed(c);
         return rc;
     }
     rlock__topology_env env = {
-        .cfg = &c->cfg, .addr = &c->addr, .log = &c->log, .client_id = c->id};
+        .cfg = &c->cfg, .addr = &c->addr, .log = &c->log, .client_id = c->id, .tls = c->tls};
     if ((rc = rlock__topology_create(&env, &c->topology)) != RLOCK_OK) {
         /* No sentinel named the master, or no cluster node gave its map. */
         free_failed(c);

@@ -134,11 +134,11 @@ static int validate_whole(const rlock_config *cfg) {
                             : cfg->ssl_keystore_key != NULL   ? "ssl_keystore_key"
                             : cfg->ssl_insecure_skip_verify   ? "ssl_insecure_skip_verify"
                                                               : NULL;
-    if (tls_field != NULL && cfg->address != NULL && strncmp(cfg->address, "rediss://", 9) != 0) {
-        rlock__set_error_message("rlock_config.%s is set, but the address is not rediss:// "
-                                 "(TLS): it would be ignored; use a rediss:// address, or leave "
-                                 "the TLS settings unset",
-                                 tls_field);
+    if (tls_field != NULL && cfg->address != NULL && !rlock__topology_tls(cfg)) {
+        rlock__set_error_message(
+            "rlock_config.%s is set, but the %s not rediss:// (TLS): it "
+            "would be ignored; use rediss://, or leave the TLS settings unset",
+            tls_field, cfg->master_name != NULL ? "sentinel addresses are" : "address is");
         return RLOCK_ERR_INVALID;
     }
     /* Each topology checks its own settings; then what they share. */

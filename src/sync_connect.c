@@ -5,11 +5,13 @@
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/time.h>
 
 #include "cloexec.h"
 #include "common.h"
+#include "tls_blocking.h"
 
 static struct timeval tv_of(int64_t ms) {
     return (struct timeval){.tv_sec = (time_t)(ms / 1000),
@@ -77,15 +79,9 @@ static bool flush_by(redisContext *ctx, int64_t deadline_ms) {
     return true;
 }
 
-redisReply *rlock__sync_command(redisContext *ctx, int64_t timeout_ms, const char *fmt, ...) {
-    if (ctx->err) {
-        return NULL; /* a failed exchange left it mid-reply */
-    }
-    int64_t deadline_ms = rlock__now_ms() + timeout_ms;
-    va_list ap;
-    va_start(ap, fmt);
-    int rc = redisvAppendCommand(ctx, fmt, ap);
-    va_end(ap);
+/* Sends what ctx has buffered (rc: whether the append worked) and reads
+ * its reply, by deadline_ms. */
+static redisReply *exchange(redisContext *ctx, int rc, int64_t deadline_ms) {
     void *r = NULL;
     if (rc != REDIS_OK || !flush_by(ctx, deadline_ms) ||
         !rlock__sync_reply_by(ctx, deadline_ms, &r, NULL)) {
@@ -96,6 +92,18 @@ redisReply *rlock__sync_command(redisContext *ctx, int64_t timeout_ms, const cha
         return NULL;
     }
     return r;
+}
+
+redisReply *rlock__sync_command(redisContext *ctx, int64_t timeout_ms, const char *fmt, ...) {
+    if (ctx->err) {
+        return NULL; /* a failed exchange left it mid-reply */
+    }
+    int64_t deadline_ms = rlock__now_ms() + timeout_ms;
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = redisvAppendCommand(ctx, fmt, ap);
+    va_end(ap);
+    return exchange(ctx, rc, deadline_ms);
 }
 
 redisContext *rlock__connect_sync(const rlock_config *cfg, const rlock__address *a, char *why,
@@ -127,4 +135,94 @@ redisContext *rlock__connect_sync(const rlock_config *cfg, const rlock__address 
         }
     }
     return ctx;
+}
+
+/* ---- plain or TLS ------------------------------------------------------------ */
+
+struct rlock__sync_link {
+    redisContext *ctx;      /* plain; or */
+    rlock__tls_blocking *t; /* TLS */
+};
+
+static redisReply *tls_ask(rlock__tls_blocking *t, int64_t timeout_ms, int argc,
+                           const char **argv) {
+    size_t lens[8];
+    if (argc > 8 || rlock__tls_blocking_failed(t)) {
+        return NULL;
+    }
+    for (int i = 0; i < argc; i++) {
+        lens[i] = strlen(argv[i]);
+    }
+    void *r = NULL;
+    if (!rlock__tls_blocking_write(t, argc, argv, lens) ||
+        !rlock__tls_blocking_read(t, rlock__now_ms() + timeout_ms, &r)) {
+        return NULL;
+    }
+    return r;
+}
+
+redisReply *rlock__sync_link_ask(rlock__sync_link *l, int64_t timeout_ms, int argc,
+                                 const char **argv) {
+    if (l->t != NULL) {
+        return tls_ask(l->t, timeout_ms, argc, argv);
+    }
+    if (l->ctx->err) {
+        return NULL;
+    }
+    int64_t deadline_ms = rlock__now_ms() + timeout_ms;
+    int rc = redisAppendCommandArgv(l->ctx, argc, argv, NULL);
+    return exchange(l->ctx, rc, deadline_ms);
+}
+
+const char *rlock__sync_link_errstr(const rlock__sync_link *l) {
+    return l->t != NULL ? rlock__tls_blocking_errstr(l->t) : l->ctx->errstr;
+}
+
+void rlock__sync_link_close(rlock__sync_link *l) {
+    if (l != NULL) {
+        rlock__tls_blocking_free(l->t);
+        redisFree(l->ctx);
+        free(l);
+    }
+}
+
+/* The TLS connect and its AUTH (rlock__connect_sync's, over TLS). */
+static bool open_tls(rlock__sync_link *l, const rlock_config *cfg, SSL_CTX *tls,
+                     const rlock__address *a, char *why, size_t whylen) {
+    char err[256];
+    l->t = rlock__tls_blocking_connect(tls, a->host, a->port,
+                                       cfg->ssl_enable_endpoint_identification != 0,
+                                       cfg->connect_timeout_ms, cfg->timeout_ms, err, sizeof(err));
+    if (l->t == NULL) {
+        snprintf(why, whylen, "%s:%d: %.200s", a->host, a->port, err);
+        return false;
+    }
+    if (a->password == NULL) {
+        return true;
+    }
+    const char *argv[3] = {"AUTH", a->user != NULL ? a->user : a->password, a->password};
+    redisReply *r = tls_ask(l->t, cfg->timeout_ms, a->user != NULL ? 3 : 2, argv);
+    bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
+    if (!ok) {
+        snprintf(why, whylen, "%s:%d: AUTH: %.200s", a->host, a->port,
+                 r != NULL ? r->str : rlock__tls_blocking_errstr(l->t));
+    }
+    freeReplyObject(r);
+    return ok;
+}
+
+rlock__sync_link *rlock__sync_link_open(const rlock_config *cfg, SSL_CTX *tls,
+                                        const rlock__address *a, char *why, size_t whylen) {
+    rlock__sync_link *l = calloc(1, sizeof(*l));
+    if (l == NULL) {
+        snprintf(why, whylen, "%s:%d: out of memory", a->host, a->port);
+        return NULL;
+    }
+    bool ok = tls != NULL ? open_tls(l, cfg, tls, a, why, whylen)
+                          : (l->ctx = rlock__connect_sync(cfg, a, why, whylen)) != NULL;
+    if (!ok) {
+        rlock__sync_link_close(l);
+        return NULL;
+    }
+    return l;
 }

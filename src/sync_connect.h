@@ -35,4 +35,27 @@ bool rlock__sync_reply_by(redisContext *ctx, int64_t deadline_ms, void **reply, 
  * unusable); an error reply is a reply. */
 redisReply *rlock__sync_command(redisContext *ctx, int64_t timeout_ms, const char *fmt, ...);
 
+/* A connection for start-up questions, plain (hiredis) or TLS (the
+ * blocking TLS connection of tls_blocking.h, set up as the loop's TLS
+ * connections are, so that a certificate passes or fails alike): what a
+ * Sentinel deployment over rediss:// is asked through. */
+typedef struct ssl_ctx_st SSL_CTX;
+typedef struct rlock__sync_link rlock__sync_link;
+
+/* As rlock__connect_sync; with tls not NULL, over TLS under that context,
+ * requiring the certificate to name a's host when
+ * cfg->ssl_enable_endpoint_identification is set. A certificate the
+ * settings refuse gives why "host:port: TLS handshake: certificate
+ * verification failed: ...". */
+rlock__sync_link *rlock__sync_link_open(const rlock_config *cfg, SSL_CTX *tls,
+                                        const rlock__address *a, char *why, size_t whylen);
+
+/* A command (argc strings) and its reply within timeout_ms. NULL when no
+ * reply came (rlock__sync_link_errstr says why; the link is then
+ * unusable); an error reply is a reply. */
+redisReply *rlock__sync_link_ask(rlock__sync_link *l, int64_t timeout_ms, int argc,
+                                 const char **argv);
+const char *rlock__sync_link_errstr(const rlock__sync_link *l);
+void rlock__sync_link_close(rlock__sync_link *l);
+
 #endif

@@ -719,6 +719,27 @@ static void test_sentinel_settings_checked(void **state) {
     assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
     cfg.sentinel_password = "p";
     assert_int_equal(rlock_config_validate(&cfg), RLOCK_OK);
+    cfg.sentinel_username = cfg.sentinel_password = NULL;
+
+    /* TLS: the sentinels' scheme says, for the master and replicas too. */
+    cfg.sentinel_addresses = "rediss://127.0.0.1:26379, rediss://localhost:26380";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_OK);
+    cfg.ssl_truststore = "/etc/ssl/certs/ca-certificates.crt";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_OK); /* TLS settings are used */
+    cfg.address = "rediss://127.0.0.1";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_OK);
+    cfg.sentinel_addresses = "rediss://127.0.0.1:26379, redis://127.0.0.1:26380";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "mixes redis:// and rediss://"));
+    cfg.sentinel_addresses = "redis://127.0.0.1:26379";
+    cfg.ssl_truststore = NULL;
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID); /* rediss:// address */
+    assert_non_null(strstr(rlock_last_error(), "sentinel addresses are redis://"));
+    cfg.address = "redis://127.0.0.1";
+    cfg.ssl_truststore = "/etc/ssl/certs/ca-certificates.crt";
+    assert_int_equal(rlock_config_validate(&cfg), RLOCK_ERR_INVALID); /* would be ignored */
+    assert_non_null(strstr(rlock_last_error(), "sentinel addresses are not rediss://"));
+    cfg.ssl_truststore = NULL;
 
     /* Nothing answers: create fails, saying so. */
     cfg.sentinel_username = cfg.sentinel_password = NULL;
@@ -727,6 +748,261 @@ static void test_sentinel_settings_checked(void **state) {
     assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_CONNECTION);
     assert_null(c);
     assert_non_null(strstr(rlock_last_error(), "127.0.0.1:1"));
+}
+
+/* ---- TLS: sentinels, master and replica over rediss:// ----------------------- */
+
+/* A TLS-only deployment (every node presents the test CA's certificate
+ * for localhost and 127.0.0.1) and its certificates. */
+typedef struct tls_deployment {
+    rt_sentinel_env e;
+    rt_tls_env tls;
+} tls_deployment;
+
+static int setup_tls(void **state) {
+    tls_deployment *d = calloc(1, sizeof(*d));
+    if (d == NULL || rt_tls_env_make(&d->tls) != 0) {
+        free(d);
+        return -1;
+    }
+    if (rt_sentinel_env_start_tls(&d->e, &d->tls, NULL, 1, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) !=
+        0) {
+        rt_tls_env_free(&d->tls);
+        free(d);
+        return -1;
+    }
+    *state = d;
+    return 0;
+}
+
+static int teardown_tls(void **state) {
+    tls_deployment *d = *state;
+    if (d != NULL) {
+        rt_sentinel_env_stop(&d->e);
+        rt_tls_env_free(&d->tls);
+        free(d);
+    }
+    return 0;
+}
+
+/* rediss:// sentinels (their scheme says TLS for the master too), the
+ * test CA, and the default endpoint identification: each certificate must
+ * name the host dialled, 127.0.0.1 as the sentinels report it. */
+static rlock_config tls_sentinel_config(tls_deployment *d) {
+    rlock_config cfg = sentinel_config(&d->e);
+    cfg.ssl_truststore = d->tls.ca_cert;
+    return cfg;
+}
+
+/* Locks over TLS; the master dies; the client follows Sentinel to the
+ * promoted replica (asking the sentinels over TLS, checking ROLE and
+ * connecting there over TLS) and locks work there. */
+static void test_sentinel_tls_failover(void **state) {
+    tls_deployment *d = *state;
+    rt_sentinel_env *e = &d->e;
+    assert_non_null(strstr(e->addresses, "rediss://"));
+    rlock_config cfg = tls_sentinel_config(d);
+    rlock_client *c = NULL;
+    if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
+        fail_msg("create: %s", rlock_last_error());
+    }
+    rlock *l = rlock_get_lock(c, "sentinel-tls");
+    uint64_t tid = rlock_new_owner_id();
+    assert_int_equal(finish(rlock_lock_async(l, 60000, tid), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[0], "sentinel-tls"), 1);
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+
+    int old_port = e->servers[0].port;
+    assert_int_equal(rt_redis_kill(&e->servers[0]), 0);
+    int new_port = rt_sentinel_wait_failover(e, old_port, FAILOVER_BOUND_MS);
+    assert_int_equal(new_port, e->servers[1].port);
+    int64_t deadline = rt_now_ms() + FAILOVER_BOUND_MS;
+    while (switches(c) == 0 && rt_now_ms() < deadline) {
+        rt_sleep_ms(20);
+    }
+    assert_int_equal(switches(c), 1);
+    int rc = RLOCK_ERR_TIMEOUT;
+    while (rt_now_ms() < deadline &&
+           (rc = finish(rlock_lock_async(l, 60000, tid), 10000)) != RLOCK_OK) {
+        rt_sleep_ms(50);
+    }
+    assert_int_equal(rc, RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[1], "sentinel-tls"), 1);
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+    assert_int_equal(rlock_lock(l, -1), RLOCK_OK); /* a blocking call on the new master */
+    assert_int_equal(exists_on(&e->servers[1], "sentinel-tls"), 1);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+}
+
+/* The blocking calls over TLS in Sentinel mode (through the I/O thread:
+ * no pool there): a blocking rlock_lock waits while another thread holds
+ * the lock (subscribed over TLS) and takes it once released. */
+static void test_sentinel_tls_blocking_calls(void **state) {
+    tls_deployment *d = *state;
+    rlock_config cfg = tls_sentinel_config(d);
+    rlock_client *c = NULL;
+    if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
+        fail_msg("create: %s", rlock_last_error());
+    }
+    const char *name = "sentinel-tls-blocking";
+    static holder h; /* static: see test_sentinel_failover_with_holder_and_waiters */
+    static waiter w;
+    memset(&h, 0, sizeof h);
+    memset(&w, 0, sizeof w);
+    h.l = rlock_get_lock(c, name);
+    w.l = rlock_get_lock(c, name);
+    pthread_t ht, wt;
+    assert_int_equal(pthread_create(&ht, NULL, holder_main, &h), 0);
+    assert_true(rt_wait_until(flag_set, &h.held, 20000));
+    assert_int_equal(exists_on(&d->e.servers[0], name), 1);
+    assert_int_equal(pthread_create(&wt, NULL, waiter_main, &w), 0);
+    rt_sleep_ms(300);
+    assert_false(atomic_load(&w.got)); /* waiting */
+    atomic_store(&h.release, true);
+    assert_true(rt_wait_until(flag_set, &w.done, 20000));
+    assert_true(atomic_load(&w.got));
+    assert_int_equal(atomic_load(&w.errors), 0);
+    assert_int_equal(w.unlock_rc, RLOCK_OK);
+    assert_int_equal(pthread_join(ht, NULL), 0);
+    assert_int_equal(pthread_join(wt, NULL), 0);
+    assert_int_equal(h.unlock_rc, RLOCK_OK);
+    bool acquired = false;
+    assert_int_equal(rlock_try_lock(h.l, 1000, 5000, &acquired), RLOCK_OK);
+    assert_true(acquired);
+    assert_int_equal(rlock_unlock(h.l), RLOCK_OK);
+    rlock_free(h.l);
+    rlock_free(w.l);
+    rlock_client_destroy(c);
+}
+
+/* A CA the sentinels' certificates do not chain to: no sentinel can be
+ * asked, and create fails at once with the TLS verification's verdict
+ * (one handshake per sentinel, no retry), rather than after timeouts. */
+static void test_sentinel_tls_refused_certificate(void **state) {
+    tls_deployment *d = *state;
+    rlock_config cfg = tls_sentinel_config(d);
+    cfg.ssl_truststore = d->tls.other_ca_cert;
+    cfg.check_sentinels_list = 0;
+    rlock_client *c = NULL;
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_CONNECTION);
+    int64_t took = rt_now_ms() - t0;
+    assert_null(c);
+    if (strstr(rlock_last_error(), "certificate verification failed") == NULL) {
+        fail_msg("%s", rlock_last_error());
+    }
+    /* Well under one connect_timeout_ms (10 s): refused, not timed out. */
+    assert_true(took < cfg.connect_timeout_ms / 2);
+    /* The right CA, for contrast: the same deployment is usable. */
+    cfg.ssl_truststore = d->tls.ca_cert;
+    if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
+        fail_msg("create: %s", rlock_last_error());
+    }
+    rlock_client_destroy(c);
+}
+
+/* The master and replica present a certificate of the trusted CA naming
+ * other.example only; the sentinels' names 127.0.0.1. The client checks
+ * the master's certificate against the address the sentinel gave
+ * (127.0.0.1, an IP address mismatch): a call fails at its first attempt
+ * with the verdict; with
+ * ssl_enable_endpoint_identification 0 the same master is used. */
+static void test_sentinel_tls_master_name_checked(void **state) {
+    (void)state;
+    static tls_deployment d; /* static: large, and read by no thread after */
+    memset(&d, 0, sizeof d);
+    assert_int_equal(rt_tls_env_make(&d.tls), 0);
+    rt_sentinel_tls_opts o = {.node_cert = d.tls.wrong_name_cert, .node_key = d.tls.wrong_name_key};
+    if (rt_sentinel_env_start_tls(&d.e, &d.tls, &o, 1, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) != 0) {
+        rt_tls_env_free(&d.tls);
+        fail_msg("no TLS deployment");
+    }
+    rlock_config cfg = tls_sentinel_config(&d);
+    cfg.retry_attempts = 3;
+    cfg.retry_interval_ms = 3000;
+    rlock_client *c = NULL;
+    if (rlock_client_create(&cfg, &c) != RLOCK_OK) { /* the sentinels pass */
+        fail_msg("create: %s", rlock_last_error());
+    }
+    rlock *l = rlock_get_lock(c, "sentinel-tls-name");
+    int64_t t0 = rt_now_ms();
+    rlock_future *fu = rlock_lock_async(l, 60000, 1);
+    assert_non_null(fu);
+    assert_int_equal(rlock_future_wait(fu, 20000), RLOCK_OK);
+    int64_t took = rt_now_ms() - t0;
+    assert_int_equal(rlock_future_error(fu), RLOCK_ERR_CONNECTION);
+    const char *msg = rlock_future_error_message(fu);
+    if (strstr(msg, "certificate verification failed: IP address mismatch") == NULL ||
+        strstr(msg, "(after 1 attempt)") == NULL || took >= 3000) {
+        fail_msg("after %lld ms: %s", (long long)took, msg);
+    }
+    rlock_future_release(fu);
+    rlock_free(l);
+    rlock_client_destroy(c);
+
+    cfg.ssl_enable_endpoint_identification = 0;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    l = rlock_get_lock(c, "sentinel-tls-name");
+    assert_int_equal(finish(rlock_lock_async(l, 60000, 1), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&d.e.servers[0], "sentinel-tls-name"), 1);
+    assert_int_equal(finish(rlock_unlock_async(l, 1), 10000), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+    rt_sentinel_env_stop(&d.e);
+    rt_tls_env_free(&d.tls);
+}
+
+/* The sentinels name the master by host name ("localhost", with
+ * announce-hostnames): the client dials that name and checks the
+ * certificate against it (SNI and the DNS name, as Redisson's sslHostname
+ * for a reported host name), and locks there. */
+static void test_sentinel_tls_master_by_host_name(void **state) {
+    (void)state;
+    static tls_deployment d;
+    memset(&d, 0, sizeof d);
+    assert_int_equal(rt_tls_env_make(&d.tls), 0);
+    rt_sentinel_tls_opts o = {.monitor_host = "localhost"};
+    if (rt_sentinel_env_start_tls(&d.e, &d.tls, &o, 1, DOWN_AFTER_MS, FAILOVER_TIMEOUT_MS) != 0) {
+        rt_tls_env_free(&d.tls);
+        fail_msg("no TLS deployment");
+    }
+    redisReply *r = rt_redis_command(&d.e.sentinels[0], "SENTINEL get-master-addr-by-name %s",
+                                     RT_SENTINEL_MASTER_NAME);
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_ARRAY);
+    assert_string_equal(r->element[0]->str, "localhost");
+    freeReplyObject(r);
+    rlock_config cfg = tls_sentinel_config(&d);
+    rlock_client *c = NULL;
+    if (rlock_client_create(&cfg, &c) != RLOCK_OK) {
+        fail_msg("create: %s", rlock_last_error());
+    }
+    assert_string_equal(c->addr.host, "localhost");
+    rlock *l = rlock_get_lock(c, "sentinel-tls-host");
+    assert_int_equal(finish(rlock_lock_async(l, 60000, 1), 10000), RLOCK_OK);
+    assert_int_equal(exists_on(&d.e.servers[0], "sentinel-tls-host"), 1);
+    assert_int_equal(finish(rlock_unlock_async(l, 1), 10000), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+    rt_sentinel_env_stop(&d.e);
+    rt_tls_env_free(&d.tls);
+}
+
+/* A plain client pointed at TLS sentinels (redis:// for rediss:// ports)
+ * finds no master: Sentinel mode does not fall back to TLS by itself. */
+static void test_sentinel_tls_plain_client_refused(void **state) {
+    tls_deployment *d = *state;
+    rlock_config cfg = sentinel_config(&d->e);
+    char plain[256];
+    snprintf(plain, sizeof(plain), "redis://127.0.0.1:%d", d->e.sentinels[0].port);
+    cfg.sentinel_addresses = plain;
+    cfg.connect_timeout_ms = 1000;
+    cfg.timeout_ms = 1000;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_CONNECTION);
+    assert_null(c);
 }
 
 /* The next token on l's name after a failover (bounded: the client moves
@@ -826,6 +1102,14 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_sentinel_unknown_master, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_trickled_answer_bounded, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sentinel_fenced_token_failover, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sentinel_tls_failover, setup_tls, teardown_tls),
+        cmocka_unit_test_setup_teardown(test_sentinel_tls_blocking_calls, setup_tls, teardown_tls),
+        cmocka_unit_test_setup_teardown(test_sentinel_tls_refused_certificate, setup_tls,
+                                        teardown_tls),
+        cmocka_unit_test(test_sentinel_tls_master_name_checked),
+        cmocka_unit_test(test_sentinel_tls_master_by_host_name),
+        cmocka_unit_test_setup_teardown(test_sentinel_tls_plain_client_refused, setup_tls,
+                                        teardown_tls),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -482,12 +482,16 @@ static void test_settings_errors(void **state) {
     cfg.ssl_insecure_skip_verify = 2;
     assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
     assert_null(c);
-    /* Sentinel over TLS is not there yet: refused, saying so. */
+    /* Sentinel: the sentinels' scheme says (test_sentinel's TLS tests); a
+     * rediss:// address beside redis:// sentinels is refused, saying so. */
     cfg = tls_config(f, "localhost");
     cfg.master_name = "mymaster";
     cfg.sentinel_addresses = "redis://127.0.0.1:26379";
     assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
-    assert_non_null(strstr(rlock_last_error(), "Sentinel"));
+    assert_non_null(strstr(rlock_last_error(), "sentinel addresses are"));
+    cfg.ssl_truststore = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_ERR_INVALID);
+    assert_non_null(strstr(rlock_last_error(), "sentinel addresses are redis://"));
 }
 
 /* The blocking calls over rediss:// take the direct path, by host name

@@ -118,11 +118,12 @@ static void append_char(char *out, size_t outlen, size_t *len, char ch) {
     }
 }
 
-/* "redis://[[user]:password@]host:port[/db]" into out, user and password
- * from cred (a NULL password: none). 0, or -1 when it does not fit. */
-static int format_address(const rlock__address *cred, const char *host, const char *port, int db,
-                          char *out, size_t outlen) {
-    size_t len = (size_t)snprintf(out, outlen, "redis://");
+/* "redis://[[user]:password@]host:port[/db]" (rediss:// with tls) into
+ * out, user and password from cred (a NULL password: none). 0, or -1 when
+ * it does not fit. */
+static int format_address(const rlock__address *cred, bool tls, const char *host, const char *port,
+                          int db, char *out, size_t outlen) {
+    size_t len = (size_t)snprintf(out, outlen, tls ? "rediss://" : "redis://");
     if (cred->password != NULL) {
         if (cred->user != NULL) {
             append_encoded(out, outlen, &len, cred->user);
@@ -138,12 +139,14 @@ static int format_address(const rlock__address *cred, const char *host, const ch
     return n < 0 || len + (size_t)n + 1 >= outlen ? -1 : 0;
 }
 
-/* address with its host and port replaced (user, password and db kept). */
-static int with_host(const char *address, const char *host, const char *port, char *out,
+/* address with its host and port replaced (user, password and db kept),
+ * and the scheme of the sentinel asked: rediss:// sentinels name a master
+ * reached over TLS too, as the library (and Redisson) reach it. */
+static int with_host(const char *address, bool tls, const char *host, const char *port, char *out,
                      size_t outlen, char *err, size_t errlen) {
     rlock__address a;
     char why[512], buf[256];
-    if (rlock__address_parse(address, &a, why, sizeof why) != 0 || a.is_unix || a.tls) {
+    if (rlock__address_parse(address, &a, why, sizeof why) != 0 || a.is_unix || (a.tls && !tls)) {
         rlock__address_free(&a); /* the parser leaves it empty on failure */
         snprintf(err, errlen,
                  "with --master-name, --address gives the master's user, password and db: "
@@ -151,7 +154,7 @@ static int with_host(const char *address, const char *host, const char *port, ch
                  shown(address, buf, sizeof buf));
         return -1;
     }
-    int rc = format_address(&a, host, port, a.db, out, outlen);
+    int rc = format_address(&a, tls, host, port, a.db, out, outlen);
     rlock__address_free(&a);
     if (rc != 0) {
         snprintf(err, errlen, "the master's address is too long");
@@ -160,7 +163,7 @@ static int with_host(const char *address, const char *host, const char *port, ch
 }
 
 int cli_sentinel_master(const char *sentinels, const char *master_name, const char *address,
-                        char *out, size_t outlen, char *err, size_t errlen) {
+                        const cli_tls *tls, char *out, size_t outlen, char *err, size_t errlen) {
     char *list = strdup(sentinels);
     if (list == NULL) {
         snprintf(err, errlen, "out of memory");
@@ -181,7 +184,7 @@ int cli_sentinel_master(const char *sentinels, const char *master_name, const ch
         }
         char why[512], buf[256];
         const char *name = shown(s, buf, sizeof buf);
-        redisContext *c = cli_direct_connect(s, NULL, 2000, why, sizeof why);
+        redisContext *c = cli_direct_connect(s, tls, 2000, why, sizeof why);
         if (c == NULL) {
             snprintf(err, errlen, "sentinel %s: %s", name, why);
             continue;
@@ -190,8 +193,8 @@ int cli_sentinel_master(const char *sentinels, const char *master_name, const ch
         if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
             r->element[0]->type == REDIS_REPLY_STRING &&
             r->element[1]->type == REDIS_REPLY_STRING) {
-            rc = with_host(address, r->element[0]->str, r->element[1]->str, out, outlen, err,
-                           errlen);
+            rc = with_host(address, strncmp(s, "rediss://", 9) == 0, r->element[0]->str,
+                           r->element[1]->str, out, outlen, err, errlen);
         } else {
             snprintf(err, errlen, "sentinel %s does not know a master named \"%s\"%s%s", name,
                      master_name, r != NULL && r->type == REDIS_REPLY_ERROR ? ": " : "",
@@ -224,7 +227,8 @@ static int seed_address(const char *s, const char *address, char *out, size_t ou
     if (!seed.is_unix && !seed.tls && rlock__address_parse(address, &a, why, sizeof why) == 0) {
         char port[16];
         snprintf(port, sizeof port, "%d", seed.port);
-        rc = format_address(seed.password != NULL ? &seed : &a, seed.host, port, 0, out, outlen);
+        rc = format_address(seed.password != NULL ? &seed : &a, false, seed.host, port, 0, out,
+                            outlen);
         rlock__address_free(&a);
     }
     rlock__address_free(&seed);
@@ -395,7 +399,7 @@ int cli_cluster_master(const char *nodes, const char *key, const char *address, 
     /* The map may have changed since: the master says so with MOVED,
      * which is followed once. */
     for (int hop = 0; hop < 2; hop++) {
-        if (with_host(address, host, port, out, outlen, err, errlen) != 0) {
+        if (with_host(address, false, host, port, out, outlen, err, errlen) != 0) {
             return -1;
         }
         rc = check_master(out, key, host, sizeof host, port, sizeof port, err, errlen);
@@ -429,7 +433,8 @@ static int collect_masters(const redisReply *r, const char *address, char (*out)
         }
         char port[16], addr[512];
         snprintf(port, sizeof port, "%lld", m->element[1]->integer);
-        if (with_host(address, m->element[0]->str, port, addr, sizeof addr, err, errlen) != 0) {
+        if (with_host(address, false, m->element[0]->str, port, addr, sizeof addr, err, errlen) !=
+            0) {
             return -1;
         }
         bool seen = false;

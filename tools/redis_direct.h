@@ -19,12 +19,13 @@
 redisContext *cli_direct_connect(const char *address, const cli_tls *tls, int timeout_ms, char *err,
                                  size_t errlen);
 
-/* Asks the sentinels (comma-separated, as rlock_config.sentinel_addresses)
- * in turn where the master named master_name is, and writes address (a
- * redis:// address: its user, password and db are kept) with the master's
- * host and port into out. 0, or -1 with a reason in err. */
+/* Asks the sentinels (comma-separated, as rlock_config.sentinel_addresses;
+ * rediss:// ones over TLS with tls's files) in turn where the master named
+ * master_name is, and writes address (its user, password and db are kept)
+ * with the master's host and port, and the sentinel's scheme, into out.
+ * 0, or -1 with a reason in err. */
 int cli_sentinel_master(const char *sentinels, const char *master_name, const char *address,
-                        char *out, size_t outlen, char *err, size_t errlen);
+                        const cli_tls *tls, char *out, size_t outlen, char *err, size_t errlen);
 
 /* Redis Cluster: asks the nodes (comma-separated redis:// addresses, as
  * rlock_config.cluster_node_addresses) in turn which slot key is in

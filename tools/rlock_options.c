@@ -126,7 +126,8 @@ const char usage_text[] =
     "                        then gives only its user, password and db\n"
     "  --sentinels ADDRS     the sentinels, comma-separated redis:// addresses\n"
     "                        (default $RLOCK_SENTINELS); one that answers is\n"
-    "                        enough\n"
+    "                        enough; rediss:// ones: TLS to them and to the\n"
+    "                        master they name\n"
     "  --cluster-nodes ADDRS Redis Cluster: some of its nodes, comma-separated\n"
     "                        redis:// addresses (default $RLOCK_CLUSTER_NODES);\n"
     "                        one that answers is enough; --address then gives\n"
@@ -312,7 +313,11 @@ static int check_tls(const options *o) {
     if (given_option == NULL) {
         return 0;
     }
-    if (strncmp(o->address, "rediss://", 9) != 0) {
+    /* With --master-name the sentinels' scheme says (as the library's). */
+    const char *tls_address = o->master_name != NULL && o->sentinels != NULL
+                                  ? o->sentinels + strspn(o->sentinels, " \t")
+                                  : o->address;
+    if (strncmp(tls_address, "rediss://", 9) != 0) {
         fprintf(stderr,
                 "rlock: %s is for a rediss:// (TLS) address, and the address is not one: use "
                 "rediss://, or leave out the TLS options\nTry 'rlock --help'.\n",
@@ -658,7 +663,11 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         /* status, unlock and watch read the lock on plain connections:
          * to the master the sentinels name now. */
         char err[512];
-        if (cli_sentinel_master(o->sentinels, o->master_name, o->address, o->master_address,
+        cli_tls tls = {.ca_file = o->tls_ca,
+                       .cert_file = o->tls_cert,
+                       .key_file = o->tls_key,
+                       .insecure = o->tls_insecure};
+        if (cli_sentinel_master(o->sentinels, o->master_name, o->address, &tls, o->master_address,
                                 sizeof o->master_address, err, sizeof err) != 0) {
             text_line(stderr, "rlock: ", err); /* may quote a server's error */
             return strstr(err, "--address") != NULL ? EXIT_USAGE : EXIT_UNAVAILABLE;

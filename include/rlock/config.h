@@ -156,9 +156,10 @@ typedef struct rlock_config {
     /** @name TLS
      * For rediss:// addresses: the connections speak TLS 1.2 or 1.3 and
      * check the server's certificate, as Redisson does with its ssl*
-     * settings (here file paths in PEM form). With a redis:// or unix://
-     * address, setting any of them (ssl_enable_endpoint_identification
-     * aside) is RLOCK_ERR_INVALID: they would be ignored. The files are
+     * settings (here file paths in PEM form); with master_name, for
+     * rediss:// sentinel addresses. Without TLS, setting any of them
+     * (ssl_enable_endpoint_identification aside) is RLOCK_ERR_INVALID:
+     * they would be ignored. The files are
      * read at rlock_client_create; one that cannot be read fails it,
      * naming the file. A certificate that fails verification fails a
      * call at its first attempt (no retry can fix it), with the reason.
@@ -194,7 +195,11 @@ typedef struct rlock_config {
      * asks the sentinels where the master of that name is, connects there,
      * and follows it when Sentinel fails it over to a replica (see
      * docs/topology.md). address then gives only the master's user,
-     * password and database: its host and port are not used.
+     * password and database: its host and port are not used. TLS is the
+     * sentinels' scheme's: rediss:// sentinel addresses mean TLS to them
+     * and to the master and replicas they name (as Redisson), each
+     * certificate checked against the host dialled (for the master, the
+     * name or address the sentinel gives), with the ssl_* settings above.
      * @{ */
 
     /** masterName: the name the sentinels monitor the master under
@@ -205,7 +210,8 @@ typedef struct rlock_config {
     /** sentinelAddresses: the sentinels to ask first, comma-separated
      * ("redis://127.0.0.1:26379,redis://127.0.0.1:26380"; spaces around
      * the commas are allowed; the port is 6379 when left out). At least
-     * one, at most 64. Required with master_name. */
+     * one, at most 64. Required with master_name. All redis:// or all
+     * rediss:// (TLS); with redis:// ones, address may not be rediss://. */
     const char *sentinel_addresses;
 
     /** sentinelUsername and sentinelPassword: AUTH on the sentinels (not

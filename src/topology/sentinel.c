@@ -19,6 +19,13 @@
  * the new master, all through the paths a lost connection already takes.
  * A sentinel that stops answering is replaced by the next one known.
  *
+ * TLS is the sentinel addresses' scheme's (Redisson builds every node's
+ * address with it): rediss:// sentinels mean every connection here, the
+ * start-up questions (sync_connect.h's link), the monitor's, the ROLE
+ * check's and the master's, speaks TLS, each certificate checked against
+ * the host dialled, for the master the one the sentinel named (Redisson's
+ * sslHostname).
+ *
  * Redisson's SentinelConnectionManager: doConnect (the
  * start-up look-up on the calling thread), scheduleChangeCheck /
  * checkMasterChange / checkSentinelsChange (the scan on the loop thread),
@@ -89,6 +96,7 @@ static int invalid(const char *fmt, const char *a, const char *b) {
 
 typedef struct check_ctx {
     int count;
+    int tls; /* the first address's scheme: 1 rediss://, 0 redis://, -1 none yet */
 } check_ctx;
 
 static int check_one(const char *item, void *arg) {
@@ -104,7 +112,7 @@ static int check_one(const char *item, void *arg) {
         rlock__set_error_message("rlock_config.sentinel_addresses: %s", err);
         return rc;
     }
-    bool is_unix = a.is_unix;
+    bool is_unix = a.is_unix, tls = a.tls;
     rlock__address_free(&a);
     if (is_unix) {
         char shown[256];
@@ -112,6 +120,12 @@ static int check_one(const char *item, void *arg) {
                        "TCP (redis://host:port)",
                        rlock__address_redact(item, shown, sizeof(shown)), "");
     }
+    if (k->tls >= 0 && k->tls != (int)tls) {
+        /* One scheme names the master and replicas too (Redisson's). */
+        return invalid("rlock_config.sentinel_addresses: %s%s", "mixes redis:// and rediss://",
+                       "; give every sentinel the same scheme");
+    }
+    k->tls = tls;
     if (++k->count > MAX_SENTINELS) {
         return invalid("rlock_config.sentinel_addresses: more than %s%s sentinels", "64", "");
     }
@@ -123,11 +137,6 @@ static int check_one(const char *item, void *arg) {
 static int validate(const rlock_config *cfg) {
     if (cfg->master_name == NULL) {
         return RLOCK_OK;
-    }
-    if (cfg->address != NULL && strncmp(cfg->address, "rediss://", 9) == 0) {
-        rlock__set_error_message("rlock_config.address: TLS (rediss://) with Sentinel "
-                                 "(master_name) is not supported yet");
-        return RLOCK_ERR_INVALID;
     }
     size_t n = strnlen(cfg->master_name, MASTER_NAME_MAX + 1);
     if (n == 0 || n > MASTER_NAME_MAX) {
@@ -145,10 +154,17 @@ static int validate(const rlock_config *cfg) {
         return invalid("rlock_config.sentinel_addresses: %s%s",
                        "at least one sentinel is needed with master_name", "");
     }
-    check_ctx k = {0};
+    check_ctx k = {.count = 0, .tls = -1};
     int rc = rlock__address_each(cfg->sentinel_addresses, check_one, &k);
     if (rc != RLOCK_OK) {
         return rc;
+    }
+    if (k.tls == 0 && cfg->address != NULL && strncmp(cfg->address, "rediss://", 9) == 0) {
+        return invalid("rlock_config.address is rediss:// but the sentinel addresses are "
+                       "redis://%s%s: with master_name the sentinels' scheme says whether the "
+                       "sentinels, the master and its replicas are reached over TLS; give "
+                       "rediss:// sentinel addresses",
+                       "", "");
     }
     if (cfg->sentinel_password != NULL && cfg->sentinel_password[0] == '\0') {
         return invalid("rlock_config.sentinel_password: %s%s", "empty (NULL for none)", "");
@@ -291,15 +307,16 @@ static void update_nodes(rlock__sentinel *s, const redisReply *r, bool prune) {
 static int ask_sync(rlock__sentinel *s, int i, char **host, int *port, char *why, size_t whylen) {
     const rlock_config *cfg = s->env->cfg;
     const rlock__address *a = &s->nodes[i].addr;
-    redisContext *ctx = rlock__connect_sync(cfg, a, why, whylen);
-    if (ctx == NULL) {
+    rlock__sync_link *l = rlock__sync_link_open(cfg, s->env->tls, a, why, whylen);
+    if (l == NULL) {
         return RLOCK_ERR_CONNECTION;
     }
     int rc = RLOCK_ERR_CONNECTION;
-    redisReply *r = rlock__sync_command(ctx, cfg->timeout_ms, "SENTINEL get-master-addr-by-name %s",
-                                        s->master_name);
+    const char *argv[3] = {"SENTINEL", "get-master-addr-by-name", s->master_name};
+    redisReply *r = rlock__sync_link_ask(l, cfg->timeout_ms, 3, argv);
     if (r == NULL || r->type == REDIS_REPLY_ERROR) {
-        snprintf(why, whylen, "%s:%d: %.200s", a->host, a->port, r != NULL ? r->str : ctx->errstr);
+        snprintf(why, whylen, "%s:%d: %.200s", a->host, a->port,
+                 r != NULL ? r->str : rlock__sync_link_errstr(l));
     } else if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 ||
                r->element[0]->type != REDIS_REPLY_STRING || !parse_port(r->element[1]->str, port)) {
         snprintf(why, whylen, "%s:%d does not know a master named \"%s\"", a->host, a->port,
@@ -312,26 +329,47 @@ static int ask_sync(rlock__sentinel *s, int i, char **host, int *port, char *why
     freeReplyObject(r);
     if (rc == RLOCK_OK && s->env->cfg->sentinels_discovery) {
         s->current = i;
-        r = rlock__sync_command(ctx, cfg->timeout_ms, "SENTINEL sentinels %s", s->master_name);
+        argv[1] = "sentinels";
+        r = rlock__sync_link_ask(l, cfg->timeout_ms, 3, argv);
         update_nodes(s, r, false);
         freeReplyObject(r);
     }
-    redisFree(ctx);
+    rlock__sync_link_close(l);
     return rc;
 }
 
-static bool answers(const rlock_config *cfg, const rlock__address *a) {
+static bool answers(const rlock__sentinel *s, const rlock__address *a) {
+    const rlock_config *cfg = s->env->cfg;
     char why[300];
-    redisContext *ctx = rlock__connect_sync(cfg, a, why, sizeof(why));
-    redisReply *r = ctx != NULL ? rlock__sync_command(ctx, cfg->timeout_ms, "PING") : NULL;
+    rlock__sync_link *l = rlock__sync_link_open(cfg, s->env->tls, a, why, sizeof(why));
+    const char *argv[1] = {"PING"};
+    redisReply *r = l != NULL ? rlock__sync_link_ask(l, cfg->timeout_ms, 1, argv) : NULL;
     bool ok = r != NULL && r->type != REDIS_REPLY_ERROR;
     freeReplyObject(r);
-    redisFree(ctx);
+    rlock__sync_link_close(l);
     return ok;
 }
 
 static bool selected(const rlock_config *cfg) {
     return cfg->master_name != NULL;
+}
+
+static int first_tls(const char *item, void *arg) {
+    *(bool *)arg = strncmp(item, "rediss://", 9) == 0;
+    return RLOCK_ERR_INVALID; /* stops at the first: validate checked they agree */
+}
+
+/* TLS when the sentinels are rediss://: the master and replicas they name
+ * are then reached over TLS too, verified against the host the sentinel
+ * names (Redisson's SentinelConnectionManager: its scheme, from the
+ * sentinel addresses, for every node; the reported host as the TLS host
+ * name). */
+static bool tls(const rlock_config *cfg) {
+    bool on = false;
+    if (cfg->sentinel_addresses != NULL) {
+        (void)rlock__address_each(cfg->sentinel_addresses, first_tls, &on);
+    }
+    return on;
 }
 
 /* Copies the settings (c->cfg's strings then point at the copies), finds
@@ -382,7 +420,7 @@ static int init(rlock__topology_env *c, void **state) {
     if (cfg->check_sentinels_list && cfg->sentinels_discovery) {
         int up = 1; /* the one that answered */
         for (int i = 0; i < s->count; i++) {
-            up += i != s->current && answers(cfg, &s->nodes[i].addr);
+            up += i != s->current && answers(s, &s->nodes[i].addr);
         }
         if (up < 2) {
             free(host);
@@ -410,6 +448,16 @@ static struct ev_loop *ev_of(rlock__sentinel *s) {
 
 static const rlock__logger *log_of(rlock__sentinel *s) {
     return s->env->log;
+}
+
+/* Over TLS when the client is (rlock__topology_tls), checking the
+ * certificate against the host dialled: the name or address a sentinel
+ * gave (Redisson's sslHostname), or the sentinel's own. */
+static void use_tls(rlock__sentinel *s, rlock__conn *conn) {
+    if (s->env->tls != NULL) {
+        rlock__conn_use_tls(conn, s->env->tls,
+                            s->env->cfg->ssl_enable_endpoint_identification != 0);
+    }
 }
 
 /* The client moves to host:port (Redisson's changeMaster). */
@@ -537,6 +585,7 @@ static void check_candidate(rlock__sentinel *s, const char *host, int port) {
         check_free(k);
         return;
     }
+    use_tls(s, k->conn);
     s->check = k;
     rlock__conn_start(k->conn);
 }
@@ -679,6 +728,8 @@ static void use_node(rlock__sentinel *s, int i) {
         s->ask_failed = true;
         return;
     }
+    use_tls(s, s->ask);
+    use_tls(s, s->sub);
     rlock__log(log_of(s), RLOCK_LOG_INFO, "sentinel: asking %s:%d about master \"%s\"",
                s->cur_addr.host, s->cur_addr.port, s->master_name);
     rlock__conn_start(s->ask);
@@ -787,6 +838,7 @@ const rlock__topology_ops rlock__topology_sentinel = {
     .name = "sentinel",
     .selected = selected,
     .validate = validate,
+    .tls = tls,
     .init = init,
     .start = start,
     .close = close_monitor,

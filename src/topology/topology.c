@@ -2,6 +2,7 @@
 #include "topology.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #include "rlock/errors.h"
 
@@ -28,6 +29,23 @@ int rlock__topology_validate(const rlock_config *cfg) {
     return RLOCK_OK;
 }
 
+static const rlock__topology_ops *select_ops(const rlock_config *cfg) {
+    for (size_t i = 0; i < N_TOPOLOGIES; i++) {
+        if (all[i]->selected(cfg)) {
+            return all[i];
+        }
+    }
+    return NULL; /* not reached: the single server's takes every cfg */
+}
+
+bool rlock__topology_tls(const rlock_config *cfg) {
+    const rlock__topology_ops *ops = select_ops(cfg);
+    if (ops != NULL && ops->tls != NULL) {
+        return ops->tls(cfg);
+    }
+    return cfg->address != NULL && strncmp(cfg->address, "rediss://", 9) == 0;
+}
+
 int rlock__topology_create(const rlock__topology_env *env, rlock__topology **out) {
     *out = NULL;
     rlock__topology *t = calloc(1, sizeof(*t));
@@ -35,11 +53,7 @@ int rlock__topology_create(const rlock__topology_env *env, rlock__topology **out
         return RLOCK_ERR_NOMEM;
     }
     t->env = *env;
-    for (size_t i = 0; i < N_TOPOLOGIES && t->ops == NULL; i++) {
-        if (all[i]->selected(env->cfg)) {
-            t->ops = all[i];
-        }
-    }
+    t->ops = select_ops(env->cfg);
     int rc = t->ops->init != NULL ? t->ops->init(&t->env, &t->state) : RLOCK_OK;
     if (rc != RLOCK_OK) {
         rlock__topology_destroy(t);

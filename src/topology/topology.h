@@ -26,6 +26,12 @@ typedef struct rlock__topology rlock__topology;
 /* Every topology's settings in cfg (rlock_config_validate). */
 int rlock__topology_validate(const rlock_config *cfg);
 
+/* Whether the connections cfg asks for speak TLS: the address is
+ * rediss:// or, with master_name, the sentinel addresses are (Redisson's
+ * SentinelConnectionManager takes the scheme of the sentinels for the
+ * master and replicas they name). */
+bool rlock__topology_tls(const rlock_config *cfg);
+
 /* Makes the topology cfg asks for and runs its init (see the hook).
  * *out is NULL on error (with a message), or when out of memory. */
 int rlock__topology_create(const rlock__topology_env *env, rlock__topology **out);

@@ -35,6 +35,8 @@ typedef struct rlock__topology_env {
     rlock__address *addr; /* where node 0 connects */
     const rlock__logger *log;
     const char *client_id;
+    /* The connections' TLS settings (rlock__topology_tls said yes); NULL: plain. */
+    SSL_CTX *tls;
     /* From rlock__topology_start on: */
     rlock__loop *loop;
     rlock__topology_node node0;
@@ -51,6 +53,9 @@ typedef struct rlock__topology_ops {
     /* Checks this topology's settings in cfg (any cfg, selected or not):
      * RLOCK_OK, or RLOCK_ERR_INVALID with a message. */
     int (*validate)(const rlock_config *cfg);
+    /* Whether its connections speak TLS, for a cfg it selects and that
+     * validated; NULL: when the address is rediss://. */
+    bool (*tls)(const rlock_config *cfg);
     /* Whether the blocking calls may use their own synchronous pool: its
      * connections know nothing of routing or of WAIT for replicas. */
     bool blocking_pool;

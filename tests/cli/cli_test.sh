@@ -322,6 +322,61 @@ sentinel)
     redis-cli -p "$port" CONFIG SET requirepass secretpw >/dev/null
     exec_child_clean "redis://:secretpw@ignored"
     ;;
+sentinel_tls)
+    # A TLS-only server and a TLS-only sentinel monitoring it over TLS, with
+    # a CA and a certificate made here: rediss:// sentinels mean TLS to the
+    # master they name too, for exec (the library) and status (the
+    # command's own connections).
+    (cd "$WORK" &&
+        openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+            -out ca.crt -days 2 -subj /CN=cli-ca &&
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key \
+            -out srv.csr -subj /CN=127.0.0.1 &&
+        printf 'subjectAltName=IP:127.0.0.1\n' >srv.ext &&
+        openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
+            -extfile srv.ext -out srv.crt) >"$WORK/openssl.log" 2>&1 ||
+        fail "openssl: $(cat "$WORK/openssl.log")"
+    tls_conf() { # the TLS lines both servers share
+        printf 'port 0\nbind 127.0.0.1\ndir %s\ntls-port %s\ntls-cert-file %s\n' "$WORK" "$1" \
+            "$WORK/srv.crt"
+        printf 'tls-key-file %s\ntls-ca-cert-file %s\n' "$WORK/srv.key" "$WORK/ca.crt"
+        printf 'tls-auth-clients no\ntls-replication yes\n'
+    }
+    tcli() { redis-cli --tls --cacert "$WORK/ca.crt" -h 127.0.0.1 "$@" 2>/dev/null; }
+    up=0
+    for _ in 1 2 3 4 5; do
+        tport=$((20000 + RANDOM % 30000))
+        sport=$((20000 + RANDOM % 30000))
+        redis-cli -p "$tport" PING >/dev/null 2>&1 && continue
+        redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
+        tls_conf "$tport" >"$WORK/master.conf"
+        "$REDIS_SERVER" "$WORK/master.conf" --save '' --appendonly no >"$WORK/master.log" 2>&1 &
+        answers_tls() { [ "$(tcli -p "$tport" PING)" = PONG ]; }
+        retry 50 answers_tls || continue
+        { tls_conf "$sport"; printf 'sentinel monitor clim 127.0.0.1 %s 1\n' "$tport"; } \
+            >"$WORK/sentinel.conf"
+        "$REDIS_SERVER" "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
+        names_master() { [ -n "$(tcli -p "$sport" SENTINEL get-master-addr-by-name clim)" ]; }
+        retry 100 names_master && up=1 && break
+    done
+    [ "$up" = 1 ] || fail "TLS servers did not start: $(cat "$WORK"/*.log)"
+    export RLOCK_MASTER_NAME=clim RLOCK_SENTINELS="rediss://127.0.0.1:$sport"
+    export RLOCK_ADDRESS=redis://ignored RLOCK_TLS_CA="$WORK/ca.crt"
+    "$RLOCK" exec cli:stls -- sh -c "sleep 3" &
+    holder=$!
+    held() { [ "$(tcli -p "$tport" EXISTS cli:stls)" = 1 ]; }
+    retry 100 held || fail "exec through the TLS sentinel did not take the lock on the master"
+    "$RLOCK" status cli:stls | grep -q '^cli:stls: locked$' || fail "status through the TLS sentinel"
+    run wait "$holder"
+    [ "$rc" -eq 0 ] || fail "exec through the TLS sentinel gave $rc"
+    # A CA that did not sign them: refused at once, with the reason.
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$WORK/o.key" \
+        -out "$WORK/other.crt" -days 2 -subj /CN=other-ca >/dev/null 2>&1
+    run env RLOCK_TLS_CA="$WORK/other.crt" "$RLOCK" exec cli:stls -- true 2>"$WORK/refused.err"
+    cat "$WORK/refused.err"
+    [ "$rc" -eq 69 ] || fail "exec with a CA that did not sign the sentinel's gave $rc, not 69"
+    grep -q 'certificate verification failed' "$WORK/refused.err" || fail "no reason given"
+    ;;
 cluster)
     # Three cluster-enabled servers of the case's own, a master each (no
     # replicas, to keep it light): every command finds the lock's master

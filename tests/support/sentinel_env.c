@@ -86,39 +86,73 @@ static bool ready(rt_sentinel_env *e) {
     return true;
 }
 
+/* One server: plain with args (NULL: none), or, with tls, TLS only with
+ * conf's lines too; every one replicates and monitors over TLS then. */
+static int start_one(rt_redis *r, const rt_tls_env *tls, const char *const cert_key[2],
+                     const char *conf, const char *args) {
+    if (tls == NULL) {
+        rt_redis_opts o = {.config_text = conf, .extra_args = args};
+        return rt_redis_start(r, conf != NULL || args != NULL ? &o : NULL);
+    }
+    char more[1024];
+    snprintf(more, sizeof(more), "tls-replication yes\n%s", conf != NULL ? conf : "");
+    bool sentinel = args != NULL && strstr(args, "--sentinel") != NULL;
+    return rt_tls_redis_start_with(r, tls, sentinel ? tls->server_cert : cert_key[0],
+                                   sentinel ? tls->server_key : cert_key[1], false, more,
+                                   sentinel ? args : NULL);
+}
+
 int rt_sentinel_env_start(rt_sentinel_env *e, int replicas, int down_after_ms,
                           int failover_timeout_ms) {
+    return rt_sentinel_env_start_tls(e, NULL, NULL, replicas, down_after_ms, failover_timeout_ms);
+}
+
+int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls,
+                              const rt_sentinel_tls_opts *opts, int replicas, int down_after_ms,
+                              int failover_timeout_ms) {
     memset(e, 0, sizeof(*e));
+    static const rt_sentinel_tls_opts none = {0};
+    opts = opts != NULL ? opts : &none;
+    const char *cert_key[2] = {opts->node_cert, opts->node_key};
+    if (tls != NULL && opts->node_cert == NULL) {
+        cert_key[0] = tls->server_cert;
+        cert_key[1] = tls->server_key;
+    }
     if (replicas < 1 || replicas > RT_SENTINEL_REPLICAS_MAX) {
         return -1;
     }
-    if (rt_redis_start(&e->servers[0], NULL) != 0) {
+    if (start_one(&e->servers[0], tls, cert_key, NULL, NULL) != 0) {
         return -1;
     }
     e->n_servers = 1;
     int port = e->servers[0].port;
-    char args[128];
+    char args[128], replica_conf[128];
     snprintf(args, sizeof(args), "--replicaof 127.0.0.1 %d", port);
-    rt_redis_opts ropts = {.extra_args = args};
+    snprintf(replica_conf, sizeof(replica_conf), "replicaof 127.0.0.1 %d\n", port);
     for (int i = 0; i < replicas; i++) {
-        if (rt_redis_start(&e->servers[1 + i], &ropts) != 0) {
+        if (start_one(&e->servers[1 + i], tls, cert_key, tls != NULL ? replica_conf : NULL,
+                      tls != NULL ? NULL : args) != 0) {
             rt_sentinel_env_stop(e);
             return -1;
         }
         e->n_servers++;
     }
-    char conf[512];
+    char conf[640];
     snprintf(conf, sizeof(conf),
-             "sentinel monitor %s 127.0.0.1 %d 2\n"
+             "%s"
+             "sentinel monitor %s %s %d 2\n"
              "sentinel down-after-milliseconds %s %d\n"
              "sentinel failover-timeout %s %d\n"
              "sentinel parallel-syncs %s 1\n",
-             RT_SENTINEL_MASTER_NAME, port, RT_SENTINEL_MASTER_NAME, down_after_ms,
-             RT_SENTINEL_MASTER_NAME, failover_timeout_ms, RT_SENTINEL_MASTER_NAME);
-    rt_redis_opts sopts = {.config_text = conf, .extra_args = "--sentinel"};
+             opts->monitor_host != NULL
+                 ? "sentinel resolve-hostnames yes\nsentinel announce-hostnames yes\n"
+                 : "",
+             RT_SENTINEL_MASTER_NAME, opts->monitor_host != NULL ? opts->monitor_host : "127.0.0.1",
+             port, RT_SENTINEL_MASTER_NAME, down_after_ms, RT_SENTINEL_MASTER_NAME,
+             failover_timeout_ms, RT_SENTINEL_MASTER_NAME);
     size_t used = 0;
     for (int i = 0; i < RT_SENTINELS; i++) {
-        if (rt_redis_start(&e->sentinels[i], &sopts) != 0) {
+        if (start_one(&e->sentinels[i], tls, cert_key, conf, "--sentinel") != 0) {
             rt_sentinel_env_stop(e);
             return -1;
         }

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "redis_server.h"
+#include "tls_env.h"
 
 #define RT_SENTINEL_MASTER_NAME "mymaster"
 #define RT_SENTINELS 3
@@ -30,6 +31,27 @@ typedef struct rt_sentinel_env {
  * printing why; what was started is stopped). */
 int rt_sentinel_env_start(rt_sentinel_env *e, int replicas, int down_after_ms,
                           int failover_timeout_ms);
+
+/* The same over TLS only (tests/support/tls_env.h): every server and
+ * sentinel presents tls->server_cert (names localhost and 127.0.0.1) on a
+ * TLS port and no plain one, replicates and monitors over TLS
+ * (tls-replication yes), and is reached by the harness on its unix
+ * socket; addresses are then "rediss://127.0.0.1:P1,...". tls NULL: as
+ * rt_sentinel_env_start. opts NULL: all zero. */
+typedef struct rt_sentinel_tls_opts {
+    /* The master's and replicas' certificate and key instead of
+     * tls->server_cert's (the sentinels keep server_cert): Redis checks no
+     * host name on its own TLS links, so a wrong_name_cert there still
+     * replicates and is monitored. NULL: server_cert. */
+    const char *node_cert, *node_key;
+    /* The sentinels monitor the master as this host name, and report host
+     * names (resolve-hostnames, announce-hostnames). NULL: 127.0.0.1. */
+    const char *monitor_host;
+} rt_sentinel_tls_opts;
+
+int rt_sentinel_env_start_tls(rt_sentinel_env *e, const rt_tls_env *tls,
+                              const rt_sentinel_tls_opts *opts, int replicas, int down_after_ms,
+                              int failover_timeout_ms);
 
 /* Stops everything started. Idempotent. */
 void rt_sentinel_env_stop(rt_sentinel_env *e);

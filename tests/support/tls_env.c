@@ -389,6 +389,12 @@ static bool answers_tls_ping(const rt_redis *r, const rt_tls_env *e, bool with_c
 
 int rt_tls_redis_start(rt_redis *r, const rt_tls_env *e, const char *cert, const char *key,
                        bool require_client_cert) {
+    return rt_tls_redis_start_with(r, e, cert, key, require_client_cert, NULL, NULL);
+}
+
+int rt_tls_redis_start_with(rt_redis *r, const rt_tls_env *e, const char *cert, const char *key,
+                            bool require_client_cert, const char *more_conf,
+                            const char *extra_args) {
     memset(r, 0, sizeof(*r));
     if (e == NULL || e->dir[0] == '\0' || cert == NULL || key == NULL) {
         fprintf(stderr, "rt_tls: rt_tls_redis_start needs a made env, a cert and a key\n");
@@ -407,20 +413,22 @@ int rt_tls_redis_start(rt_redis *r, const rt_tls_env *e, const char *cert, const
          * rt_redis_restart reuses: a restart comes back with the same port and certificates.
          * bind: rt_redis_start gives --bind only for TCP, and the default is every interface.
          */
-        char conf[2048];
+        char conf[4096];
         int len = snprintf(conf, sizeof(conf),
                            "bind 127.0.0.1\n"
                            "tls-port %d\n"
                            "tls-cert-file \"%s\"\n"
                            "tls-key-file \"%s\"\n"
                            "tls-ca-cert-file \"%s\"\n"
-                           "tls-auth-clients %s\n",
-                           port, cert, key, e->ca_cert, require_client_cert ? "yes" : "no");
+                           "tls-auth-clients %s\n"
+                           "%s",
+                           port, cert, key, e->ca_cert, require_client_cert ? "yes" : "no",
+                           more_conf != NULL ? more_conf : "");
         if (len < 0 || (size_t)len >= sizeof(conf)) {
             fprintf(stderr, "rt_tls: certificate paths too long\n");
             return -1;
         }
-        rt_redis_opts opts = {.unix_socket = true, .config_text = conf};
+        rt_redis_opts opts = {.unix_socket = true, .config_text = conf, .extra_args = extra_args};
         /* Fails (after printing the log) when another process took the port meanwhile (redis
          * exits on a failed bind): then try another port. Any other failure (a bad cert or key)
          * would fail again, and leaves the port free. */

@@ -64,4 +64,12 @@ void rt_tls_env_free(rt_tls_env *e);
 int rt_tls_redis_start(rt_redis *r, const rt_tls_env *e, const char *cert, const char *key,
                        bool require_client_cert);
 
+/* As rt_tls_redis_start, with more_conf (NULL: none) appended to the
+ * redis.conf (a sentinel's "sentinel monitor ...", "tls-replication yes",
+ * a replica's "replicaof ...") and extra_args (NULL: none) given as
+ * rt_redis_opts.extra_args ("--sentinel"). */
+int rt_tls_redis_start_with(rt_redis *r, const rt_tls_env *e, const char *cert, const char *key,
+                            bool require_client_cert, const char *more_conf,
+                            const char *extra_args);
+
 #endif
