@@ -124,7 +124,9 @@ typedef struct rlock_stats {
     /** Connections made again after a loss or a failed attempt (the
      * command and pub/sub connections; not the blocking calls' pool). */
     uint64_t reconnects;
-    /* Since 0.2 (the fields above are 0.1's). */
+    /* The metrics (docs/metrics.md), appended after the five counters
+     * above, which are all that rlock_client_stats() without its macro
+     * fills. */
     /** Gauge: lock handles that hold their lock now, as far as this
      * client knows (from a lock call that took it to the unlock that
      * released it, or that found it gone); a reentrant hold counts once. */
