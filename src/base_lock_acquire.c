@@ -92,6 +92,7 @@ typedef struct acquire_op {
     bool in_flight : 1;           /* an acquire is out */
     bool cancelled : 1;           /* the user cancelled; undo once it is back */
     bool waited : 1;              /* counted in rlock_stats.waits */
+    bool unwaited : 1;            /* waited, and off the waiting gauge again */
     bool resend : 1;              /* the timer sends the acquire again (unsynced_tries) */
     unsigned unsynced_tries : 10; /* of this try, undone (up to retry_attempts) */
     acquire_try try_[];           /* is_try: one */
@@ -113,13 +114,20 @@ static bool spins(const acquire_op *op) {
     return rlock__ops(op->lock)->spins;
 }
 
+/* The call waits no more: off the waiting gauge, before its future
+ * completes, so that a caller it wakes reads the gauge without it. */
+static void stop_waiting(acquire_op *op) {
+    if (op->waited && !op->unwaited) {
+        op->unwaited = true;
+        rlock__gauge_add(&op->lock->client->metrics.waiting, -1);
+    }
+}
+
 /* The end of an operation: leave the entry and let go of everything. */
 static void acquire_free(acquire_op *op) {
     rlock_client *c = op->lock->client;
     rlock *l = op->lock;
-    if (op->waited) {
-        rlock__gauge_add(&c->metrics.waiting, -1);
-    }
+    stop_waiting(op);
     if (op->cancelled) {
         rlock__count(&c->metrics.cancelled);
     }
@@ -134,6 +142,7 @@ static void acquire_free(acquire_op *op) {
 }
 
 static void acquire_finish(acquire_op *op, int err, int64_t value, const char *msg) {
+    stop_waiting(op);
     if (err != RLOCK_OK) {
         rlock__metrics_error(&op->lock->client->metrics, err);
     }
@@ -188,6 +197,7 @@ static void acquired(acquire_op *op, int64_t token) {
     rlock__histogram_observe(&l->client->metrics.wait_time,
                              op->waited ? rlock__now_us() - op->wait_began_us : 0);
     rlock__hold_began(l);
+    stop_waiting(op);
     if (watched) {
         watch(l, op->thread_id, op->sent_ms);
     } else {
