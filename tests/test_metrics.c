@@ -166,7 +166,7 @@ static void known_wait(rlock_client *c) {
     assert_int_equal(h.rc, RLOCK_OK);
     s = stats_of(c);
     assert_int_equal(s.waiting, 0);
-    assert_int_equal(s.held, 1);            /* the waiter's */
+    assert_int_equal(s.held, 1); /* the waiter's */
     /* the holder's (0) and the waiter's */
     assert_int_equal(s.wait_time.count, before.wait_time.count + 2);
     assert_int_equal(s.wait_time.buckets[0], before.wait_time.buckets[0] + 1);
