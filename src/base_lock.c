@@ -151,3 +151,29 @@ uint64_t rlock__next_random(void) {
     st[1] = x ^ y ^ (x >> 17) ^ (y >> 26);
     return st[1] + y;
 }
+
+void rlock__hold_began(rlock *l) {
+    if (atomic_load_explicit(&l->held_since_us, memory_order_relaxed) != 0) {
+        return; /* reentrant, or a second owner of the handle: the first counts */
+    }
+    int64_t none = 0;
+    if (atomic_compare_exchange_strong_explicit(&l->held_since_us, &none, rlock__now_us(),
+                                                memory_order_relaxed, memory_order_relaxed)) {
+        rlock__gauge_add(&l->client->metrics.held, 1);
+    }
+}
+
+void rlock__hold_ended(rlock *l, bool released) {
+    if (atomic_load_explicit(&l->held_since_us, memory_order_relaxed) == 0) {
+        return;
+    }
+    int64_t since = atomic_exchange_explicit(&l->held_since_us, 0, memory_order_relaxed);
+    if (since == 0) {
+        return; /* another thread ended it meanwhile */
+    }
+    rlock__metrics *m = &l->client->metrics;
+    rlock__gauge_add(&m->held, -1);
+    if (released) {
+        rlock__histogram_observe(&m->hold_time, rlock__now_us() - since);
+    }
+}

@@ -85,21 +85,23 @@ typedef struct acquire_op {
             uint32_t fails; /* tries that failed */
         } spin;
     };
+    int64_t wait_began_us;        /* waited: when (rlock_stats.wait_time) */
     rlock__wait_note note;        /* pub/sub kinds: the try out */
     bool is_try : 1;              /* try-lock: value 1/0, bounded by deadline */
     bool token : 1;               /* value: the fencing token */
     bool in_flight : 1;           /* an acquire is out */
     bool cancelled : 1;           /* the user cancelled; undo once it is back */
     bool waited : 1;              /* counted in rlock_stats.waits */
+    bool unwaited : 1;            /* waited, and off the waiting gauge again */
     bool resend : 1;              /* the timer sends the acquire again (unsynced_tries) */
     unsigned unsynced_tries : 10; /* of this try, undone (up to retry_attempts) */
     acquire_try try_[];           /* is_try: one */
 } acquire_op;
 
 /* 64-bit targets: the budget bench/ holds S5 to (a lock call's block is a
- * malloc chunk of 176 bytes, a try-lock's 192, plus the deadline heap's
- * slot). */
-_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 168, "acquire_op grew");
+ * malloc chunk of 192 bytes, a try-lock's 208, plus the deadline heap's
+ * slot; wait_began_us took the last 16). */
+_Static_assert(sizeof(void *) != 8 || sizeof(acquire_op) <= 176, "acquire_op grew");
 
 /* The wait a try-lock asked for; -1 for a lock call. */
 static int64_t wait_ms_of(const acquire_op *op) {
@@ -112,10 +114,23 @@ static bool spins(const acquire_op *op) {
     return rlock__ops(op->lock)->spins;
 }
 
+/* The call waits no more: off the waiting gauge, before its future
+ * completes, so that a caller it wakes reads the gauge without it. */
+static void stop_waiting(acquire_op *op) {
+    if (op->waited && !op->unwaited) {
+        op->unwaited = true;
+        rlock__gauge_add(&op->lock->client->metrics.waiting, -1);
+    }
+}
+
 /* The end of an operation: leave the entry and let go of everything. */
 static void acquire_free(acquire_op *op) {
     rlock_client *c = op->lock->client;
     rlock *l = op->lock;
+    stop_waiting(op);
+    if (op->cancelled) {
+        rlock__count(&c->metrics.cancelled);
+    }
     rlock__deadlines_remove(&c->deadlines, &op->timer);
     if (!spins(op)) {
         rlock__wait_leave(&op->wait);
@@ -127,6 +142,10 @@ static void acquire_free(acquire_op *op) {
 }
 
 static void acquire_finish(acquire_op *op, int err, int64_t value, const char *msg) {
+    stop_waiting(op);
+    if (err != RLOCK_OK) {
+        rlock__metrics_error(&op->lock->client->metrics, err);
+    }
     rlock__future_complete(&op->live.future, err, value, msg);
     acquire_free(op);
 }
@@ -143,6 +162,7 @@ static void acquire_failed(acquire_op *op) {
 }
 
 static void give_up(acquire_op *op) {
+    rlock__count(&op->lock->client->metrics.timed_out);
     acquire_failed(op);
     acquire_finish(op, RLOCK_OK, 0, NULL);
 }
@@ -174,6 +194,10 @@ static void acquired(acquire_op *op, int64_t token) {
      * any thread. */
     bool watched = op->lease_ms <= 0;
     l->client->acquired++;
+    rlock__histogram_observe(&l->client->metrics.wait_time,
+                             op->waited ? rlock__now_us() - op->wait_began_us : 0);
+    rlock__hold_began(l);
+    stop_waiting(op);
     if (watched) {
         watch(l, op->thread_id, op->sent_ms);
     } else {
@@ -186,6 +210,8 @@ static void acquired(acquire_op *op, int64_t token) {
             rlock__renewal_cancel(l->client->renewal, rlock__ops(l)->renewal, rlock__name_of(l),
                                   l->name_len, op->thread_id);
         }
+        rlock__hold_ended(l, false);
+        op->cancelled = true; /* counted as such */
         rlock__unlock_undo_acquire(l, op->thread_id);
     }
     acquire_free(op);
@@ -272,7 +298,9 @@ static void wait_for_unlock(acquire_op *op, int64_t ttl) {
     rlock_client *c = l->client;
     if (!op->waited) {
         op->waited = true;
+        op->wait_began_us = rlock__now_us();
         c->waited++;
+        rlock__gauge_add(&c->metrics.waiting, 1);
     }
     if (spins(op)) {
         spin(op);

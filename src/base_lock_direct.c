@@ -104,6 +104,8 @@ void rlock__direct_acquire_end(rlock__direct_step *st) {
                    (long long)c->cfg.lock_watchdog_timeout_ms);
     }
     c->acquired++;
+    rlock__histogram_observe(&c->metrics.wait_time, 0); /* the first try took it */
+    rlock__hold_began(l);
 }
 
 void rlock__direct_acquire_failed(const rlock__direct_step *st, int64_t wait_ms) {
@@ -138,6 +140,7 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
     /* Written: never sent again, as the loop's path (it re-enters). */
     rlock__direct_acquire_end(&st);
     if (st.err != RLOCK_OK) {
+        rlock__metrics_error(&l->client->metrics, st.err);
         rlock__set_error_message("%s", st.msg);
         *rc = st.err;
         return NULL;

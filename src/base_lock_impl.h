@@ -69,6 +69,13 @@ void rlock__unlock_start(void *arg);
 int rlock__unlock_result(rlock *l, uint64_t thread_id, int err, const char **msg,
                          const redisReply *reply, char buf[NOT_HELD_MSG_MAX]);
 
+/* The handle's hold began (an acquisition, given to its caller) or ended
+ * (released: observe its time; or found gone): the held gauge and the
+ * hold-time histogram (rlock_stats). A reentrant hold counts once. Any
+ * thread. */
+void rlock__hold_began(rlock *l);
+void rlock__hold_ended(rlock *l, bool released);
+
 /* The DEL of op's latch, sent once the unlock is answered. */
 rlock__cmd *rlock__unlock_latch_del(const unlock_op *op);
 

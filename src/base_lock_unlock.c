@@ -39,6 +39,11 @@ int rlock__unlock_result(rlock *l, uint64_t thread_id, int err, const char **msg
             *msg = "unexpected reply to the unlock script";
         }
     }
+    if (err == RLOCK_OK && reply->integer != 0) {
+        rlock__hold_ended(l, true);
+    } else if (err == RLOCK_ERR_NOT_HELD) {
+        rlock__hold_ended(l, false); /* lost, or expired: when is unknown */
+    }
     if (!(err == RLOCK_OK && reply->integer == 0)) {
         /* No reentrant hold remains (or none can be known): later holds
          * start from the watchdog timeout again, as in Redisson. */

@@ -409,6 +409,9 @@ static void read_public_stats(void *arg) {
     rlock__renewal_stats rs = rlock__renewal_get_stats(c->renewal);
     s->stats.renewal_calls = rs.renew_evals;
     s->stats.lost_locks = rs.lost;
+    s->stats.watched = rs.renewing;
+    s->stats.renewal_slack = rs.slack;
+    s->stats.renewal_slack_min_us = rs.slack_min_us;
     for (size_t i = 0, n = rlock__topology_nodes(c->topology); i < n; i++) {
         rlock__topology_node node = rlock__topology_node_at(c->topology, i);
         s->stats.reconnects += rlock__conn_reconnects(node.cmd) + rlock__conn_reconnects(node.sub);
@@ -422,7 +425,7 @@ static void read_public_stats(void *arg) {
 /* No padding after the last field, so a field added later grows the size
  * the caller passes: name the new last field here when adding one. */
 #ifndef RLOCK__ABI_NEXT_TEST /* tests/abi: rlock_stats with one more field */
-_Static_assert(offsetof(rlock_stats, reconnects) + sizeof(uint64_t) == sizeof(rlock_stats),
+_Static_assert(offsetof(rlock_stats, renewal_slack_min_us) + sizeof(int64_t) == sizeof(rlock_stats),
                "rlock_stats ends in padding: a new field would not change its size");
 #endif
 
@@ -465,6 +468,7 @@ int rlock_client_stats_sized(rlock_client *c, rlock_stats *out, size_t size) {
     rlock__loop_run_sync(c->loop, read_public_stats, &s);
     s.stats.acquisitions = atomic_load(&c->acquired);
     s.stats.waits = atomic_load(&c->waited);
+    rlock__metrics_read(&c->metrics, &s.stats);
     give_stats(&s.stats, out, size);
     return RLOCK_OK;
 }

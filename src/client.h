@@ -13,6 +13,7 @@
 #include "executor.h"
 #include "future.h"
 #include "loop.h"
+#include "metrics.h"
 #include "pubsub.h"
 #include "registry.h"
 #include "renewal.h"
@@ -54,6 +55,7 @@ struct rlock_client {
     _Atomic uint64_t acquired; /* lock calls that took their lock (rlock_stats) */
     _Atomic uint64_t waited;   /* lock calls that had to wait (rlock_stats) */
     bool closed;               /* set on the loop thread when destroy begins */
+    rlock__metrics metrics;    /* the rest of rlock_stats (any thread) */
 };
 
 void rlock__client_ref(rlock_client *c);

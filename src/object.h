@@ -39,6 +39,9 @@ struct rlock {
     /* internalLockLeaseTime: the lease a remaining reentrant hold gets on
      * unlock; the last lease given, or the watchdog timeout. */
     _Atomic int64_t lease_ms;
+    /* rlock__now_us() when the hold this handle took began; 0: none (the
+     * held gauge and the hold-time histogram, metrics.h) */
+    _Atomic int64_t held_since_us;
     atomic_int refs;
     uint32_t name_len;    /* at most RLOCK_NAME_MAX */
     uint16_t nsubs;       /* see text below; at most 1024 */
@@ -65,9 +68,10 @@ static inline const rlock__kind_ops *rlock__ops(const rlock *l) {
     return atomic_load_explicit(&rlock__kinds[l->ops_index], memory_order_relaxed);
 }
 
-/* 64-bit targets: with a name of up to 40 bytes a plain lock's handle is a
- * malloc chunk of 80 bytes (bench/ S4 holds kept handles to a budget). */
-_Static_assert(sizeof(void *) != 8 || sizeof(struct rlock) <= 32, "struct rlock grew");
+/* 64-bit targets: with a name of up to 32 bytes a plain lock's handle is a
+ * malloc chunk of 80 bytes (bench/ S4 holds kept handles to a budget; the
+ * hold's start, for rlock_stats.hold_time, took 8 bytes of the name's). */
+_Static_assert(sizeof(void *) != 8 || sizeof(struct rlock) <= 40, "struct rlock grew");
 
 /* The lock's name, NUL-terminated (it may hold NUL bytes); "" for a multi
  * lock. */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "highway_hash.h"
+#include "metrics.h"
 #include "name_set.h"
 #include "rlock/errors.h"
 #include "rlock__scripts_all.h"
@@ -198,6 +199,7 @@ int rlock__renewal_create(rlock__loop *loop, rlock__executor *x, const rlock__to
     r->cfg = cfg;
     r->log = log;
     r->client_id = client_id;
+    r->stats.slack_min_us = INT64_MAX;
     for (int s = 0; s < RLOCK__RENEW_SCRIPTS; s++) {
         rlock__name_set_init(&r->table[s], entry_name);
     }
@@ -415,6 +417,19 @@ static void on_expiry(struct ev_loop *ev, ev_timer *w, int revents) {
     }
 }
 
+/* A renewal confirmed with left_ms of the previous lease to go (the early
+ * warning of a lost lock: near 0, it nearly ran out). Loop thread. */
+static void note_slack(rlock__renewal *r, int64_t left_ms) {
+    int64_t us = left_ms * 1000;
+    rlock_stats_histogram *h = &r->stats.slack;
+    h->buckets[rlock__histogram_bucket(us)]++;
+    h->count++;
+    h->sum_us += us > 0 ? (uint64_t)us : 0;
+    if (us < r->stats.slack_min_us) {
+        r->stats.slack_min_us = us;
+    }
+}
+
 static void on_chunk_reply(int err, const char *msg, const redisReply *reply, void *arg) {
     chunk *ch = arg;
     rlock__renewal *r = ch->r;
@@ -448,6 +463,7 @@ static void on_chunk_reply(int err, const char *msg, const redisReply *reply, vo
             const redisReply *v =
                 ch->script == RLOCK__RENEW_FAST_MULTI ? reply : reply->element[it->key];
             if (v->type == REDIS_REPLY_INTEGER && v->integer == 1) {
+                note_slack(r, o->renewed_ms + r->cfg->lock_watchdog_timeout_ms - now);
                 if (ch->sent_ms > o->renewed_ms) { /* a re-entry may have set a later one */
                     o->renewed_ms = ch->sent_ms;
                 }

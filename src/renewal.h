@@ -23,6 +23,7 @@
 #include "common.h"
 #include "executor.h"
 #include "loop.h"
+#include "rlock/client.h"
 #include "rlock/config.h"
 #include "rlock/lock.h"
 
@@ -53,6 +54,10 @@ typedef struct rlock__renewal_stats {
     uint64_t renew_evals;
     uint64_t renewing; /* (name, owner) pairs in the table */
     uint64_t lost;
+    /* How much of the lease was left when a renewal was confirmed, and
+     * the least (INT64_MAX: none yet): rlock_stats' renewal slack. */
+    rlock_stats_histogram slack;
+    int64_t slack_min_us;
 } rlock__renewal_stats;
 
 /* client_id and the other arguments must outlive the table. topology

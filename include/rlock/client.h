@@ -84,8 +84,31 @@ RLOCK_API uint64_t rlock_new_owner_id(void);
  * of an application loop), RLOCK_ERR_FORKED, RLOCK_ERR_CLOSED */
 RLOCK_API int rlock_client_ping(rlock_client *c, int64_t timeout_ms);
 
-/** A client's counters since it was created, all monotonic. Later
- * versions may add counters at the end (rlock_client_stats_sized()). */
+/** Buckets of an ::rlock_stats_histogram: bucket i counts observations
+ * above 2^(i-1) µs and at most 2^i µs (bucket 0: at most 1 µs), the last
+ * those above 2^(RLOCK_STATS_BUCKETS-2) µs (about 18 minutes). Fixed
+ * bounds, so histograms of several clients or processes add up. */
+#define RLOCK_STATS_BUCKETS 32
+
+/** Slots of rlock_stats.acquire_errors: slot -code for a code down to
+ * -(RLOCK_STATS_ERRORS-1); slot 0 counts codes beyond (none yet). */
+#define RLOCK_STATS_ERRORS 32
+
+/** A histogram of durations in microseconds, with logarithmic buckets
+ * (::RLOCK_STATS_BUCKETS). Per bucket, not cumulative. */
+typedef struct rlock_stats_histogram {
+    /** Observations (the buckets' sum). */
+    uint64_t count;
+    /** Their sum, in µs. */
+    uint64_t sum_us;
+    /** buckets[i]: observations in (2^(i-1), 2^i] µs; the last, above. */
+    uint64_t buckets[RLOCK_STATS_BUCKETS];
+} rlock_stats_histogram;
+
+/** A client's counters since it was created, and gauges of now (held,
+ * waiting, watched). Later versions may add fields at the end
+ * (rlock_client_stats_sized()); docs/metrics.md says what each means and
+ * costs. */
 typedef struct rlock_stats {
     /** Lock calls that took their lock (each sub-lock of a multi lock
      * counts as one). */
@@ -101,6 +124,40 @@ typedef struct rlock_stats {
     /** Connections made again after a loss or a failed attempt (the
      * command and pub/sub connections; not the blocking calls' pool). */
     uint64_t reconnects;
+    /* The metrics (docs/metrics.md), appended after the five counters
+     * above, which are all that rlock_client_stats() without its macro
+     * fills. */
+    /** Gauge: lock handles that hold their lock now, as far as this
+     * client knows (from a lock call that took it to the unlock that
+     * released it, or that found it gone); a reentrant hold counts once. */
+    uint64_t held;
+    /** Gauge: lock calls waiting now for another holder's unlock. */
+    uint64_t waiting;
+    /** Gauge: (lock, owner) pairs the watchdog renews now. */
+    uint64_t watched;
+    /** Try-lock calls whose wait ran out (they return "not acquired"). */
+    uint64_t timed_out;
+    /** Lock calls cancelled (rlock_future_cancel()) before they took the
+     * lock, or whose lock was released again as the caller had gone. */
+    uint64_t cancelled;
+    /** Lock calls that failed, by code: acquire_errors[-code]
+     * (::RLOCK_STATS_ERRORS). */
+    uint64_t acquire_errors[RLOCK_STATS_ERRORS];
+    /** How long lock calls that took their lock waited for another
+     * holder: from the first answer "held" to the acquisition; 0 (bucket
+     * 0) for a call that found the lock free. */
+    rlock_stats_histogram wait_time;
+    /** How long locks were held: from the acquisition to the unlock that
+     * released the lock (a reentrant hold: the outermost). */
+    rlock_stats_histogram hold_time;
+    /** The watchdog's renewal slack: for each renewal Redis confirmed, how
+     * much of the previous lease was left when the answer came. Near 0:
+     * the lock nearly expired (slow Redis, a stalled loop). */
+    rlock_stats_histogram renewal_slack;
+    /** The smallest renewal slack seen, in µs (negative: a renewal came
+     * after the lease, as this client counts it, had run out); INT64_MAX
+     * before the first renewal. */
+    int64_t renewal_slack_min_us;
 } rlock_stats;
 
 /** Reads c's counters. Any thread when the client runs its own I/O
@@ -125,6 +182,21 @@ RLOCK_API int rlock_client_stats(rlock_client *c, rlock_stats *out);
  * @param size the caller's sizeof(rlock_stats), at least 0.1's (40)
  * @return as rlock_client_stats(); RLOCK_ERR_INVALID for a smaller size */
 RLOCK_API int rlock_client_stats_sized(rlock_client *c, rlock_stats *out, size_t size);
+
+/** Writes s in the Prometheus text exposition format (version 0.0.4,
+ * which OpenMetrics parsers read too): one family per field, named
+ * rlock_*, durations in seconds (docs/metrics.md lists them). Needs no
+ * client: s may be a sum of several clients' stats.
+ * @param s the stats (from rlock_client_stats()), or NULL
+ * @param buf where to write, NUL-terminated when len > 0
+ * @param len buf's size
+ * @param written set to the text's length (without the NUL), also when
+ *        it did not fit: a buffer of *written + 1 bytes holds it; may be NULL
+ * @return RLOCK_OK; RLOCK_ERR_INVALID for a NULL s, a NULL buf with
+ *         len > 0, or a buffer too small (then buf holds a truncated,
+ *         NUL-terminated prefix) */
+RLOCK_API int rlock_stats_write_prometheus(const rlock_stats *s, char *buf, size_t len,
+                                           size_t *written);
 
 /** @cond RLOCK_MACROS */
 #define rlock_client_stats(c, out) rlock_client_stats_sized((c), (out), sizeof(rlock_stats))
