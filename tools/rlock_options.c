@@ -185,14 +185,24 @@ void usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "\nTry 'rlock --help'.\n");
 }
 
-static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out) {
+/* The longest time any option takes: a year, in ms. */
+#define MAX_MS (365LL * 24 * 3600 * 1000)
+/* The most permits or keys: what Redis' Lua numbers (doubles) hold
+ * exactly, the library's bound on a count. */
+#define MAX_COUNT (1LL << 53)
+
+/* One number for option opt (or a word: "rlock latch set"), from min to
+ * max, in unit ("milliseconds", "permits"): false, with a message that
+ * says the unit and the range, for anything else. Shared by every
+ * number so each says what it is in the user's terms. */
+static bool parse_number(const char *opt, const char *unit, const char *s, long long min,
+                         long long max, int64_t *out) {
     char *end = NULL;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < 0 || (positive && v == 0) ||
-        v > 365LL * 24 * 3600 * 1000) {
-        fprintf(stderr, "rlock: %s wants a number of milliseconds%s, not \"%s\"\n", opt,
-                positive ? " above 0" : "", s);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+        fprintf(stderr, "rlock: %s wants a %s from %lld to %lld, not \"%s\"\n", opt, unit, min, max,
+                s);
         fprintf(stderr, "Try 'rlock --help'.\n");
         return false;
     }
@@ -200,17 +210,13 @@ static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out
     return true;
 }
 
+static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out) {
+    return parse_number(opt, "number of milliseconds", s, positive ? 1 : 0, MAX_MS, out);
+}
+
 /* ls --limit: a number of keys above 0. */
 static bool parse_count(const char *s, int64_t *out) {
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v <= 0) {
-        usage_error("--limit wants a number of keys above 0, not \"%s\"", s);
-        return false;
-    }
-    *out = v;
-    return true;
+    return parse_number("--limit", "number of keys", s, 1, MAX_COUNT, out);
 }
 
 /* --lease: MS above 0, or -1 (any negative number, as in the library)
@@ -223,14 +229,14 @@ static bool parse_lease(const char *s, int64_t *out) {
         *out = RLOCK_LEASE_WATCHDOG;
         return true;
     }
-    if (errno == 0 && end != s && *end == '\0' && v > 0 && v <= 365LL * 24 * 3600 * 1000) {
+    if (errno == 0 && end != s && *end == '\0' && v > 0 && v <= MAX_MS) {
         *out = v;
         return true;
     }
     fprintf(stderr,
-            "rlock: --lease wants a number of milliseconds above 0, or -1 for the watchdog, not "
-            "\"%s\"\nTry 'rlock --help'.\n",
-            s);
+            "rlock: --lease wants a number of milliseconds from 1 to %lld, or -1 for the "
+            "watchdog, not \"%s\"\nTry 'rlock --help'.\n",
+            MAX_MS, s);
     return false;
 }
 
@@ -356,14 +362,9 @@ static int check_latch(options *o, const char *count_arg) {
                         "");
             return EXIT_USAGE;
         }
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(count_arg, &end, 10);
-        if (errno != 0 || end == count_arg || *end != '\0' || v <= 0) {
-            usage_error("rlock latch set wants a count above 0, not \"%s\"", count_arg);
+        if (!parse_number("rlock latch set", "count", count_arg, 1, MAX_COUNT, &o->count)) {
             return EXIT_USAGE;
         }
-        o->count = v;
     }
     return 0;
 }
@@ -407,7 +408,10 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
             break;
         }
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
-            if (arg[0] == '-' && arg[1] != '\0') {
+            /* latch set NAME -1: a (bad) count, not an option */
+            bool count_word = is_latch && o->action != NULL && strcmp(o->action, "set") == 0 &&
+                              o->name != NULL && count_arg == NULL;
+            if (arg[0] == '-' && arg[1] != '\0' && !count_word) {
                 usage_error("unknown option \"%s\"", arg);
                 return EXIT_USAGE;
             }
@@ -542,7 +546,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         } else if (strcmp(opt, "--permits") == 0) {
             applies = is_exec;
             o->has_permits = true;
-            if (!parse_ms(opt, value, true, &o->permits)) {
+            if (!parse_number(opt, "number of permits", value, 1, MAX_COUNT, &o->permits)) {
                 return EXIT_USAGE;
             }
         } else if (strcmp(opt, "--limit") == 0) {

@@ -809,6 +809,17 @@ usage)
     words 64 '^rlock: --cluster-nodes: ' status --cluster-nodes unix:///x x
     words 69 'cannot take the lock "x": .*Connection refused' --address redis://127.0.0.1:1 \
         exec --redis-timeout 300 x -- true
+    # Each number in its own unit and range (issue 38): permits are a
+    # count, a latch's count a number (not an option), a timeout's bound
+    # said.
+    words 64 '^rlock: --permits wants a number of permits from 1 to [0-9]+, not "-3"' \
+        exec --semaphore s --permits -3 -- true
+    words 64 '^rlock: rlock latch set wants a count from 1 to [0-9]+, not "-1"' latch set n -1
+    words 64 '^rlock: --redis-timeout wants a number of milliseconds from 1 to 31536000000, not "99999999999"' \
+        status --redis-timeout 99999999999 x
+    words 64 '^rlock: --wait wants a number of milliseconds from 0 to 31536000000, not "x"' \
+        exec --wait x n -- true
+    words 64 '^rlock: --limit wants a number of keys from 1 to [0-9]+, not "0"' ls --limit 0
     ;;
 addresses)
     # One address parser (the library's) for every command: a password
