@@ -19,6 +19,7 @@
 /* Exit statuses of rlock's own (exec otherwise passes the command's on). */
 enum {
     EXIT_NOT_HELD = 1,      /* status: not locked; unlock --force: was not locked */
+    EXIT_NOT_A_LOCK = 2,    /* status: NAME is a semaphore's or a latch's */
     EXIT_USAGE = 64,        /* EX_USAGE: bad arguments */
     EXIT_UNAVAILABLE = 69,  /* EX_UNAVAILABLE: Redis unreachable or failing */
     EXIT_SOFTWARE = 70,     /* EX_SOFTWARE: out of memory, an unexpected failure */

@@ -1025,6 +1025,52 @@ semaphore)
     run "$RLOCK" exec --semaphore cli:sem --permits 0 -- true
     [ "$rc" -eq 64 ] || fail "--permits 0 gave $rc, not 64"
     ;;
+status_kinds)
+    # status and watch on a semaphore's or a latch's name (issue 38): they
+    # say what it is, in rlock ls's words; status exits 2 (not a lock, so
+    # `if rlock status` is false), watch refuses with 64.
+    port=${RLOCK_ADDRESS##*:}
+    "$RLOCK" exec --semaphore cli:k:psem --permits 3 -- sh -c "echo ready >'$WORK/held'; exec sleep 20" &
+    holder=$!
+    wait_line "$WORK/held" ready
+    "$RLOCK" latch set cli:k:latch 4 >/dev/null
+    "$RLOCK" latch await --wait 20000 cli:k:latch >/dev/null &
+    awaiter=$!
+    redis-cli -p "$port" SET cli:k:n 7 >/dev/null
+    kind_line() { # name want_regex
+        run "$RLOCK" status "$1" >"$WORK/out" 2>"$WORK/err"
+        cat "$WORK/out" "$WORK/err"
+        [ "$rc" -eq 2 ] || fail "status $1 gave $rc, not 2"
+        grep -Eq "$2" "$WORK/out" || fail "status $1: no line matching $2"
+    }
+    kind_line cli:k:psem '^cli:k:psem: permit semaphore, 2 permits left, 1 taken'
+    for _ in $(seq 100); do # the awaiter subscribes
+        "$RLOCK" status cli:k:latch | grep -q '1 waiter' && break
+        sleep 0.1
+    done
+    kind_line cli:k:latch '^cli:k:latch: latch, count 4, 1 waiter$'
+    kind_line cli:k:n '^cli:k:n: semaphore or latch, value 7'
+    run "$RLOCK" status --json cli:k:latch >"$WORK/out"
+    [ "$rc" -eq 2 ] || fail "status --json on a latch gave $rc, not 2"
+    python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert o["kind"]=="latch" and o["value"]==4, o' \
+        "$WORK/out" || fail "status --json on a latch: $(cat "$WORK/out")"
+    for name in cli:k:psem cli:k:latch; do
+        run "$RLOCK" watch --timeout 300 "$name" >"$WORK/out" 2>"$WORK/err"
+        cat "$WORK/out" "$WORK/err"
+        [ "$rc" -eq 64 ] || fail "watch $name gave $rc, not 64"
+        grep -q "is a .*, not a lock" "$WORK/err" || fail "watch $name did not say it is no lock"
+    done
+    # a lock is still a lock, and a free name still not locked
+    run "$RLOCK" status cli:k:free
+    [ "$rc" -eq 1 ] || fail "status of a free name gave $rc, not 1"
+    "$RLOCK" latch count-down cli:k:latch >/dev/null
+    "$RLOCK" latch count-down cli:k:latch >/dev/null
+    "$RLOCK" latch count-down cli:k:latch >/dev/null
+    "$RLOCK" latch count-down cli:k:latch >/dev/null
+    wait "$awaiter" || fail "the awaiter failed"
+    kill -TERM "$holder"
+    wait "$holder" || true
+    ;;
 semaphore_lease)
     # The permit is leased: renewed (every third of --watchdog-timeout)
     # while the command runs, so it outlives that timeout; a fixed --lease
