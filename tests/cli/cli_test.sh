@@ -1071,6 +1071,68 @@ status_kinds)
     kill -TERM "$holder"
     wait "$holder" || true
     ;;
+semaphore_cmd)
+    # rlock semaphore: an operator's calls on the semaphore exec --semaphore
+    # uses: available, add (any sign), set, release-if-exists, delete; text
+    # and --json.
+    sem() { # want_status want_regex args...
+        local want=$1 regex=$2
+        shift 2
+        run "$RLOCK" semaphore "$@" >"$WORK/out" 2>"$WORK/err"
+        cat "$WORK/out" "$WORK/err"
+        [ "$rc" -eq "$want" ] || fail "semaphore $* gave $rc, not $want"
+        [ -z "$regex" ] || grep -Eq -- "$regex" "$WORK/out" || fail "semaphore $*: no line matching $regex"
+    }
+    sem 0 '^cli:op: does not exist' available cli:op
+    sem 1 '^cli:op: not released: does not exist' release-if-exists cli:op
+    sem 0 '^cli:op: does not exist' available cli:op # release-if-exists made none
+    sem 0 '^cli:op: set, 3 permits available, 0 taken$' set cli:op 3
+    sem 0 '^cli:op: added, 5 permits available' add cli:op 2
+    sem 0 '^cli:op: taken away, 4 permits available' add cli:op -1
+    # a permit held by exec counts as taken
+    "$RLOCK" exec --semaphore cli:op -- sh -c "echo ready >'$WORK/held'; exec sleep 20" &
+    holder=$!
+    wait_line "$WORK/held" ready
+    sem 0 '^cli:op: 3 permits available, 1 taken$' available cli:op
+    sem 0 '^cli:op: released, 5 permits available, 1 taken$' release-if-exists cli:op 2
+    sem 0 '"available":5' available --json cli:op
+    python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert o=={"name":"cli:op","action":"available","exists":True,"available":5,"taken":1}, o' \
+        "$WORK/out" || fail "available --json: $(cat "$WORK/out")"
+    kill -TERM "$holder"
+    wait "$holder" || true
+    sem 0 '^cli:op: deleted$' delete cli:op
+    sem 1 '^cli:op: did not exist$' delete cli:op
+    sem 1 '"deleted":false' delete --json cli:op
+    # bad usage, in the user's words
+    sem 64 '' bogus cli:op
+    grep -q 'wants available, add, set, release-if-exists or delete' "$WORK/err" || fail "bogus action"
+    sem 64 '' set cli:op
+    grep -q 'needs a name and a number of permits' "$WORK/err" || fail "set without N"
+    sem 64 '' set cli:op -1
+    grep -q 'set wants a number of permits from 0 to' "$WORK/err" || fail "set -1"
+    sem 64 '' add cli:op 0
+    grep -q 'other than 0' "$WORK/err" || fail "add 0"
+    ;;
+semaphore_hints)
+    # exec --semaphore on a semaphore nobody set up waits (as Redisson's
+    # acquire): it says so on stderr; a --permits other than the count the
+    # semaphore has already is not applied (trySetPermits): it says so too.
+    run "$RLOCK" exec --semaphore cli:never --wait 300 -- true 2>"$WORK/err"
+    cat "$WORK/err"
+    [ "$rc" -eq 75 ] || fail "a never-set semaphore gave $rc, not 75"
+    grep -q 'semaphore "cli:never" does not exist' "$WORK/err" || fail "no hint that it does not exist"
+    run "$RLOCK" exec --semaphore cli:five --permits 2 -- true 2>"$WORK/err"
+    [ "$rc" -eq 0 ] && [ ! -s "$WORK/err" ] || fail "first --permits 2: $rc $(cat "$WORK/err")"
+    run "$RLOCK" exec --semaphore cli:five --permits 2 -- true 2>"$WORK/err"
+    [ "$rc" -eq 0 ] && [ ! -s "$WORK/err" ] || fail "the same --permits again: $rc $(cat "$WORK/err")"
+    run "$RLOCK" exec --semaphore cli:five --permits 5 -- true 2>"$WORK/err"
+    cat "$WORK/err"
+    [ "$rc" -eq 0 ] || fail "--permits 5 on a semaphore of 2 gave $rc"
+    grep -q 'has 2 permits already: --permits 5 is not applied' "$WORK/err" ||
+        fail "no word that --permits 5 was not applied"
+    run "$RLOCK" exec --semaphore cli:five -- true 2>"$WORK/err"
+    [ "$rc" -eq 0 ] && [ ! -s "$WORK/err" ] || fail "a set semaphore: $rc $(cat "$WORK/err")"
+    ;;
 semaphore_lease)
     # The permit is leased: renewed (every third of --watchdog-timeout)
     # while the command runs, so it outlives that timeout; a fixed --lease
