@@ -66,17 +66,19 @@ int main(int argc, char **argv) {
         fputs(usage_text, stdout);
         return 0;
     }
-    int (*run)(const options *) = strcmp(cmd, "exec") == 0     ? cmd_exec
-                                  : strcmp(cmd, "status") == 0 ? cmd_status
-                                  : strcmp(cmd, "unlock") == 0 ? cmd_unlock
-                                  : strcmp(cmd, "watch") == 0  ? cmd_watch
-                                  : strcmp(cmd, "latch") == 0  ? cmd_latch
-                                  : strcmp(cmd, "ls") == 0     ? cmd_ls
-                                  : strcmp(cmd, "doctor") == 0 ? cmd_doctor
-                                                               : NULL;
+    int (*run)(const options *) = strcmp(cmd, "exec") == 0        ? cmd_exec
+                                  : strcmp(cmd, "status") == 0    ? cmd_status
+                                  : strcmp(cmd, "unlock") == 0    ? cmd_unlock
+                                  : strcmp(cmd, "watch") == 0     ? cmd_watch
+                                  : strcmp(cmd, "latch") == 0     ? cmd_latch
+                                  : strcmp(cmd, "semaphore") == 0 ? cmd_semaphore
+                                  : strcmp(cmd, "ls") == 0        ? cmd_ls
+                                  : strcmp(cmd, "doctor") == 0    ? cmd_doctor
+                                                                  : NULL;
     if (run == NULL) {
-        usage_error("unknown command \"%s\": exec, status, unlock, watch, latch, ls or doctor",
-                    cmd);
+        usage_error(
+            "unknown command \"%s\": exec, status, unlock, watch, latch, semaphore, ls or doctor",
+            cmd);
         return EXIT_USAGE;
     }
     options o;

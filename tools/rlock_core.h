@@ -154,6 +154,7 @@ void exec_report_lost(const char *why);
 bool exec_lost(void);
 int exec_semaphore(const options *o);
 int cmd_latch(const options *o);
+int cmd_semaphore(const options *o);
 int cmd_status(const options *o);
 int cmd_unlock(const options *o);
 int cmd_watch(const options *o);

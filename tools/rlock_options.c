@@ -33,6 +33,8 @@ const char usage_text[] =
     "       rlock watch [--timeout MS] [--interval MS] [OPTIONS] NAME\n"
     "       rlock latch set|count-down|count [--json] [OPTIONS] NAME [COUNT]\n"
     "       rlock latch await [--wait MS] [--json] [OPTIONS] NAME\n"
+    "       rlock semaphore available|add|set|release-if-exists|delete [--json]\n"
+    "                       [OPTIONS] NAME [N]\n"
     "       rlock ls [--limit N] [--json] [OPTIONS] [PATTERN]\n"
     "       rlock doctor [--json] [OPTIONS]\n"
     "       rlock --help | --version\n"
@@ -64,7 +66,10 @@ const char usage_text[] =
     "                        in COMMAND's environment as RLOCK_PERMIT_ID\n"
     "  --permits N           with --semaphore: give it N permits when it has\n"
     "                        none set yet (trySetPermits); without it, the\n"
-    "                        semaphore must have been set up already\n"
+    "                        semaphore must have been set up already (rlock\n"
+    "                        says so when it does not exist: the wait is for\n"
+    "                        someone to set it up; and when it has another\n"
+    "                        number of permits than N, which it keeps)\n"
     "status   prints whether NAME is locked, its holders and their hold counts,\n"
     "         its remaining lease (TTL), a read/write lock's mode, a fair lock's\n"
     "         waiters and a fenced lock's last token.\n"
@@ -96,6 +101,16 @@ const char usage_text[] =
     "                        default: wait as long as it takes\n"
     "  --json                one JSON object instead of text: name, and count,\n"
     "                        set or reached and waited_ms\n"
+    "semaphore works, for an operator, the semaphore NAME whose permit exec\n"
+    "         --semaphore holds (Redisson's RPermitExpirableSemaphore):\n"
+    "         available NAME: print\n"
+    "         the permits available and taken; add NAME N: add N permits (N < 0\n"
+    "         takes some away); set NAME N: make the total N (taken ones\n"
+    "         included); release-if-exists NAME [N]: give N (1) permits back\n"
+    "         only when it exists (status 1 when it does not); delete NAME:\n"
+    "         delete it, permits taken included (status 1 when there was none)\n"
+    "  --json                one JSON object instead of text: name, action,\n"
+    "                        exists, available, taken (delete: deleted)\n"
     "ls       lists the locks, semaphores and latches whose names match PATTERN\n"
     "         (a SCAN pattern; default *), on every master of a cluster: each\n"
     "         one's kind, holders and hold counts, TTL, waiters (subscribers\n"
@@ -173,6 +188,7 @@ const char usage_text[] =
     "  latch    0; set: 1 when it had a count already; await: 75 when the\n"
     "           count was not zero within --wait, 128+N when signal N\n"
     "           stopped the wait\n"
+    "  semaphore 0; release-if-exists and delete: 1 when it does not exist\n"
     "  ls       0\n"
     "  doctor   0 every check ok, 1 a warning, 2 a check failed; 69 when\n"
     "           Redis cannot be reached or logged in to\n"
@@ -341,6 +357,62 @@ static int check_tls(const options *o) {
     return 0;
 }
 
+/* Whether rlock cmd's action takes a number after the name. */
+static bool takes_count(const char *cmd, const char *action) {
+    if (action == NULL) {
+        return false;
+    }
+    if (strcmp(cmd, "latch") == 0) {
+        return strcmp(action, "set") == 0;
+    }
+    return strcmp(action, "add") == 0 || strcmp(action, "set") == 0 ||
+           strcmp(action, "release-if-exists") == 0;
+}
+
+/* rlock semaphore's words: an action, the name, and a number: add's N
+ * (any sign, not 0), set's N (0 or more), release-if-exists' N (1 or
+ * more, 1 by default). 0 or EXIT_USAGE. */
+static int check_semaphore(options *o, const char *count_arg) {
+    static const char *const actions[] = {"available", "add", "set", "release-if-exists", "delete"};
+    bool known = false;
+    for (size_t i = 0; o->action != NULL && i < sizeof actions / sizeof actions[0]; i++) {
+        known = known || strcmp(o->action, actions[i]) == 0;
+    }
+    if (!known) {
+        usage_error("rlock semaphore wants available, add, set, release-if-exists or delete, not "
+                    "\"%s\"",
+                    o->action != NULL ? o->action : "");
+        return EXIT_USAGE;
+    }
+    bool add = strcmp(o->action, "add") == 0, set = strcmp(o->action, "set") == 0;
+    if ((add || set) && (o->name == NULL || count_arg == NULL)) {
+        fprintf(stderr,
+                "rlock: rlock semaphore %s needs a name and a number of permits: rlock semaphore "
+                "%s NAME N\nTry 'rlock --help'.\n",
+                o->action, o->action);
+        return EXIT_USAGE;
+    }
+    o->count = 1;
+    if (count_arg == NULL) {
+        return 0;
+    }
+    char word[64];
+    snprintf(word, sizeof word, "rlock semaphore %s", o->action);
+    if (!parse_number(word, "number of permits", count_arg,
+                      add   ? -MAX_COUNT
+                      : set ? 0
+                            : 1,
+                      MAX_COUNT, &o->count)) {
+        return EXIT_USAGE;
+    }
+    if (add && o->count == 0) {
+        usage_error("rlock semaphore add wants a number of permits other than 0, not \"%s\"",
+                    count_arg);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* rlock latch's words: an action, the name, and set's COUNT. 0 or
  * EXIT_USAGE. */
 static int check_latch(options *o, const char *count_arg) {
@@ -378,6 +450,9 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
                   options *o) {
     bool is_exec = strcmp(cmd, "exec") == 0;
     bool is_latch = strcmp(cmd, "latch") == 0;
+    bool is_sem = strcmp(cmd, "semaphore") == 0;
+    /* latch and semaphore: an action word first, then the name */
+    bool has_action = is_latch || is_sem;
     /* ls and doctor look at every master, not at one lock's. */
     bool is_ls = strcmp(cmd, "ls") == 0, is_doctor = strcmp(cmd, "doctor") == 0;
     const char *count_arg = NULL;
@@ -410,18 +485,18 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
             break;
         }
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
-            /* latch set NAME -1: a (bad) count, not an option */
-            bool count_word = is_latch && o->action != NULL && strcmp(o->action, "set") == 0 &&
-                              o->name != NULL && count_arg == NULL;
+            /* latch set NAME -1, semaphore add NAME -2: a count, not an option */
+            bool count_word =
+                has_action && o->name != NULL && count_arg == NULL && takes_count(cmd, o->action);
             if (arg[0] == '-' && arg[1] != '\0' && !count_word) {
                 usage_error("unknown option \"%s\"", arg);
                 return EXIT_USAGE;
             }
-            if (is_latch && o->action == NULL) {
+            if (has_action && o->action == NULL) {
                 o->action = arg;
                 continue;
             }
-            if (is_latch && o->name != NULL && count_arg == NULL && strcmp(o->action, "set") == 0) {
+            if (count_word) {
                 count_arg = arg;
                 continue;
             }
@@ -557,7 +632,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
                 return EXIT_USAGE;
             }
         } else if (strcmp(opt, "--json") == 0) {
-            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || is_latch ||
+            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || has_action ||
                       is_ls || is_doctor;
             o->json = true;
         } else if (strcmp(opt, "--force") == 0) {
@@ -573,8 +648,8 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
             return EXIT_USAGE;
         }
     }
-    if (is_latch) {
-        int code = check_latch(o, count_arg);
+    if (is_latch || is_sem) {
+        int code = is_latch ? check_latch(o, count_arg) : check_semaphore(o, count_arg);
         if (code != 0) {
             return code;
         }
@@ -588,7 +663,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         return EXIT_USAGE;
     }
     /* the name is the object's the command works on: its word in messages */
-    const char *what = is_latch ? "latch" : o->semaphore ? "semaphore" : "lock";
+    const char *what = is_latch ? "latch" : o->semaphore || is_sem ? "semaphore" : "lock";
     if (!is_ls && !is_doctor && o->name == NULL) {
         fprintf(stderr, "rlock: rlock %s needs a %s name\nTry 'rlock --help'.\n", cmd, what);
         return EXIT_USAGE;
@@ -660,7 +735,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         }
     }
     redis_timer_start(o);
-    if (o->master_name != NULL && !is_exec && !is_latch) {
+    if (o->master_name != NULL && !is_exec && !has_action) {
         /* status, unlock and watch read the lock on plain connections:
          * to the master the sentinels name now. */
         char err[512];
@@ -671,7 +746,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         }
         o->address = o->master_address;
     }
-    if (o->cluster_nodes != NULL && !is_exec && !is_latch && !is_ls && !is_doctor) {
+    if (o->cluster_nodes != NULL && !is_exec && !has_action && !is_ls && !is_doctor) {
         /* status, unlock and watch read the lock on plain connections: to
          * the master serving its slot now. */
         char err[512];
