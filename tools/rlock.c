@@ -27,6 +27,7 @@
 #include <rlock/version.h>
 
 #include "redis_direct.h"
+#include "rlock_child.h"
 #include "rlock_core.h"
 
 int main(int argc, char **argv) {

@@ -18,6 +18,7 @@
 
 #include <rlock/rlock.h>
 
+#include "rlock_child.h"
 #include "rlock_core.h"
 
 #define DEFAULT_WATCHDOG_MS 30000
@@ -154,9 +155,7 @@ int exec_semaphore(const options *o) {
     snprintf(id_env, sizeof id_env, "RLOCK_PERMIT_ID=%s", id);
     int status = exec_command(o, &old_mask, id_env, renewed ? renew : NULL, &r, &code);
     if (code < 0) {
-        code = WIFEXITED(status)     ? WEXITSTATUS(status)
-               : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                     : EXIT_SOFTWARE;
+        code = child_exit_code(status);
     }
     /* Released, or (no answer within the client's timeout) left to the
      * end of its lease. */
