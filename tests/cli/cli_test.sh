@@ -1133,6 +1133,32 @@ semaphore_hints)
     run "$RLOCK" exec --semaphore cli:five -- true 2>"$WORK/err"
     [ "$rc" -eq 0 ] && [ ! -s "$WORK/err" ] || fail "a set semaphore: $rc $(cat "$WORK/err")"
     ;;
+semaphore_watchdog)
+    # Issue 38 §2: with the default lease (no --lease) the permit is held
+    # for as long as the command runs, well past the watchdog timeout (30 s
+    # by default; 3 s here, the command running 8 s): no other run gets it
+    # meanwhile, and it is free once the command ends.
+    "$RLOCK" exec --semaphore cli:semw --permits 1 --watchdog-timeout 3000 -- \
+        sh -c "echo ready >'$WORK/ready'; sleep 8" 2>"$WORK/holder_err" &
+    holder=$!
+    wait_line "$WORK/ready" ready
+    start=$(date +%s%N)
+    probes=0
+    while [ $((($(date +%s%N) - start) / 1000000)) -lt 6500 ]; do
+        run "$RLOCK" exec --semaphore cli:semw --wait 0 -- true
+        [ "$rc" -eq 75 ] ||
+            fail "another run got the permit $((($(date +%s%N) - start) / 1000000)) ms into the hold ($rc, not 75)"
+        probes=$((probes + 1))
+        sleep 0.5
+    done
+    [ "$probes" -ge 5 ] || fail "only $probes probes"
+    run wait "$holder"
+    cat "$WORK/holder_err"
+    [ "$rc" -eq 0 ] || fail "the holder ended with $rc"
+    ! grep -q 'lost\|no longer held' "$WORK/holder_err" || fail "the holder lost its permit"
+    run "$RLOCK" exec --semaphore cli:semw --wait 0 -- true
+    [ "$rc" -eq 0 ] || fail "the permit was not given back ($rc)"
+    ;;
 semaphore_lease)
     # The permit is leased: renewed (every third of --watchdog-timeout)
     # while the command runs, so it outlives that timeout; a fixed --lease
