@@ -74,7 +74,7 @@ const char usage_text[] =
     "         its remaining lease (TTL), a read/write lock's mode, a fair lock's\n"
     "         waiters and a fenced lock's last token.\n"
     "  --json                one JSON object instead of text\n"
-    "unlock   --force deletes the lock NAME whoever holds it and wakes a waiter.\n"
+    "unlock   --force deletes the lock NAME whoever holds it and wakes a waiter.\n"    "         A semaphore's or a latch's name is refused (64).\n"
     "  --kind KIND           the kind its users take it as; default: lock, or read\n"
     "                        or write for a read/write lock, fair when it has a\n"
     "                        fair lock queue\n"

@@ -1060,6 +1060,16 @@ status_kinds)
         [ "$rc" -eq 64 ] || fail "watch $name gave $rc, not 64"
         grep -q "is a .*, not a lock" "$WORK/err" || fail "watch $name did not say it is no lock"
     done
+    # unlock --force deletes locks only: a semaphore or a latch is left as
+    # it is (with --kind too), and the refusal says what the name is.
+    for args in cli:k:n "--kind lock cli:k:n" cli:k:latch; do
+        # shellcheck disable=SC2086 # args: options and a name
+        run "$RLOCK" unlock --force $args 2>"$WORK/err"
+        cat "$WORK/err"
+        [ "$rc" -eq 64 ] || fail "unlock --force $args gave $rc, not 64"
+        grep -q "is a .*, not a lock" "$WORK/err" || fail "unlock --force $args did not say it is no lock"
+    done
+    [ "$(redis-cli -p "$port" GET cli:k:n)" = 7 ] || fail "unlock --force changed a semaphore's value"
     # a lock is still a lock, and a free name still not locked
     run "$RLOCK" status cli:k:free
     [ "$rc" -eq 1 ] || fail "status of a free name gave $rc, not 1"
