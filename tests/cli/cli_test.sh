@@ -317,6 +317,8 @@ sentinel)
     run "$RLOCK" exec --semaphore cli:sent-sem --permits 1 -- \
         sh -c "redis-cli -p $port GET cli:sent-sem >'$WORK/sem'"
     [ "$rc" -eq 0 ] && [ "$(cat "$WORK/sem")" = 0 ] || fail "exec --semaphore through the sentinel"
+    "$RLOCK" semaphore set cli:sent-sem 4 >/dev/null || fail "semaphore set through the sentinel"
+    [ "$(redis-cli -p "$port" GET cli:sent-sem)" = 4 ] || fail "the semaphore is not on the master"
     # The command has no socket of rlock's (the sentinel's, the master's)
     # and not the master's password.
     redis-cli -p "$port" CONFIG SET requirepass secretpw >/dev/null
@@ -486,6 +488,12 @@ cluster)
     run "$RLOCK" exec --semaphore "$name" --permits 1 -- \
         sh -c "redis-cli -p $owner GET '$name' >'$WORK/csem'"
     [ "$rc" -eq 0 ] && [ "$(cat "$WORK/csem")" = 0 ] || fail "exec --semaphore in the cluster"
+    # rlock semaphore and status reach the master serving the name too.
+    "$RLOCK" semaphore set "$name" 4 >/dev/null || fail "semaphore set in the cluster"
+    [ "$(redis-cli -p "$owner" GET "$name")" = 4 ] || fail "the semaphore is not on its master"
+    run "$RLOCK" status "$name" >"$WORK/cstatus"
+    [ "$rc" -eq 2 ] && grep -q "semaphore or latch, value 4" "$WORK/cstatus" ||
+        fail "status of a semaphore in the cluster: $rc $(cat "$WORK/cstatus")"
 
     # Not a cluster (with_redis's own server), nobody there, bad company.
     run "$RLOCK" status --cluster-nodes "$RLOCK_ADDRESS" "$name"
