@@ -1,6 +1,7 @@
 /* rlock: the command-line tool. Runs a command under a distributed lock
  * or a semaphore's permit, shows a lock's state, watches it change,
- * force-unlocks, and sets, counts down and awaits a count-down latch. Built on the
+ * force-unlocks, sets, counts down and awaits a count-down latch, and
+ * reads and changes a semaphore's permits. Built on the
  * public API only (rlock/rlock.h), plus plain hiredis connections for what
  * that API does not read (the lock hash's holders) or report (its
  * changes). See docs/cli.md, `rlock --help` and `man rlock` (tools/rlock.1). */
