@@ -1,6 +1,7 @@
 /* rlock: the command-line tool. Runs a command under a distributed lock
  * or a semaphore's permit, shows a lock's state, watches it change,
- * force-unlocks, and sets, counts down and awaits a count-down latch. Built on the
+ * force-unlocks, sets, counts down and awaits a count-down latch, and
+ * reads and changes a semaphore's permits. Built on the
  * public API only (rlock/rlock.h), plus plain hiredis connections for what
  * that API does not read (the lock hash's holders) or report (its
  * changes). See docs/cli.md, `rlock --help` and `man rlock` (tools/rlock.1). */
@@ -27,6 +28,7 @@
 #include <rlock/version.h>
 
 #include "redis_direct.h"
+#include "rlock_child.h"
 #include "rlock_core.h"
 
 int main(int argc, char **argv) {
@@ -66,17 +68,19 @@ int main(int argc, char **argv) {
         fputs(usage_text, stdout);
         return 0;
     }
-    int (*run)(const options *) = strcmp(cmd, "exec") == 0     ? cmd_exec
-                                  : strcmp(cmd, "status") == 0 ? cmd_status
-                                  : strcmp(cmd, "unlock") == 0 ? cmd_unlock
-                                  : strcmp(cmd, "watch") == 0  ? cmd_watch
-                                  : strcmp(cmd, "latch") == 0  ? cmd_latch
-                                  : strcmp(cmd, "ls") == 0     ? cmd_ls
-                                  : strcmp(cmd, "doctor") == 0 ? cmd_doctor
-                                                               : NULL;
+    int (*run)(const options *) = strcmp(cmd, "exec") == 0        ? cmd_exec
+                                  : strcmp(cmd, "status") == 0    ? cmd_status
+                                  : strcmp(cmd, "unlock") == 0    ? cmd_unlock
+                                  : strcmp(cmd, "watch") == 0     ? cmd_watch
+                                  : strcmp(cmd, "latch") == 0     ? cmd_latch
+                                  : strcmp(cmd, "semaphore") == 0 ? cmd_semaphore
+                                  : strcmp(cmd, "ls") == 0        ? cmd_ls
+                                  : strcmp(cmd, "doctor") == 0    ? cmd_doctor
+                                                                  : NULL;
     if (run == NULL) {
-        usage_error("unknown command \"%s\": exec, status, unlock, watch, latch, ls or doctor",
-                    cmd);
+        usage_error(
+            "unknown command \"%s\": exec, status, unlock, watch, latch, semaphore, ls or doctor",
+            cmd);
         return EXIT_USAGE;
     }
     options o;

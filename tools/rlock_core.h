@@ -19,6 +19,7 @@
 /* Exit statuses of rlock's own (exec otherwise passes the command's on). */
 enum {
     EXIT_NOT_HELD = 1,      /* status: not locked; unlock --force: was not locked */
+    EXIT_NOT_A_LOCK = 2,    /* status: NAME is a semaphore's or a latch's */
     EXIT_USAGE = 64,        /* EX_USAGE: bad arguments */
     EXIT_UNAVAILABLE = 69,  /* EX_UNAVAILABLE: Redis unreachable or failing */
     EXIT_SOFTWARE = 70,     /* EX_SOFTWARE: out of memory, an unexpected failure */
@@ -132,27 +133,12 @@ int read_state(const options *o, rlock_client *client, redisContext *c, lock_sta
 
 /* ---- the subcommands ------------------------------------------------------ */
 
-/* rlock_exec.c: the signals its main thread takes with sigwait, blocked
- * before any thread starts (main). */
-extern sigset_t waited_signals;
-
+/* rlock_exec.c, and its semaphore form (rlock_exec_semaphore.c, which
+ * cmd_exec calls); the command's life cycle they share: rlock_child.h. */
 int cmd_exec(const options *o);
-/* For exec's other forms (rlock_exec_semaphore.c): the completion callback
- * that wakes the main thread, the wait for an acquire future (a forwarded
- * signal in *stopped_by; *late, told on stderr, when --wait +
- * --redis-timeout ran out or Redis stopped answering meanwhile), the
- * command's run (tick called at least every 100 ms when given; extra_env
- * one more NAME=value or NULL; returns the wait status, or sets
- * *exit_code when it could not run) and the report that the permit or
- * lock was lost while it ran. */
-void exec_on_done(rlock_future *f, void *arg);
-void exec_wait(const options *o, rlock_client *c, rlock_future *f, int *stopped_by, bool *late);
-int exec_command(const options *o, const sigset_t *old_mask, const char *extra_env,
-                 void (*tick)(void *), void *arg, int *exit_code);
-void exec_report_lost(const char *why);
-bool exec_lost(void);
 int exec_semaphore(const options *o);
 int cmd_latch(const options *o);
+int cmd_semaphore(const options *o);
 int cmd_status(const options *o);
 int cmd_unlock(const options *o);
 int cmd_watch(const options *o);

@@ -18,6 +18,7 @@
 
 #include <rlock/rlock.h>
 
+#include "rlock_child.h"
 #include "rlock_core.h"
 
 #define DEFAULT_WATCHDOG_MS 30000
@@ -53,6 +54,37 @@ static void renew(void *arg) {
     }
 }
 
+/* The semaphore's permits before the wait: --permits N sets them when
+ * it has none (trySetPermits), and otherwise is not applied, which is
+ * said when its count differs; without --permits, a semaphore that does
+ * not exist is waited on as Redisson's acquire does (someone may set it
+ * up), which is said too, or the wait would look like a hang. 0 or the
+ * exit status (message printed). */
+static int set_up(const options *o, rlock_permit_semaphore *s) {
+    bool done = false;
+    int rc = o->has_permits ? rlock_permit_semaphore_try_set_permits(s, o->permits, &done)
+                            : rlock_permit_semaphore_is_exists(s, &done);
+    if (rc != RLOCK_OK) {
+        return call_failed(o->has_permits ? "cannot set the permits of" : "cannot read", o->name,
+                           rc, last_error());
+    }
+    if (!o->has_permits && !done) {
+        fprintf(stderr,
+                "rlock: semaphore \"%s\" does not exist (no permits set): waiting until "
+                "someone sets it up (rlock semaphore set NAME N, or --permits N)\n",
+                o->name);
+    }
+    int64_t total = 0;
+    if (o->has_permits && !done && rlock_permit_semaphore_get_permits(s, &total) == RLOCK_OK &&
+        total != o->permits) {
+        fprintf(stderr,
+                "rlock: semaphore \"%s\" has %" PRId64 " permits already: --permits %" PRId64
+                " is not applied (rlock semaphore set NAME N changes them)\n",
+                o->name, total, o->permits);
+    }
+    return 0;
+}
+
 int exec_semaphore(const options *o) {
     sigset_t old_mask;
     pthread_sigmask(SIG_BLOCK, &waited_signals, &old_mask);
@@ -69,13 +101,9 @@ int exec_semaphore(const options *o) {
         return EXIT_USAGE;
     }
     rlock_future *f = NULL;
-    if (o->has_permits) {
-        bool set = false;
-        int rc = rlock_permit_semaphore_try_set_permits(s, o->permits, &set);
-        if (rc != RLOCK_OK) {
-            code = call_failed("cannot set the permits of", o->name, rc, last_error());
-            goto out;
-        }
+    code = set_up(o, s);
+    if (code != 0) {
+        goto out;
     }
     bool renewed = o->lease_ms == RLOCK_LEASE_WATCHDOG;
     int64_t lease =
@@ -127,9 +155,7 @@ int exec_semaphore(const options *o) {
     snprintf(id_env, sizeof id_env, "RLOCK_PERMIT_ID=%s", id);
     int status = exec_command(o, &old_mask, id_env, renewed ? renew : NULL, &r, &code);
     if (code < 0) {
-        code = WIFEXITED(status)     ? WEXITSTATUS(status)
-               : WIFSIGNALED(status) ? 128 + WTERMSIG(status)
-                                     : EXIT_SOFTWARE;
+        code = child_exit_code(status);
     }
     /* Released, or (no answer within the client's timeout) left to the
      * end of its lease. */

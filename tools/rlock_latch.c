@@ -10,6 +10,7 @@
 
 #include <rlock/rlock.h>
 
+#include "rlock_child.h"
 #include "rlock_core.h"
 
 static void print_count(const options *o, const char *what, int64_t count) {

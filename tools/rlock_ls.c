@@ -25,6 +25,7 @@
 
 #include "redis_direct.h"
 #include "rlock_core.h"
+#include "rlock_kinds.h"
 #include "rlock_reply.h"
 #include "rlock_text.h"
 
@@ -39,11 +40,6 @@ typedef struct entry {
     bool has_timeout; /* its permit semaphore's timeout set was scanned */
     UT_hash_handle hh;
 } entry;
-
-/* What was read of an object (the replies, owned). */
-typedef struct probe {
-    redisReply *type, *pttl, *queue, *token, *taken, *subs, *shard_subs, *value;
-} probe;
 
 static bool starts(const char *s, size_t len, const char *prefix) {
     size_t n = strlen(prefix);
@@ -133,29 +129,6 @@ static bool classify(entry **all, const redisReply *key, const redisReply *type)
     return true; /* not one of rlock's */
 }
 
-/* Sends the n commands (argc[i], argv[i]) at once and reads their
- * replies into out. 0, or -1 (message printed, out all NULL). */
-static int pipeline(redisContext *c, size_t n, const int *argc, const char *const *const *argv,
-                    redisReply **out) {
-    for (size_t i = 0; i < n; i++) {
-        out[i] = NULL;
-        redisAppendCommandArgv(c, argc[i], (const char **)argv[i], NULL);
-    }
-    for (size_t i = 0; i < n; i++) {
-        void *r = NULL;
-        if (redisGetReply(c, &r) != REDIS_OK) {
-            fprintf(stderr, "rlock: %s\n", c->errstr);
-            for (size_t k = 0; k < i; k++) {
-                freeReplyObject(out[k]);
-                out[k] = NULL;
-            }
-            return -1;
-        }
-        out[i] = r;
-    }
-    return 0;
-}
-
 /* SCANs (MATCH pattern) until the cursor comes back or limit keys were
  * seen, filing each key. 0, or the exit status (message printed). */
 static int scan(redisContext *c, const char *pattern, int64_t limit, entry **all, int64_t *scanned,
@@ -232,265 +205,6 @@ static int scan(redisContext *c, const char *pattern, int64_t limit, entry **all
     return 0;
 }
 
-/* The channels an object's waiters may listen on: a lock's, a read/write
- * lock's, a semaphore's, a latch's. */
-enum { CH_LOCK, CH_RW, CH_SC, CH_LATCH, CH_N };
-
-static void free_probe(probe *p) {
-    redisReply **rs[] = {&p->type,  &p->pttl, &p->queue,      &p->token,
-                         &p->taken, &p->subs, &p->shard_subs, &p->value};
-    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; i++) {
-        if (*rs[i] != NULL) {
-            freeReplyObject(*rs[i]);
-            *rs[i] = NULL;
-        }
-    }
-}
-
-/* Reads what there is of e: TYPE, PTTL, the queue's length, the token,
- * the timeout set's size, the subscribers of its channels; then the hash
- * or the string. 0 or -1 (message printed). */
-static int read_entry(redisContext *c, const entry *e, probe *p) {
-    memset(p, 0, sizeof *p);
-    char *queue = prefixed("redisson_lock_queue", e->name);
-    char *token = prefixed("redisson_lock_token", e->name);
-    char *ch[CH_N] = {prefixed("redisson_lock__channel", e->name),
-                      prefixed("redisson_rwlock", e->name), prefixed("redisson_sc", e->name), NULL};
-    size_t nlen = strlen(e->name);
-    char *timeout = malloc(nlen + 16);
-    ch[CH_LATCH] = malloc(nlen + 48);
-    int rc = -1;
-    if (queue != NULL && token != NULL && timeout != NULL && ch[0] != NULL && ch[1] != NULL &&
-        ch[2] != NULL && ch[3] != NULL) {
-        snprintf(timeout, nlen + 16, strchr(e->name, '{') != NULL ? "%s:timeout" : "{%s}:timeout",
-                 e->name);
-        snprintf(ch[CH_LATCH], nlen + 48, "redisson_countdownlatch__channel__{%s}", e->name);
-        const char *a0[] = {"TYPE", e->name}, *a1[] = {"PTTL", e->name}, *a2[] = {"LLEN", queue},
-                   *a3[] = {"GET", token}, *a4[] = {"ZCARD", timeout},
-                   *a5[] = {"PUBSUB", "NUMSUB", ch[0], ch[1], ch[2], ch[3]},
-                   *a6[] = {"PUBSUB", "SHARDNUMSUB", ch[0], ch[1], ch[2], ch[3]};
-        const char *const *argv[] = {a0, a1, a2, a3, a4, a5, a6};
-        int argc[] = {2, 2, 2, 2, 2, 6, 6};
-        redisReply *r[7];
-        if (pipeline(c, 7, argc, argv, r) == 0) {
-            p->type = r[0], p->pttl = r[1], p->queue = r[2], p->token = r[3], p->taken = r[4];
-            p->subs = r[5], p->shard_subs = r[6];
-            const char *get[] = {equals(p->type, "hash") ? "HGETALL" : "GET", e->name};
-            rc = 0;
-            if (equals(p->type, "hash") || equals(p->type, "string")) {
-                p->value = redisCommandArgv(c, 2, get, NULL);
-                if (p->value == NULL) {
-                    fprintf(stderr, "rlock: %s\n", c->errstr);
-                    rc = -1;
-                }
-            }
-        }
-    }
-    free(queue);
-    free(token);
-    free(timeout);
-    for (int i = 0; i < CH_N; i++) {
-        free(ch[i]);
-    }
-    return rc;
-}
-
-static long long integer_or(const redisReply *r, long long fallback) {
-    return r != NULL && r->type == REDIS_REPLY_INTEGER ? r->integer : fallback;
-}
-
-/* Subscribers of channel i: NUMSUB's and SHARDNUMSUB's (an error, as
- * Redis 6 answers SHARDNUMSUB, counts none). */
-static long long subscribers(const probe *p, int i) {
-    long long n = 0;
-    const redisReply *rs[] = {p->subs, p->shard_subs};
-    for (int k = 0; k < 2; k++) {
-        const redisReply *r = rs[k];
-        if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 * CH_N) {
-            n += integer_or(r->element[2 * i + 1], 0);
-        }
-    }
-    return n;
-}
-
-/* An integer string: strtoll's value when all of it is a number. */
-static bool integer_value(const redisReply *r, long long *v) {
-    if (!reply_is_string(r) || r->len == 0 || r->len > 20) {
-        return false;
-    }
-    char buf[24], *end = NULL;
-    memcpy(buf, r->str, r->len);
-    buf[r->len] = '\0';
-    *v = strtoll(buf, &end, 10);
-    return *end == '\0';
-}
-
-/* What kind of object p shows, or NULL when it is none of rlock's. */
-static const char *kind_of(const entry *e, const probe *p, const redisReply **mode) {
-    *mode = NULL;
-    long long v;
-    char why[200];
-    if (equals(p->type, "hash")) {
-        if (!reply_is_string_array(p->value, true, why, sizeof why)) {
-            return NULL;
-        }
-        for (size_t i = 0; i + 1 < p->value->elements; i += 2) {
-            if (equals(p->value->element[i], "mode")) {
-                *mode = p->value->element[i + 1];
-            } else if (!integer_value(p->value->element[i + 1], &v)) {
-                return NULL; /* a hash of something else */
-            }
-        }
-        return *mode != NULL                 ? "read/write lock"
-               : integer_or(p->queue, 0) > 0 ? "fair lock"
-               : reply_is_string(p->token)   ? "fenced lock"
-                                             : "lock";
-    }
-    if (equals(p->type, "string")) {
-        if (!integer_value(p->value, &v)) {
-            return NULL;
-        }
-        if (e->has_timeout || integer_or(p->taken, 0) > 0) {
-            return "permit semaphore";
-        }
-        long long sc = subscribers(p, CH_SC), latch = subscribers(p, CH_LATCH);
-        return sc > 0 && latch == 0   ? "semaphore"
-               : latch > 0 && sc == 0 ? "latch"
-                                      : "semaphore or latch";
-    }
-    if (equals(p->type, "none")) {
-        return integer_or(p->queue, 0) > 0 ? "fair lock"
-               : reply_is_string(p->token) ? "fenced lock"
-                                           : NULL;
-    }
-    return NULL;
-}
-
-static long long waiters_of(const char *kind, const probe *p) {
-    if (strcmp(kind, "fair lock") == 0) {
-        return integer_or(p->queue, 0);
-    }
-    if (strcmp(kind, "read/write lock") == 0) {
-        return subscribers(p, CH_RW);
-    }
-    if (strstr(kind, "lock") != NULL) {
-        return subscribers(p, CH_LOCK);
-    }
-    return subscribers(p, CH_SC) + subscribers(p, CH_LATCH);
-}
-
-static void print_text(const entry *e, const char *kind, const redisReply *mode, const probe *p,
-                       const char *server) {
-    text_escaped(stdout, e->name, strlen(e->name));
-    printf(": %s", kind);
-    if (mode != NULL) {
-        fputs(" (", stdout);
-        text_escaped(stdout, mode->str, mode->len);
-        fputs(")", stdout);
-    }
-    long long v = 0;
-    bool locked = equals(p->type, "hash");
-    if (strstr(kind, "lock") != NULL && strcmp(kind, "latch") != 0) {
-        if (!locked) {
-            fputs(", not locked", stdout);
-        }
-        bool first = true;
-        for (size_t i = 0; locked && i + 1 < p->value->elements; i += 2) {
-            const redisReply *f = p->value->element[i], *h = p->value->element[i + 1];
-            if (equals(f, "mode")) {
-                continue;
-            }
-            fputs(first ? ", held by " : ", ", stdout);
-            text_escaped(stdout, f->str, f->len);
-            integer_value(h, &v);
-            printf(" (%lld hold%s)", v, v == 1 ? "" : "s");
-            first = false;
-        }
-    } else if (integer_value(p->value, &v)) {
-        if (strcmp(kind, "latch") == 0) {
-            printf(", count %lld", v);
-        } else if (strcmp(kind, "semaphore or latch") == 0) {
-            printf(", value %lld", v);
-        } else {
-            printf(", %lld permit%s left", v, v == 1 ? "" : "s");
-        }
-        if (strcmp(kind, "permit semaphore") == 0) {
-            printf(", %lld taken", integer_or(p->taken, 0));
-        }
-    }
-    long long ttl = integer_or(p->pttl, -2);
-    if (ttl >= 0) {
-        printf(", ttl %lld ms", ttl);
-    }
-    long long w = waiters_of(kind, p);
-    printf(", %lld waiter%s", w, w == 1 ? "" : "s");
-    if (strcmp(kind, "fair lock") == 0) {
-        printf(" queued");
-    }
-    if (strcmp(kind, "fenced lock") == 0 && integer_value(p->token, &v)) {
-        printf(", last token %lld", v);
-    }
-    if (server != NULL) {
-        printf(", on %s", shown_address(server));
-    }
-    putchar('\n');
-}
-
-static void print_json(const entry *e, const char *kind, const redisReply *mode, const probe *p,
-                       const char *server, bool first) {
-    long long v = 0;
-    printf("%s{\"name\":", first ? "" : ",");
-    json_escaped(stdout, e->name, strlen(e->name));
-    /* "read/write lock" as "read_write_lock": a word a script can match */
-    fputs(",\"kind\":\"", stdout);
-    for (const char *k = kind; *k != '\0'; k++) {
-        putchar(*k == ' ' || *k == '/' ? '_' : *k);
-    }
-    fputs("\",\"mode\":", stdout);
-    if (mode != NULL) {
-        json_escaped(stdout, mode->str, mode->len);
-    } else {
-        fputs("null", stdout);
-    }
-    bool locked = equals(p->type, "hash");
-    printf(",\"holders\":[");
-    bool first_holder = true;
-    for (size_t i = 0; locked && i + 1 < p->value->elements; i += 2) {
-        const redisReply *f = p->value->element[i];
-        if (equals(f, "mode")) {
-            continue;
-        }
-        printf("%s{\"owner\":", first_holder ? "" : ",");
-        json_escaped(stdout, f->str, f->len);
-        integer_value(p->value->element[i + 1], &v);
-        printf(",\"holds\":%lld}", v);
-        first_holder = false;
-    }
-    printf("],\"value\":");
-    if (!locked && integer_value(p->value, &v)) {
-        printf("%lld", v);
-    } else {
-        fputs("null", stdout);
-    }
-    long long ttl = integer_or(p->pttl, -2);
-    if (ttl >= 0) {
-        printf(",\"ttl_ms\":%lld", ttl);
-    } else {
-        fputs(",\"ttl_ms\":null", stdout);
-    }
-    printf(",\"waiters\":%lld,\"queue\":%lld,\"taken\":%lld,\"token\":", waiters_of(kind, p),
-           integer_or(p->queue, 0), integer_or(p->taken, 0));
-    if (integer_value(p->token, &v)) {
-        printf("%lld", v);
-    } else {
-        fputs("null", stdout);
-    }
-    fputs(",\"server\":", stdout);
-    const char *shown = shown_address(server);
-    json_escaped(stdout, shown, strlen(shown));
-    putchar('}');
-}
-
 static int strcmp_entries(const entry *a, const entry *b) {
     return strcmp(a->name, b->name);
 }
@@ -513,19 +227,19 @@ static int list_master(const options *o, const char *address, bool cluster, size
     HASH_SORT(all, strcmp_entries);
     HASH_ITER(hh, all, e, tmp) {
         probe p;
-        if (code == 0 && read_entry(c, e, &p) != 0) {
+        if (code == 0 && probe_read(c, e->name, &p) != 0) {
             code = EXIT_UNAVAILABLE;
         }
         const redisReply *mode = NULL;
-        const char *kind = code == 0 ? kind_of(e, &p, &mode) : NULL;
+        const char *kind = code == 0 ? probe_kind(&p, e->has_timeout, &mode) : NULL;
         if (kind != NULL && o->json) {
-            print_json(e, kind, mode, &p, address, *count == 0);
+            probe_print_json(e->name, kind, mode, &p, address, *count == 0);
         } else if (kind != NULL) {
-            print_text(e, kind, mode, &p, cluster ? address : NULL);
+            probe_print_text(e->name, kind, mode, &p, cluster ? address : NULL);
         }
         *count += kind != NULL;
         if (code == 0) {
-            free_probe(&p);
+            probe_free(&p);
         }
         HASH_DEL(all, e);
         free(e->name);

@@ -33,6 +33,8 @@ const char usage_text[] =
     "       rlock watch [--timeout MS] [--interval MS] [OPTIONS] NAME\n"
     "       rlock latch set|count-down|count [--json] [OPTIONS] NAME [COUNT]\n"
     "       rlock latch await [--wait MS] [--json] [OPTIONS] NAME\n"
+    "       rlock semaphore available|add|set|release-if-exists|delete [--json]\n"
+    "                       [OPTIONS] NAME [N]\n"
     "       rlock ls [--limit N] [--json] [OPTIONS] [PATTERN]\n"
     "       rlock doctor [--json] [OPTIONS]\n"
     "       rlock --help | --version\n"
@@ -64,16 +66,21 @@ const char usage_text[] =
     "                        in COMMAND's environment as RLOCK_PERMIT_ID\n"
     "  --permits N           with --semaphore: give it N permits when it has\n"
     "                        none set yet (trySetPermits); without it, the\n"
-    "                        semaphore must have been set up already\n"
+    "                        semaphore must have been set up already (rlock\n"
+    "                        says so when it does not exist: the wait is for\n"
+    "                        someone to set it up; and when it has another\n"
+    "                        number of permits than N, which it keeps)\n"
     "status   prints whether NAME is locked, its holders and their hold counts,\n"
     "         its remaining lease (TTL), a read/write lock's mode, a fair lock's\n"
     "         waiters and a fenced lock's last token.\n"
     "  --json                one JSON object instead of text\n"
     "unlock   --force deletes the lock NAME whoever holds it and wakes a waiter.\n"
+    "         A semaphore's or a latch's name is refused (64).\n"
     "  --kind KIND           the kind its users take it as; default: lock, or read\n"
     "                        or write for a read/write lock, fair when it has a\n"
     "                        fair lock queue\n"
-    "watch    prints, one line each, the lock's changes as it sees them: locked\n"
+    "watch    (a lock only: 64 on a semaphore or a latch)\n"
+    "         prints, one line each, the lock's changes as it sees them: locked\n"
     "         by OWNER, hold counts, released by OWNER, unlocked (from reading\n"
     "         the lock's hash every --interval ms and at each message), and\n"
     "         every unlock message published on the lock's channels, as it\n"
@@ -95,6 +102,16 @@ const char usage_text[] =
     "                        default: wait as long as it takes\n"
     "  --json                one JSON object instead of text: name, and count,\n"
     "                        set or reached and waited_ms\n"
+    "semaphore works, for an operator, the semaphore NAME whose permit exec\n"
+    "         --semaphore holds (Redisson's RPermitExpirableSemaphore):\n"
+    "         available NAME: print\n"
+    "         the permits available and taken; add NAME N: add N permits (N < 0\n"
+    "         takes some away); set NAME N: make the total N (taken ones\n"
+    "         included); release-if-exists NAME [N]: give N (1) permits back\n"
+    "         only when it exists (status 1 when it does not); delete NAME:\n"
+    "         delete it, permits taken included (status 1 when there was none)\n"
+    "  --json                one JSON object instead of text: name, action,\n"
+    "                        exists, available, taken (delete: deleted)\n"
     "ls       lists the locks, semaphores and latches whose names match PATTERN\n"
     "         (a SCAN pattern; default *), on every master of a cluster: each\n"
     "         one's kind, holders and hold counts, TTL, waiters (subscribers\n"
@@ -166,12 +183,14 @@ const char usage_text[] =
     "  exec     COMMAND's status, 128+N when signal N killed it;\n"
     "           75 when the lock (or a permit) was not had within --wait;\n"
     "           126 when COMMAND could not be run, 127 when it was not found\n"
-    "  status   0 when NAME is locked, 1 when it is not\n"
+    "  status   0 when NAME is locked, 1 when it is not, 2 when it is a\n"
+    "           semaphore or a latch (shown as rlock ls shows it)\n"
     "  unlock   0 when a lock was deleted, 1 when NAME was not locked\n"
     "  watch    0 when --timeout ran out or a signal stopped it\n"
     "  latch    0; set: 1 when it had a count already; await: 75 when the\n"
     "           count was not zero within --wait, 128+N when signal N\n"
     "           stopped the wait\n"
+    "  semaphore 0; release-if-exists and delete: 1 when it does not exist\n"
     "  ls       0\n"
     "  doctor   0 every check ok, 1 a warning, 2 a check failed; 69 when\n"
     "           Redis cannot be reached or logged in to\n"
@@ -186,14 +205,24 @@ void usage_error(const char *fmt, const char *arg) {
     fprintf(stderr, "\nTry 'rlock --help'.\n");
 }
 
-static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out) {
+/* The longest time any option takes: a year, in ms. */
+#define MAX_MS (365LL * 24 * 3600 * 1000)
+/* The most permits or keys: what Redis' Lua numbers (doubles) hold
+ * exactly, the library's bound on a count. */
+#define MAX_COUNT (1LL << 53)
+
+/* One number for option opt (or a word: "rlock latch set"), from min to
+ * max, in unit ("milliseconds", "permits"): false, with a message that
+ * says the unit and the range, for anything else. Shared by every
+ * number so each says what it is in the user's terms. */
+static bool parse_number(const char *opt, const char *unit, const char *s, long long min,
+                         long long max, int64_t *out) {
     char *end = NULL;
     errno = 0;
     long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v < 0 || (positive && v == 0) ||
-        v > 365LL * 24 * 3600 * 1000) {
-        fprintf(stderr, "rlock: %s wants a number of milliseconds%s, not \"%s\"\n", opt,
-                positive ? " above 0" : "", s);
+    if (errno != 0 || end == s || *end != '\0' || v < min || v > max) {
+        fprintf(stderr, "rlock: %s wants a %s from %lld to %lld, not \"%s\"\n", opt, unit, min, max,
+                s);
         fprintf(stderr, "Try 'rlock --help'.\n");
         return false;
     }
@@ -201,17 +230,13 @@ static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out
     return true;
 }
 
+static bool parse_ms(const char *opt, const char *s, bool positive, int64_t *out) {
+    return parse_number(opt, "number of milliseconds", s, positive ? 1 : 0, MAX_MS, out);
+}
+
 /* ls --limit: a number of keys above 0. */
 static bool parse_count(const char *s, int64_t *out) {
-    char *end = NULL;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno != 0 || end == s || *end != '\0' || v <= 0) {
-        usage_error("--limit wants a number of keys above 0, not \"%s\"", s);
-        return false;
-    }
-    *out = v;
-    return true;
+    return parse_number("--limit", "number of keys", s, 1, MAX_COUNT, out);
 }
 
 /* --lease: MS above 0, or -1 (any negative number, as in the library)
@@ -224,14 +249,14 @@ static bool parse_lease(const char *s, int64_t *out) {
         *out = RLOCK_LEASE_WATCHDOG;
         return true;
     }
-    if (errno == 0 && end != s && *end == '\0' && v > 0 && v <= 365LL * 24 * 3600 * 1000) {
+    if (errno == 0 && end != s && *end == '\0' && v > 0 && v <= MAX_MS) {
         *out = v;
         return true;
     }
     fprintf(stderr,
-            "rlock: --lease wants a number of milliseconds above 0, or -1 for the watchdog, not "
-            "\"%s\"\nTry 'rlock --help'.\n",
-            s);
+            "rlock: --lease wants a number of milliseconds from 1 to %lld, or -1 for the "
+            "watchdog, not \"%s\"\nTry 'rlock --help'.\n",
+            MAX_MS, s);
     return false;
 }
 
@@ -338,6 +363,62 @@ static int check_tls(const options *o) {
     return 0;
 }
 
+/* Whether rlock cmd's action takes a number after the name. */
+static bool takes_count(const char *cmd, const char *action) {
+    if (action == NULL) {
+        return false;
+    }
+    if (strcmp(cmd, "latch") == 0) {
+        return strcmp(action, "set") == 0;
+    }
+    return strcmp(action, "add") == 0 || strcmp(action, "set") == 0 ||
+           strcmp(action, "release-if-exists") == 0;
+}
+
+/* rlock semaphore's words: an action, the name, and a number: add's N
+ * (any sign, not 0), set's N (0 or more), release-if-exists' N (1 or
+ * more, 1 by default). 0 or EXIT_USAGE. */
+static int check_semaphore(options *o, const char *count_arg) {
+    static const char *const actions[] = {"available", "add", "set", "release-if-exists", "delete"};
+    bool known = false;
+    for (size_t i = 0; o->action != NULL && i < sizeof actions / sizeof actions[0]; i++) {
+        known = known || strcmp(o->action, actions[i]) == 0;
+    }
+    if (!known) {
+        usage_error("rlock semaphore wants available, add, set, release-if-exists or delete, not "
+                    "\"%s\"",
+                    o->action != NULL ? o->action : "");
+        return EXIT_USAGE;
+    }
+    bool add = strcmp(o->action, "add") == 0, set = strcmp(o->action, "set") == 0;
+    if ((add || set) && (o->name == NULL || count_arg == NULL)) {
+        fprintf(stderr,
+                "rlock: rlock semaphore %s needs a name and a number of permits: rlock semaphore "
+                "%s NAME N\nTry 'rlock --help'.\n",
+                o->action, o->action);
+        return EXIT_USAGE;
+    }
+    o->count = 1;
+    if (count_arg == NULL) {
+        return 0;
+    }
+    char word[64];
+    snprintf(word, sizeof word, "rlock semaphore %s", o->action);
+    if (!parse_number(word, "number of permits", count_arg,
+                      add   ? -MAX_COUNT
+                      : set ? 0
+                            : 1,
+                      MAX_COUNT, &o->count)) {
+        return EXIT_USAGE;
+    }
+    if (add && o->count == 0) {
+        usage_error("rlock semaphore add wants a number of permits other than 0, not \"%s\"",
+                    count_arg);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
 /* rlock latch's words: an action, the name, and set's COUNT. 0 or
  * EXIT_USAGE. */
 static int check_latch(options *o, const char *count_arg) {
@@ -361,14 +442,9 @@ static int check_latch(options *o, const char *count_arg) {
                         "");
             return EXIT_USAGE;
         }
-        char *end = NULL;
-        errno = 0;
-        long long v = strtoll(count_arg, &end, 10);
-        if (errno != 0 || end == count_arg || *end != '\0' || v <= 0) {
-            usage_error("rlock latch set wants a count above 0, not \"%s\"", count_arg);
+        if (!parse_number("rlock latch set", "count", count_arg, 1, MAX_COUNT, &o->count)) {
             return EXIT_USAGE;
         }
-        o->count = v;
     }
     return 0;
 }
@@ -380,6 +456,9 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
                   options *o) {
     bool is_exec = strcmp(cmd, "exec") == 0;
     bool is_latch = strcmp(cmd, "latch") == 0;
+    bool is_sem = strcmp(cmd, "semaphore") == 0;
+    /* latch and semaphore: an action word first, then the name */
+    bool has_action = is_latch || is_sem;
     /* ls and doctor look at every master, not at one lock's. */
     bool is_ls = strcmp(cmd, "ls") == 0, is_doctor = strcmp(cmd, "doctor") == 0;
     const char *count_arg = NULL;
@@ -412,15 +491,18 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
             break;
         }
         if (strncmp(arg, "--", 2) != 0 || arg[2] == '\0') {
-            if (arg[0] == '-' && arg[1] != '\0') {
+            /* latch set NAME -1, semaphore add NAME -2: a count, not an option */
+            bool count_word =
+                has_action && o->name != NULL && count_arg == NULL && takes_count(cmd, o->action);
+            if (arg[0] == '-' && arg[1] != '\0' && !count_word) {
                 usage_error("unknown option \"%s\"", arg);
                 return EXIT_USAGE;
             }
-            if (is_latch && o->action == NULL) {
+            if (has_action && o->action == NULL) {
                 o->action = arg;
                 continue;
             }
-            if (is_latch && o->name != NULL && count_arg == NULL && strcmp(o->action, "set") == 0) {
+            if (count_word) {
                 count_arg = arg;
                 continue;
             }
@@ -547,7 +629,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         } else if (strcmp(opt, "--permits") == 0) {
             applies = is_exec;
             o->has_permits = true;
-            if (!parse_ms(opt, value, true, &o->permits)) {
+            if (!parse_number(opt, "number of permits", value, 1, MAX_COUNT, &o->permits)) {
                 return EXIT_USAGE;
             }
         } else if (strcmp(opt, "--limit") == 0) {
@@ -556,7 +638,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
                 return EXIT_USAGE;
             }
         } else if (strcmp(opt, "--json") == 0) {
-            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || is_latch ||
+            applies = strcmp(cmd, "status") == 0 || strcmp(cmd, "watch") == 0 || has_action ||
                       is_ls || is_doctor;
             o->json = true;
         } else if (strcmp(opt, "--force") == 0) {
@@ -572,8 +654,8 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
             return EXIT_USAGE;
         }
     }
-    if (is_latch) {
-        int code = check_latch(o, count_arg);
+    if (is_latch || is_sem) {
+        int code = is_latch ? check_latch(o, count_arg) : check_semaphore(o, count_arg);
         if (code != 0) {
             return code;
         }
@@ -587,7 +669,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         return EXIT_USAGE;
     }
     /* the name is the object's the command works on: its word in messages */
-    const char *what = is_latch ? "latch" : o->semaphore ? "semaphore" : "lock";
+    const char *what = is_latch ? "latch" : o->semaphore || is_sem ? "semaphore" : "lock";
     if (!is_ls && !is_doctor && o->name == NULL) {
         fprintf(stderr, "rlock: rlock %s needs a %s name\nTry 'rlock --help'.\n", cmd, what);
         return EXIT_USAGE;
@@ -659,7 +741,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         }
     }
     redis_timer_start(o);
-    if (o->master_name != NULL && !is_exec && !is_latch) {
+    if (o->master_name != NULL && !is_exec && !has_action) {
         /* status, unlock and watch read the lock on plain connections:
          * to the master the sentinels name now. */
         char err[512];
@@ -674,7 +756,7 @@ int parse_options(const char *cmd, int argc, char **argv, int first, const char 
         }
         o->address = o->master_address;
     }
-    if (o->cluster_nodes != NULL && !is_exec && !is_latch && !is_ls && !is_doctor) {
+    if (o->cluster_nodes != NULL && !is_exec && !has_action && !is_ls && !is_doctor) {
         /* status, unlock and watch read the lock on plain connections: to
          * the master serving its slot now. */
         char err[512];

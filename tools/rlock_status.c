@@ -23,6 +23,7 @@
 
 #include "redis_direct.h"
 #include "rlock_core.h"
+#include "rlock_kinds.h"
 #include "rlock_reply.h"
 
 /* Reads the lock NAME: whether it is locked, its TTL and token through the
@@ -85,6 +86,26 @@ int cmd_status(const options *o) {
     if (c == NULL) {
         rlock_client_destroy(client);
         return EXIT_UNAVAILABLE;
+    }
+    /* A semaphore's or a latch's name: what it is, in ls's words, and
+     * status 2, so that `if rlock status NAME` is not fooled. */
+    probe p;
+    const redisReply *mode = NULL;
+    const char *kind = probe_other_kind(c, o->name, &p, &mode, &code);
+    if (kind != NULL || code != 0) {
+        if (kind != NULL && o->json) {
+            probe_print_json(o->name, kind, mode, &p, o->address, true);
+            putchar('\n');
+        } else if (kind != NULL) {
+            probe_print_text(o->name, kind, mode, &p, NULL);
+        }
+        if (kind != NULL) {
+            probe_free(&p);
+            code = EXIT_NOT_A_LOCK;
+        }
+        redisFree(c);
+        rlock_client_destroy(client);
+        return code;
     }
     lock_state s;
     code = read_state(o, client, c, &s);

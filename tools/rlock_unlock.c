@@ -23,11 +23,45 @@
 
 #include "redis_direct.h"
 #include "rlock_core.h"
+#include "rlock_kinds.h"
+#include "rlock_text.h"
+
+/* A force-unlock deletes the key whatever it holds: a semaphore's or a
+ * latch's name (recognised as rlock ls does) is refused, --kind or not,
+ * or their permits or count would be gone. 0, or the exit status with
+ * the message printed. */
+static int refuse_other_kind(const options *o) {
+    redisContext *c = direct(o);
+    if (c == NULL) {
+        return EXIT_UNAVAILABLE;
+    }
+    probe p;
+    const redisReply *mode = NULL;
+    int code = 0;
+    const char *kind = probe_other_kind(c, o->name, &p, &mode, &code);
+    if (kind != NULL) {
+        fputs("rlock: \"", stderr);
+        text_escaped(stderr, o->name, strlen(o->name));
+        fprintf(stderr,
+                "\" is a %s, not a lock: rlock unlock --force deletes locks only (rlock "
+                "semaphore delete deletes a semaphore)\n",
+                kind);
+        probe_free(&p);
+        code = EXIT_USAGE;
+    }
+    redisFree(c);
+    return code;
+}
 
 int cmd_unlock(const options *o) {
     rlock_client *client = NULL;
     int code = make_client(o, &client);
     if (code != 0) {
+        return code;
+    }
+    code = refuse_other_kind(o);
+    if (code != 0) {
+        rlock_client_destroy(client);
         return code;
     }
     enum kind kind = o->kind;

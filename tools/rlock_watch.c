@@ -24,6 +24,7 @@
 
 #include "redis_direct.h"
 #include "rlock_core.h"
+#include "rlock_kinds.h"
 #include "rlock_text.h"
 #include "rlock_watch_view.h"
 
@@ -224,6 +225,23 @@ int cmd_watch(const options *o) {
     int code = 0;
     bool said_type = false;
     watch_view last = {0}, none = {0};
+    /* A semaphore's or a latch's name: there is no lock to follow. */
+    probe other;
+    const redisReply *mode = NULL;
+    const char *kind = probe_other_kind(reads, o->name, &other, &mode, &code);
+    if (kind != NULL) {
+        fputs("rlock: \"", stderr);
+        text_escaped(stderr, o->name, strlen(o->name));
+        fprintf(stderr,
+                "\" is a %s, not a lock: rlock watch follows a lock's holders (rlock status "
+                "shows it)\n",
+                kind);
+        probe_free(&other);
+        code = EXIT_USAGE;
+    }
+    if (code != 0) {
+        goto out;
+    }
     if (!read_hash(reads, o->name, &last, &said_type)) {
         code = EXIT_UNAVAILABLE;
         goto out;

@@ -317,6 +317,8 @@ sentinel)
     run "$RLOCK" exec --semaphore cli:sent-sem --permits 1 -- \
         sh -c "redis-cli -p $port GET cli:sent-sem >'$WORK/sem'"
     [ "$rc" -eq 0 ] && [ "$(cat "$WORK/sem")" = 0 ] || fail "exec --semaphore through the sentinel"
+    "$RLOCK" semaphore set cli:sent-sem 4 >/dev/null || fail "semaphore set through the sentinel"
+    [ "$(redis-cli -p "$port" GET cli:sent-sem)" = 4 ] || fail "the semaphore is not on the master"
     # The command has no socket of rlock's (the sentinel's, the master's)
     # and not the master's password.
     redis-cli -p "$port" CONFIG SET requirepass secretpw >/dev/null
@@ -541,6 +543,12 @@ cluster)
     run "$RLOCK" exec --semaphore "$name" --permits 1 -- \
         sh -c "redis-cli -p $owner GET '$name' >'$WORK/csem'"
     [ "$rc" -eq 0 ] && [ "$(cat "$WORK/csem")" = 0 ] || fail "exec --semaphore in the cluster"
+    # rlock semaphore and status reach the master serving the name too.
+    "$RLOCK" semaphore set "$name" 4 >/dev/null || fail "semaphore set in the cluster"
+    [ "$(redis-cli -p "$owner" GET "$name")" = 4 ] || fail "the semaphore is not on its master"
+    run "$RLOCK" status "$name" >"$WORK/cstatus"
+    [ "$rc" -eq 2 ] && grep -q "semaphore or latch, value 4" "$WORK/cstatus" ||
+        fail "status of a semaphore in the cluster: $rc $(cat "$WORK/cstatus")"
 
     # Not a cluster (with_redis's own server), nobody there, bad company.
     run "$RLOCK" status --cluster-nodes "$RLOCK_ADDRESS" "$name"
@@ -864,6 +872,17 @@ usage)
     words 64 '^rlock: --cluster-nodes: ' status --cluster-nodes unix:///x x
     words 69 'cannot take the lock "x": .*Connection refused' --address redis://127.0.0.1:1 \
         exec --redis-timeout 300 x -- true
+    # Each number in its own unit and range (issue 38): permits are a
+    # count, a latch's count a number (not an option), a timeout's bound
+    # said.
+    words 64 '^rlock: --permits wants a number of permits from 1 to [0-9]+, not "-3"' \
+        exec --semaphore s --permits -3 -- true
+    words 64 '^rlock: rlock latch set wants a count from 1 to [0-9]+, not "-1"' latch set n -1
+    words 64 '^rlock: --redis-timeout wants a number of milliseconds from 1 to 31536000000, not "99999999999"' \
+        status --redis-timeout 99999999999 x
+    words 64 '^rlock: --wait wants a number of milliseconds from 0 to 31536000000, not "x"' \
+        exec --wait x n -- true
+    words 64 '^rlock: --limit wants a number of keys from 1 to [0-9]+, not "0"' ls --limit 0
     ;;
 addresses)
     # One address parser (the library's) for every command: a password
@@ -1068,6 +1087,150 @@ semaphore)
     [ "$rc" -eq 64 ] || fail "--semaphore with --kind gave $rc, not 64"
     run "$RLOCK" exec --semaphore cli:sem --permits 0 -- true
     [ "$rc" -eq 64 ] || fail "--permits 0 gave $rc, not 64"
+    ;;
+status_kinds)
+    # status and watch on a semaphore's or a latch's name (issue 38): they
+    # say what it is, in rlock ls's words; status exits 2 (not a lock, so
+    # `if rlock status` is false), watch refuses with 64.
+    port=${RLOCK_ADDRESS##*:}
+    "$RLOCK" exec --semaphore cli:k:psem --permits 3 -- sh -c "echo ready >'$WORK/held'; exec sleep 20" &
+    holder=$!
+    wait_line "$WORK/held" ready
+    "$RLOCK" latch set cli:k:latch 4 >/dev/null
+    "$RLOCK" latch await --wait 20000 cli:k:latch >/dev/null &
+    awaiter=$!
+    redis-cli -p "$port" SET cli:k:n 7 >/dev/null
+    kind_line() { # name want_regex
+        run "$RLOCK" status "$1" >"$WORK/out" 2>"$WORK/err"
+        cat "$WORK/out" "$WORK/err"
+        [ "$rc" -eq 2 ] || fail "status $1 gave $rc, not 2"
+        grep -Eq "$2" "$WORK/out" || fail "status $1: no line matching $2"
+    }
+    kind_line cli:k:psem '^cli:k:psem: permit semaphore, 2 permits left, 1 taken'
+    for _ in $(seq 100); do # the awaiter subscribes (status exits 2: not a lock)
+        { "$RLOCK" status cli:k:latch || true; } | grep -q '1 waiter' && break
+        sleep 0.1
+    done
+    kind_line cli:k:latch '^cli:k:latch: latch, count 4, 1 waiter$'
+    kind_line cli:k:n '^cli:k:n: semaphore or latch, value 7'
+    run "$RLOCK" status --json cli:k:latch >"$WORK/out"
+    [ "$rc" -eq 2 ] || fail "status --json on a latch gave $rc, not 2"
+    python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert o["kind"]=="latch" and o["value"]==4, o' \
+        "$WORK/out" || fail "status --json on a latch: $(cat "$WORK/out")"
+    for name in cli:k:psem cli:k:latch; do
+        run "$RLOCK" watch --timeout 300 "$name" >"$WORK/out" 2>"$WORK/err"
+        cat "$WORK/out" "$WORK/err"
+        [ "$rc" -eq 64 ] || fail "watch $name gave $rc, not 64"
+        grep -q "is a .*, not a lock" "$WORK/err" || fail "watch $name did not say it is no lock"
+    done
+    # unlock --force deletes locks only: a semaphore or a latch is left as
+    # it is (with --kind too), and the refusal says what the name is.
+    for args in cli:k:n "--kind lock cli:k:n" cli:k:latch; do
+        # shellcheck disable=SC2086 # args: options and a name
+        run "$RLOCK" unlock --force $args 2>"$WORK/err"
+        cat "$WORK/err"
+        [ "$rc" -eq 64 ] || fail "unlock --force $args gave $rc, not 64"
+        grep -q "is a .*, not a lock" "$WORK/err" || fail "unlock --force $args did not say it is no lock"
+    done
+    [ "$(redis-cli -p "$port" GET cli:k:n)" = 7 ] || fail "unlock --force changed a semaphore's value"
+    # a lock is still a lock, and a free name still not locked
+    run "$RLOCK" status cli:k:free
+    [ "$rc" -eq 1 ] || fail "status of a free name gave $rc, not 1"
+    "$RLOCK" latch count-down cli:k:latch >/dev/null
+    "$RLOCK" latch count-down cli:k:latch >/dev/null
+    "$RLOCK" latch count-down cli:k:latch >/dev/null
+    "$RLOCK" latch count-down cli:k:latch >/dev/null
+    wait "$awaiter" || fail "the awaiter failed"
+    kill -TERM "$holder"
+    wait "$holder" || true
+    ;;
+semaphore_cmd)
+    # rlock semaphore: an operator's calls on the semaphore exec --semaphore
+    # uses: available, add (any sign), set, release-if-exists, delete; text
+    # and --json.
+    sem() { # want_status want_regex args...
+        local want=$1 regex=$2
+        shift 2
+        run "$RLOCK" semaphore "$@" >"$WORK/out" 2>"$WORK/err"
+        cat "$WORK/out" "$WORK/err"
+        [ "$rc" -eq "$want" ] || fail "semaphore $* gave $rc, not $want"
+        [ -z "$regex" ] || grep -Eq -- "$regex" "$WORK/out" || fail "semaphore $*: no line matching $regex"
+    }
+    sem 0 '^cli:op: does not exist' available cli:op
+    sem 1 '^cli:op: not released: does not exist' release-if-exists cli:op
+    sem 0 '^cli:op: does not exist' available cli:op # release-if-exists made none
+    sem 0 '^cli:op: set, 3 permits available, 0 taken$' set cli:op 3
+    sem 0 '^cli:op: added, 5 permits available' add cli:op 2
+    sem 0 '^cli:op: taken away, 4 permits available' add cli:op -1
+    # a permit held by exec counts as taken
+    "$RLOCK" exec --semaphore cli:op -- sh -c "echo ready >'$WORK/held'; exec sleep 20" &
+    holder=$!
+    wait_line "$WORK/held" ready
+    sem 0 '^cli:op: 3 permits available, 1 taken$' available cli:op
+    sem 0 '^cli:op: released, 5 permits available, 1 taken$' release-if-exists cli:op 2
+    sem 0 '"available":5' available --json cli:op
+    python3 -c 'import json,sys; o=json.load(open(sys.argv[1])); assert o=={"name":"cli:op","action":"available","exists":True,"available":5,"taken":1}, o' \
+        "$WORK/out" || fail "available --json: $(cat "$WORK/out")"
+    kill -TERM "$holder"
+    wait "$holder" || true
+    sem 0 '^cli:op: deleted$' delete cli:op
+    sem 1 '^cli:op: did not exist$' delete cli:op
+    sem 1 '"deleted":false' delete --json cli:op
+    # bad usage, in the user's words
+    sem 64 '' bogus cli:op
+    grep -q 'wants available, add, set, release-if-exists or delete' "$WORK/err" || fail "bogus action"
+    sem 64 '' set cli:op
+    grep -q 'needs a name and a number of permits' "$WORK/err" || fail "set without N"
+    sem 64 '' set cli:op -1
+    grep -q 'set wants a number of permits from 0 to' "$WORK/err" || fail "set -1"
+    sem 64 '' add cli:op 0
+    grep -q 'other than 0' "$WORK/err" || fail "add 0"
+    ;;
+semaphore_hints)
+    # exec --semaphore on a semaphore nobody set up waits (as Redisson's
+    # acquire): it says so on stderr; a --permits other than the count the
+    # semaphore has already is not applied (trySetPermits): it says so too.
+    run "$RLOCK" exec --semaphore cli:never --wait 300 -- true 2>"$WORK/err"
+    cat "$WORK/err"
+    [ "$rc" -eq 75 ] || fail "a never-set semaphore gave $rc, not 75"
+    grep -q 'semaphore "cli:never" does not exist' "$WORK/err" || fail "no hint that it does not exist"
+    run "$RLOCK" exec --semaphore cli:five --permits 2 -- true 2>"$WORK/err"
+    [ "$rc" -eq 0 ] && [ ! -s "$WORK/err" ] || fail "first --permits 2: $rc $(cat "$WORK/err")"
+    run "$RLOCK" exec --semaphore cli:five --permits 2 -- true 2>"$WORK/err"
+    [ "$rc" -eq 0 ] && [ ! -s "$WORK/err" ] || fail "the same --permits again: $rc $(cat "$WORK/err")"
+    run "$RLOCK" exec --semaphore cli:five --permits 5 -- true 2>"$WORK/err"
+    cat "$WORK/err"
+    [ "$rc" -eq 0 ] || fail "--permits 5 on a semaphore of 2 gave $rc"
+    grep -q 'has 2 permits already: --permits 5 is not applied' "$WORK/err" ||
+        fail "no word that --permits 5 was not applied"
+    run "$RLOCK" exec --semaphore cli:five -- true 2>"$WORK/err"
+    [ "$rc" -eq 0 ] && [ ! -s "$WORK/err" ] || fail "a set semaphore: $rc $(cat "$WORK/err")"
+    ;;
+semaphore_watchdog)
+    # Issue 38 §2: with the default lease (no --lease) the permit is held
+    # for as long as the command runs, well past the watchdog timeout (30 s
+    # by default; 3 s here, the command running 8 s): no other run gets it
+    # meanwhile, and it is free once the command ends.
+    "$RLOCK" exec --semaphore cli:semw --permits 1 --watchdog-timeout 3000 -- \
+        sh -c "echo ready >'$WORK/ready'; sleep 8" 2>"$WORK/holder_err" &
+    holder=$!
+    wait_line "$WORK/ready" ready
+    start=$(date +%s%N)
+    probes=0
+    while [ $((($(date +%s%N) - start) / 1000000)) -lt 6500 ]; do
+        run "$RLOCK" exec --semaphore cli:semw --wait 0 -- true
+        [ "$rc" -eq 75 ] ||
+            fail "another run got the permit $((($(date +%s%N) - start) / 1000000)) ms into the hold ($rc, not 75)"
+        probes=$((probes + 1))
+        sleep 0.5
+    done
+    [ "$probes" -ge 5 ] || fail "only $probes probes"
+    run wait "$holder"
+    cat "$WORK/holder_err"
+    [ "$rc" -eq 0 ] || fail "the holder ended with $rc"
+    ! grep -q 'lost\|no longer held' "$WORK/holder_err" || fail "the holder lost its permit"
+    run "$RLOCK" exec --semaphore cli:semw --wait 0 -- true
+    [ "$rc" -eq 0 ] || fail "the permit was not given back ($rc)"
     ;;
 semaphore_lease)
     # The permit is leased: renewed (every third of --watchdog-timeout)

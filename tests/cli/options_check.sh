@@ -28,7 +28,7 @@ MAN="$2"
 MD="$3"
 WORK="$(mktemp -d)"
 trap 'rm -rf "$WORK"' EXIT
-COMMANDS="exec status unlock watch latch ls doctor"
+COMMANDS="exec status unlock watch latch semaphore ls doctor"
 
 # Reads "SECTION --opt" lines (SECTION a command or "all") on stdin and
 # writes "COMMAND --opt" for every command, sorted and unique.
@@ -63,7 +63,7 @@ awk '
         }
         next
     }
-    /^(exec|status|unlock|watch|latch|ls|doctor) / {
+    /^(exec|status|unlock|watch|latch|semaphore|ls|doctor) / {
         section = $1
         line = $0
         while (match(line, /--[a-z][a-z-]*[a-z]/)) {
@@ -100,7 +100,7 @@ sed 's/\\-/-/g' "$MAN" | awk '
 awk '
     /^## / {
         section = ""
-        if ($0 ~ /^## rlock (exec|status|unlock|watch|latch|ls|doctor)/) section = $3
+        if ($0 ~ /^## rlock (exec|status|unlock|watch|latch|semaphore|ls|doctor)/) section = $3
         else if ($0 ~ /^## (Every command|Redis Sentinel and Redis Cluster)/) section = "all"
         line = $0
         while (section != "" && match(line, /--[a-z][a-z-]*[a-z]/)) {
