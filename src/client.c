@@ -249,8 +249,8 @@ int rlock_client_create(const rlock_config *cfg, rlock_client **out) {
                                  &c->cmd_conn)) != RLOCK_OK ||
         (rc = rlock__conn_create(c->loop, &c->addr, &c->cfg, &c->log, "pubsub", true, sub_events,
                                  &c->sub_conn)) != RLOCK_OK ||
-        (rc = rlock__executor_create(c->loop, c->cmd_conn, &c->cfg, &c->log, rlock__scripts_all,
-                                     &c->exec)) != RLOCK_OK ||
+        (rc = rlock__executor_create(c->loop, c->cmd_conn, &c->cfg, &c->log, &c->exec)) !=
+            RLOCK_OK ||
         (rc = rlock__pubsub_create(c->sub_conn, &c->log, c->id, &c->pubsub)) != RLOCK_OK ||
         (rc = rlock__renewal_create(c->loop, c->exec, c->topology, &c->cfg, &c->log, c->id,
                                     &c->renewal)) != RLOCK_OK ||
@@ -354,7 +354,6 @@ static void read_stats(void *arg) {
         s->stats.eval += x.eval;
         s->stats.retries += x.retries;
         s->stats.timeouts += x.timeouts;
-        s->stats.script_loads += x.script_loads;
     }
 }
 

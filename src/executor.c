@@ -56,7 +56,6 @@ struct rlock__executor {
     const rlock_config *cfg;
     const rlock__logger *log;
     rlock__loop *loop;
-    const rlock__script *const *preload;
     rlock__list all;     /* every submitted, unfinished command */
     rlock__list waiting; /* waiting for a ready connection, in order */
     /* Written and waiting for their reply, in the order written: each has
@@ -714,8 +713,7 @@ static void on_sent_timer(struct ev_loop *ev, ev_timer *w, int revents) {
 }
 
 int rlock__executor_create(rlock__loop *loop, rlock__conn *conn, const rlock_config *cfg,
-                           const rlock__logger *log, const rlock__script *const *preload,
-                           rlock__executor **out) {
+                           const rlock__logger *log, rlock__executor **out) {
     rlock__executor *x = calloc(1, sizeof(*x));
     *out = x;
     if (x == NULL) {
@@ -725,7 +723,6 @@ int rlock__executor_create(rlock__loop *loop, rlock__conn *conn, const rlock_con
     x->cfg = cfg;
     x->log = log;
     x->loop = loop;
-    x->preload = preload;
     rlock__list_init(&x->all);
     rlock__list_init(&x->waiting);
     rlock__list_init(&x->sent);
@@ -753,15 +750,9 @@ int rlock__executor_submit(rlock__executor *x, rlock__cmd *cmd, rlock__cmd_cb cb
 
 void rlock__executor_on_ready(rlock__executor *x) {
     x->down_for_good = false;
-    static const char *load = "LOAD";
-    for (const rlock__script *const *s = x->preload; s != NULL && *s != NULL; s++) {
-        const char *argv[] = {"SCRIPT", load, (*s)->body};
-        size_t argvlen[] = {6, 4, (*s)->len};
-        /* Best effort: EVALSHA falls back to EVAL anyway. */
-        if (rlock__conn_send(x->conn, ignore_reply, NULL, 3, argv, argvlen) == RLOCK_OK) {
-            x->stats.script_loads++;
-        }
-    }
+    /* No SCRIPT LOAD here: a script reaches the server when a call first
+     * needs it (EVALSHA, then EVAL on NOSCRIPT, as Redisson), so a process
+     * that takes one lock sends one lock's scripts, not the library's. */
     x->replicas = -1; /* maybe a new master (failover) */
     request_info(x);
     /* Detach first: a callback run from here may queue new commands. */

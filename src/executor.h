@@ -38,14 +38,13 @@ typedef struct rlock__executor_stats {
     uint64_t eval;     /* of which EVAL (NOSCRIPT fallback) */
     uint64_t retries;  /* attempts after a failed one */
     uint64_t timeouts; /* attempts that got no reply in time */
-    uint64_t script_loads;
 } rlock__executor_stats;
 
-/* preload: NULL-terminated scripts to SCRIPT LOAD whenever the connection
- * becomes ready (rlock__scripts_all for a client). */
+/* Scripts are never loaded ahead: each goes as EVALSHA, and as EVAL when
+ * the server answers NOSCRIPT (its first use there, or after a restart or
+ * SCRIPT FLUSH); the EVAL caches it for the next EVALSHA. */
 int rlock__executor_create(rlock__loop *loop, rlock__conn *conn, const rlock_config *cfg,
-                           const rlock__logger *log, const rlock__script *const *preload,
-                           rlock__executor **out);
+                           const rlock__logger *log, rlock__executor **out);
 
 /* Connection events, forwarded by the owner of the connection. */
 void rlock__executor_on_ready(rlock__executor *x);

@@ -13,8 +13,8 @@ typedef struct rlock__script {
     const char *sha1; /* 40 lowercase hex digits */
 } rlock__script;
 
-/* Every script of the library, NULL-terminated: loaded with SCRIPT LOAD
- * whenever the command connection becomes ready. */
+/* Every script of the library, NULL-terminated (tests and fuzzers walk
+ * it; the library loads none ahead: see executor.h). */
 extern const rlock__script *const rlock__scripts_all[];
 
 #endif

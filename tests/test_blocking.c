@@ -522,8 +522,8 @@ static void check_script_flush(fx *f, int pool) {
     assert_int_equal(rlock_lock(l, 30000), RLOCK_OK);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
     /* A query goes through the client's command connection, so once it is
-     * back that connection is up and has loaded the scripts it preloads:
-     * that cannot undo the SCRIPT FLUSH below any more. */
+     * back that connection is up (it loads no script ahead, but its first
+     * use of one could otherwise race the SCRIPT FLUSH below). */
     bool locked = true;
     assert_int_equal(rlock_is_locked(l, &locked), RLOCK_OK);
     for (int round = 0; round < 2; round++) {

@@ -39,6 +39,12 @@ static long command_calls(fx *f, const char *name) {
     return calls;
 }
 
+/* SCRIPT LOADs the server ran: cmdstat_script|load from Redis 7 on,
+ * cmdstat_script (every SCRIPT subcommand) before. */
+static long script_loads(fx *f) {
+    return command_calls(f, "script|load") + command_calls(f, "script");
+}
+
 /* The build's SHA-1 is the one Redis computes for the same body. */
 static void test_embedded_sha_matches_redis(void **state) {
     fx *f = *state;
@@ -199,6 +205,39 @@ static void test_unlock_latch_repeats_first_answer(void **state) {
     redisFree(sub);
 }
 
+/* Scripts load when a call first needs one (EVALSHA, then EVAL on
+ * NOSCRIPT, as Redisson), not all at connect: a client that takes and
+ * releases one lock leaves the server with that lock's scripts only, and
+ * sends no SCRIPT LOAD. */
+static void test_only_used_scripts_reach_the_server(void **state) {
+    fx *f = *state;
+    freeReplyObject(rt_redis_command(&f->redis, "SCRIPT FLUSH"));
+    freeReplyObject(rt_redis_command(&f->redis, "CONFIG RESETSTAT"));
+    rlock_config cfg = rt_config(f->redis.address);
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock *l = rlock_get_lock(c, "one");
+    assert_non_null(l);
+    assert_int_equal(rlock_lock(l, 10000), RLOCK_OK);
+    assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock_free(l);
+    rlock_client_destroy(c);
+    int on_server = 0, all = 0;
+    for (; rlock__scripts_all[all] != NULL; all++) {
+        redisReply *r =
+            rt_redis_command(&f->redis, "SCRIPT EXISTS %s", rlock__scripts_all[all]->sha1);
+        assert_non_null(r);
+        on_server += r->type == REDIS_REPLY_ARRAY && r->element[0]->integer == 1;
+        freeReplyObject(r);
+    }
+    print_message("%d of %d scripts on the server, %ld EVAL, %ld SCRIPT\n", on_server, all,
+                  command_calls(f, "eval"), script_loads(f));
+    /* The acquire and the unlock, each sent once as EVAL. */
+    assert_int_equal(on_server, 2);
+    assert_int_equal(command_calls(f, "eval"), 2);
+    assert_int_equal(script_loads(f), 0);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_embedded_sha_matches_redis, setup, rt_fx_teardown),
@@ -209,6 +248,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_plain_command, setup, rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_binary_arguments, setup, rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_unlock_latch_repeats_first_answer, setup,
+                                        rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_only_used_scripts_reach_the_server, setup,
                                         rt_fx_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);

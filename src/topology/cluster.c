@@ -395,8 +395,7 @@ static cnode *make_node(rlock__cluster *cl, const char *host, int port) {
             RLOCK_OK ||
         rlock__conn_create(c->loop, &n->addr, c->cfg, c->log, n->sub_name, true, se, &n->sub) !=
             RLOCK_OK ||
-        rlock__executor_create(c->loop, n->cmd, c->cfg, c->log, rlock__scripts_all, &n->x) !=
-            RLOCK_OK ||
+        rlock__executor_create(c->loop, n->cmd, c->cfg, c->log, &n->x) != RLOCK_OK ||
         rlock__pubsub_create(n->sub, c->log, c->client_id, &n->ps) != RLOCK_OK) {
         free_node(n);
         return NULL;
