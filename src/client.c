@@ -58,7 +58,7 @@ static void cmd_ready(rlock__conn *conn, void *arg) {
 
 static void cmd_down(rlock__conn *conn, const char *why, void *arg) {
     rlock_client *c = arg;
-    rlock__executor_on_down(c->exec, why, rlock__conn_failed_for_good(conn));
+    rlock__executor_on_down(c->exec, why, rlock__conn_permanent_error(conn));
 }
 
 static void sub_ready(rlock__conn *conn, void *arg) {

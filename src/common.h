@@ -32,6 +32,17 @@ void rlock__log(const rlock__logger *lg, int level, const char *fmt, ...) RLOCK_
 /* Sets what rlock_last_error() returns on this thread. */
 void rlock__set_error_message(const char *fmt, ...) RLOCK__PRINTF(1, 2);
 
+/* The code for an error answer to a command (errors.c): RLOCK_ERR_NOPERM
+ * for one no retry can change (NOPERM; for a script, whose command is
+ * EVAL or EVALSHA, "unknown command": scripts renamed away), else
+ * RLOCK_ERR_REDIS. */
+int rlock__reply_error_code(const char *err, bool script);
+
+/* The code for an error answer in a connection's handshake, 0 for one a
+ * reconnect may cure (LOADING, ...): RLOCK_ERR_AUTH for any answer to
+ * AUTH (auth) and for NOAUTH or WRONGPASS, RLOCK_ERR_NOPERM for NOPERM. */
+int rlock__handshake_error_code(const char *err, bool auth);
+
 /* "<clientId>:<threadId>" and the kind's suffix (":write") fit in this
  * many bytes, NUL included: the owner fields of the handles and of the
  * watchdog's calls. */

@@ -38,15 +38,15 @@ struct rlock__conn {
     rlock__lookup *lookup; /* CONNECTING: the host name's lookup under way */
     SSL_CTX *tls;          /* rediss://: the TLS settings */
     bool tls_check_name;
-    bool on_stream;       /* c->ac is a stream's stand-in (TLS, or the fuzzer's plain) */
-    ev_timer timer;       /* connect timeout in CONNECTING, back-off in BACKOFF,
-                             the PING's reply deadline in READY */
-    ev_timer ping_timer;  /* every ping_connection_interval_ms while READY */
-    bool ping;            /* this connection sends keep-alive PINGs */
-    int failures;         /* consecutive failed attempts, for the back-off */
-    uint64_t reconnects;  /* times ready after a loss or a failed attempt */
-    int handshake_left;   /* replies still expected before READY */
-    bool failed_for_good; /* the last attempt failed in a way no retry fixes */
+    bool on_stream;      /* c->ac is a stream's stand-in (TLS, or the fuzzer's plain) */
+    ev_timer timer;      /* connect timeout in CONNECTING, back-off in BACKOFF,
+                            the PING's reply deadline in READY */
+    ev_timer ping_timer; /* every ping_connection_interval_ms while READY */
+    bool ping;           /* this connection sends keep-alive PINGs */
+    int failures;        /* consecutive failed attempts, for the back-off */
+    uint64_t reconnects; /* times ready after a loss or a failed attempt */
+    int handshake_left;  /* replies still expected before READY */
+    int permanent;       /* the last attempt failed in a way no retry fixes: its code */
     char last_error[256];
 };
 
@@ -146,14 +146,19 @@ static void drop_context(rlock__conn *c, const char *why) {
     }
 }
 
+/* The privdata of the handshake's AUTH: an error answered to it is
+ * RLOCK_ERR_AUTH, whatever its words. */
+static const char auth_tag = 'A';
+
 static void on_handshake_reply(redisAsyncContext *ac, void *r, void *privdata) {
-    (void)privdata;
     rlock__conn *c = ac->data; /* NULL once destroyed: then c is gone too */
     redisReply *reply = r;
     if (c == NULL || c->ac != ac || reply == NULL) {
         return; /* the context is going away; the disconnect path reports it */
     }
     if (reply->type == REDIS_REPLY_ERROR) {
+        /* A refused password or permission fails every attempt alike. */
+        c->permanent = rlock__handshake_error_code(reply->str, privdata == &auth_tag);
         char why[256];
         snprintf(why, sizeof(why), "handshake rejected: %.200s", reply->str);
         ev_timer_stop(ev_of(c), &c->timer);
@@ -223,8 +228,9 @@ static void on_connect(const redisAsyncContext *ac, int status) {
     snprintf(why, sizeof(why), "connect failed: %.200s", ac->errstr);
     ev_timer_stop(ev_of(c), &c->timer);
     /* A certificate that fails verification fails every attempt alike. */
-    c->failed_for_good =
-        c->on_stream && rlock__tls_verify_failed(rlock__tls_of((redisAsyncContext *)ac));
+    if (c->on_stream && rlock__tls_verify_failed(rlock__tls_of((redisAsyncContext *)ac))) {
+        c->permanent = RLOCK_ERR_TLS_VERIFY;
+    }
     went_down(c, why);
 }
 
@@ -251,7 +257,8 @@ static int handshake_cmd(rlock__conn *c, const char *const *words) {
         argvlen[argc] = strlen(words[argc]);
     }
     c->handshake_left++;
-    return ctx_command(c, c->ac, on_handshake_reply, NULL, argc, argv, argvlen);
+    void *tag = strcmp(words[0], "AUTH") == 0 ? (void *)&auth_tag : NULL;
+    return ctx_command(c, c->ac, on_handshake_reply, tag, argc, argv, argvlen);
 }
 
 /* AUTH and SELECT go first; PING last proves the server answers (a stopped
@@ -357,7 +364,7 @@ static bool handshaking(const rlock__conn *c) {
 /* went_down() re-arms the timer for the back-off on every failure. */
 static void connect_now(rlock__conn *c) {
     c->state = STATE_CONNECTING;
-    c->failed_for_good = false;
+    c->permanent = 0;
     arm_timer(c, c->cfg->connect_timeout_ms); /* the lookup counts too */
     if (c->addr->is_unix || rlock__is_numeric_host(c->addr->host)) {
         open_context(c, c->addr->host);
@@ -446,8 +453,8 @@ const char *rlock__conn_last_error(const rlock__conn *c) {
     return c->last_error;
 }
 
-bool rlock__conn_failed_for_good(const rlock__conn *c) {
-    return c->state == STATE_BACKOFF && c->failed_for_good;
+int rlock__conn_permanent_error(const rlock__conn *c) {
+    return c->state == STATE_BACKOFF ? c->permanent : 0;
 }
 
 int rlock__conn_send(rlock__conn *c, redisCallbackFn *fn, void *privdata, int argc,

@@ -49,11 +49,13 @@ uint64_t rlock__conn_reconnects(const rlock__conn *c);
 const char *rlock__conn_last_error(const rlock__conn *c);
 
 /* The last attempt failed in a way no retry can fix while the settings
- * and the server stay as they are: the server's certificate failed
- * verification. Reconnecting goes on (the server may get a new
- * certificate), but the commands waiting should fail now. False once a
- * new attempt starts. */
-bool rlock__conn_failed_for_good(const rlock__conn *c);
+ * and the server stay as they are: RLOCK_ERR_TLS_VERIFY (the server's
+ * certificate failed verification), RLOCK_ERR_AUTH (AUTH refused, or
+ * NOAUTH), RLOCK_ERR_NOPERM (a handshake command the ACL refuses).
+ * Reconnecting goes on (the server may get a new certificate, the user a
+ * password), but the commands waiting should fail now with that code. 0
+ * for any other failure, and once a new attempt starts. */
+int rlock__conn_permanent_error(const rlock__conn *c);
 
 /* The keep-alive probe was answered in time. */
 void rlock__conn_alive(rlock__conn *c);

@@ -461,8 +461,9 @@ int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, int64_t de
     }
     if (rc == RLOCK_OK && rep->type == REDIS_REPLY_ERROR) {
         snprintf(msg, msglen, "%.200s", rep->str);
+        int code = rlock__reply_error_code(rep->str, script != NULL);
         freeReplyObject(rep);
-        return RLOCK_ERR_REDIS;
+        return code;
     }
     *reply = rep;
     return rc;

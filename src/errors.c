@@ -1,7 +1,10 @@
 /* rlock_strerror(), rlock_err_name(), the per-thread error detail, and the
  * diagnostics log. */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
+#include <string.h>
+#include <strings.h>
 
 #include "common.h"
 #include "rlock/errors.h"
@@ -32,6 +35,23 @@ const char *rlock_err_name(int err) {
     default:
         return "RLOCK_ERR_UNKNOWN";
     }
+}
+
+int rlock__reply_error_code(const char *err, bool script) {
+    if (strncmp(err, "NOPERM", 6) == 0) {
+        return RLOCK_ERR_NOPERM;
+    }
+    if (script && strncasecmp(err, "ERR unknown command", 19) == 0) {
+        return RLOCK_ERR_NOPERM;
+    }
+    return RLOCK_ERR_REDIS;
+}
+
+int rlock__handshake_error_code(const char *err, bool auth) {
+    if (auth || strncmp(err, "WRONGPASS", 9) == 0 || strncmp(err, "NOAUTH", 6) == 0) {
+        return RLOCK_ERR_AUTH;
+    }
+    return strncmp(err, "NOPERM", 6) == 0 ? RLOCK_ERR_NOPERM : 0;
 }
 
 static _Thread_local char last_error[512];

@@ -73,8 +73,10 @@ struct rlock__executor {
     bool sync_check;
     int64_t sync_timeout_ms;
     /* The connection failed in a way no retry fixes (a certificate that
-     * failed verification): commands get no retry until it is ready. */
-    bool down_for_good;
+     * failed verification, a refused password): that code, and why.
+     * Commands fail at once with it, unretried, until it is ready. */
+    int down_code;
+    char down_why[256];
     int replicas;          /* the master's connected replicas; -1: not known */
     struct info_req *info; /* the INFO replication out, if any */
     rlock__executor_stats stats;
@@ -270,7 +272,7 @@ static void attempt_failed(rlock__cmd *cmd, int err, const char *why) {
     rlock__executor *x = cmd->x;
     /* A no-retry command may still retry an attempt that was never written:
      * Redis cannot have applied it. */
-    int attempts = x->down_for_good ? 0 : x->cfg->retry_attempts;
+    int attempts = x->down_code != 0 ? 0 : x->cfg->retry_attempts;
     if ((!cmd->no_retry || !cmd->written) && cmd->attempt < attempts && in_time(cmd)) {
         rlock__log(x->log, RLOCK_LOG_DEBUG,
                    "command %s attempt %d failed (%s); retrying in %lld ms", cmd->argv[0],
@@ -404,7 +406,7 @@ static void on_wait_reply(redisAsyncContext *ac, void *r, void *privdata) {
                  cmd->wait_replicas, (long long)x->sync_timeout_ms);
         /* Within the caller's wait too, as a failed attempt's retry. */
         if (cmd->retry_unsynced && cmd->unsynced_tries < x->cfg->retry_attempts &&
-            !x->down_for_good && in_time(cmd)) {
+            x->down_code == 0 && in_time(cmd)) {
             /* The same request again: an unlock's latch gives the first
              * answer back rather than taking a second count off. */
             cmd->unsynced_tries++;
@@ -551,7 +553,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
             attempt_failed(cmd, RLOCK_ERR_REDIS, reply->str);
             return;
         }
-        finish(cmd, RLOCK_ERR_REDIS, reply->str, NULL);
+        finish(cmd, rlock__reply_error_code(reply->str, cmd->script != NULL), reply->str, NULL);
         return;
     }
     rlock__executor *x = cmd->x;
@@ -623,6 +625,13 @@ static void start_attempt(rlock__cmd *cmd) {
     rlock__executor *x = cmd->x;
     if (rlock__conn_is_ready(x->conn)) {
         send_now(cmd);
+        return;
+    }
+    if (x->down_code != 0) {
+        /* The last connect failed for good: waiting for the next one
+         * would only fail the same way (the caller's retry loop would
+         * never end), so fail now; a call after a fix reconnects. */
+        attempt_failed(cmd, x->down_code, x->down_why);
         return;
     }
     int64_t wait = x->cfg->timeout_ms;
@@ -749,7 +758,7 @@ int rlock__executor_submit(rlock__executor *x, rlock__cmd *cmd, rlock__cmd_cb cb
 }
 
 void rlock__executor_on_ready(rlock__executor *x) {
-    x->down_for_good = false;
+    x->down_code = 0;
     /* No SCRIPT LOAD here: a script reaches the server when a call first
      * needs it (EVALSHA, then EVAL on NOSCRIPT, as Redisson), so a process
      * that takes one lock sends one lock's scripts, not the library's. */
@@ -769,14 +778,15 @@ void rlock__executor_on_ready(rlock__executor *x) {
     }
 }
 
-void rlock__executor_on_down(rlock__executor *x, const char *why, bool for_good) {
-    x->down_for_good = for_good;
+void rlock__executor_on_down(rlock__executor *x, const char *why, int permanent) {
+    x->down_code = permanent;
+    snprintf(x->down_why, sizeof(x->down_why), "%s", why);
     rlock__list pending;
     rlock__list_take(&x->waiting, &pending);
     while (!rlock__list_empty(&pending)) {
         rlock__cmd *cmd = RLOCK__CONTAINER_OF(pending.next, rlock__cmd, wait_node);
         rlock__list_remove(&cmd->wait_node);
-        attempt_failed(cmd, RLOCK_ERR_CONNECTION, why);
+        attempt_failed(cmd, permanent != 0 ? permanent : RLOCK_ERR_CONNECTION, why);
     }
 }
 

@@ -6,7 +6,11 @@
  * wait for the reply (at most timeout_ms). A failed attempt (no connection,
  * connection lost, no reply) is retried after retry_interval_ms, up to
  * retry_attempts more times; then the command fails with
- * RLOCK_ERR_CONNECTION or RLOCK_ERR_TIMEOUT. A timed-out reply that comes
+ * RLOCK_ERR_CONNECTION or RLOCK_ERR_TIMEOUT. An error answer fails it at
+ * once (RLOCK_ERR_REDIS; RLOCK_ERR_NOPERM for NOPERM or a script command
+ * the server lacks), but for those try_again() lists, retried likewise;
+ * a connection refused for good (rlock__executor_on_down) fails it at
+ * once with that code. A timed-out reply that comes
  * later is dropped: hiredis cannot cancel a sent command, so each attempt's
  * callback data outlives its command (the "sent" record).
  * Everything here runs on the loop thread. */
@@ -48,10 +52,12 @@ int rlock__executor_create(rlock__loop *loop, rlock__conn *conn, const rlock_con
 
 /* Connection events, forwarded by the owner of the connection. */
 void rlock__executor_on_ready(rlock__executor *x);
-/* for_good: no retry can succeed (a certificate that failed verification):
- * the commands waiting, and those that come until the connection is ready
- * again, fail at their first attempt with the reason. */
-void rlock__executor_on_down(rlock__executor *x, const char *why, bool for_good);
+/* permanent: 0, or the code of a failure no retry can fix
+ * (rlock__conn_permanent_error: RLOCK_ERR_TLS_VERIFY, RLOCK_ERR_AUTH,
+ * RLOCK_ERR_NOPERM): the commands waiting, and those that come until the
+ * connection is ready again, fail at once, unretried, with that code and
+ * the reason. */
+void rlock__executor_on_down(rlock__executor *x, const char *why, int permanent);
 
 /* Builds a command, copying every argument (any thread). For a script,
  * argv holds numkeys keys then the script's arguments. NULL: no memory. */

@@ -810,7 +810,7 @@ static void test_error_names_and_texts(void **state) {
 
 static void test_error_unknown_codes(void **state) {
     (void)state;
-    const int unknown[] = {1, 42, RLOCK_ERR_UNSUPPORTED - 1, -100, INT_MIN, INT_MAX};
+    const int unknown[] = {1, 42, RLOCK_ERR_NOPERM - 1, -100, INT_MIN, INT_MAX};
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         assert_string_equal(rlock_err_name(unknown[i]), "RLOCK_ERR_UNKNOWN");
         const char *text = rlock_strerror(unknown[i]);

@@ -42,7 +42,7 @@ static void on_down(rlock__conn *c, const char *why, void *arg) {
     fx *f = arg;
     f->down++;
     f->is_ready = false;
-    rlock__executor_on_down(f->x, why, false);
+    rlock__executor_on_down(f->x, why, 0);
 }
 
 static int64_t ping_interval_ms; /* 0: no keep-alive PINGs, as most tests want */

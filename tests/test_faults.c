@@ -162,8 +162,10 @@ static void test_log_reports_a_lost_connection(void **state) {
     assert_non_null(strstr(seen.last, "connection lost"));
 }
 
-/* Password in the address: AUTH on connect. A wrong one fails with the
- * server's reason. */
+/* Password in the address: AUTH on connect. A wrong one fails with
+ * RLOCK_ERR_AUTH and the server's reason, at the first attempt: no retry
+ * makes a password right (retry_attempts 3, 3 s apart here: 9 s), the
+ * async route and the blocking one alike. */
 static void test_password(void **state) {
     fx *f = *state;
     char good[600], bad[600];
@@ -173,13 +175,31 @@ static void test_password(void **state) {
     assert_int_equal(rt_finish(rt_command(c, "SET", "pw", "1", NULL), NULL), RLOCK_OK);
     rlock_client_destroy(c);
     f->client = NULL;
-    c = connect_to(f, bad, NULL);
+    rlock_config cfg = rt_config(bad);
+    cfg.timeout_ms = 4000;
+    cfg.retry_attempts = 3;
+    cfg.retry_interval_ms = 3000;
+    c = connect_to(f, bad, &cfg);
+    int64_t t0 = rt_now_ms();
     rlock_future *fut = rt_command(c, "PING", NULL);
-    assert_int_equal(rlock_future_wait(fut, 10000), RLOCK_OK);
-    assert_int_equal(rlock_future_error(fut), RLOCK_ERR_CONNECTION);
+    assert_int_equal(rlock_future_wait(fut, 20000), RLOCK_OK);
+    int64_t took = rt_now_ms() - t0;
     const char *msg = rlock_future_error_message(fut);
-    assert_true(strstr(msg, "WRONGPASS") != NULL || strstr(msg, "invalid") != NULL);
+    if (rlock_future_error(fut) != RLOCK_ERR_AUTH ||
+        (strstr(msg, "WRONGPASS") == NULL && strstr(msg, "invalid") == NULL) || took >= 3000) {
+        fail_msg("%s after %lld ms: %s", rlock_err_name(rlock_future_error(fut)), (long long)took,
+                 msg);
+    }
     rlock_future_release(fut);
+    rlock *l = rlock_get_lock(c, "pw:lock");
+    assert_non_null(l);
+    t0 = rt_now_ms();
+    int rc = rlock_lock(l, 30000);
+    took = rt_now_ms() - t0;
+    if (rc != RLOCK_ERR_AUTH || took >= 3000) {
+        fail_msg("%s after %lld ms: %s", rlock_err_name(rc), (long long)took, rlock_last_error());
+    }
+    rlock_free(l);
 }
 
 static int setup_password(void **state) {
@@ -212,6 +232,37 @@ static void test_acl_user_and_database(void **state) {
     assert_null(strstr(r->str, "db0:"));
     freeReplyObject(r);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);
+    rlock_free(l);
+}
+
+/* An ACL user that may not run scripts: a lock call fails with
+ * RLOCK_ERR_NOPERM (no retry can grant it), the blocking route and the
+ * async one alike, and nothing is locked. */
+static void test_user_without_eval(void **state) {
+    fx *f = *state;
+    redisReply *r =
+        rt_redis_command(&f->redis, "ACL SETUSER noeval on >pw ~* &* +@all -eval -evalsha");
+    assert_non_null(r);
+    assert_int_equal(r->type, REDIS_REPLY_STATUS);
+    freeReplyObject(r);
+    char addr[600];
+    snprintf(addr, sizeof(addr), "redis://noeval:pw@127.0.0.1:%d", f->redis.port);
+    rlock_client *c = connect_to(f, addr, NULL);
+    rlock *l = rlock_get_lock(c, "noeval:lock");
+    assert_non_null(l);
+    int rc = rlock_lock(l, 30000);
+    if (rc != RLOCK_ERR_NOPERM || strstr(rlock_last_error(), "NOPERM") == NULL) {
+        fail_msg("%s: %s", rlock_err_name(rc), rlock_last_error());
+    }
+    rlock_future *fut = rlock_lock_async(l, 30000, 1);
+    assert_non_null(fut);
+    assert_int_equal(rlock_future_wait(fut, 10000), RLOCK_OK);
+    assert_int_equal(rlock_future_error(fut), RLOCK_ERR_NOPERM);
+    rlock_future_release(fut);
+    r = rt_redis_command(&f->redis, "EXISTS noeval:lock");
+    assert_non_null(r);
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
     rlock_free(l);
 }
 
@@ -496,6 +547,7 @@ int main(int argc, char **argv) {
                                         rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_password, setup_password, rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_acl_user_and_database, setup_acl, rt_fx_teardown),
+        cmocka_unit_test_setup_teardown(test_user_without_eval, setup_acl, rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_unix_socket, setup_unix, rt_fx_teardown),
         cmocka_unit_test_setup_teardown(test_connect_timeout_on_silent_server, rt_fx_setup,
                                         rt_fx_teardown),

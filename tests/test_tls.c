@@ -292,10 +292,10 @@ static void test_untrusted_certificate(void **state) {
     assert_non_null(strstr(rlock_last_error(), "issuer"));
 }
 
-/* No retry can make a certificate trusted: a call fails at the first
- * verification failure, after one attempt, the async route and the
- * blocking one alike, instead of retrying like a network error
- * (retry_attempts 3, 3 s apart here: 9 s). */
+/* No retry can make a certificate trusted: a call fails with
+ * RLOCK_ERR_TLS_VERIFY at the first verification failure, after one
+ * attempt, the async route and the blocking one alike, instead of
+ * retrying like a network error (retry_attempts 3, 3 s apart here: 9 s). */
 static void test_untrusted_fails_at_once(void **state) {
     fx *f = *state;
     start(f, f->env.untrusted_cert, f->env.untrusted_key, false);
@@ -310,7 +310,7 @@ static void test_untrusted_fails_at_once(void **state) {
     assert_non_null(fu);
     assert_int_equal(rlock_future_wait(fu, 20000), RLOCK_OK);
     int64_t took = rt_now_ms() - t0;
-    assert_int_equal(rlock_future_error(fu), RLOCK_ERR_CONNECTION);
+    assert_int_equal(rlock_future_error(fu), RLOCK_ERR_TLS_VERIFY);
     const char *msg = rlock_future_error_message(fu);
     if (strstr(msg, "certificate verification failed") == NULL ||
         strstr(msg, "(after 1 attempt)") == NULL || took >= 3000) {
@@ -320,7 +320,7 @@ static void test_untrusted_fails_at_once(void **state) {
     /* The blocking call: likewise, with the connection failing again. */
     bool locked = false;
     t0 = rt_now_ms();
-    assert_int_equal(rlock_is_locked(l, &locked), RLOCK_ERR_CONNECTION);
+    assert_int_equal(rlock_is_locked(l, &locked), RLOCK_ERR_TLS_VERIFY);
     took = rt_now_ms() - t0;
     if (strstr(rlock_last_error(), "certificate verification failed") == NULL ||
         strstr(rlock_last_error(), "(after 1 attempt)") == NULL || took >= 3000) {
@@ -557,7 +557,7 @@ static void check_blocking_refused(fx *f, const rlock_config *cfg, const char *w
                            : rlock_unlock(l);
         int64_t took = rt_now_ms() - t0;
         const char *msg = rlock_last_error();
-        if (rc != RLOCK_ERR_CONNECTION || strstr(msg, why) == NULL ||
+        if (rc != RLOCK_ERR_TLS_VERIFY || strstr(msg, why) == NULL ||
             strstr(msg, "(after 1 attempt)") == NULL || took >= 3000) {
             fail_msg("call %d: %s after %lld ms: %s", op, rlock_err_name(rc), (long long)took, msg);
         }

@@ -214,8 +214,10 @@ int make_client(const options *o, rlock_client **out) {
         fprintf(stderr, "rlock: %s\n", last_error());
         /* Sentinel and Cluster mode ask the servers at create: none
          * answering is Redis unreachable. */
-        return rc == RLOCK_ERR_INVALID ? EXIT_USAGE
-               : rc == RLOCK_ERR_CONNECTION || rc == RLOCK_ERR_TIMEOUT || rc == RLOCK_ERR_REDIS
+        return rc == RLOCK_ERR_INVALID                          ? EXIT_USAGE
+               : rc == RLOCK_ERR_AUTH || rc == RLOCK_ERR_NOPERM ? EXIT_NOPERM
+               : rc == RLOCK_ERR_CONNECTION || rc == RLOCK_ERR_TIMEOUT || rc == RLOCK_ERR_REDIS ||
+                       rc == RLOCK_ERR_TLS_VERIFY
                    ? EXIT_UNAVAILABLE
                    : EXIT_SOFTWARE;
     }
@@ -250,7 +252,11 @@ int call_failed(const char *what, const char *name, int rc, const char *detail) 
     case RLOCK_ERR_TIMEOUT:
     case RLOCK_ERR_CONNECTION:
     case RLOCK_ERR_REDIS:
+    case RLOCK_ERR_TLS_VERIFY: /* the server, not the user, must change */
         return EXIT_UNAVAILABLE;
+    case RLOCK_ERR_AUTH: /* no retry helps: a password or an ACL to fix */
+    case RLOCK_ERR_NOPERM:
+        return EXIT_NOPERM;
     case RLOCK_ERR_INVALID:
         return EXIT_USAGE;
     default:

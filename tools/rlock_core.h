@@ -23,6 +23,7 @@ enum {
     EXIT_USAGE = 64,        /* EX_USAGE: bad arguments */
     EXIT_UNAVAILABLE = 69,  /* EX_UNAVAILABLE: Redis unreachable or failing */
     EXIT_SOFTWARE = 70,     /* EX_SOFTWARE: out of memory, an unexpected failure */
+    EXIT_NOPERM = 77,       /* EX_NOPERM: the server refused the password or the command */
     EXIT_TEMPFAIL = 75,     /* EX_TEMPFAIL: the lock was not had within --wait */
     EXIT_CANNOT_EXEC = 126, /* the command was found but could not be run */
     EXIT_NOT_FOUND = 127,   /* the command was not found */

@@ -195,7 +195,9 @@ const char usage_text[] =
     "  doctor   0 every check ok, 1 a warning, 2 a check failed; 69 when\n"
     "           Redis cannot be reached or logged in to\n"
     "  all      64 bad usage, 69 Redis unreachable, failing or not answering\n"
-    "           within --redis-timeout, 70 internal error;\n"
+    "           within --redis-timeout (or its TLS certificate refused),\n"
+    "           70 internal error, 77 password or command refused by the\n"
+    "           server (ACL);\n"
     "           exec passes on SIGINT, SIGTERM or SIGHUP that comes while it\n"
     "           waits for the lock as 128+N\n";
 

@@ -28,7 +28,10 @@ extern "C" {
     X(WRONG_THREAD, -9, "called from a thread where it would deadlock")                            \
     X(FORKED, -10, "client used in a forked child; create a new client there")                     \
     X(PENDING, -11, "operation has not completed yet")                                             \
-    X(UNSUPPORTED, -12, "this kind of lock does not support the operation")
+    X(UNSUPPORTED, -12, "this kind of lock does not support the operation")                        \
+    X(AUTH, -13, "the Redis server refused the user or password")                                  \
+    X(TLS_VERIFY, -14, "the Redis server's TLS certificate failed verification")                   \
+    X(NOPERM, -15, "the Redis server does not allow the command (ACL, or scripts disabled)")
 
 /** The result of every call that returns an int code, and of every
  * future (rlock_future_error()): RLOCK_OK or one of the negative
@@ -60,8 +63,11 @@ typedef enum rlock_errno {
  * timeout, handshake rejected, connection lost with the command in
  * flight). */
 /** @var RLOCK_ERR_REDIS
- * -6: Redis answered with an error (a script error, a wrong type); never
- * retried. */
+ * -6: Redis answered with an error (a script error, a wrong type). Not
+ * retried, but for the answers that say the command did not run yet
+ * (TRYAGAIN, CLUSTERDOWN, MASTERDOWN, LOADING, BUSY, NOREPLICAS,
+ * READONLY): those are retried, and the code is RLOCK_ERR_REDIS only when
+ * the last attempt got one. See "Which failures are retried" below. */
 /** @var RLOCK_ERR_CANCELLED
  * -7: rlock_future_cancel() completed the future first. */
 /** @var RLOCK_ERR_CLOSED
@@ -83,6 +89,42 @@ typedef enum rlock_errno {
  * token calls and the lost-lock callback on a multi or red lock); nothing
  * is sent. */
 
+/** @var RLOCK_ERR_AUTH
+ * -13: the server refused the connection's AUTH (WRONGPASS, "invalid
+ * password", NOAUTH: a password it needs and was not given, or any other
+ * error answered to AUTH). Permanent: no retry makes a password right, so
+ * a command fails at its first attempt (retry_attempts does not apply)
+ * instead of retrying like RLOCK_ERR_CONNECTION. The client still
+ * reconnects in the background, so a call made after the server's ACL or
+ * the password was fixed succeeds. */
+/** @var RLOCK_ERR_TLS_VERIFY
+ * -14: the server's certificate failed verification (untrusted by
+ * ssl_truststore, expired, the wrong host name). Permanent as
+ * RLOCK_ERR_AUTH: the first attempt fails, no retry; reconnecting goes on
+ * in the background. */
+/** @var RLOCK_ERR_NOPERM
+ * -15: the server refused a command for this user or this server, not for
+ * now: a NOPERM answer (an ACL user without EVAL or EVALSHA, or without
+ * SELECT or CLIENT SETNAME in the handshake), or a script command the
+ * server does not have (EVAL or EVALSHA renamed away: "unknown command").
+ * Never retried. */
+/** @par Which failures are retried
+ * A command is sent again, after retry_interval_ms and up to
+ * retry_attempts more times (a try-lock: only while its wait lasts), when
+ * an attempt found no connection, lost it, or got no reply in time (the
+ * last attempt's failure is then RLOCK_ERR_CONNECTION or
+ * RLOCK_ERR_TIMEOUT), and when Redis answered one of these errors, which
+ * say the command did not run and may run later: TRYAGAIN, CLUSTERDOWN,
+ * MASTERDOWN, LOADING, BUSY, NOREPLICAS, READONLY (the last attempt's
+ * answer is then RLOCK_ERR_REDIS). Such an answer is retried even for an
+ * acquire, which is otherwise never sent twice once written (Redis did
+ * not run it). NOSCRIPT sends the script's body at once (not counted as a
+ * retry); MOVED and ASK (Cluster) go to the node named, at most 16 times.
+ * Every other error answer is RLOCK_ERR_REDIS at once, never retried; an
+ * unlock that no replica confirmed (check_lock_synced_slaves) is retried
+ * as the others. RLOCK_ERR_AUTH, RLOCK_ERR_TLS_VERIFY and RLOCK_ERR_NOPERM
+ * are never retried. */
+
 /** A short sentence for an error code ("timed out waiting for a response").
  * @param err an ::rlock_errno value (0 included).
  * @return a static string, never NULL: "success" for 0, "unknown error"
@@ -97,8 +139,19 @@ RLOCK_API const char *rlock_err_name(int err);
 /** Details of the last error that a call returning an error code (not a
  * future) gave on the calling thread: which setting was wrong, what Redis
  * said.
- * @return a string, never NULL; valid until the next rlock call on this
- *         thread. */
+ *
+ * Set by every call that returns a negative code (a blocking lock or
+ * synchronizer call, rlock_client_create(), rlock_config_validate(),
+ * rlock_client_ping(), ...) and by the calls that return NULL for a
+ * failure: the handle constructors (rlock_get_lock() and every
+ * rlock_get_*()/rlock_*_get*() that makes a lock, multi lock, semaphore,
+ * permit semaphore or latch handle) and the calls that return a future
+ * (NULL: the reason is here; a future made carries its own reason,
+ * rlock_future_error_message()). It is per thread, and it is not cleared
+ * by a call that succeeds: read it right after the failed call, before
+ * another rlock call on the same thread overwrites it.
+ * @return a string, never NULL ("" before any failure on this thread);
+ *         valid until the next rlock call on this thread. */
 RLOCK_API const char *rlock_last_error(void);
 
 #ifdef __cplusplus

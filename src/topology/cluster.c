@@ -318,8 +318,7 @@ static void node_cmd_ready(rlock__conn *conn, void *arg) {
 }
 
 static void node_cmd_down(rlock__conn *conn, const char *why, void *arg) {
-    (void)conn;
-    rlock__executor_on_down(((cnode *)arg)->x, why, false); /* no TLS in Cluster mode */
+    rlock__executor_on_down(((cnode *)arg)->x, why, rlock__conn_permanent_error(conn));
 }
 
 static void node_sub_ready(rlock__conn *conn, void *arg) {

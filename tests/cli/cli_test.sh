@@ -904,6 +904,14 @@ addresses)
             [ "$rc" -le 1 ] || fail "$cmd with the password gave $rc: $(cat "$WORK/err")"
         done
     done
+    # A wrong password, and a user who may not run scripts: 77 (EX_NOPERM)
+    # at once, not 69 after retrying like an unreachable server.
+    redis-cli -p "$port" ACL SETUSER noeval on '>pw' '~*' '&*' '+@all' -eval -evalsha \
+        >/dev/null || fail "ACL SETUSER noeval"
+    for addr in "redis://app:wrong@$h:$port" "redis://noeval:pw@$h:$port"; do
+        run "$RLOCK" exec --address "$addr" cli:sec -- true 2>"$WORK/err"
+        [ "$rc" -eq 77 ] || fail "exec --address $addr gave $rc, not 77: $(cat "$WORK/err")"
+    done
     for addr in "redis://$h:99999" "redis://$h:$port/abc" "redis://app:b%zz@$h:$port"; do
         for cmd in status "status --json" watch "unlock --force" exec "latch count"; do
             [ "$cmd" = exec ] && tail=(cli:sec -- true) || tail=(cli:sec)

@@ -1195,7 +1195,8 @@ static void check_lost(const rlock_lock_lost_info *info) {
           info->thread_id == owners[2]);
     int why = info->reason;
     CHECK(why == RLOCK_ERR_NOT_HELD || why == RLOCK_ERR_TIMEOUT || why == RLOCK_ERR_CONNECTION ||
-          why == RLOCK_ERR_REDIS || why == RLOCK_ERR_NOMEM);
+          why == RLOCK_ERR_REDIS || why == RLOCK_ERR_NOMEM || why == RLOCK_ERR_AUTH ||
+          why == RLOCK_ERR_NOPERM);
     CHECK(strlen(info->message) < 4096);
     /* Only a lock taken under the watchdog, and reported taken, can be lost. */
     bool taken = false;
@@ -1248,6 +1249,8 @@ static void check_result(const fut *x) {
     case RLOCK_ERR_TIMEOUT:
     case RLOCK_ERR_CONNECTION:
     case RLOCK_ERR_REDIS:
+    case RLOCK_ERR_AUTH:   /* a handshake answered WRONGPASS, NOAUTH, ... */
+    case RLOCK_ERR_NOPERM: /* NOPERM, or EVAL/EVALSHA unknown */
     case RLOCK_ERR_CANCELLED:
     case RLOCK_ERR_CLOSED:
     case RLOCK_ERR_NOMEM:

@@ -104,7 +104,11 @@ int rt_ping_within(rlock_client *c, int64_t ms) {
 bool rt_connect_error_within(rlock_client *c, const char *want, int64_t ms) {
     int64_t end = rt_now_ms() + ms;
     do {
-        if (rlock_client_ping(c, 1000) == RLOCK_ERR_CONNECTION &&
+        /* A certificate refused is RLOCK_ERR_TLS_VERIFY, anything else
+         * RLOCK_ERR_CONNECTION. */
+        int rc = rlock_client_ping(c, 1000);
+        bool verify = strstr(rlock_last_error(), "certificate verification failed") != NULL;
+        if (rc == (verify ? RLOCK_ERR_TLS_VERIFY : RLOCK_ERR_CONNECTION) &&
             strstr(rlock_last_error(), want) != NULL) {
             return true;
         }

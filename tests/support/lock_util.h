@@ -39,8 +39,9 @@ void rt_free_clients(void);
  * is still connecting: these ask again until the wanted outcome or ms
  * have passed. rt_ping_within: the last ping's code (RLOCK_OK: Redis
  * answered). rt_connect_error_within: true once a ping fails with
- * RLOCK_ERR_CONNECTION and a message containing want; else the test fails,
- * naming the last message. */
+ * RLOCK_ERR_CONNECTION (RLOCK_ERR_TLS_VERIFY for a certificate that
+ * failed verification) and a message containing want; else the test
+ * fails, naming the last message. */
 int rt_ping_within(rlock_client *c, int64_t ms);
 bool rt_connect_error_within(rlock_client *c, const char *want, int64_t ms);
 
