@@ -11,12 +11,31 @@
  * - The caller owns one reference and must rlock_future_release() it. The
  *   operation keeps its own reference while it runs, so releasing early is
  *   allowed: the operation still completes (and, for a lock, still holds).
- * - Completion callbacks run on the client's loop thread (the client's I/O
- *   thread, or the application's loop), in the order they were added, at
- *   the end of the loop iteration that completed the future: never inside
- *   another rlock call, so a callback may call anything, including
- *   rlock_client_destroy(). A callback added to a future whose callbacks
- *   have already run runs at once, in the caller's thread. */
+ * - Where completion callbacks run (the one statement of it):
+ *   - A callback added while the future is pending, or completed with its
+ *     callbacks not yet run, runs on the client's loop thread, in the
+ *     order added, from an ev_check watcher at the end of the loop
+ *     iteration that completed the future: never from inside the library
+ *     code that completed it, so it may call any rlock function, including
+ *     rlock_client_destroy().
+ *   - Own I/O thread (rlock_config.loop NULL): that is the client's I/O
+ *     thread, never the application's; a callback must not block it.
+ *   - Application loop (rlock_config.loop set): that is the application's
+ *     thread, inside whichever ev_run turns the loop: the application's
+ *     own, or the one a blocking rlock call made on that thread runs
+ *     until its answer (rlock_future_wait(), rlock_lock(), every blocking
+ *     lock and synchronizer call). So callbacks, and the application's
+ *     own watchers on that loop, may run inside such a blocking call; a
+ *     callback that makes a blocking call itself nests another ev_run.
+ *   - A callback added after the future's callbacks have run runs at
+ *     once, inside rlock_future_on_complete(), on the caller's thread
+ *     (any thread).
+ * - In a child made by fork() after the client, a future of the parent's
+ *   is never touched: rlock_future_wait(), rlock_future_error() and
+ *   rlock_future_on_complete() return RLOCK_ERR_FORKED,
+ *   rlock_future_is_done() true, rlock_future_cancel() false, the value 0,
+ *   the string NULL, the message says so; rlock_future_release() frees
+ *   nothing. */
 #ifndef RLOCK_FUTURE_H
 #define RLOCK_FUTURE_H
 
@@ -53,7 +72,8 @@ RLOCK_API int rlock_future_on_complete(rlock_future *f, rlock_future_cb cb, void
  * @return 0 when complete, RLOCK_ERR_TIMEOUT when the wait ran out (f is
  *         still pending), RLOCK_ERR_INVALID for NULL,
  *         RLOCK_ERR_WRONG_THREAD when called on the client's own I/O
- *         thread (it could never complete). */
+ *         thread (it could never complete), RLOCK_ERR_FORKED for a future
+ *         of the parent's in a forked child. */
 RLOCK_API int rlock_future_wait(rlock_future *f, int64_t timeout_ms);
 
 /** Whether f has completed, without waiting.
@@ -99,7 +119,7 @@ RLOCK_API const char *rlock_future_string(const rlock_future *f);
 RLOCK_API const char *rlock_future_string_at(const rlock_future *f, size_t i);
 /** Completes a pending future with RLOCK_ERR_CANCELLED and tells the
  * operation to stop (a lock that was acquired meanwhile is released).
- * Callbacks run on the loop thread.
+ * Callbacks run as the file's contract says.
  * @param f the future.
  * @return true if this call cancelled it, false if it had completed
  *         already. */

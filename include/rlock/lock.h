@@ -122,7 +122,9 @@ RLOCK_API rlock *rlock_get_spin_lock(rlock_client *c, const char *name);
  * @return the handle, or NULL as rlock_get_lock(). */
 RLOCK_API rlock *rlock_get_spin_lock_n(rlock_client *c, const char *name, size_t len);
 /** The same with a chosen back-off (NULL: the default). Each value must be
- * positive, and initial_delay_ms <= max_delay_ms <= one hour.
+ * positive, initial_delay_ms <= max_delay_ms <= one hour (3600000 ms),
+ * and multiplier <= 1000; anything else is refused (NULL,
+ * rlock_last_error() saying which).
  * @param c the client.
  * @param name the lock's name.
  * @param len its length in bytes, 1 to RLOCK_NAME_MAX.
