@@ -26,7 +26,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "client.h"
 #include "redis_server.h"
 #include "rlock/rlock.h"
 #include "test_util.h"
@@ -306,16 +305,23 @@ static int step_watchdog(rt_redis *redis, const char *address) {
         printf(" %lld", ttl);
         alive &= ttl > 0;
     }
-    rlock__lock_stats st = rlock__client_lock_stats(c);
-    printf("\n   renewal calls sent: %" PRIu64 "; another process's try_lock: %s\n", st.renew_evals,
-           try_from_other_process(redis) == 0 ? "refused" : "GOT IT (wrong)");
+    rlock_stats st;
+    check(rlock_client_stats(c, &st), "stats");
+    printf("\n   renewal calls sent: %" PRIu64 "; another process's try_lock: %s\n",
+           st.renewal_calls, try_from_other_process(redis) == 0 ? "refused" : "GOT IT (wrong)");
     check(rlock_unlock(l), "unlock");
     long long exists = get_int(redis, "EXISTS %s", LOCK_NAME);
-    uint64_t renewing = rlock__client_lock_stats(c).renewing;
-    printf("   after unlock: key exists %lld, locks being renewed %" PRIu64 "\n", exists, renewing);
+    /* Unlocked, the lock leaves the watchdog: no renewal call for two
+     * of its periods (a third of the timeout each). */
+    rlock_stats before, after;
+    check(rlock_client_stats(c, &before), "stats");
+    rt_sleep_ms(2 * WATCHDOG / 3 + 200);
+    check(rlock_client_stats(c, &after), "stats");
+    uint64_t renewed = after.renewal_calls - before.renewal_calls;
+    printf("   after unlock: key exists %lld, renewal calls since %" PRIu64 "\n", exists, renewed);
     rlock_free(l);
     rlock_client_destroy(c);
-    return alive && st.renew_evals >= 3 && exists == 0 && renewing == 0 ? 0 : 1;
+    return alive && st.renewal_calls >= 3 && exists == 0 && renewed == 0 ? 0 : 1;
 }
 
 static int step_crash(rt_redis *redis, rlock *l) {
