@@ -910,10 +910,12 @@ def page(data, tg, made, md_path, plot_note):
         w("A round sends ceil(N/100) EVALs at once and the next round starts a period after "
           "the last answer, so the time between rounds is the period plus the round's own "
           "time (%s rounds took %s s at N = %s). Above its idle CPU, Redis spends about %s µs "
-          "per renewed lock per round. A handle's %s bytes are one allocation: its struct (a mutex, and the "
-          "hash entry that lets the library tell a live handle from a freed one) and the "
-          "name three times (the name, its channel and the unlock latch's prefix; names are "
-          "%s bytes here), plus its share of the live-handle table.\n" % (big["rounds"], fmt(big["watch_s"], 2), fmt(big["n"]),
+          "per renewed lock per round. A handle's %s bytes are one allocation (its malloc chunk): "
+          "a 32-byte header (`struct rlock` in `src/object.h`: the client, the lease, the "
+          "reference count, counts and the kind's index; no mutex) and the name once (names "
+          "are %s bytes here; the channel and the unlock latch's prefix are made when a call "
+          "needs them), plus its share of the live-handle table (`src/registry.c`, an open "
+          "hash set of addresses).\n" % (big["rounds"], fmt(big["watch_s"], 2), fmt(big["n"]),
                         fmt((big["redis_cpu_ms_per_round"] - big["redis_cpu_idle_pct"] / 100.0
                              * big["watch_s"] / max(big["rounds"], 1) * 1000) * 1000 / big["n"],
                             2),

@@ -72,6 +72,13 @@ with_pkg_config() {
         echo "pkg-config --cflags rlock leaks hiredis's flags: $(pkg-config --cflags rlock)" >&2
         exit 1
     fi
+    # Its paths as pkg-config compares them, whole and normalised: it drops
+    # a system directory (-I/usr/include) only when spelled as one, never
+    # /usr/lib/x86_64-linux-gnu/pkgconfig/../../../include.
+    if pkg-config --cflags --libs rlock | grep -q -e '/\.\./' -e '/\./'; then
+        echo "pkg-config rlock gives unnormalised paths: $(pkg-config --cflags --libs rlock)" >&2
+        exit 1
+    fi
     local libdir prog
     libdir="$(pkg-config --variable=libdir rlock)"
     for prog in main async; do
@@ -126,6 +133,13 @@ system)
         exit 1
         ;;
     esac
+    # Installed in /usr: pkg-config drops the system directories, as for
+    # any Debian package (-I/usr/include would reorder a consumer's own).
+    if [ -n "$(pkg-config --cflags rlock | tr -d ' ')" ] ||
+        pkg-config --libs rlock | grep -q -e '-L/usr/lib' -e '-L/usr/include'; then
+        echo "pkg-config rlock keeps system directories: $(pkg-config --cflags --libs rlock)" >&2
+        exit 1
+    fi
     with_pkg_config
     ;;
 *)
