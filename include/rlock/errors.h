@@ -143,11 +143,10 @@ RLOCK_API const char *rlock_err_name(int err);
  * Set by every call that returns a negative code (a blocking lock or
  * synchronizer call, rlock_client_create(), rlock_config_validate(),
  * rlock_client_ping(), ...) and by the calls that return NULL for a
- * failure: the handle constructors (rlock_get_lock() and every
- * rlock_get_*()/rlock_*_get*() that makes a lock, multi lock, semaphore,
- * permit semaphore or latch handle) and the calls that return a future
- * (NULL: the reason is here; a future made carries its own reason,
- * rlock_future_error_message()). It is per thread, and it is not cleared
+ * failure: the handle constructors (rlock_get_lock() and every other
+ * call that makes a lock, multi lock, semaphore, permit semaphore or
+ * latch handle). A future carries its own reason
+ * (rlock_future_error_message()). It is per thread, and it is not cleared
  * by a call that succeeds: read it right after the failed call, before
  * another rlock call on the same thread overwrites it.
  * @return a string, never NULL ("" before any failure on this thread);

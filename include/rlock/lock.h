@@ -51,7 +51,15 @@ extern "C" {
 #endif
 
 /** A handle on a lock: its name and kind, bound to one client. Opaque; made
- * by the rlock_get_*() calls, freed by rlock_free(). */
+ * by the rlock_get_*() calls, freed by rlock_free().
+ *
+ * A constructor that returns NULL gives its reason only in
+ * rlock_last_error(): set by that call, on the calling thread, and kept
+ * until the thread's next failing rlock call overwrites it (a call that
+ * succeeds does not clear it). So read it at once; every rlock_get_*()
+ * below sets it whenever it returns NULL, as every call that returns a
+ * negative code does. A future's failure has its own text
+ * (rlock_future_error_message()). */
 typedef struct rlock rlock;
 
 /** A lease_ms that asks for the watchdog (Redisson's leaseTime -1). */
