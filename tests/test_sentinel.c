@@ -907,7 +907,7 @@ static void test_sentinel_tls_refused_certificate(void **state) {
  * other.example only; the sentinels' names 127.0.0.1. The client checks
  * the master's certificate against the address the sentinel gave
  * (127.0.0.1, an IP address mismatch): a call fails at its first attempt
- * with the verdict; with
+ * with the verdict (RLOCK_ERR_TLS_VERIFY); with
  * ssl_enable_endpoint_identification 0 the same master is used. */
 static void test_sentinel_tls_master_name_checked(void **state) {
     (void)state;
@@ -932,7 +932,7 @@ static void test_sentinel_tls_master_name_checked(void **state) {
     assert_non_null(fu);
     assert_int_equal(rlock_future_wait(fu, 20000), RLOCK_OK);
     int64_t took = rt_now_ms() - t0;
-    assert_int_equal(rlock_future_error(fu), RLOCK_ERR_CONNECTION);
+    assert_int_equal(rlock_future_error(fu), RLOCK_ERR_TLS_VERIFY);
     const char *msg = rlock_future_error_message(fu);
     if (strstr(msg, "certificate verification failed: IP address mismatch") == NULL ||
         strstr(msg, "(after 1 attempt)") == NULL || took >= 3000) {
