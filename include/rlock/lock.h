@@ -621,7 +621,9 @@ typedef struct rlock_lock_lost_info {
      * by force_unlock, or Redis lost its data). Otherwise the lease ran out
      * before a renewal was confirmed, and reason is the last failed
      * renewal's error: RLOCK_ERR_TIMEOUT (also when no call has answered
-     * yet), RLOCK_ERR_CONNECTION, or rarely RLOCK_ERR_REDIS/NOMEM. */
+     * yet), RLOCK_ERR_CONNECTION, or rarely RLOCK_ERR_REDIS/NOMEM, or a
+     * permanent refusal met meanwhile: RLOCK_ERR_AUTH, RLOCK_ERR_TLS_VERIFY,
+     * RLOCK_ERR_NOPERM (errors.h). */
     int reason;
     const char *message; /**< details, never NULL */
 } rlock_lock_lost_info;
