@@ -24,14 +24,28 @@ extern "C" {
  * rlock_client_create(), freed by rlock_client_destroy(). */
 typedef struct rlock_client rlock_client;
 
-/** Creates a client and starts connecting in the background; it does not
- * wait for the server (commands sent before it is reachable wait for the
- * connection, bounded by timeout_ms and the retry settings).
+/** Creates a client. What it waits for depends on the topology:
+ * - one server (rlock_config.address only): nothing. It starts connecting
+ *   in the background; commands sent before the server is reachable wait
+ *   for the connection, bounded by timeout_ms and the retry settings.
+ * - Sentinel (master_name) and Cluster (cluster_node_addresses): as
+ *   Redisson's, it learns the master's address or the slot map before it
+ *   returns, asking the sentinels or seed nodes in the given order on the
+ *   calling thread (with check_sentinels_list, also a PING to each
+ *   sentinel a sentinel lists). Each connection is bounded by
+ *   connect_timeout_ms and each question by timeout_ms, so the call blocks
+ *   at most about (connect_timeout_ms + 3 x timeout_ms) per address given.
+ *   Do not call it from a callback of a loop that must stay responsive.
+ *   The connections it then keeps start in the background as above.
  * @param cfg the settings (see rlock_config_init()); copied, so it may go
  *        once this returns.
  * @param out set to the new client, or to NULL on error.
- * @return 0 and sets *out, or RLOCK_ERR_INVALID (bad cfg, see
- *         rlock_last_error()) / RLOCK_ERR_NOMEM, leaving *out NULL. */
+ * @return 0 and sets *out; or, leaving *out NULL, with the reason in
+ *         rlock_last_error(): RLOCK_ERR_INVALID (bad cfg), RLOCK_ERR_NOMEM,
+ *         or, with Sentinel or Cluster only, RLOCK_ERR_CONNECTION (no
+ *         sentinel named the master, too few answered, or no seed node
+ *         gave a slot map; with check_slots_coverage, one with slots
+ *         uncovered). */
 RLOCK_API int rlock_client_create(const rlock_config *cfg, rlock_client **out);
 
 /** Completes every pending future of this client with RLOCK_ERR_CLOSED
