@@ -517,7 +517,11 @@ static void start(void *arg) {
         return;
     }
     rlock__future_on_cancel(&op->live.future, on_cancel);
-    send_try(op);
+    if (op->after_try) {
+        not_yet(op, -1); /* the first try's answer is passed on, not sent again */
+    } else {
+        send_try(op);
+    }
 }
 
 rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg,
@@ -529,9 +533,24 @@ void *rlock__sync_op_tail(rlock__sync_op *op) {
     return op + 1;
 }
 
+static rlock_future *wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
+                                size_t tail, const void *init, size_t init_len, int64_t started_ms,
+                                bool after_try);
+
 rlock_future *rlock__sync_wait_start_sized(rlock *o, const rlock__sync_kind *k, int64_t arg,
                                            int64_t wait_ms, size_t tail, const void *init,
                                            size_t init_len) {
+    return wait_start(o, k, arg, wait_ms, tail, init, init_len, rlock__now_ms(), false);
+}
+
+rlock_future *rlock__sync_wait_start_after_try(rlock *o, const rlock__sync_kind *k, int64_t arg,
+                                               int64_t wait_ms, int64_t started_ms) {
+    return wait_start(o, k, arg, wait_ms, 0, NULL, 0, started_ms, true);
+}
+
+static rlock_future *wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
+                                size_t tail, const void *init, size_t init_len, int64_t started_ms,
+                                bool after_try) {
     rlock_client *c = o->client;
     rlock_future *f = rlock__future_new_sized(c->loop, sizeof(rlock__sync_op) + tail);
     if (f == NULL) {
@@ -545,7 +564,8 @@ rlock_future *rlock__sync_wait_start_sized(rlock *o, const rlock__sync_kind *k, 
     op->kind = k;
     op->arg = arg;
     op->has_deadline = wait_ms >= 0;
-    op->deadline_ms = rlock__now_ms() + (wait_ms >= 0 ? wait_ms : 0); /* counts from the call */
+    op->deadline_ms = started_ms + (wait_ms >= 0 ? wait_ms : 0); /* counts from the call */
+    op->after_try = after_try;
     rlock__deadline_init_kind(&op->timer, RLOCK__DEADLINE_SYNC);
     rlock__wait_init(&op->wait);
     rlock__list_init(&op->live.node);
