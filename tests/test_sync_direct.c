@@ -8,9 +8,10 @@
  *   thread's connection) sends nothing for the non-waiting calls, while
  *   Redis ran the same commands as on the handoff path, one for one
  *   (INFO commandstats), and left the same keys (no leftovers);
- * - a waiting acquire and await: the first try goes direct and the wait
- *   goes on on the loop, and the tries Redis ran are the handoff path's
- *   (the first try not sent again);
+ * - a waiting acquire and await, and a permit acquire that waits for a
+ *   lease to end: the first try goes direct and the wait goes on on the
+ *   loop, and the tries Redis ran are the handoff path's (the first try
+ *   not sent again);
  * - a release or count-down whose answer is late (Redis stopped past
  *   timeout_ms) fails with RLOCK_ERR_TIMEOUT and is not sent again: the
  *   count changes once.
@@ -163,6 +164,23 @@ static void non_waiting_calls(rlock_client *c, const char *tag) {
     assert_true(ok);
     rlock_latch_free(l);
     rlock_semaphore_free(s);
+
+    snprintf(name, sizeof(name), "direct:permit:%s", tag);
+    rlock_permit_semaphore *p = rlock_get_permit_expirable_semaphore(c, name);
+    assert_non_null(p);
+    char id[RLOCK_PERMIT_ID_MAX] = "";
+    char none[RLOCK_PERMIT_ID_MAX] = "x";
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(p, 1, &ok), RLOCK_OK); /* (loop) */
+    assert_int_equal(rlock_permit_semaphore_try_acquire(p, 0, 60000, id, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(strlen(id), 32);
+    assert_int_equal(rlock_permit_semaphore_try_acquire(p, 0, 60000, none, &ok), RLOCK_OK);
+    assert_false(ok);
+    assert_string_equal(none, "");
+    assert_int_equal(rlock_permit_semaphore_release(p, id), RLOCK_OK);
+    assert_int_equal(rlock_permit_semaphore_try_release(p, id, &ok), RLOCK_OK);
+    assert_false(ok); /* released already */
+    rlock_permit_semaphore_free(p);
 }
 
 /* Runs the calls on a client of pool, counting what Redis and the
@@ -188,8 +206,8 @@ static void test_non_waiting_calls(void **state) {
     print_message("executor sent: direct %llu, handoff %llu; EVALSHA run %lld / %lld\n",
                   (unsigned long long)xd.sent, (unsigned long long)xh.sent, direct.n[0],
                   handoff.n[0]);
-    /* The latch's trySetCount is not a direct call: the loop's only. */
-    assert_int_equal(xd.sent, 1);
+    /* trySetCount and trySetPermits are not direct calls: the loop's only. */
+    assert_int_equal(xd.sent, 2);
     assert_true(xh.sent >= 12);
     assert_same_commands(&direct, &handoff);
     /* No leftovers: the same keys either way (the semaphores at 0, the
@@ -197,7 +215,13 @@ static void test_non_waiting_calls(void **state) {
     assert_int_equal(get_int(f, "direct:sem:d"), 0);
     assert_int_equal(get_int(f, "direct:sem:h"), 0);
     assert_int_equal(rt_redis_int(&f->redis, &g_probe, "EXISTS direct:latch:d direct:latch:h"), 0);
-    assert_int_equal(rt_redis_int(&f->redis, &g_probe, "DBSIZE"), 3); /* and sem:warm */
+    /* The permit semaphores' timeout sets are gone with their last permit. */
+    assert_int_equal(rt_redis_int(&f->redis, &g_probe,
+                                  "EXISTS {direct:permit:d}:timeout "
+                                  "{direct:permit:h}:timeout"),
+                     0);
+    /* sem and permit: d, h and warm */
+    assert_int_equal(rt_redis_int(&f->redis, &g_probe, "DBSIZE"), 6);
 }
 
 /* ---- 2. the waiting calls ------------------------------------------------------ */
@@ -308,6 +332,55 @@ static void test_waiting_await(void **state) {
     check_waiting(*state, false);
 }
 
+/* A permit semaphore's acquire that waits for a lease to end (no message:
+ * the try's answer gives the lease's end, and the call tries again then):
+ * the first try on the direct path, the retry on the loop, the commands
+ * the handoff path's. */
+static counts run_lease_wait(fx *f, int pool, rlock__executor_stats *x) {
+    rlock_client *c = client(f, pool);
+    rlock_client *other = client(f, HANDOFF);
+    char name[64];
+    snprintf(name, sizeof(name), "direct:permit:lease%d", pool);
+    rlock_permit_semaphore *p = rlock_get_permit_expirable_semaphore(c, name);
+    rlock_permit_semaphore *op = rlock_get_permit_expirable_semaphore(other, name);
+    bool ok = false;
+    char held[RLOCK_PERMIT_ID_MAX], id[RLOCK_PERMIT_ID_MAX];
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(op, 1, &ok), RLOCK_OK);
+    int64_t n = 0;
+    assert_int_equal(rlock_permit_semaphore_available_permits(p, &n), RLOCK_OK); /* warm */
+    assert_int_equal(rlock_permit_semaphore_try_acquire(op, 0, 700, held, &ok), RLOCK_OK);
+    assert_true(ok);
+    rt_sync_settle(other);
+    rlock__executor_stats x0 = rlock__client_stats(c);
+    counts a = snapshot(f);
+    int64_t t0 = rt_now_ms();
+    assert_int_equal(rlock_permit_semaphore_try_acquire(p, 5000, 60000, id, &ok), RLOCK_OK);
+    int64_t took = rt_now_ms() - t0;
+    assert_true(ok);
+    assert_true(took < 4000); /* at the lease's end, not the wait's */
+    char channel[128];
+    snprintf(channel, sizeof(channel), "redisson_sc:{%s}", name);
+    rt_sync_numsub_becomes(&f->redis, channel, 0, 10000);
+    counts d = delta(a, snapshot(f));
+    rlock__executor_stats x1 = rlock__client_stats(c);
+    x->sent = x1.sent - x0.sent;
+    assert_int_equal(rlock_permit_semaphore_release(p, id), RLOCK_OK);
+    rlock_permit_semaphore_free(p);
+    rlock_permit_semaphore_free(op);
+    return d;
+}
+
+static void test_waiting_lease_end(void **state) {
+    fx *f = *state;
+    rlock__executor_stats xd, xh;
+    counts handoff = run_lease_wait(f, HANDOFF, &xh);
+    counts direct = run_lease_wait(f, DIRECT, &xd);
+    print_message("executor sent: direct %llu, handoff %llu\n", (unsigned long long)xd.sent,
+                  (unsigned long long)xh.sent);
+    assert_same_commands(&direct, &handoff);
+    assert_int_equal(xd.sent + 1, xh.sent);
+}
+
 /* ---- 3. a late answer is not sent again ------------------------------------------ */
 
 #define LATE_TIMEOUT_MS 400
@@ -374,6 +447,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_non_waiting_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waiting_acquire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waiting_await, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waiting_lease_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_release_direct, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_release_handoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_count_down_direct, setup, teardown),

@@ -243,7 +243,7 @@ int rlock_latch_await(rlock_latch *l, int64_t wait_ms, bool *reached) {
     }
     int64_t v = 0;
     if (rc == RLOCK_OK) {
-        rc = rlock__sync_direct_wait(OBJ(l), &await_kind, 0, wait_ms, fn, &v);
+        rc = rlock__sync_direct_wait(OBJ(l), &await_kind, 0, wait_ms, fn, &v, NULL, 0);
     }
     if (rc == RLOCK_OK) {
         *reached = v != 0;

@@ -239,7 +239,7 @@ static int acquire_blocking(rlock_semaphore *s, int64_t permits, int64_t wait_ms
     if (f != NULL || permits == 0) { /* tryAcquire(0): true at once, nothing sent */
         return rlock__sync_block(f != NULL ? f : rlock__sync_value_future(1), fn, value, NULL, 0);
     }
-    return rlock__sync_direct_wait(OBJ(s), &acquire_kind, permits, wait_ms, fn, value);
+    return rlock__sync_direct_wait(OBJ(s), &acquire_kind, permits, wait_ms, fn, value, NULL, 0);
 }
 
 int rlock_semaphore_acquire(rlock_semaphore *s, int64_t permits) {

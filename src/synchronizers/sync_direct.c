@@ -71,18 +71,36 @@ int rlock__sync_direct_call(rlock *o, rlock__cmd *cmd, bool retry, const char *f
 
 /* The loop's waiting call from its start (its first try included). */
 static int loop_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
-                     const char *fn, int64_t *value) {
-    return rlock__sync_block(rlock__sync_wait_start(o, k, arg, wait_ms), fn, value, NULL, 0);
+                     const char *fn, int64_t *value, char *text, size_t cap) {
+    return rlock__sync_block(rlock__sync_wait_start(o, k, arg, wait_ms), fn, value, text, cap);
+}
+
+/* A first try that was done: its value, and its id as the loop's gives
+ * it (the future's text). */
+static int done_here(const rlock__sync_op *first, const rlock__sync_res *res, int64_t *value,
+                     char *text, size_t cap) {
+    if (value != NULL) {
+        *value = res->value;
+    }
+    if (text != NULL && cap > 0) {
+        char hex[2 * sizeof(first->id) + 1] = "";
+        if (first->has_id && res->value != 0) {
+            rlock__sync_id_hex(first->id, sizeof(first->id), hex);
+        }
+        snprintf(text, cap, "%s", hex);
+    }
+    return RLOCK_OK;
 }
 
 int rlock__sync_direct_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
-                            const char *fn, int64_t *value) {
+                            const char *fn, int64_t *value, char *text, size_t cap) {
     rlock_client *c = o->client;
     if (c->direct == NULL) {
-        return loop_wait(o, k, arg, wait_ms, fn, value);
+        return loop_wait(o, k, arg, wait_ms, fn, value, text, cap);
     }
     int64_t started_ms = rlock__now_ms();
-    /* The kinds here read only obj and arg from their op. */
+    /* The try reads obj and arg, and writes the id it sends (the permit
+     * semaphore's); the reply sets has_id. */
     rlock__sync_op first = {.obj = o, .kind = k, .arg = arg};
     rlock__cmd *cmd = k->try_cmd(&first);
     if (cmd == NULL) {
@@ -97,7 +115,7 @@ int rlock__sync_direct_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, in
     bool written = run(c, cmd, max_connect_ms, &err, &reply, msg, sizeof(msg));
     rlock__cmd_free(cmd);
     if (!written || (err != RLOCK_OK && !k->no_retry && unanswered(err))) {
-        return loop_wait(o, k, arg, wait_ms, fn, value);
+        return loop_wait(o, k, arg, wait_ms, fn, value, text, cap);
     }
     if (err != RLOCK_OK) {
         return failed(err, fn, msg); /* written: never sent again */
@@ -109,12 +127,14 @@ int rlock__sync_direct_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, in
     if (err != RLOCK_OK) {
         return failed(err, fn, why != NULL ? why : "");
     }
-    if (res.done || (wait_ms >= 0 && rlock__now_ms() >= started_ms + wait_ms)) {
-        if (value != NULL) {
-            *value = res.done ? res.value : 0; /* a wait that ran out: 0, as the loop's */
-        }
-        return RLOCK_OK;
+    if (res.done) {
+        return done_here(&first, &res, value, text, cap);
     }
-    return rlock__sync_block(rlock__sync_wait_start_after_try(o, k, arg, wait_ms, started_ms), fn,
-                             value, NULL, 0);
+    if (wait_ms >= 0 && rlock__now_ms() >= started_ms + wait_ms) {
+        res.value = 0; /* a wait that ran out: 0, as the loop's */
+        return done_here(&first, &res, value, text, cap);
+    }
+    return rlock__sync_block(
+        rlock__sync_wait_start_after_try(o, k, arg, wait_ms, started_ms, res.retry_ms), fn, value,
+        text, cap);
 }

@@ -26,10 +26,10 @@
  * number, as rlock__sync_call's. */
 int rlock__sync_direct_call(rlock *o, rlock__cmd *cmd, bool retry, const char *fn, int64_t *value);
 
-/* A waiting call of kind k (one whose try_reply never gives a retry time:
- * the semaphore's acquire, the latch's await), as rlock__sync_wait_start
- * then rlock__sync_block. */
+/* A waiting call of kind k, as rlock__sync_wait_start then
+ * rlock__sync_block (text: the permit id of a success, cap bytes). Kinds
+ * of one id at most (no ids_text). */
 int rlock__sync_direct_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
-                            const char *fn, int64_t *value);
+                            const char *fn, int64_t *value, char *text, size_t cap);
 
 #endif

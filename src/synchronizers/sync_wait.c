@@ -212,7 +212,7 @@ static void undo(rlock__sync_op *op) {
 }
 
 /* Redisson prints an id as ByteBufUtil.hexDump does: lowercase hex. */
-static void to_hex(const uint8_t *id, size_t n, char *out) {
+void rlock__sync_id_hex(const uint8_t *id, size_t n, char *out) {
     static const char digits[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
         out[2 * i] = digits[id[i] >> 4];
@@ -244,7 +244,7 @@ static void done(rlock__sync_op *op, int64_t value) {
     /* A success's text is the future's message slot (rlock_future_string). */
     char text[2 * sizeof(op->id) + 1];
     if (op->has_id) {
-        to_hex(op->id, sizeof(op->id), text);
+        rlock__sync_id_hex(op->id, sizeof(op->id), text);
     }
     if (!rlock__future_complete(&op->live.future, RLOCK_OK, value,
                                 op->has_id && value != 0 ? text : NULL)) {
@@ -518,7 +518,9 @@ static void start(void *arg) {
     }
     rlock__future_on_cancel(&op->live.future, on_cancel);
     if (op->after_try) {
-        not_yet(op, -1); /* the first try's answer is passed on, not sent again */
+        int64_t retry_ms;
+        memcpy(&retry_ms, rlock__sync_op_tail(op), sizeof(retry_ms));
+        not_yet(op, retry_ms); /* the first try's answer, not sent again */
     } else {
         send_try(op);
     }
@@ -544,8 +546,12 @@ rlock_future *rlock__sync_wait_start_sized(rlock *o, const rlock__sync_kind *k, 
 }
 
 rlock_future *rlock__sync_wait_start_after_try(rlock *o, const rlock__sync_kind *k, int64_t arg,
-                                               int64_t wait_ms, int64_t started_ms) {
-    return wait_start(o, k, arg, wait_ms, 0, NULL, 0, started_ms, true);
+                                               int64_t wait_ms, int64_t started_ms,
+                                               int64_t retry_ms) {
+    /* Its retry_ms rides in the tail: the kinds that wait after a direct
+     * try have none of their own, and the op has no room to spare. */
+    return wait_start(o, k, arg, wait_ms, sizeof(retry_ms), &retry_ms, sizeof(retry_ms), started_ms,
+                      true);
 }
 
 static rlock_future *wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
