@@ -14,7 +14,8 @@
  *   not sent again);
  * - a release or count-down whose answer is late (Redis stopped past
  *   timeout_ms) fails with RLOCK_ERR_TIMEOUT and is not sent again: the
- *   count changes once.
+ *   count changes once;
+ * - a GET with no answer in time is sent again, as the loop retries it.
  * Every wait is bounded. */
 #define _GNU_SOURCE
 
@@ -442,6 +443,64 @@ static void test_late_count_down_handoff(void **state) {
     check_late(*state, HANDOFF, false);
 }
 
+/* ---- 4. a read with no answer is retried, as on the loop -------------------------- */
+
+typedef struct resumer {
+    pthread_t thread;
+    rt_redis *redis;
+    int64_t after_ms;
+} resumer;
+
+static void *resumer_main(void *arg) {
+    resumer *r = arg;
+    rt_sleep_ms(r->after_ms);
+    rt_redis_resume(r->redis);
+    return NULL;
+}
+
+/* Redis stopped past timeout_ms but not past the retries: the GETs of
+ * available_permits and get_count are answered (the loop's path sends
+ * them again, as it would have retried its own). */
+static void check_read_retried(fx *f, int pool) {
+    rlock_config cfg = rt_config(f->redis.address);
+    cfg.timeout_ms = LATE_TIMEOUT_MS;
+    cfg.retry_attempts = 3;
+    cfg.retry_interval_ms = 50;
+    cfg.ping_connection_interval_ms = 0;
+    cfg.blocking_pool_size = pool;
+    rlock_client *c = rt_client(&cfg);
+    rlock_semaphore *s = rlock_get_semaphore(c, "direct:read:sem");
+    rlock_latch *l = rlock_get_count_down_latch(c, "direct:read:latch");
+    bool set = false;
+    int64_t n = 0;
+    assert_int_equal(rlock_semaphore_try_set_permits(s, 7, &set), RLOCK_OK);
+    assert_int_equal(rlock_latch_try_set_count(l, 5, &set), RLOCK_OK);
+    assert_int_equal(rlock_semaphore_available_permits(s, &n), RLOCK_OK); /* warm */
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(rt_redis_pause(&f->redis), 0);
+        resumer r = {.redis = &f->redis, .after_ms = LATE_TIMEOUT_MS + 250};
+        assert_int_equal(pthread_create(&r.thread, NULL, resumer_main, &r), 0);
+        n = -1;
+        int rc = i == 0 ? rlock_semaphore_available_permits(s, &n) : rlock_latch_get_count(l, &n);
+        pthread_join(r.thread, NULL);
+        print_message("pool %d: %s with Redis stopped %d ms: %s\n", pool,
+                      i == 0 ? "available_permits" : "get_count", LATE_TIMEOUT_MS + 250,
+                      rlock_err_name(rc));
+        assert_int_equal(rc, RLOCK_OK);
+        assert_int_equal(n, i == 0 ? 7 : 5);
+    }
+    rlock_semaphore_free(s);
+    rlock_latch_free(l);
+}
+
+static void test_read_retried_direct(void **state) {
+    check_read_retried(*state, DIRECT);
+}
+
+static void test_read_retried_handoff(void **state) {
+    check_read_retried(*state, HANDOFF);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_non_waiting_calls, setup, teardown),
@@ -452,6 +511,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_late_release_handoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_count_down_direct, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_count_down_handoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_retried_direct, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_retried_handoff, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
