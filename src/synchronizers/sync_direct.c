@@ -115,7 +115,9 @@ int rlock__sync_direct_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, in
     bool written = run(c, cmd, max_connect_ms, &err, &reply, msg, sizeof(msg));
     rlock__cmd_free(cmd);
     if (!written || (err != RLOCK_OK && !k->no_retry && unanswered(err))) {
-        return loop_wait(o, k, arg, wait_ms, fn, value, text, cap);
+        /* The wait still counts from the call's start. */
+        int64_t left = wait_ms < 0 ? wait_ms : wait_ms - (rlock__now_ms() - started_ms);
+        return loop_wait(o, k, arg, left < 0 && wait_ms >= 0 ? 0 : left, fn, value, text, cap);
     }
     if (err != RLOCK_OK) {
         return failed(err, fn, msg); /* written: never sent again */
