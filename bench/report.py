@@ -315,12 +315,76 @@ def targets(res):
         r = ratio(s6["rw"]["reads_per_s"], s6["lock"]["reads_per_s"])
         add("S6", "reads/s, read/write lock ÷ reentrant lock, P = 8", "≥ 3×", "%s vs %s" % (
             fmt(s6["rw"]["reads_per_s"]), fmt(s6["lock"]["reads_per_s"])), r, r >= 3)
+    s7_targets(res, add, rtt_p50)
     s6 = res.ok("S6", impl="rlock")
     if s6:
         bad = ["%s P = %d" % (x["variant"], x["procs"]) for x in s6 if not x.get("ok")]
         add("S6", "checks, every run", "no violation, counter = writes",
             "all %d runs" % len(s6) if not bad else "failed: " + ", ".join(bad), None, not bad)
     return out
+
+
+def s7_targets(res, add, rtt_p50):
+    """Issue 38 §3, the blocking semaphore calls at the speed of the wire: at
+    K = 1, against redis-semaphore (its best variant: the highest pairs/s, the
+    lowest CPU), and the handoff against two round trips plus the release's
+    and the acquire's scripts' Redis time. The floor every waiting process
+    waking on each release sets (one try per waiting process per release,
+    Redisson's protocol across processes) is reported beside them."""
+    for a in sorted(res.ok("S7", impl="rlock", variant="default", permits=1),
+                    key=lambda x: x["procs"]):
+        p = a["procs"]
+        peers = res.ok("S7", impl="redis-semaphore", procs=p, permits=1)
+        fast = max((x for x in peers if x.get("pairs_per_s")),
+                   key=lambda x: x["pairs_per_s"], default=None)
+        if fast and a.get("pairs_per_s"):
+            r = ratio(a["pairs_per_s"], fast["pairs_per_s"])
+            add("S7", "pairs/s vs redis-semaphore, P = %d, K = 1" % p,
+                "≥ 1.3 × redis-semaphore's best", "%s vs %s %s" % (
+                    fmt(a["pairs_per_s"]), label(fast), fmt(fast["pairs_per_s"])), r, r >= 1.3)
+        lean = min((x for x in peers if x.get("cpu_us_per_pair") is not None),
+                   key=lambda x: x["cpu_us_per_pair"], default=None)
+        if lean and a.get("cpu_us_per_pair") is not None and lean["cpu_us_per_pair"] > 0:
+            r = ratio(a["cpu_us_per_pair"], lean["cpu_us_per_pair"])
+            add("S7", "client CPU per pair vs redis-semaphore, P = %d, K = 1" % p,
+                "≤ 0.7 × redis-semaphore's lowest", "%s µs vs %s %s µs" % (
+                    fmt(a["cpu_us_per_pair"]), label(lean), fmt(lean["cpu_us_per_pair"])),
+                r, r <= 0.7)
+        h, script = a.get("handoff_p50_us"), a.get("server_us_per_script")
+        if h is not None and rtt_p50:
+            floor = 2 * rtt_p50 + 2 * (script or 0)
+            r = ratio(h, floor)
+            add("S7", "handoff p50, P = %d, K = 1" % p,
+                "≤ 2 round trips + 2 scripts' Redis time", "%s µs vs %s µs" % (fmt(h), fmt(floor)),
+                r, r <= 1.0, "Redis's time per script: %s µs (INFO commandstats)" % fmt(script)
+                if script else "the scripts' Redis time was not recorded (0 taken)")
+        free = max(res.ok("S7", impl="rlock", variant="default", procs=p),
+                   key=lambda x: x["permits"], default=None)
+        if (free and free["permits"] > 1 and a.get("cpu_us_per_pair") and
+                free.get("cpu_us_per_pair") is not None and a.get("evals_per_pair")):
+            # The herd: each release wakes every waiting process (one try
+            # each, all but one futile); K >= P has none, so the difference
+            # in EVALs and CPU per pair is its cost.
+            futile = a["evals_per_pair"] - free["evals_per_pair"]
+            herd = a["cpu_us_per_pair"] - free["cpu_us_per_pair"]
+            cap = 1e6 / a["cpu_us_per_pair"]
+            add("S7", "client CPU per pair, P = %d, K = 1, the waking processes' share" % p,
+                "(measured: the K = 1 floor)", "%s of %s µs" % (fmt(herd), fmt(
+                    a["cpu_us_per_pair"])), ratio(herd, a["cpu_us_per_pair"]), None,
+                "%s futile tries per pair (EVALs per pair at K = 1 minus at K = %d), %s µs of "
+                "client CPU each; on one client CPU that caps K = 1 at %s pairs/s" % (
+                    fmt(futile, 2), free["permits"], fmt(herd / futile if futile > 0 else None),
+                    fmt(cap)))
+        per_pair = a.get("server_us_per_pair")
+        if per_pair:
+            cap = 1e6 / per_pair
+            r = ratio(a["pairs_per_s"], cap)
+            add("S7", "pairs/s, P = %d, K = 1, Redis's floor" % p,
+                "≤ 1 / (Redis's script time per pair)", "%s vs %s" % (
+                    fmt(a["pairs_per_s"]), fmt(cap)), r, None,
+                "%s EVALs per pair: every waiting process tries once per release (a PUBLISH "
+                "reaches each process's subscription); the cap of a single-threaded Redis"
+                % fmt(a.get("evals_per_pair"), 2))
 
 
 def redisson_targets(res, add):

@@ -14,7 +14,8 @@ RELEASE_RETURNED_NS" per pair and reports its CPU over the window (cpu_s).
 Prints one JSON line: pairs per second (pairs finished over the span from
 the start to the last release), the acquire latency (call to return)
 p50/p99, the handoff p50/p99, the workers' CPU per pair, and Redis's calls
-per pair (INFO commandstats: scripts, SUBSCRIBEs, every command).
+per pair (INFO commandstats: scripts, SUBSCRIBEs, every command), and
+Redis's time per script and per pair (the scripts' usec over the window).
 
 The handoff is measured from the processes' shared clock: an acquire
 during which some release returned (between its call and its return) is
@@ -34,7 +35,7 @@ import sys
 import tempfile
 import time
 
-from s3_driver import percentile
+from s3_driver import percentile, script_stats
 from s6_driver import command_calls
 
 
@@ -69,6 +70,7 @@ def main():
     # warm-up on a name of its own are not counted.
     time.sleep(max(start_at - time.monotonic_ns(), 0) / 1e9)
     before = command_calls(a.addr)
+    scripts0 = script_stats(a.addr)
 
     deadline = start_at / 1e9 + a.seconds + 60
     timed_out = False
@@ -90,6 +92,13 @@ def main():
         reports.append((p.returncode, report))
 
     after = command_calls(a.addr)
+    scripts1 = script_stats(a.addr)
+    # Redis's time per script over the window: the handoff's floor is two
+    # round trips plus the release's and the acquire's scripts, and a
+    # single-threaded Redis caps pairs/s at 1 / (scripts per pair x this).
+    script_us = None
+    if scripts0 and scripts1 and scripts1[0] > scripts0[0]:
+        script_us = round((scripts1[1] - scripts0[1]) / (scripts1[0] - scripts0[0]), 2)
 
     def calls(*names):
         return sum(after.get(n, 0) - before.get(n, 0) for n in names)
@@ -135,6 +144,9 @@ def main():
         "evals_per_pair": round(calls("evalsha", "eval") / max(n, 1), 2),
         "subscribes_per_pair": round(calls("subscribe") / max(n, 1), 3),
         "cmds_per_pair": round(all_calls / max(n, 1), 2),
+        "server_us_per_script": script_us,
+        "server_us_per_pair": round(script_us * calls("evalsha", "eval") / n, 2)
+        if script_us is not None and n else None,
         "errors": total("errors"), "failed_workers": len(failed), "timed_out": timed_out,
     }
     if settings is not None:

@@ -8,6 +8,7 @@
 #include "rlock/errors.h"
 #include "rlock/latch.h"
 #include "rlock__scripts_all.h"
+#include "sync_direct.h"
 #include "sync_object.h"
 #include "sync_slots.h"
 #include "sync_wait.h"
@@ -217,7 +218,8 @@ int rlock_latch_count_down(rlock_latch *l) {
     if (rc != RLOCK_OK) {
         return rc;
     }
-    return rlock__sync_block(rlock__sync_call(OBJ(l), count_down_cmd(OBJ(l))), fn, NULL, NULL, 0);
+    /* evalWriteNoRetryAsync: a count-down with no answer may have run */
+    return rlock__sync_direct_call(OBJ(l), count_down_cmd(OBJ(l)), false, fn, NULL);
 }
 
 int rlock_latch_get_count(rlock_latch *l, int64_t *count) {
@@ -227,8 +229,7 @@ int rlock_latch_get_count(rlock_latch *l, int64_t *count) {
     }
     int rc = rlock__sync_check_blocking(OBJ(l), fn, count != NULL);
     return rc != RLOCK_OK ? rc
-                          : rlock__sync_block(rlock__sync_call(OBJ(l), get_count_cmd(OBJ(l))), fn,
-                                              count, NULL, 0);
+                          : rlock__sync_direct_call(OBJ(l), get_count_cmd(OBJ(l)), true, fn, count);
 }
 
 int rlock_latch_await(rlock_latch *l, int64_t wait_ms, bool *reached) {
@@ -242,8 +243,7 @@ int rlock_latch_await(rlock_latch *l, int64_t wait_ms, bool *reached) {
     }
     int64_t v = 0;
     if (rc == RLOCK_OK) {
-        rc = rlock__sync_block(rlock__sync_wait_start(OBJ(l), &await_kind, 0, wait_ms), fn, &v,
-                               NULL, 0);
+        rc = rlock__sync_direct_wait(OBJ(l), &await_kind, 0, wait_ms, fn, &v, NULL, 0);
     }
     if (rc == RLOCK_OK) {
         *reached = v != 0;

@@ -16,6 +16,7 @@
 #include "rlock/errors.h"
 #include "rlock/permit_semaphore.h"
 #include "rlock__scripts_all.h"
+#include "sync_direct.h"
 #include "sync_object.h"
 #include "sync_slots.h"
 #include "sync_then.h"
@@ -356,8 +357,8 @@ int rlock_permit_semaphore_acquire(rlock_permit_semaphore *s, int64_t lease_ms,
         rc = check_lease(fn, lease_ms);
     }
     return rc != RLOCK_OK ? rc
-                          : rlock__sync_block(acquire_async(s, -1, lease_ms, fn), fn, NULL, id,
-                                              RLOCK_PERMIT_ID_MAX);
+                          : rlock__sync_direct_wait(OBJ(s), &acquire_kind, lease_ms, -1, fn, NULL,
+                                                    id, RLOCK_PERMIT_ID_MAX);
 }
 
 int rlock_permit_semaphore_try_acquire(rlock_permit_semaphore *s, int64_t wait_ms, int64_t lease_ms,
@@ -378,8 +379,8 @@ int rlock_permit_semaphore_try_acquire(rlock_permit_semaphore *s, int64_t wait_m
     }
     int64_t v = 0;
     if (rc == RLOCK_OK) {
-        rc = rlock__sync_block(acquire_async(s, wait_ms, lease_ms, fn), fn, &v, id,
-                               RLOCK_PERMIT_ID_MAX);
+        rc = rlock__sync_direct_wait(OBJ(s), &acquire_kind, lease_ms, wait_ms, fn, &v, id,
+                                     RLOCK_PERMIT_ID_MAX);
     }
     if (rc == RLOCK_OK) {
         *acquired = v != 0;
@@ -418,9 +419,8 @@ int rlock_permit_semaphore_try_release(rlock_permit_semaphore *s, const char *id
     int64_t v = 0;
     if (rc == RLOCK_OK) {
         /* tryReleaseAsync: syncedEvalWithRetry */
-        rc = rlock__sync_block(
-            rlock__sync_call(OBJ(s), rlock__synced_with_retry(try_release_cmd(OBJ(s), raw, len))),
-            fn, &v, NULL, 0);
+        rc = rlock__sync_direct_call(
+            OBJ(s), rlock__synced_with_retry(try_release_cmd(OBJ(s), raw, len)), true, fn, &v);
     }
     if (rc == RLOCK_OK) {
         *released = v != 0;

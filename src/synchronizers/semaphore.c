@@ -7,6 +7,7 @@
 #include "rlock/errors.h"
 #include "rlock/semaphore.h"
 #include "rlock__scripts_all.h"
+#include "sync_direct.h"
 #include "sync_object.h"
 #include "sync_slots.h"
 #include "sync_wait.h"
@@ -204,16 +205,17 @@ static rlock_future *add_permits_async(rlock_semaphore *s, int64_t permits, cons
                                        OBJ(s), &rlock__script_semaphore_add_permits, permits)));
 }
 
-static rlock_future *available_permits_async(rlock_semaphore *s, const char *fn) {
-    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
-    if (f != NULL) {
-        return f;
-    }
+static rlock__cmd *available_permits_cmd(rlock_semaphore *s) {
     rlock__args a; /* availablePermitsAsync: GET name */
     rlock__args_init(&a);
     rlock__args_lit(&a, "GET");
     rlock__args_str(&a, rlock__name_of(OBJ(s)), OBJ(s)->name_len);
-    return rlock__sync_call(OBJ(s), rlock__args_command(&a));
+    return rlock__args_command(&a);
+}
+
+static rlock_future *available_permits_async(rlock_semaphore *s, const char *fn) {
+    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
+    return f != NULL ? f : rlock__sync_call(OBJ(s), available_permits_cmd(s));
 }
 
 static rlock_future *drain_permits_async(rlock_semaphore *s, const char *fn) {
@@ -230,11 +232,20 @@ static rlock_future *drain_permits_async(rlock_semaphore *s, const char *fn) {
 
 /* ---- blocking forms ---------------------------------------------------------------- */
 
+/* acquire and tryAcquire on the direct path (sync_direct.h). */
+static int acquire_blocking(rlock_semaphore *s, int64_t permits, int64_t wait_ms, const char *fn,
+                            int64_t *value) {
+    rlock_future *f = refuse_permits(s, permits, fn);
+    if (f != NULL || permits == 0) { /* tryAcquire(0): true at once, nothing sent */
+        return rlock__sync_block(f != NULL ? f : rlock__sync_value_future(1), fn, value, NULL, 0);
+    }
+    return rlock__sync_direct_wait(OBJ(s), &acquire_kind, permits, wait_ms, fn, value, NULL, 0);
+}
+
 int rlock_semaphore_acquire(rlock_semaphore *s, int64_t permits) {
     const char *fn = "rlock_semaphore_acquire";
     int rc = rlock__sync_check_blocking(OBJ(s), fn, true);
-    return rc != RLOCK_OK ? rc
-                          : rlock__sync_block(acquire_async(s, permits, -1, fn), fn, NULL, NULL, 0);
+    return rc != RLOCK_OK ? rc : acquire_blocking(s, permits, -1, fn, NULL);
 }
 
 int rlock_semaphore_try_acquire(rlock_semaphore *s, int64_t permits, int64_t wait_ms,
@@ -249,7 +260,7 @@ int rlock_semaphore_try_acquire(rlock_semaphore *s, int64_t permits, int64_t wai
     }
     int64_t v = 0;
     if (rc == RLOCK_OK) {
-        rc = rlock__sync_block(acquire_async(s, permits, wait_ms, fn), fn, &v, NULL, 0);
+        rc = acquire_blocking(s, permits, wait_ms, fn, &v);
     }
     if (rc == RLOCK_OK) {
         *acquired = v != 0;
@@ -264,11 +275,11 @@ int rlock_semaphore_release(rlock_semaphore *s, int64_t permits) {
         return rc;
     }
     rlock_future *f = refuse_permits(s, permits, fn);
-    if (f == NULL) {
-        f = permits == 0 ? rlock__sync_value_future(0)
-                         : rlock__sync_call(OBJ(s), release_cmd(OBJ(s), permits));
+    if (f != NULL || permits == 0) { /* release(0): done at once, nothing sent */
+        return rlock__sync_block(f != NULL ? f : rlock__sync_value_future(0), fn, NULL, NULL, 0);
     }
-    return rlock__sync_block(f, fn, NULL, NULL, 0);
+    /* syncedEvalNoRetry: a release with no answer may have run */
+    return rlock__sync_direct_call(OBJ(s), release_cmd(OBJ(s), permits), false, fn, NULL);
 }
 
 int rlock_semaphore_try_set_permits(rlock_semaphore *s, int64_t permits, bool *set) {
@@ -300,8 +311,10 @@ int rlock_semaphore_available_permits(rlock_semaphore *s, int64_t *permits) {
         *permits = 0;
     }
     int rc = rlock__sync_check_blocking(OBJ(s), fn, permits != NULL);
-    return rc != RLOCK_OK ? rc
-                          : rlock__sync_block(available_permits_async(s, fn), fn, permits, NULL, 0);
+    /* a GET: retried, as the loop's */
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_direct_call(OBJ(s), available_permits_cmd(s), true, fn, permits);
 }
 
 int rlock_semaphore_drain_permits(rlock_semaphore *s, int64_t *drained) {

@@ -212,7 +212,7 @@ static void undo(rlock__sync_op *op) {
 }
 
 /* Redisson prints an id as ByteBufUtil.hexDump does: lowercase hex. */
-static void to_hex(const uint8_t *id, size_t n, char *out) {
+void rlock__sync_id_hex(const uint8_t *id, size_t n, char *out) {
     static const char digits[] = "0123456789abcdef";
     for (size_t i = 0; i < n; i++) {
         out[2 * i] = digits[id[i] >> 4];
@@ -244,7 +244,7 @@ static void done(rlock__sync_op *op, int64_t value) {
     /* A success's text is the future's message slot (rlock_future_string). */
     char text[2 * sizeof(op->id) + 1];
     if (op->has_id) {
-        to_hex(op->id, sizeof(op->id), text);
+        rlock__sync_id_hex(op->id, sizeof(op->id), text);
     }
     if (!rlock__future_complete(&op->live.future, RLOCK_OK, value,
                                 op->has_id && value != 0 ? text : NULL)) {
@@ -517,7 +517,13 @@ static void start(void *arg) {
         return;
     }
     rlock__future_on_cancel(&op->live.future, on_cancel);
-    send_try(op);
+    if (op->after_try) {
+        int64_t retry_ms;
+        memcpy(&retry_ms, rlock__sync_op_tail(op), sizeof(retry_ms));
+        not_yet(op, retry_ms); /* the first try's answer, not sent again */
+    } else {
+        send_try(op);
+    }
 }
 
 rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg,
@@ -529,9 +535,28 @@ void *rlock__sync_op_tail(rlock__sync_op *op) {
     return op + 1;
 }
 
+static rlock_future *wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
+                                size_t tail, const void *init, size_t init_len, int64_t started_ms,
+                                bool after_try);
+
 rlock_future *rlock__sync_wait_start_sized(rlock *o, const rlock__sync_kind *k, int64_t arg,
                                            int64_t wait_ms, size_t tail, const void *init,
                                            size_t init_len) {
+    return wait_start(o, k, arg, wait_ms, tail, init, init_len, rlock__now_ms(), false);
+}
+
+rlock_future *rlock__sync_wait_start_after_try(rlock *o, const rlock__sync_kind *k, int64_t arg,
+                                               int64_t wait_ms, int64_t started_ms,
+                                               int64_t retry_ms) {
+    /* Its retry_ms rides in the tail: the kinds that wait after a direct
+     * try have none of their own, and the op has no room to spare. */
+    return wait_start(o, k, arg, wait_ms, sizeof(retry_ms), &retry_ms, sizeof(retry_ms), started_ms,
+                      true);
+}
+
+static rlock_future *wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
+                                size_t tail, const void *init, size_t init_len, int64_t started_ms,
+                                bool after_try) {
     rlock_client *c = o->client;
     rlock_future *f = rlock__future_new_sized(c->loop, sizeof(rlock__sync_op) + tail);
     if (f == NULL) {
@@ -545,7 +570,8 @@ rlock_future *rlock__sync_wait_start_sized(rlock *o, const rlock__sync_kind *k, 
     op->kind = k;
     op->arg = arg;
     op->has_deadline = wait_ms >= 0;
-    op->deadline_ms = rlock__now_ms() + (wait_ms >= 0 ? wait_ms : 0); /* counts from the call */
+    op->deadline_ms = started_ms + (wait_ms >= 0 ? wait_ms : 0); /* counts from the call */
+    op->after_try = after_try;
     rlock__deadline_init_kind(&op->timer, RLOCK__DEADLINE_SYNC);
     rlock__wait_init(&op->wait);
     rlock__list_init(&op->live.node);

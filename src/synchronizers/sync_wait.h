@@ -83,6 +83,9 @@ struct rlock__sync_op {
     bool cancelled : 1;
     bool has_id : 1; /* the value's text is id, in hex (a permit id) */
     bool resend : 1; /* the timer sends the try again (unsynced_tries) */
+    /* the first try ran on the caller's thread: start with the wait (its
+     * retry_ms in the op's tail) */
+    bool after_try : 1;
     /* tries no replica confirmed, in a row: up to retry_attempts, which
      * may be 1000 (a uint8_t wrapped at 256 and tried for good) */
     uint16_t unsynced_tries;
@@ -101,6 +104,20 @@ rlock_future *rlock__sync_wait_start_sized(rlock *o, const rlock__sync_kind *k, 
                                            int64_t wait_ms, size_t tail, const void *init,
                                            size_t init_len);
 void *rlock__sync_op_tail(rlock__sync_op *op);
+
+/* The same after a first try the calling thread made itself (the direct
+ * path, sync_direct.h) that was not done, with the retry_ms its answer
+ * gave (-1: on a wake-up only): the call starts with the wait
+ * (joins the channel, tries again once subscribed), as the loop's path
+ * does after its first try, so the commands sent are the same. started_ms:
+ * when the call began (its wait counts from then). */
+rlock_future *rlock__sync_wait_start_after_try(rlock *o, const rlock__sync_kind *k, int64_t arg,
+                                               int64_t wait_ms, int64_t started_ms,
+                                               int64_t retry_ms);
+
+/* An id as Redisson prints it (ByteBufUtil.hexDump: lowercase hex), n
+ * bytes into out (2n + 1). */
+void rlock__sync_id_hex(const uint8_t *id, size_t n, char *out);
 
 /* LongCodec's reading of a reply into *out: an integer, a string that is
  * one whole (optional '-', digits, in int64 range), 0 for nil or anything

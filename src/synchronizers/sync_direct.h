@@ -1,0 +1,35 @@
+/* The synchronizers' blocking calls on the direct path (direct.h), with
+ * the locks' rules (base_lock_direct.c, docs/runtime.md §2): the calling
+ * thread writes the call's command on a connection of its own and reads
+ * the answer, instead of handing it to the I/O thread and sleeping until
+ * that thread wakes it. The commands are the loop's path's, one for one:
+ *  - nothing written (no connection now): the loop's path, which retries;
+ *  - written and answered: that answer, never sent again;
+ *  - written, no answer within timeout_ms: a command the loop's path
+ *    retries (retry; a waiting kind's try without no_retry) goes on as the
+ *    loop's operation, which sends it again as its retry would; one it
+ *    never sends twice (a release, a count-down, an acquire's try) fails
+ *    with RLOCK_ERR_TIMEOUT or RLOCK_ERR_CONNECTION.
+ * A waiting call whose first try was not done goes on as the loop's
+ * waiting call, starting with the wait (that try is not sent again).
+ * Without a pool (blocking_pool_size 0, Sentinel, an application loop)
+ * both are the loop's path. Each sets rlock_last_error() naming fn. */
+#ifndef RLOCK_SYNC_DIRECT_H
+#define RLOCK_SYNC_DIRECT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "sync_wait.h"
+
+/* One command (taken; NULL: out of memory) whose value is the reply's
+ * number, as rlock__sync_call's. */
+int rlock__sync_direct_call(rlock *o, rlock__cmd *cmd, bool retry, const char *fn, int64_t *value);
+
+/* A waiting call of kind k, as rlock__sync_wait_start then
+ * rlock__sync_block (text: the permit id of a success, cap bytes). Kinds
+ * of one id at most (no ids_text). */
+int rlock__sync_direct_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
+                            const char *fn, int64_t *value, char *text, size_t cap);
+
+#endif
