@@ -16,6 +16,7 @@
 #include "direct.h"
 #include "resp.h"
 #include "rlock/errors.h"
+#include "script_seen.h"
 #include "sync_connect.h"
 #include "tls_blocking.h"
 
@@ -29,8 +30,9 @@ struct rlock__direct_conn {
     int unread;         /* answers of rlock__direct_send still to drop */
     int64_t timeout_ms; /* a reply's time, from when it is waited for */
     bool failed;
-    bool timed_out;  /* plain: the last read's deadline passed */
-    uint64_t target; /* rlock__direct.target when it was made */
+    bool timed_out;          /* plain: the last read's deadline passed */
+    uint64_t target;         /* rlock__direct.target when it was made */
+    rlock__script_seen seen; /* scripts sent in full on this connection */
 };
 
 struct rlock__direct {
@@ -415,13 +417,37 @@ static int read_answer(rlock__direct_conn *dc, int64_t deadline_ms, redisReply *
     return RLOCK_OK;
 }
 
-bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *msg, size_t msglen) {
+/* Writes a script call with its body (EVAL) in place of its SHA-1. */
+static bool write_with_body(rlock__direct_conn *dc, int argc, const char *const *argv,
+                            const size_t *argvlen, const rlock__script *script) {
+    const char *eval[argc];
+    size_t evallen[argc];
+    memcpy(eval, argv, sizeof(eval));
+    memcpy(evallen, argvlen, sizeof(evallen));
+    eval[0] = "EVAL";
+    evallen[0] = 4;
+    eval[1] = script->body;
+    evallen[1] = script->len;
+    return write_command(dc, argc, eval, evallen);
+}
+
+/* Writes cmd; a script's first call on this connection carries its body
+ * (script_seen.h), as the executor's does. */
+static bool write_cmd(rlock__direct_conn *dc, const rlock__cmd *cmd) {
     int argc;
     const char *const *argv;
     const size_t *argvlen;
     const rlock__script *script;
     rlock__cmd_view(cmd, &argc, &argv, &argvlen, &script);
-    if (!write_command(dc, argc, (const char **)argv, argvlen)) {
+    bool sha = script != NULL && argvlen[0] == 7; /* EVALSHA, not already EVAL */
+    if (sha && !rlock__script_seen_or_add(&dc->seen, script)) {
+        return write_with_body(dc, argc, argv, argvlen, script);
+    }
+    return write_command(dc, argc, (const char **)argv, argvlen);
+}
+
+bool rlock__direct_write(rlock__direct_conn *dc, const rlock__cmd *cmd, char *msg, size_t msglen) {
+    if (!write_cmd(dc, cmd)) {
         snprintf(msg, msglen, "%.200s", conn_errstr(dc));
         return false;
     }
@@ -444,15 +470,7 @@ int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, int64_t de
          * ran, so send the body. */
         freeReplyObject(rep);
         rep = NULL;
-        const char *eval[argc];
-        size_t evallen[argc];
-        memcpy(eval, cargv, sizeof(eval));
-        memcpy(evallen, cargvlen, sizeof(evallen));
-        eval[0] = "EVAL";
-        evallen[0] = 4;
-        eval[1] = script->body;
-        evallen[1] = script->len;
-        if (write_command(dc, argc, eval, evallen)) {
+        if (write_with_body(dc, argc, cargv, cargvlen, script)) {
             rc = read_answer(dc, deadline_ms, &rep, msg, msglen);
         } else {
             snprintf(msg, msglen, "%.200s", conn_errstr(dc));
@@ -470,12 +488,7 @@ int rlock__direct_read(rlock__direct_conn *dc, const rlock__cmd *cmd, int64_t de
 }
 
 void rlock__direct_send(rlock__direct_conn *dc, const rlock__cmd *cmd) {
-    int argc;
-    const char *const *argv;
-    const size_t *argvlen;
-    const rlock__script *script;
-    rlock__cmd_view(cmd, &argc, &argv, &argvlen, &script);
-    if (write_command(dc, argc, (const char **)argv, argvlen)) {
+    if (write_cmd(dc, cmd)) {
         dc->unread++;
     }
 }

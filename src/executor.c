@@ -9,6 +9,7 @@
 
 #include "resp.h"
 #include "rlock/errors.h"
+#include "script_seen.h"
 
 enum cmd_state { CMD_NEW, CMD_WAITING, CMD_SENT, CMD_PAUSED };
 
@@ -56,8 +57,9 @@ struct rlock__executor {
     const rlock_config *cfg;
     const rlock__logger *log;
     rlock__loop *loop;
-    rlock__list all;     /* every submitted, unfinished command */
-    rlock__list waiting; /* waiting for a ready connection, in order */
+    rlock__script_seen seen; /* scripts sent in full since the connection was ready */
+    rlock__list all;         /* every submitted, unfinished command */
+    rlock__list waiting;     /* waiting for a ready connection, in order */
     /* Written and waiting for their reply, in the order written: each has
      * timeout_ms from its write, so the first is the first to time out,
      * and one timer (armed for it) serves them all. A command's own timer
@@ -510,6 +512,15 @@ static bool follow_redirect(rlock__cmd *cmd, const char *err) {
     return true;
 }
 
+/* From now on the command carries its script's body (EVAL). */
+static void send_body(rlock__cmd *cmd) {
+    cmd->use_eval = true;
+    cmd->argv[0] = "EVAL";
+    cmd->argvlen[0] = 4;
+    cmd->argv[1] = cmd->script->body;
+    cmd->argvlen[1] = cmd->script->len;
+}
+
 static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
     sent *s = privdata;
     rlock__cmd *cmd = s->cmd;
@@ -535,11 +546,7 @@ static void on_reply(redisAsyncContext *ac, void *r, void *privdata) {
             /* The server forgot the script (SCRIPT FLUSH, restart): send the
              * body; EVAL also caches it for the next EVALSHA. */
             detach(cmd); /* the WAIT behind it is sent again with it */
-            cmd->use_eval = true;
-            cmd->argv[0] = "EVAL";
-            cmd->argvlen[0] = 4;
-            cmd->argv[1] = cmd->script->body;
-            cmd->argvlen[1] = cmd->script->len;
+            send_body(cmd);
             start_attempt(cmd);
             return;
         }
@@ -588,6 +595,10 @@ static void send_now(rlock__cmd *cmd) {
         if (rlock__conn_send(x->conn, ignore_reply, NULL, 1, asking, asking_len) == RLOCK_OK) {
             cmd->asking = false;
         }
+    }
+    if (cmd->script != NULL && !cmd->use_eval &&
+        !rlock__script_seen_or_add(&x->seen, cmd->script)) {
+        send_body(cmd); /* its first call on this connection: see script_seen.h */
     }
     if (rlock__conn_send(x->conn, on_reply, s, cmd->argc, cmd->argv, cmd->argvlen) != RLOCK_OK) {
         free(s);
@@ -762,7 +773,8 @@ void rlock__executor_on_ready(rlock__executor *x) {
     /* No SCRIPT LOAD here: a script reaches the server when a call first
      * needs it (EVALSHA, then EVAL on NOSCRIPT, as Redisson), so a process
      * that takes one lock sends one lock's scripts, not the library's. */
-    x->replicas = -1; /* maybe a new master (failover) */
+    rlock__script_seen_clear(&x->seen); /* maybe another server, or restarted */
+    x->replicas = -1;                   /* maybe a new master (failover) */
     request_info(x);
     /* Detach first: a callback run from here may queue new commands. */
     rlock__list pending;

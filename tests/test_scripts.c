@@ -58,19 +58,24 @@ static void test_embedded_sha_matches_redis(void **state) {
     assert_string_equal(rt_script_add.name, "add");
 }
 
-/* A loaded script runs by EVALSHA alone. */
+/* A script's first call on a connection carries its body (EVAL), even
+ * when the server holds it already: the call runs at once, in its place
+ * among the pipelined commands (src/script_seen.h). Every later call is
+ * an EVALSHA alone. */
 static void test_evalsha_when_loaded(void **state) {
     fx *f = *state;
     redisReply *r =
         rt_redis_command(&f->redis, "SCRIPT LOAD %b", rt_script_add.body, rt_script_add.len);
     freeReplyObject(r);
-    int64_t v = 0;
-    assert_int_equal(rt_finish(rt_eval(f->client, &rt_script_add, 0, "40", "2", NULL), &v),
-                     RLOCK_OK);
-    assert_int_equal(v, 42);
+    for (int i = 0; i < 3; i++) {
+        int64_t v = 0;
+        assert_int_equal(rt_finish(rt_eval(f->client, &rt_script_add, 0, "40", "2", NULL), &v),
+                         RLOCK_OK);
+        assert_int_equal(v, 42);
+    }
     rlock__executor_stats s = rlock__client_stats(f->client);
-    assert_int_equal(s.evalsha, 1);
-    assert_int_equal(s.eval, 0);
+    assert_int_equal(s.evalsha, 2);
+    assert_int_equal(s.eval, 1);
 }
 
 /* After SCRIPT FLUSH the EVALSHA gets NOSCRIPT and the body is sent once;
