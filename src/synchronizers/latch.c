@@ -172,7 +172,8 @@ static int bool_call(rlock_latch *l, const char *fn, bool *out,
         return rc;
     }
     int64_t v = 0;
-    rc = rlock__sync_block(rlock__sync_call(OBJ(l), make(OBJ(l), arg)), fn, &v, NULL, 0);
+    /* trySetCount, delete: evalWriteAsync, retried (docs/synchronizers.md §8) */
+    rc = rlock__sync_direct_call(OBJ(l), make(OBJ(l), arg), true, fn, &v);
     if (rc == RLOCK_OK) {
         *out = v != 0;
     }

@@ -461,11 +461,12 @@ int rlock_permit_semaphore_update_lease_time(rlock_permit_semaphore *s, const ch
     int64_t v = 0;
     if (rc == RLOCK_OK) {
         int64_t expiry = expiry_of(lease_ms);
-        rc = rlock__sync_block(
-            rlock__sync_call(OBJ(s), rlock__synced_with_retry(timeout_first_cmd(
-                                         OBJ(s), &rlock__script_permit_semaphore_update_lease_time,
-                                         raw, len, &expiry))),
-            fn, &v, NULL, 0);
+        /* updateLeaseTimeAsync: syncedEvalWithRetry */
+        rc = rlock__sync_direct_call(
+            OBJ(s),
+            rlock__synced_with_retry(timeout_first_cmd(
+                OBJ(s), &rlock__script_permit_semaphore_update_lease_time, raw, len, &expiry)),
+            true, fn, &v);
     }
     if (rc == RLOCK_OK) {
         *updated = v != 0;
@@ -482,9 +483,9 @@ static int number_call(rlock_permit_semaphore *s, const char *fn, bool out_ok,
     if (rc == RLOCK_OK && what != NULL) {
         rc = rlock__check_lua_number(fn, what, arg);
     }
-    return rc != RLOCK_OK
-               ? rc
-               : rlock__sync_block(rlock__sync_call(OBJ(s), make(OBJ(s), arg)), fn, value, NULL, 0);
+    /* syncedEvalWithRetry or evalWriteAsync: each retried (docs/synchronizers.md §8) */
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_direct_call(OBJ(s), make(OBJ(s), arg), true, fn, value);
 }
 
 /* The writes are syncedEvalWithRetry; the counts evalWriteAsync (no WAIT). */
