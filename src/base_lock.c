@@ -70,6 +70,24 @@ bool rlock__on_own_io_thread(const rlock *l) {
     return false;
 }
 
+int rlock__check_blocking(const rlock *l, const char *fn, bool out_ok, const char *handle) {
+    if (l == NULL || !out_ok) {
+        rlock__set_error_message("%s: %s is NULL", fn, l == NULL ? handle : "the result pointer");
+        return RLOCK_ERR_INVALID;
+    }
+    int rc = rlock__check_client(l, fn);
+    if (rc != RLOCK_OK) {
+        return rc;
+    }
+    if (rlock__on_own_io_thread(l)) {
+        rlock__set_error_message("%s: called on the client's I/O thread, where it could never "
+                                 "finish; use the async form",
+                                 fn);
+        return RLOCK_ERR_WRONG_THREAD;
+    }
+    return RLOCK_OK;
+}
+
 /* NULL when l's client can take the call; else the failed future (the
  * client was destroyed, this is a forked child or the wrong thread).
  * Nothing of the client's but its flags is touched: its loop may be

@@ -24,6 +24,12 @@ int rlock__check_client(const rlock *l, const char *fn);
  * sub-locks' clients), where a blocking call could never finish. */
 bool rlock__on_own_io_thread(const rlock *l);
 
+/* What every blocking call checks before it sends anything: l and the
+ * result pointer (out_ok false: NULL) given, the client callable from
+ * here, and not its own I/O thread. handle: what l is called in the
+ * message when NULL ("lock", "the handle"). */
+int rlock__check_blocking(const rlock *l, const char *fn, bool out_ok, const char *handle);
+
 /* Every lock and try-lock call (token: the value is the fencing token). */
 rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
                              bool is_try, bool token, const char *fn);

@@ -13,21 +13,7 @@
 
 /* Checks what every blocking call needs before it sends anything. */
 static int check_blocking(const rlock *l, const char *fn, bool out_ok) {
-    if (l == NULL || !out_ok) {
-        rlock__set_error_message("%s: %s is NULL", fn, l == NULL ? "lock" : "the result pointer");
-        return RLOCK_ERR_INVALID;
-    }
-    int rc = rlock__check_client(l, fn);
-    if (rc != RLOCK_OK) {
-        return rc;
-    }
-    if (rlock__on_own_io_thread(l)) {
-        rlock__set_error_message("%s: called on the client's I/O thread, where it could never "
-                                 "finish; use the async form",
-                                 fn);
-        return RLOCK_ERR_WRONG_THREAD;
-    }
-    return RLOCK_OK;
+    return rlock__check_blocking(l, fn, out_ok, "lock");
 }
 
 /* Makes the thread's last error message name the blocking function fn,

@@ -42,24 +42,11 @@ static rlock *one_slot(rlock *o, const char *fn) {
     if (o == NULL) {
         return NULL;
     }
-    char own[256];
-    size_t cap = channel_len(o) + 1;
-    char *ch = cap <= sizeof(own) ? own : malloc(cap);
-    bool ok = ch != NULL;
-    if (ok) {
-        rlock__sync_name names[] = {{"key", rlock__name_of(o), o->name_len},
-                                    {"channel", ch, channel(o, ch, cap)}};
-        ok = rlock__sync_one_slot(o, fn, names, 2);
-    } else {
-        rlock__set_error_message("%s: out of memory", fn);
-    }
-    if (ch != own) {
-        free(ch);
-    }
-    if (!ok) {
+    if (!rlock__sync_name_and_channel_one_slot(o, fn, channel_len(o), channel)) {
         rlock__sync_free(o);
+        return NULL;
     }
-    return ok ? o : NULL;
+    return o;
 }
 
 rlock_latch *rlock_get_count_down_latch_n(rlock_client *c, const char *name, size_t len) {
@@ -172,7 +159,8 @@ static int bool_call(rlock_latch *l, const char *fn, bool *out,
         return rc;
     }
     int64_t v = 0;
-    rc = rlock__sync_block(rlock__sync_call(OBJ(l), make(OBJ(l), arg)), fn, &v, NULL, 0);
+    /* trySetCount, delete: evalWriteAsync, retried (docs/synchronizers.md §8) */
+    rc = rlock__sync_direct_call(OBJ(l), make(OBJ(l), arg), true, fn, &v);
     if (rc == RLOCK_OK) {
         *out = v != 0;
     }
@@ -290,8 +278,5 @@ rlock_future *rlock_latch_is_exists_async(rlock_latch *l) {
 }
 
 int rlock_latch_is_exists(rlock_latch *l, bool *exists) {
-    const char *fn = "rlock_latch_is_exists";
-    int rc = rlock__sync_begin_bool(OBJ(l), fn, exists);
-    return rc != RLOCK_OK ? rc
-                          : rlock__sync_block_bool(rlock__sync_is_exists(OBJ(l), fn), fn, exists);
+    return rlock__sync_is_exists_blocking(OBJ(l), "rlock_latch_is_exists", exists);
 }

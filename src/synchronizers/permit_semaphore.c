@@ -461,11 +461,12 @@ int rlock_permit_semaphore_update_lease_time(rlock_permit_semaphore *s, const ch
     int64_t v = 0;
     if (rc == RLOCK_OK) {
         int64_t expiry = expiry_of(lease_ms);
-        rc = rlock__sync_block(
-            rlock__sync_call(OBJ(s), rlock__synced_with_retry(timeout_first_cmd(
-                                         OBJ(s), &rlock__script_permit_semaphore_update_lease_time,
-                                         raw, len, &expiry))),
-            fn, &v, NULL, 0);
+        /* updateLeaseTimeAsync: syncedEvalWithRetry */
+        rc = rlock__sync_direct_call(
+            OBJ(s),
+            rlock__synced_with_retry(timeout_first_cmd(
+                OBJ(s), &rlock__script_permit_semaphore_update_lease_time, raw, len, &expiry)),
+            true, fn, &v);
     }
     if (rc == RLOCK_OK) {
         *updated = v != 0;
@@ -482,9 +483,9 @@ static int number_call(rlock_permit_semaphore *s, const char *fn, bool out_ok,
     if (rc == RLOCK_OK && what != NULL) {
         rc = rlock__check_lua_number(fn, what, arg);
     }
-    return rc != RLOCK_OK
-               ? rc
-               : rlock__sync_block(rlock__sync_call(OBJ(s), make(OBJ(s), arg)), fn, value, NULL, 0);
+    /* syncedEvalWithRetry or evalWriteAsync: each retried (docs/synchronizers.md §8) */
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_direct_call(OBJ(s), make(OBJ(s), arg), true, fn, value);
 }
 
 /* The writes are syncedEvalWithRetry; the counts evalWriteAsync (no WAIT). */
@@ -726,43 +727,33 @@ rlock_future *rlock_permit_semaphore_remain_time_to_live_async(rlock_permit_sema
     return rlock__sync_remain_ttl(OBJ(s), "rlock_permit_semaphore_remain_time_to_live_async");
 }
 
+/* delete, expire, clearExpire, blocking: begin, then the call on both keys. */
+static int both_keys_blocking(rlock_permit_semaphore *s, const char *fn, keys_call call,
+                              int64_t ttl_ms, bool *out) {
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, out);
+    return rc != RLOCK_OK ? rc : rlock__sync_block_bool(on_both_keys(s, fn, call, ttl_ms), fn, out);
+}
+
 int rlock_permit_semaphore_delete(rlock_permit_semaphore *s, bool *deleted) {
-    const char *fn = "rlock_permit_semaphore_delete";
-    int rc = rlock__sync_begin_bool(OBJ(s), fn, deleted);
-    return rc != RLOCK_OK
-               ? rc
-               : rlock__sync_block_bool(on_both_keys(s, fn, KEYS_DELETE, 0), fn, deleted);
+    return both_keys_blocking(s, "rlock_permit_semaphore_delete", KEYS_DELETE, 0, deleted);
 }
 
 int rlock_permit_semaphore_is_exists(rlock_permit_semaphore *s, bool *exists) {
-    const char *fn = "rlock_permit_semaphore_is_exists";
-    int rc = rlock__sync_begin_bool(OBJ(s), fn, exists);
-    return rc != RLOCK_OK ? rc
-                          : rlock__sync_block_bool(rlock__sync_is_exists(OBJ(s), fn), fn, exists);
+    return rlock__sync_is_exists_blocking(OBJ(s), "rlock_permit_semaphore_is_exists", exists);
 }
 
 int rlock_permit_semaphore_expire(rlock_permit_semaphore *s, int64_t ttl_ms, bool *set) {
-    const char *fn = "rlock_permit_semaphore_expire";
-    int rc = rlock__sync_begin_bool(OBJ(s), fn, set);
-    return rc != RLOCK_OK
-               ? rc
-               : rlock__sync_block_bool(on_both_keys(s, fn, KEYS_EXPIRE, ttl_ms), fn, set);
+    return both_keys_blocking(s, "rlock_permit_semaphore_expire", KEYS_EXPIRE, ttl_ms, set);
 }
 
 int rlock_permit_semaphore_clear_expire(rlock_permit_semaphore *s, bool *cleared) {
-    const char *fn = "rlock_permit_semaphore_clear_expire";
-    int rc = rlock__sync_begin_bool(OBJ(s), fn, cleared);
-    return rc != RLOCK_OK
-               ? rc
-               : rlock__sync_block_bool(on_both_keys(s, fn, KEYS_CLEAR_EXPIRE, 0), fn, cleared);
+    return both_keys_blocking(s, "rlock_permit_semaphore_clear_expire", KEYS_CLEAR_EXPIRE, 0,
+                              cleared);
 }
 
 int rlock_permit_semaphore_remain_time_to_live(rlock_permit_semaphore *s, int64_t *ttl_ms) {
-    const char *fn = "rlock_permit_semaphore_remain_time_to_live";
-    int rc = rlock__sync_begin_number(OBJ(s), fn, ttl_ms);
-    return rc != RLOCK_OK
-               ? rc
-               : rlock__sync_block(rlock__sync_remain_ttl(OBJ(s), fn), fn, ttl_ms, NULL, 0);
+    return rlock__sync_remain_ttl_blocking(OBJ(s), "rlock_permit_semaphore_remain_time_to_live",
+                                           ttl_ms);
 }
 
 /* ---- getLeaseTime ----------------------------------------------------------------------- */

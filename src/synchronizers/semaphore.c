@@ -19,30 +19,22 @@ static const rlock__kind_ops semaphore_ops = {
 
 #define OBJ(s) ((rlock *)(void *)(s))
 
+/* o's channel in buf (cap bytes): its length, 0 when cap is too small. */
+static size_t channel(const rlock *o, char *buf, size_t cap) {
+    return cap > rlock__object_channel_len(o) ? rlock__object_channel(o, buf) : 0;
+}
+
 /* The name and its channel in one Cluster slot (sync_slots.h): o, or NULL
  * (o freed) with rlock_last_error() saying why. */
 static rlock *one_slot(rlock *o, const char *fn) {
     if (o == NULL) {
         return NULL;
     }
-    char own[256];
-    size_t cap = rlock__object_channel_len(o) + 1;
-    char *ch = cap <= sizeof(own) ? own : malloc(cap);
-    bool ok = ch != NULL;
-    if (ok) {
-        rlock__sync_name names[] = {{"key", rlock__name_of(o), o->name_len},
-                                    {"channel", ch, rlock__object_channel(o, ch)}};
-        ok = rlock__sync_one_slot(o, fn, names, 2);
-    } else {
-        rlock__set_error_message("%s: out of memory", fn);
-    }
-    if (ch != own) {
-        free(ch);
-    }
-    if (!ok) {
+    if (!rlock__sync_name_and_channel_one_slot(o, fn, rlock__object_channel_len(o), channel)) {
         rlock__sync_free(o);
+        return NULL;
     }
-    return ok ? o : NULL;
+    return o;
 }
 
 rlock_semaphore *rlock_get_semaphore_n(rlock_client *c, const char *name, size_t len) {
@@ -89,10 +81,6 @@ static rlock__cmd *release_cmd(const rlock *o, int64_t permits) {
 }
 
 /* ---- the waiting acquire ------------------------------------------------------- */
-
-static size_t channel(const rlock *o, char *buf, size_t cap) {
-    return cap > rlock__object_channel_len(o) ? rlock__object_channel(o, buf) : 0;
-}
 
 static rlock__cmd *acquire_try(rlock__sync_op *op) {
     return try_acquire_cmd(op->obj, op->arg);
@@ -182,27 +170,25 @@ rlock_future *rlock_semaphore_release_async(rlock_semaphore *s, int64_t permits)
 
 /* ---- the other calls (blocking only) -------------------------------------------- */
 
-/* trySetPermits and addPermits take any sign, as Redisson's (semaphore.h). */
-static rlock_future *try_set_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
+/* trySetPermits and addPermits take any sign, as Redisson's (semaphore.h);
+ * both are syncedEvalWithRetry. */
+static rlock_future *set_or_add_async(rlock_semaphore *s, const rlock__script *script,
+                                      int64_t permits, const char *fn) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
     if (f == NULL) {
         f = refuse_inexact(permits, fn);
     }
     return f != NULL ? f
-                     : rlock__sync_call(
-                           OBJ(s), rlock__synced_with_retry(publishing_cmd(
-                                       OBJ(s), &rlock__script_semaphore_try_set_permits, permits)));
+                     : rlock__sync_call(OBJ(s), rlock__synced_with_retry(
+                                                    publishing_cmd(OBJ(s), script, permits)));
+}
+
+static rlock_future *try_set_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
+    return set_or_add_async(s, &rlock__script_semaphore_try_set_permits, permits, fn);
 }
 
 static rlock_future *add_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
-    rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
-    if (f == NULL) {
-        f = refuse_inexact(permits, fn);
-    }
-    return f != NULL ? f
-                     : rlock__sync_call(
-                           OBJ(s), rlock__synced_with_retry(publishing_cmd(
-                                       OBJ(s), &rlock__script_semaphore_add_permits, permits)));
+    return set_or_add_async(s, &rlock__script_semaphore_add_permits, permits, fn);
 }
 
 static rlock__cmd *available_permits_cmd(rlock_semaphore *s) {
@@ -445,10 +431,7 @@ int rlock_semaphore_delete(rlock_semaphore *s, bool *deleted) {
 }
 
 int rlock_semaphore_is_exists(rlock_semaphore *s, bool *exists) {
-    const char *fn = "rlock_semaphore_is_exists";
-    int rc = rlock__sync_begin_bool(OBJ(s), fn, exists);
-    return rc != RLOCK_OK ? rc
-                          : rlock__sync_block_bool(rlock__sync_is_exists(OBJ(s), fn), fn, exists);
+    return rlock__sync_is_exists_blocking(OBJ(s), "rlock_semaphore_is_exists", exists);
 }
 
 int rlock_semaphore_expire(rlock_semaphore *s, int64_t ttl_ms, bool *set) {
@@ -468,9 +451,5 @@ int rlock_semaphore_clear_expire(rlock_semaphore *s, bool *cleared) {
 }
 
 int rlock_semaphore_remain_time_to_live(rlock_semaphore *s, int64_t *ttl_ms) {
-    const char *fn = "rlock_semaphore_remain_time_to_live";
-    int rc = rlock__sync_begin_number(OBJ(s), fn, ttl_ms);
-    return rc != RLOCK_OK
-               ? rc
-               : rlock__sync_block(rlock__sync_remain_ttl(OBJ(s), fn), fn, ttl_ms, NULL, 0);
+    return rlock__sync_remain_ttl_blocking(OBJ(s), "rlock_semaphore_remain_time_to_live", ttl_ms);
 }

@@ -107,3 +107,14 @@ int rlock__sync_block_bool(rlock_future *f, const char *fn, bool *out) {
     }
     return rc;
 }
+
+int rlock__sync_is_exists_blocking(rlock *o, const char *fn, bool *exists) {
+    int rc = rlock__sync_begin_bool(o, fn, exists);
+    return rc != RLOCK_OK ? rc : rlock__sync_block_bool(rlock__sync_is_exists(o, fn), fn, exists);
+}
+
+int rlock__sync_remain_ttl_blocking(rlock *o, const char *fn, int64_t *ttl_ms) {
+    int rc = rlock__sync_begin_number(o, fn, ttl_ms);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_block(rlock__sync_remain_ttl(o, fn), fn, ttl_ms, NULL, 0);
+}

@@ -37,4 +37,8 @@ int rlock__sync_begin_bool(const rlock *o, const char *fn, bool *out);
 int rlock__sync_begin_number(const rlock *o, const char *fn, int64_t *out);
 int rlock__sync_block_bool(rlock_future *f, const char *fn, bool *out);
 
+/* isExists and remainTimeToLive, blocking: begin, then the future. */
+int rlock__sync_is_exists_blocking(rlock *o, const char *fn, bool *exists);
+int rlock__sync_remain_ttl_blocking(rlock *o, const char *fn, int64_t *ttl_ms);
+
 #endif

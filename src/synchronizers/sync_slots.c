@@ -1,6 +1,8 @@
 /* See sync_slots.h. */
 #include "sync_slots.h"
 
+#include <stdlib.h>
+
 #include "client.h"
 #include "common.h"
 #include "topology/topology.h"
@@ -26,4 +28,24 @@ bool rlock__sync_one_slot(const rlock *o, const char *fn, const rlock__sync_name
         }
     }
     return true;
+}
+
+bool rlock__sync_name_and_channel_one_slot(const rlock *o, const char *fn, size_t channel_len,
+                                           size_t (*channel)(const rlock *o, char *buf,
+                                                             size_t cap)) {
+    char own[256];
+    size_t cap = channel_len + 1;
+    char *ch = cap <= sizeof(own) ? own : malloc(cap);
+    bool ok = ch != NULL;
+    if (ok) {
+        rlock__sync_name names[] = {{"key", rlock__name_of(o), o->name_len},
+                                    {"channel", ch, channel(o, ch, cap)}};
+        ok = rlock__sync_one_slot(o, fn, names, 2);
+    } else {
+        rlock__set_error_message("%s: out of memory", fn);
+    }
+    if (ch != own) {
+        free(ch);
+    }
+    return ok;
 }

@@ -26,4 +26,12 @@ typedef struct rlock__sync_name {
  * (fn: the constructor's name). */
 bool rlock__sync_one_slot(const rlock *o, const char *fn, const rlock__sync_name *names, size_t n);
 
+/* rlock__sync_one_slot for o's name and its channel, which channel
+ * writes into buf (cap bytes) and whose length it returns (0: cap too
+ * small); channel_len: that length. false on a split or out of memory
+ * (rlock_last_error() says which). */
+bool rlock__sync_name_and_channel_one_slot(const rlock *o, const char *fn, size_t channel_len,
+                                           size_t (*channel)(const rlock *o, char *buf,
+                                                             size_t cap));
+
 #endif

@@ -588,22 +588,7 @@ static rlock_future *wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg
 /* ---- blocking forms ---------------------------------------------------------- */
 
 int rlock__sync_check_blocking(const rlock *o, const char *fn, bool out_ok) {
-    if (o == NULL || !out_ok) {
-        rlock__set_error_message("%s: %s is NULL", fn,
-                                 o == NULL ? "the handle" : "the result pointer");
-        return RLOCK_ERR_INVALID;
-    }
-    int rc = rlock__check_client(o, fn);
-    if (rc != RLOCK_OK) {
-        return rc;
-    }
-    if (rlock__on_own_io_thread(o)) {
-        rlock__set_error_message("%s: called on the client's I/O thread, where it could never "
-                                 "finish; use the async form",
-                                 fn);
-        return RLOCK_ERR_WRONG_THREAD;
-    }
-    return RLOCK_OK;
+    return rlock__check_blocking(o, fn, out_ok, "the handle");
 }
 
 int rlock__sync_block(rlock_future *f, const char *fn, int64_t *value, char *text, size_t cap) {
