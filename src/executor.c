@@ -813,14 +813,24 @@ void rlock__executor_sync_replicas(rlock__executor *x, int64_t timeout_ms, bool 
     x->sync_check = check;
 }
 
-void rlock__executor_close(rlock__executor *x) {
+/* The opening close and hand_off share: marks x closed and detaches its
+ * info, once. False when x was closed already (destroy closes again, maybe
+ * after the loop is gone). */
+static bool begin_close(rlock__executor *x) {
     if (x->closed) {
-        return; /* destroy closes again, maybe after the loop is gone */
+        return false;
     }
     x->closed = true;
     if (x->info != NULL) {
         x->info->x = NULL;
         x->info = NULL;
+    }
+    return true;
+}
+
+void rlock__executor_close(rlock__executor *x) {
+    if (!begin_close(x)) {
+        return;
     }
     while (!rlock__list_empty(&x->all)) {
         rlock__cmd *cmd = RLOCK__CONTAINER_OF(x->all.next, rlock__cmd, all_node);
@@ -834,13 +844,8 @@ void rlock__executor_close(rlock__executor *x) {
 }
 
 void rlock__executor_hand_off(rlock__executor *x, const char *why) {
-    if (x->closed) {
+    if (!begin_close(x)) {
         return;
-    }
-    x->closed = true;
-    if (x->info != NULL) {
-        x->info->x = NULL;
-        x->info = NULL;
     }
     while (!rlock__list_empty(&x->all)) {
         rlock__cmd *cmd = RLOCK__CONTAINER_OF(x->all.next, rlock__cmd, all_node);

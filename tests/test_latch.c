@@ -24,20 +24,6 @@
 
 typedef rt_fx fx;
 
-static int setup(void **state) {
-    return rt_fx_setup(state);
-}
-
-static int teardown(void **state) {
-    rt_free_clients();
-    return rt_fx_teardown(state);
-}
-
-static rlock_client *new_client(fx *f) {
-    rlock_config cfg = rt_config(f->redis.address);
-    return rt_client(&cfg);
-}
-
 static int64_t count_of(rlock_latch *l) {
     int64_t n = -999;
     assert_int_equal(rlock_latch_get_count(l, &n), RLOCK_OK);
@@ -53,7 +39,7 @@ static bool await_ms(rlock_latch *l, int64_t ms) {
 /* testCountDown, testCount, testTrySetCount, testDelete, testDeleteFailed. */
 static void test_count_down(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_latch *l = rlock_get_count_down_latch(c, "latch");
     assert_non_null(l);
     bool b = false;
@@ -87,7 +73,7 @@ static void test_count_down(void **state) {
  * publishes 0, on redisson_countdownlatch__channel__{name}. */
 static void test_wire_messages(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     const char *ch = "redisson_countdownlatch__channel__{wire}";
     redisContext *sub = rt_subscriber(&f->redis, 5000, &ch, 1);
     rlock_latch *l = rlock_get_count_down_latch(c, "wire");
@@ -120,9 +106,9 @@ static void test_wire_messages(void **state) {
  * count (message 1) wakes none. */
 static void test_multi_await(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
-    rlock_client *c2 = new_client(f);
-    rlock_client *c3 = new_client(f);
+    rlock_client *c = rt_sync_client(f);
+    rlock_client *c2 = rt_sync_client(f);
+    rlock_client *c3 = rt_sync_client(f);
     rlock_latch *l = rlock_get_count_down_latch(c, "latch");
     rlock_latch *l2 = rlock_get_count_down_latch(c2, "latch");
     rlock_latch *l3 = rlock_get_count_down_latch(c3, "latch");
@@ -162,7 +148,7 @@ static void test_multi_await(void **state) {
  * reached", and leaves no subscription. */
 static void test_await_times_out(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_latch *l = rlock_get_count_down_latch(c, "timeout");
     bool b = false;
     assert_int_equal(rlock_latch_try_set_count(l, 1, &b), RLOCK_OK);
@@ -181,7 +167,7 @@ static void test_await_times_out(void **state) {
 
 static void test_cancel_waiting(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_latch *l = rlock_get_count_down_latch(c, "cancel");
     bool b = false;
     assert_int_equal(rlock_latch_try_set_count(l, 1, &b), RLOCK_OK);
@@ -229,8 +215,8 @@ static void test_destroy_with_pending(void **state) {
 
 static void test_reconnect_while_waiting(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
-    rlock_client *c2 = new_client(f);
+    rlock_client *c = rt_sync_client(f);
+    rlock_client *c2 = rt_sync_client(f);
     rlock_latch *l = rlock_get_count_down_latch(c, "reconnect");
     rlock_latch *l2 = rlock_get_count_down_latch(c2, "reconnect");
     bool b = false;
@@ -254,33 +240,23 @@ static void test_reconnect_while_waiting(void **state) {
     rlock_latch_free(l);
 }
 
-/* Writes value at key as is (what another process may have written). */
-static void set_raw(rt_redis *r, const char *key, const char *value) {
-    redisReply *rep = rt_redis_command(r, "SET %s %s", key, value);
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-    freeReplyObject(rep);
-}
-
-#define EXACT_MAX (INT64_C(1) << 53)
-
 /* A count Lua cannot hold exactly is refused, nothing written; 2^53 is
  * exact. trySetCount takes any sign, as Redisson's (a long, unchecked). */
 static void test_inexact_count_refused(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_latch *l = rlock_get_count_down_latch(c, "big");
     bool b = true;
     assert_int_equal(rlock_latch_try_set_count(l, INT64_MAX, &b), RLOCK_ERR_INVALID);
     assert_false(b);
     assert_non_null(strstr(rlock_last_error(), "2^53"));
-    assert_int_equal(rlock_latch_try_set_count(l, -EXACT_MAX - 1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_latch_try_set_count(l, -RT_SYNC_EXACT_MAX - 1, &b), RLOCK_ERR_INVALID);
     assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS big"), 0);
-    assert_int_equal(rlock_latch_try_set_count(l, EXACT_MAX, &b), RLOCK_OK);
+    assert_int_equal(rlock_latch_try_set_count(l, RT_SYNC_EXACT_MAX, &b), RLOCK_OK);
     assert_true(b);
     int64_t n = 0;
     assert_int_equal(rlock_latch_get_count(l, &n), RLOCK_OK);
-    assert_int_equal(n, EXACT_MAX);
+    assert_int_equal(n, RT_SYNC_EXACT_MAX);
     assert_int_equal(rlock_latch_delete(l, &b), RLOCK_OK);
     assert_int_equal(rlock_latch_try_set_count(l, -3, &b), RLOCK_OK);
     assert_true(b);
@@ -293,9 +269,9 @@ static void test_inexact_count_refused(void **state) {
  * await read "9.2233720368547758e+18" as 9 before. */
 static void test_count_read_whole(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_latch *l = rlock_get_count_down_latch(c, "odd");
-    set_raw(&f->redis, "odd", "9.2233720368547758e+18");
+    rt_sync_set_raw(&f->redis, "odd", "9.2233720368547758e+18");
     int64_t n = 7;
     assert_int_equal(rlock_latch_get_count(l, &n), RLOCK_ERR_REDIS);
     assert_non_null(strstr(rlock_last_error(), "not an integer"));
@@ -309,7 +285,7 @@ static void test_count_read_whole(void **state) {
 
 static void test_bad_input(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     assert_null(rlock_get_count_down_latch(NULL, "x"));
     assert_null(rlock_get_count_down_latch(c, ""));
     assert_null(rlock_get_count_down_latch_n(c, "x", 0));
@@ -344,7 +320,7 @@ static void test_bad_input(void **state) {
  * Cluster refuses those whose names fall in different slots). */
 static void test_brace_names_single_server(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     const char *names[] = {"a{b}c", "a}b", "{}x"};
     for (int i = 0; i < 3; i++) {
         rlock_latch *l = rlock_get_count_down_latch(c, names[i]);
@@ -379,7 +355,7 @@ static void expect_invalid_future(rlock_future *fut) {
  * (RCountDownLatchAsync), with the blocking forms' messages on the wire. */
 static void test_async_calls(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     const char *ch = "redisson_countdownlatch__channel__{al}";
     redisContext *sub = rt_subscriber(&f->redis, 5000, &ch, 1);
     rlock_latch *l = rlock_get_count_down_latch(c, "al");
@@ -409,7 +385,7 @@ static void test_async_calls(void **state) {
 
 static void test_async_bad_input(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     expect_invalid_future(rlock_latch_try_set_count_async(NULL, 1));
     expect_invalid_future(rlock_latch_count_down_async(NULL));
     expect_invalid_future(rlock_latch_get_count_async(NULL));
@@ -421,8 +397,8 @@ static void test_async_bad_input(void **state) {
     rlock_latch *l = rlock_get_count_down_latch(c, "abad");
     assert_int_equal(rlock_latch_is_exists(l, NULL), RLOCK_ERR_INVALID);
     expect_invalid_future(rlock_latch_try_set_count_async(l, INT64_MAX));
-    expect_invalid_future(rlock_latch_try_set_count_async(l, EXACT_MAX + 1));
-    expect_invalid_future(rlock_latch_try_set_count_async(l, -EXACT_MAX - 1));
+    expect_invalid_future(rlock_latch_try_set_count_async(l, RT_SYNC_EXACT_MAX + 1));
+    expect_invalid_future(rlock_latch_try_set_count_async(l, -RT_SYNC_EXACT_MAX - 1));
     assert_non_null(strstr(rlock_last_error(), "2^53"));
     assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS abad"), 0); /* nothing sent */
     rlock_latch_free(l);
@@ -448,7 +424,7 @@ static void count_down_inside(rlock_future *fut, void *arg) {
 
 static void test_count_down_in_callback(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_latch *l = rlock_get_count_down_latch(c, "incb");
     rlock_latch *gate = rlock_get_count_down_latch(c, "incb:gate");
     bool b = false;
@@ -471,20 +447,24 @@ static void test_count_down_in_callback(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_count_down, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wire_messages, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_multi_await, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_await_times_out, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cancel_waiting, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_with_pending, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inexact_count_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_count_read_whole, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_async_calls, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_async_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_count_down_in_callback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_count_down, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_wire_messages, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_multi_await, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_await_times_out, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_waiting, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_with_pending, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_inexact_count_refused, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_count_read_whole, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_brace_names_single_server, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_async_calls, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_async_bad_input, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_count_down_in_callback, rt_sync_setup,
+                                        rt_sync_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -27,20 +27,6 @@
 typedef rt_fx fx;
 typedef rlock_permit_semaphore psem;
 
-static int setup(void **state) {
-    return rt_fx_setup(state);
-}
-
-static int teardown(void **state) {
-    rt_free_clients();
-    return rt_fx_teardown(state);
-}
-
-static rlock_client *new_client(fx *f) {
-    rlock_config cfg = rt_config(f->redis.address);
-    return rt_client(&cfg);
-}
-
 static int64_t available(psem *s) {
     int64_t n = -999;
     assert_int_equal(rlock_permit_semaphore_available_permits(s, &n), RLOCK_OK);
@@ -82,7 +68,7 @@ static bool is_hex32(const char *id) {
 /* testTrySetPermits, testSetPermits, testAddPermits, testNotExistent. */
 static void test_permit_counts(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "test");
     assert_non_null(s);
     psem *none = rlock_get_permit_expirable_semaphore(c, "testSemaphoreForNPE");
@@ -131,7 +117,7 @@ static void test_permit_counts(void **state) {
  * without a lease); release gives it back. */
 static void test_wire_ids(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "wire");
     bool b = false;
     assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 2, &b), RLOCK_OK);
@@ -176,7 +162,7 @@ static void test_wire_ids(void **state) {
 /* testReleaseExpired, testUpdateLeaseTime (shortened), unknown ids. */
 static void test_release_and_lease(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "test");
     bool b = false;
     assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1, &b), RLOCK_OK);
@@ -214,8 +200,8 @@ static void test_release_and_lease(void **state) {
  * nearest lease end. */
 static void test_waiter_gets_expired_permit(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
-    rlock_client *c2 = new_client(f);
+    rlock_client *c = rt_sync_client(f);
+    rlock_client *c2 = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "test");
     psem *s2 = rlock_get_permit_expirable_semaphore(c2, "test");
     bool b = false;
@@ -245,8 +231,8 @@ static void test_waiter_gets_expired_permit(void **state) {
  * before its wait ends. */
 static void test_waiter_woken_by_other_client(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
-    rlock_client *c2 = new_client(f);
+    rlock_client *c = rt_sync_client(f);
+    rlock_client *c2 = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "test");
     psem *s2 = rlock_get_permit_expirable_semaphore(c2, "test");
     bool b = false;
@@ -276,7 +262,7 @@ static void test_waiter_woken_by_other_client(void **state) {
 
 static void test_try_acquire_times_out(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "timeout");
     char id[RLOCK_PERMIT_ID_MAX];
     int64_t start = rt_now_ms();
@@ -297,7 +283,7 @@ static void test_try_acquire_times_out(void **state) {
 
 static void test_cancel_waiting(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "cancel");
     rlock_future *w = rlock_permit_semaphore_acquire_async(s, 10000);
     assert_true(RT_STAT_REACHES(c, confirms, 1, 5000));
@@ -318,7 +304,7 @@ static void test_cancel_waiting(void **state) {
 /* A cancel racing the try: a permit the try took is given back. */
 static void test_cancel_race_gives_back(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "race");
     assert_int_equal(rlock_permit_semaphore_add_permits(s, 1), RLOCK_OK);
     int cancelled = 0;
@@ -383,8 +369,8 @@ static void test_destroy_with_pending(void **state) {
 
 static void test_reconnect_while_waiting(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
-    rlock_client *c2 = new_client(f);
+    rlock_client *c = rt_sync_client(f);
+    rlock_client *c2 = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "reconnect");
     psem *s2 = rlock_get_permit_expirable_semaphore(c2, "reconnect");
     rlock_future *w = rlock_permit_semaphore_try_acquire_async(s, 30000, -1);
@@ -406,14 +392,6 @@ static void test_reconnect_while_waiting(void **state) {
     rlock_permit_semaphore_free(s);
 }
 
-/* Writes value at key as is (what another process may have written). */
-static void set_raw(rt_redis *r, const char *key, const char *value) {
-    redisReply *rep = rt_redis_command(r, "SET %s %s", key, value);
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-    freeReplyObject(rep);
-}
-
 /* The scripts the server ran so far (EVAL and EVALSHA). */
 static long long scripts_run(rt_redis *r) {
     redisReply *rep = rt_redis_command(r, "INFO commandstats");
@@ -429,15 +407,13 @@ static long long scripts_run(rt_redis *r) {
     return n;
 }
 
-#define EXACT_MAX (INT64_C(1) << 53)
-
 /* A count Lua cannot hold exactly is refused before anything is sent. */
 static void test_inexact_permits_refused(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "big");
     bool b = true;
-    const int64_t bad[] = {INT64_MAX, EXACT_MAX + 1, INT64_MIN, -EXACT_MAX - 1};
+    const int64_t bad[] = {INT64_MAX, RT_SYNC_EXACT_MAX + 1, INT64_MIN, -RT_SYNC_EXACT_MAX - 1};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(rlock_permit_semaphore_add_permits(s, bad[i]), RLOCK_ERR_INVALID);
         assert_non_null(strstr(rlock_last_error(), "2^53"));
@@ -446,8 +422,8 @@ static void test_inexact_permits_refused(void **state) {
         assert_false(b);
         assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS big"), 0); /* nothing written */
     }
-    assert_int_equal(rlock_permit_semaphore_add_permits(s, EXACT_MAX), RLOCK_OK);
-    assert_int_equal(available(s), EXACT_MAX);
+    assert_int_equal(rlock_permit_semaphore_add_permits(s, RT_SYNC_EXACT_MAX), RLOCK_OK);
+    assert_int_equal(available(s), RT_SYNC_EXACT_MAX);
     rlock_permit_semaphore_free(s);
 }
 
@@ -455,9 +431,9 @@ static void test_inexact_permits_refused(void **state) {
  * before a dot. */
 static void test_count_read_whole(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "odd");
-    set_raw(&f->redis, "odd", "9.2233720368547758e+18");
+    rt_sync_set_raw(&f->redis, "odd", "9.2233720368547758e+18");
     int64_t n = 7;
     assert_int_equal(rlock_permit_semaphore_available_permits(s, &n), RLOCK_ERR_REDIS);
     assert_non_null(strstr(rlock_last_error(), "not an integer"));
@@ -468,7 +444,7 @@ static void test_count_read_whole(void **state) {
 /* trySetPermits and setPermits take any sign, as Redisson's. */
 static void test_try_set_negative(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "debt");
     bool b = false;
     assert_int_equal(rlock_permit_semaphore_try_set_permits(s, -5, &b), RLOCK_OK);
@@ -484,11 +460,11 @@ static void test_try_set_negative(void **state) {
  * waits for a message, not a try every 1 ms (nor an undefined cast). */
 static void test_odd_lease_end_no_poll(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "odd");
     const char *scores[] = {"-5", "+inf"};
     for (int i = 0; i < 2; i++) {
-        set_raw(&f->redis, "odd", "0");
+        rt_sync_set_raw(&f->redis, "odd", "0");
         rt_redis_int(&f->redis, NULL, "DEL {odd}:timeout");
         assert_int_equal(rt_redis_int(&f->redis, NULL, "ZADD {odd}:timeout %s someid", scores[i]),
                          1);
@@ -507,7 +483,7 @@ static void test_odd_lease_end_no_poll(void **state) {
  * holds it; a shorter one is looked up (and not found), as Redisson's. */
 static void test_permit_id_checked(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "ids");
     assert_int_equal(rlock_permit_semaphore_try_set_permits(s, 1, &(bool){false}), RLOCK_OK);
     char id[RLOCK_PERMIT_ID_MAX];
@@ -545,7 +521,7 @@ static void test_permit_id_checked(void **state) {
 
 static void test_bad_input(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     assert_null(rlock_get_permit_expirable_semaphore(NULL, "x"));
     assert_null(rlock_get_permit_expirable_semaphore(c, ""));
     assert_null(rlock_get_permit_expirable_semaphore_n(c, "x", 0));
@@ -593,7 +569,7 @@ static void test_bad_input(void **state) {
  * Cluster refuses those whose names fall in different slots). */
 static void test_brace_names_single_server(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     const char *names[] = {"a{b}c", "a}b", "{}x"};
     for (int i = 0; i < 3; i++) {
         psem *s = rlock_get_permit_expirable_semaphore(c, names[i]);
@@ -636,7 +612,7 @@ static int error_of(rlock_future *fut) {
  * blocking form writes (RPermitExpirableSemaphoreAsync). */
 static void test_async_calls(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "async");
     assert_int_equal(value_of(rlock_permit_semaphore_try_set_permits_async(s, 3)), 1);
     assert_int_equal(value_of(rlock_permit_semaphore_try_set_permits_async(s, 7)), 0);
@@ -667,7 +643,7 @@ static void test_async_calls(void **state) {
  * one, and getLeaseTime -1 for it. */
 static void test_no_lease(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "nolease");
     assert_int_equal(rlock_permit_semaphore_add_permits(s, 2), RLOCK_OK);
     char id[RLOCK_PERMIT_ID_MAX];
@@ -700,7 +676,7 @@ static void test_no_lease(void **state) {
  * back on the way. */
 static void test_get_lease_time_not_held(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "glt");
     assert_int_equal(rlock_permit_semaphore_add_permits(s, 1), RLOCK_OK);
     char id[RLOCK_PERMIT_ID_MAX];
@@ -732,7 +708,7 @@ static void test_get_lease_time_not_held(void **state) {
 /* tryRelease(List) / release(List): all live ids are released, else none. */
 static void test_release_many(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "many");
     assert_int_equal(rlock_permit_semaphore_add_permits(s, 3), RLOCK_OK);
     char a[RLOCK_PERMIT_ID_MAX], b[RLOCK_PERMIT_ID_MAX], d[RLOCK_PERMIT_ID_MAX];
@@ -791,7 +767,7 @@ static void test_release_many(void **state) {
  * delete touch both; isExists and remainTimeToLive read the name. */
 static void test_expirable_both_keys(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "pexp");
     bool b = true;
     int64_t ttl = 0;
@@ -834,7 +810,8 @@ static void test_expirable_both_keys(void **state) {
     assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS pexp {pexp}:timeout"), 0);
 
     assert_int_equal(rlock_permit_semaphore_expire(s, -1, &b), RLOCK_ERR_INVALID);
-    assert_int_equal(rlock_permit_semaphore_expire(s, EXACT_MAX + 1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_permit_semaphore_expire(s, RT_SYNC_EXACT_MAX + 1, &b),
+                     RLOCK_ERR_INVALID);
     assert_int_equal(error_of(rlock_permit_semaphore_expire_async(s, INT64_MIN)),
                      RLOCK_ERR_INVALID);
     assert_int_equal(rlock_permit_semaphore_delete(s, NULL), RLOCK_ERR_INVALID);
@@ -856,7 +833,7 @@ static void test_expirable_both_keys(void **state) {
 /* Bad input to the async forms of the existing calls: nothing sent. */
 static void test_async_bad_input(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     const char *good = "00112233445566778899aabbccddeeff";
     assert_int_equal(error_of(rlock_permit_semaphore_release_async(NULL, good)), RLOCK_ERR_INVALID);
     assert_int_equal(error_of(rlock_permit_semaphore_try_release_async(NULL, good)),
@@ -885,11 +862,12 @@ static void test_async_bad_input(void **state) {
     assert_int_equal(
         error_of(rlock_permit_semaphore_update_lease_time_async(s, good, 366LL * 24 * 3600 * 1000)),
         RLOCK_ERR_INVALID);
-    assert_int_equal(error_of(rlock_permit_semaphore_try_set_permits_async(s, EXACT_MAX + 1)),
-                     RLOCK_ERR_INVALID);
+    assert_int_equal(
+        error_of(rlock_permit_semaphore_try_set_permits_async(s, RT_SYNC_EXACT_MAX + 1)),
+        RLOCK_ERR_INVALID);
     assert_int_equal(error_of(rlock_permit_semaphore_set_permits_async(s, INT64_MIN)),
                      RLOCK_ERR_INVALID);
-    assert_int_equal(error_of(rlock_permit_semaphore_add_permits_async(s, -EXACT_MAX - 1)),
+    assert_int_equal(error_of(rlock_permit_semaphore_add_permits_async(s, -RT_SYNC_EXACT_MAX - 1)),
                      RLOCK_ERR_INVALID);
     assert_non_null(strstr(rlock_last_error(), "2^53"));
     assert_int_equal(scripts_run(&f->redis), before); /* nothing sent */
@@ -915,7 +893,7 @@ static void release_inside(rlock_future *fut, void *arg) {
 
 static void test_release_in_callback(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "incb");
     in_callback in = {.s = s};
     rlock_future *acq = rlock_permit_semaphore_acquire_async(s, 60000); /* waits for a permit */
@@ -938,7 +916,7 @@ static void test_release_in_callback(void **state) {
  * rlock_future_string_at. */
 static void test_acquire_many(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "pmany");
     assert_int_equal(rlock_permit_semaphore_add_permits(s, 5), RLOCK_OK);
     char ids[3][RLOCK_PERMIT_ID_MAX];
@@ -1004,7 +982,7 @@ static void test_acquire_many(void **state) {
  * bad input is refused with nothing sent. */
 static void test_acquire_many_bad_input(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     psem *s = rlock_get_permit_expirable_semaphore(c, "pmbad");
     char ids[2][RLOCK_PERMIT_ID_MAX];
     bool got = true;
@@ -1083,33 +1061,44 @@ static void test_destroy_with_mapped_pending(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_permit_counts, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wire_ids, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_release_and_lease, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_waiter_gets_expired_permit, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_waiter_woken_by_other_client, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_try_acquire_times_out, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cancel_waiting, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cancel_race_gives_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_with_pending, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inexact_permits_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_count_read_whole, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_try_set_negative, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_odd_lease_end_no_poll, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_permit_id_checked, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_async_calls, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_no_lease, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_get_lease_time_not_held, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_release_many, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_expirable_both_keys, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_async_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_release_in_callback, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_acquire_many, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_acquire_many_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_with_mapped_pending, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_permit_counts, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_wire_ids, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_release_and_lease, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_waiter_gets_expired_permit, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_waiter_woken_by_other_client, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_try_acquire_times_out, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_waiting, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_race_gives_back, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_with_pending, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_inexact_permits_refused, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_count_read_whole, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_try_set_negative, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_odd_lease_end_no_poll, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_permit_id_checked, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_brace_names_single_server, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_async_calls, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_no_lease, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_get_lease_time_not_held, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_release_many, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_expirable_both_keys, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_async_bad_input, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_release_in_callback, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_acquire_many, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_acquire_many_bad_input, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_with_mapped_pending, rt_sync_setup,
+                                        rt_sync_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

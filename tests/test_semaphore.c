@@ -22,20 +22,6 @@
 
 typedef rt_fx fx;
 
-static int setup(void **state) {
-    return rt_fx_setup(state);
-}
-
-static int teardown(void **state) {
-    rt_free_clients();
-    return rt_fx_teardown(state);
-}
-
-static rlock_client *new_client(fx *f) {
-    rlock_config cfg = rt_config(f->redis.address);
-    return rt_client(&cfg);
-}
-
 static int64_t available(rlock_semaphore *s) {
     int64_t n = -999;
     assert_int_equal(rlock_semaphore_available_permits(s, &n), RLOCK_OK);
@@ -45,7 +31,7 @@ static int64_t available(rlock_semaphore *s) {
 /* testZero: 0 permits succeed at once and send nothing. */
 static void test_zero(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "test");
     assert_non_null(s);
     bool ok = false;
@@ -63,7 +49,7 @@ static void test_zero(void **state) {
  * testReleaseWithoutPermits, testDrainPermits. */
 static void test_permit_counts(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "test2");
     bool set = false;
     int64_t n = -1;
@@ -106,7 +92,7 @@ static void test_permit_counts(void **state) {
  * '{' keeps it as is); a release publishes the new count there. */
 static void test_wire_channel(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     const char *names[] = {"wire", "a{b}c"};
     const char *chans[] = {"redisson_sc:{wire}", "redisson_sc:a{b}c"};
     for (int i = 0; i < 2; i++) {
@@ -129,8 +115,8 @@ static void test_wire_channel(void **state) {
  * by releases from another client, long before its wait ends. */
 static void test_waiter_woken_by_other_client(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
-    rlock_client *c2 = new_client(f);
+    rlock_client *c = rt_sync_client(f);
+    rlock_client *c2 = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "test");
     rlock_semaphore *s2 = rlock_get_semaphore(c2, "test");
     bool set = false;
@@ -170,8 +156,8 @@ static void test_waiter_woken_by_other_client(void **state) {
  * (SemaphorePubSub wakes as many as the message allows; no lost wake-up). */
 static void test_handoff_one_at_a_time(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
-    rlock_client *c2 = new_client(f);
+    rlock_client *c = rt_sync_client(f);
+    rlock_client *c2 = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "handoff");
     rlock_semaphore *s2 = rlock_get_semaphore(c2, "handoff");
     enum { N = 5 };
@@ -217,9 +203,9 @@ static void test_handoff_one_at_a_time(void **state) {
  * left over. */
 static void test_burst_no_lost_wakeup(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
-    rlock_client *c2 = new_client(f);
-    rlock_client *c3 = new_client(f);
+    rlock_client *c = rt_sync_client(f);
+    rlock_client *c2 = rt_sync_client(f);
+    rlock_client *c3 = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "burst");
     rlock_semaphore *s2 = rlock_get_semaphore(c2, "burst");
     rlock_semaphore *s3 = rlock_get_semaphore(c3, "burst");
@@ -261,7 +247,7 @@ static void test_burst_no_lost_wakeup(void **state) {
  * no subscription. */
 static void test_try_acquire_times_out(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "timeout");
     bool ok = true;
     int64_t start = rt_now_ms();
@@ -281,7 +267,7 @@ static void test_try_acquire_times_out(void **state) {
 /* Cancelling a waiting acquire stops it: a later release is not taken. */
 static void test_cancel_waiting(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "cancel");
     rlock_future *w = rlock_semaphore_acquire_async(s, 1);
     assert_true(RT_STAT_REACHES(c, confirms, 1, 5000));
@@ -304,7 +290,7 @@ static void test_cancel_waiting(void **state) {
  * complete). */
 static void test_cancel_race_gives_back(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "race");
     assert_int_equal(rlock_semaphore_add_permits(s, 1), RLOCK_OK);
     int cancelled = 0;
@@ -367,8 +353,8 @@ static void test_destroy_with_pending(void **state) {
  * still woken by the next release. */
 static void test_reconnect_while_waiting(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
-    rlock_client *c2 = new_client(f);
+    rlock_client *c = rt_sync_client(f);
+    rlock_client *c2 = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "reconnect");
     rlock_semaphore *s2 = rlock_get_semaphore(c2, "reconnect");
     rlock_future *w = rlock_semaphore_try_acquire_async(s, 1, 30000);
@@ -398,7 +384,7 @@ static void expect_invalid_future(rlock_future *fut) {
 
 static void test_bad_input(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     assert_null(rlock_get_semaphore(NULL, "x"));
     assert_null(rlock_get_semaphore(c, NULL));
     assert_null(rlock_get_semaphore(c, ""));
@@ -438,26 +424,15 @@ static void test_bad_input(void **state) {
     rlock_semaphore_free(s);
 }
 
-/* Writes value at key as is (what another process may have written). */
-static void set_raw(rt_redis *r, const char *key, const char *value) {
-    redisReply *rep = rt_redis_command(r, "SET %s %s", key, value);
-    assert_non_null(rep);
-    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
-    freeReplyObject(rep);
-}
-
-/* 2^53: the largest magnitude a script's Lua number holds exactly. */
-#define EXACT_MAX (INT64_C(1) << 53)
-
 /* A count Lua cannot hold exactly is refused before anything is sent:
  * addPermits(INT64_MAX) would store "9.2233720368547758e+18", after which
  * no acquire or release works. 2^53 itself is exact and accepted. */
 static void test_inexact_permits_refused(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "big");
     bool b = true;
-    const int64_t bad[] = {INT64_MAX, EXACT_MAX + 1, INT64_MIN, -EXACT_MAX - 1};
+    const int64_t bad[] = {INT64_MAX, RT_SYNC_EXACT_MAX + 1, INT64_MIN, -RT_SYNC_EXACT_MAX - 1};
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
         assert_int_equal(rlock_semaphore_add_permits(s, bad[i]), RLOCK_ERR_INVALID);
         assert_non_null(strstr(rlock_last_error(), "2^53"));
@@ -465,17 +440,17 @@ static void test_inexact_permits_refused(void **state) {
         assert_false(b);
         assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS big"), 0); /* nothing written */
     }
-    assert_int_equal(rlock_semaphore_acquire(s, EXACT_MAX + 1), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_acquire(s, RT_SYNC_EXACT_MAX + 1), RLOCK_ERR_INVALID);
     assert_int_equal(rlock_semaphore_try_acquire(s, INT64_MAX, 0, &b), RLOCK_ERR_INVALID);
     assert_int_equal(rlock_semaphore_release(s, INT64_MAX), RLOCK_ERR_INVALID);
     expect_invalid_future(rlock_semaphore_acquire_async(s, INT64_MAX));
-    expect_invalid_future(rlock_semaphore_try_acquire_async(s, EXACT_MAX + 1, 0));
-    expect_invalid_future(rlock_semaphore_release_async(s, EXACT_MAX + 1));
+    expect_invalid_future(rlock_semaphore_try_acquire_async(s, RT_SYNC_EXACT_MAX + 1, 0));
+    expect_invalid_future(rlock_semaphore_release_async(s, RT_SYNC_EXACT_MAX + 1));
     assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS big"), 0);
 
-    assert_int_equal(rlock_semaphore_add_permits(s, EXACT_MAX), RLOCK_OK);
-    assert_int_equal(available(s), EXACT_MAX);
-    assert_int_equal(rlock_semaphore_try_acquire(s, EXACT_MAX, 0, &b), RLOCK_OK);
+    assert_int_equal(rlock_semaphore_add_permits(s, RT_SYNC_EXACT_MAX), RLOCK_OK);
+    assert_int_equal(available(s), RT_SYNC_EXACT_MAX);
+    assert_int_equal(rlock_semaphore_try_acquire(s, RT_SYNC_EXACT_MAX, 0, &b), RLOCK_OK);
     assert_true(b);
     assert_int_equal(available(s), 0);
     rlock_semaphore_free(s);
@@ -485,17 +460,17 @@ static void test_inexact_permits_refused(void **state) {
  * "9.2233720368547758e+18" as 9 with RLOCK_OK. */
 static void test_count_read_whole(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "odd");
     const char *stored[] = {"9.2233720368547758e+18", "12abc", "1.5", "", "99999999999999999999"};
     for (size_t i = 0; i < sizeof(stored) / sizeof(stored[0]); i++) {
-        set_raw(&f->redis, "odd", stored[i]);
+        rt_sync_set_raw(&f->redis, "odd", stored[i]);
         int64_t n = 7;
         assert_int_equal(rlock_semaphore_available_permits(s, &n), RLOCK_ERR_REDIS);
         assert_non_null(strstr(rlock_last_error(), "not an integer"));
         assert_int_equal(n, 0);
     }
-    set_raw(&f->redis, "odd", "-9223372036854775808");
+    rt_sync_set_raw(&f->redis, "odd", "-9223372036854775808");
     assert_int_equal(available(s), INT64_MIN);
     rlock_semaphore_free(s);
 }
@@ -504,7 +479,7 @@ static void test_count_read_whole(void **state) {
  * negative count is a debt that releases pay first. */
 static void test_try_set_negative(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "debt");
     bool b = false;
     assert_int_equal(rlock_semaphore_try_set_permits(s, -5, &b), RLOCK_OK);
@@ -521,7 +496,7 @@ static void test_try_set_negative(void **state) {
 /* A name with any bytes, NUL included. */
 static void test_binary_name(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore_n(c, "bi\0n", 4);
     assert_non_null(s);
     assert_int_equal(rlock_semaphore_add_permits(s, 2), RLOCK_OK);
@@ -536,7 +511,7 @@ static void test_binary_name(void **state) {
  * Cluster refuses those whose names fall in different slots). */
 static void test_brace_names_single_server(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     const char *names[] = {"a{b}c", "a}b", "{}x"};
     for (int i = 0; i < 3; i++) {
         rlock_semaphore *s = rlock_get_semaphore(c, names[i]);
@@ -565,7 +540,7 @@ static int64_t value_of(rlock_future *fut) {
  * drainPermits (RSemaphoreAsync). */
 static void test_async_counts(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "async");
     assert_int_equal(value_of(rlock_semaphore_available_permits_async(s)), 0);
     assert_int_equal(value_of(rlock_semaphore_try_set_permits_async(s, 5)), 1);
@@ -584,7 +559,7 @@ static void test_async_counts(void **state) {
  * is false with nothing sent. */
 static void test_release_if_exists(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "rie");
     bool b = true;
     assert_int_equal(rlock_semaphore_release_if_exists(s, 2, &b), RLOCK_OK);
@@ -609,7 +584,8 @@ static void test_release_if_exists(void **state) {
 
     assert_int_equal(rlock_semaphore_release_if_exists(s, -1, &b), RLOCK_ERR_INVALID);
     assert_non_null(strstr(rlock_last_error(), "negative"));
-    assert_int_equal(rlock_semaphore_release_if_exists(s, EXACT_MAX + 1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_release_if_exists(s, RT_SYNC_EXACT_MAX + 1, &b),
+                     RLOCK_ERR_INVALID);
     assert_int_equal(rlock_semaphore_release_if_exists(s, 1, NULL), RLOCK_ERR_INVALID);
     assert_int_equal(rlock_semaphore_release_if_exists(NULL, 1, &b), RLOCK_ERR_INVALID);
     expect_invalid_future(rlock_semaphore_release_if_exists_async(s, -1));
@@ -623,7 +599,7 @@ static void test_release_if_exists(void **state) {
  * publishing the count; refused when it exists. */
 static void test_try_set_permits_ttl(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "ttl");
     bool b = false;
     const char *ch = "redisson_sc:{ttl}";
@@ -644,16 +620,16 @@ static void test_try_set_permits_ttl(void **state) {
     assert_int_equal(available(t), -3);
     assert_true(rt_redis_int(&f->redis, NULL, "PTTL ttl2") > 0);
 
-    const int64_t bad_ttl[] = {0, -1, EXACT_MAX + 1};
+    const int64_t bad_ttl[] = {0, -1, RT_SYNC_EXACT_MAX + 1};
     for (size_t i = 0; i < 3; i++) {
         assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, 1, bad_ttl[i], &b),
                          RLOCK_ERR_INVALID);
         assert_non_null(strstr(rlock_last_error(), "ttl_ms"));
         expect_invalid_future(rlock_semaphore_try_set_permits_ttl_async(s, 1, bad_ttl[i]));
     }
-    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, EXACT_MAX + 1, 1000, &b),
+    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, RT_SYNC_EXACT_MAX + 1, 1000, &b),
                      RLOCK_ERR_INVALID);
-    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, -EXACT_MAX - 1, 1000, &b),
+    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, -RT_SYNC_EXACT_MAX - 1, 1000, &b),
                      RLOCK_ERR_INVALID);
     assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, 1, 1000, NULL), RLOCK_ERR_INVALID);
     assert_int_equal(rlock_semaphore_try_set_permits_ttl(NULL, 1, 1000, &b), RLOCK_ERR_INVALID);
@@ -667,7 +643,7 @@ static void test_try_set_permits_ttl(void **state) {
  * delete; blocking and async. */
 static void test_expirable(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "exp");
     bool b = true;
     int64_t ttl = 0;
@@ -705,7 +681,7 @@ static void test_expirable(void **state) {
     assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS exp"), 0);
 
     assert_int_equal(rlock_semaphore_expire(s, -1, &b), RLOCK_ERR_INVALID);
-    assert_int_equal(rlock_semaphore_expire(s, EXACT_MAX + 1, &b), RLOCK_ERR_INVALID);
+    assert_int_equal(rlock_semaphore_expire(s, RT_SYNC_EXACT_MAX + 1, &b), RLOCK_ERR_INVALID);
     expect_invalid_future(rlock_semaphore_expire_async(s, -5));
     expect_invalid_future(rlock_semaphore_expire_async(s, INT64_MAX));
     assert_int_equal(rlock_semaphore_delete(s, NULL), RLOCK_ERR_INVALID);
@@ -729,15 +705,15 @@ static void test_expirable(void **state) {
 /* Bad input to the new async forms: NULL handle, counts beyond 2^53. */
 static void test_async_bad_input(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     expect_invalid_future(rlock_semaphore_try_set_permits_async(NULL, 1));
     expect_invalid_future(rlock_semaphore_add_permits_async(NULL, 1));
     expect_invalid_future(rlock_semaphore_available_permits_async(NULL));
     expect_invalid_future(rlock_semaphore_drain_permits_async(NULL));
     rlock_semaphore *s = rlock_get_semaphore(c, "abad");
-    expect_invalid_future(rlock_semaphore_try_set_permits_async(s, EXACT_MAX + 1));
+    expect_invalid_future(rlock_semaphore_try_set_permits_async(s, RT_SYNC_EXACT_MAX + 1));
     expect_invalid_future(rlock_semaphore_try_set_permits_async(s, INT64_MIN));
-    expect_invalid_future(rlock_semaphore_add_permits_async(s, -EXACT_MAX - 1));
+    expect_invalid_future(rlock_semaphore_add_permits_async(s, -RT_SYNC_EXACT_MAX - 1));
     expect_invalid_future(rlock_semaphore_add_permits_async(s, INT64_MAX));
     assert_int_equal(rt_redis_int(&f->redis, NULL, "EXISTS abad"), 0); /* nothing sent */
     rlock_semaphore_free(s);
@@ -768,7 +744,7 @@ static void call_async(rlock_future *fut, void *arg) {
 
 static void test_async_in_callback(void **state) {
     fx *f = *state;
-    rlock_client *c = new_client(f);
+    rlock_client *c = rt_sync_client(f);
     rlock_semaphore *s = rlock_get_semaphore(c, "incb");
     in_callback in = {.s = s};
     rlock_future *gate = rlock_semaphore_acquire_async(s, 1); /* waits for a release */
@@ -790,29 +766,36 @@ static void test_async_in_callback(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_zero, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_permit_counts, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_wire_channel, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_waiter_woken_by_other_client, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_handoff_one_at_a_time, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_burst_no_lost_wakeup, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_try_acquire_times_out, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cancel_waiting, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_cancel_race_gives_back, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_destroy_with_pending, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_binary_name, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_inexact_permits_refused, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_count_read_whole, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_try_set_negative, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_brace_names_single_server, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_async_counts, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_release_if_exists, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_try_set_permits_ttl, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_expirable, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_async_bad_input, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_async_in_callback, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zero, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_permit_counts, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_wire_channel, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_waiter_woken_by_other_client, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_handoff_one_at_a_time, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_burst_no_lost_wakeup, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_try_acquire_times_out, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_waiting, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_race_gives_back, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_destroy_with_pending, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_reconnect_while_waiting, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_binary_name, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_inexact_permits_refused, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_count_read_whole, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_try_set_negative, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_brace_names_single_server, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_async_counts, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_release_if_exists, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_try_set_permits_ttl, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_expirable, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_async_bad_input, rt_sync_setup, rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_async_in_callback, rt_sync_setup, rt_sync_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

@@ -23,15 +23,6 @@
 
 typedef rt_fx fx;
 
-static int setup(void **state) {
-    return rt_fx_setup(state);
-}
-
-static int teardown(void **state) {
-    rt_free_clients();
-    return rt_fx_teardown(state);
-}
-
 /* A client whose replies are late after 300 ms, with retries to spare. */
 static rlock_client *late_client(fx *f) {
     rlock_config cfg = rt_config(f->redis.address);
@@ -230,12 +221,18 @@ static void test_waiter_retries_at_lease_end(void **state) {
 
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_release_late_reply_applied_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_count_down_late_reply_applied_once, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_release_publishes_new_count, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_release_wakes_no_more_than_waiting, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_small_waiters_served_past_big_one, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_waiter_retries_at_lease_end, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_release_late_reply_applied_once, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_count_down_late_reply_applied_once, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_release_publishes_new_count, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_release_wakes_no_more_than_waiting, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_small_waiters_served_past_big_one, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_waiter_retries_at_lease_end, rt_sync_setup,
+                                        rt_sync_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

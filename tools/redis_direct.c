@@ -162,6 +162,17 @@ static int with_host(const char *address, bool tls, const char *host, const char
     return rc;
 }
 
+/* The next item of a comma-separated list being split in place (strtok_r:
+ * list on the first call, NULL after), past the spaces and tabs that lead
+ * it; NULL after the last. */
+static char *next_item(char *list, char **save) {
+    char *s = strtok_r(list, ",", save);
+    while (s != NULL && (*s == ' ' || *s == '\t')) {
+        s++;
+    }
+    return s;
+}
+
 int cli_sentinel_master(const char *sentinels, const char *master_name, const char *address,
                         const cli_tls *tls, char *out, size_t outlen, char *err, size_t errlen) {
     char *list = strdup(sentinels);
@@ -172,13 +183,9 @@ int cli_sentinel_master(const char *sentinels, const char *master_name, const ch
     snprintf(err, errlen, "no sentinel given");
     int rc = -1;
     char *save = NULL;
-    for (char *s = strtok_r(list, ",", &save); s != NULL && rc != 0;
-         s = strtok_r(NULL, ",", &save)) {
-        /* Spaces and tabs around an item are not the address's (as the
-         * library reads the list). */
-        while (*s == ' ' || *s == '\t') {
-            s++;
-        }
+    for (char *s = next_item(list, &save); s != NULL && rc != 0; s = next_item(NULL, &save)) {
+        /* Spaces and tabs after an item are not the address's either (as
+         * the library reads the list). */
         for (char *e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t'); e--) {
             e[-1] = '\0';
         }
@@ -370,11 +377,7 @@ int cli_cluster_master(const char *nodes, const char *key, const char *address, 
     char host[256], port[16];
     long long slot = -1;
     char *save = NULL;
-    for (char *s = strtok_r(list, ",", &save); s != NULL && rc != 0;
-         s = strtok_r(NULL, ",", &save)) {
-        while (*s == ' ' || *s == '\t') {
-            s++;
-        }
+    for (char *s = next_item(list, &save); s != NULL && rc != 0; s = next_item(NULL, &save)) {
         for (char *e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t'); e--) {
             e[-1] = '\0';
         }
@@ -459,11 +462,7 @@ int cli_cluster_masters(const char *nodes, const char *address, char (*out)[512]
     snprintf(err, errlen, "no cluster node given");
     int rc = -1;
     char *save = NULL;
-    for (char *s = strtok_r(list, ",", &save); s != NULL && rc != 0;
-         s = strtok_r(NULL, ",", &save)) {
-        while (*s == ' ' || *s == '\t') {
-            s++;
-        }
+    for (char *s = next_item(list, &save); s != NULL && rc != 0; s = next_item(NULL, &save)) {
         char seed[512], why[512], buf[256];
         const char *name = shown(s, buf, sizeof buf);
         if (seed_address(s, address, seed, sizeof seed) != 0) {

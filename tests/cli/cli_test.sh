@@ -104,11 +104,11 @@ exec_child_clean() {
 }
 
 # Starts a three-master Redis Cluster of the case's own (no replicas) with
-# the redis-server binary $1, node timeout 1 s (so a killed node is
-# flagged fail soon); sets nodes (their ports) and node_pids, and stops
-# them at exit.
+# the redis-server binary $1 and any further server options ($2...); sets
+# nodes (their ports) and node_pids, and stops them at exit.
 start_cluster() {
     local server="$1" n p up
+    shift
     nodes=()
     node_pids=() # every one started, to stop
     node_pid=()  # the pid of the node at nodes[i]
@@ -131,8 +131,8 @@ start_cluster() {
             (: <>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null && continue
             mkdir -p "$WORK/node$p"
             "$server" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
-                --cluster-config-file "nodes-$p.conf" --cluster-node-timeout 1000 \
-                --dir "$WORK/node$p" --save '' --appendonly no >"$WORK/node$p.log" 2>&1 &
+                --cluster-config-file "nodes-$p.conf" --dir "$WORK/node$p" --save '' \
+                --appendonly no "$@" >"$WORK/node$p.log" 2>&1 &
             node_pids+=($!)
             answers() { [ "$(redis-cli -p "$p" PING 2>/dev/null)" = PONG ]; }
             retry 50 answers && up=1 && node_pid+=($!) && break
@@ -383,45 +383,7 @@ cluster)
     # Three cluster-enabled servers of the case's own, a master each (no
     # replicas, to keep it light): every command finds the lock's master
     # from the nodes it is given, the first of which does not serve it.
-    nodes=()
-    node_pids=()
-    stop_nodes() {
-        kill "${node_pids[@]}" 2>/dev/null || true
-        for pid in "${node_pids[@]}"; do # bounded: SIGTERM, then SIGKILL after 5 s
-            for _ in $(seq 50); do
-                kill -0 "$pid" 2>/dev/null || break
-                sleep 0.1
-            done
-            kill -KILL "$pid" 2>/dev/null || true
-        done
-    }
-    trap 'stop_nodes; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' EXIT
-    for n in 1 2 3; do
-        up=0
-        for _ in 1 2 3 4 5; do # a free port, and a free bus port (port + 10000)
-            p=$((20000 + RANDOM % 25000))
-            redis-cli -p "$p" PING >/dev/null 2>&1 && continue
-            (: <>"/dev/tcp/127.0.0.1/$((p + 10000))") 2>/dev/null && continue
-            mkdir -p "$WORK/node$p"
-            "$REDIS_SERVER" --port "$p" --bind 127.0.0.1 --cluster-enabled yes \
-                --cluster-config-file "nodes-$p.conf" --dir "$WORK/node$p" --save '' \
-                --appendonly no >"$WORK/node$p.log" 2>&1 &
-            node_pids+=($!)
-            answers() { [ "$(redis-cli -p "$p" PING 2>/dev/null)" = PONG ]; }
-            retry 50 answers && up=1 && break
-        done
-        [ "$up" = 1 ] || fail "cluster node $n did not start: $(cat "$WORK/node$p.log")"
-        nodes+=("$p")
-    done
-    timeout 30 redis-cli --cluster create "127.0.0.1:${nodes[0]}" "127.0.0.1:${nodes[1]}" \
-        "127.0.0.1:${nodes[2]}" --cluster-yes >"$WORK/create.log" 2>&1 ||
-        fail "redis-cli --cluster create: $(cat "$WORK/create.log")"
-    cluster_ok() {
-        for p in "${nodes[@]}"; do
-            redis-cli -p "$p" CLUSTER INFO | grep -q '^cluster_state:ok' || return 1
-        done
-    }
-    retry 100 cluster_ok || fail "the cluster never reached cluster_state:ok"
+    start_cluster "$REDIS_SERVER"
     # The port of the master serving key $1: the node that answers EXISTS
     # (the others answer MOVED).
     owner_of() {
@@ -1762,7 +1724,7 @@ doctor_cluster)
     # Redis 7: slots covered, masters reachable, sharded pub/sub picked by
     # auto; rlock ls finds objects on every master; then a master killed:
     # the slots and nodes checks fail.
-    start_cluster redis-server
+    start_cluster redis-server --cluster-node-timeout 1000 # a killed node flagged fail soon
     run "$RLOCK" doctor >"$WORK/out"
     cat "$WORK/out"
     grep -q '^ok    cluster_slots: state ok, 16384 of 16384 slots assigned, 0 failing' "$WORK/out" ||
@@ -1808,7 +1770,7 @@ doctor_cluster62)
         exit 77
     fi
     "$RT_REDIS62_SERVER" --version | grep -q 'v=6\.2\.' || fail "$RT_REDIS62_SERVER is not Redis 6.2"
-    start_cluster "$RT_REDIS62_SERVER"
+    start_cluster "$RT_REDIS62_SERVER" --cluster-node-timeout 1000
     run "$RLOCK" doctor >"$WORK/out"
     cat "$WORK/out"
     grep -q '^ok    sharded_pubsub: no sharded pub/sub (Redis < 7); --sharded-subscription auto picks classic SUBSCRIBE and PUBLISH$' \

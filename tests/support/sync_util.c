@@ -12,6 +12,27 @@
 #include "lock_util.h"
 #include "test_util.h"
 
+int rt_sync_setup(void **state) {
+    return rt_fx_setup(state);
+}
+
+int rt_sync_teardown(void **state) {
+    rt_free_clients();
+    return rt_fx_teardown(state);
+}
+
+rlock_client *rt_sync_client(rt_fx *f) {
+    rlock_config cfg = rt_config(f->redis.address);
+    return rt_client(&cfg);
+}
+
+void rt_sync_set_raw(rt_redis *r, const char *key, const char *value) {
+    redisReply *rep = rt_redis_command(r, "SET %s %s", key, value);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+    freeReplyObject(rep);
+}
+
 int rt_sync_wait(rlock_future *f, int64_t ms, int64_t *value) {
     assert_non_null(f);
     assert_int_equal(rlock_future_wait(f, ms), RLOCK_OK);

@@ -6,8 +6,25 @@
 #include <stdint.h>
 
 #include "client.h"
+#include "fixture.h"
 #include "redis_server.h"
 #include "rlock/rlock.h"
+
+/* The synchronizer suites' set-up and tear-down (cmocka's): a
+ * redis-server of the test's own (rt_fx), and every client the test made
+ * (rt_client) freed before that server stops. */
+int rt_sync_setup(void **state);
+int rt_sync_teardown(void **state);
+
+/* A client of f's server with the default configuration, freed at
+ * tear-down. */
+rlock_client *rt_sync_client(rt_fx *f);
+
+/* 2^53: the largest magnitude a script's Lua number holds exactly. */
+#define RT_SYNC_EXACT_MAX (INT64_C(1) << 53)
+
+/* Writes value at key as is (what another process may have written). */
+void rt_sync_set_raw(rt_redis *r, const char *key, const char *value);
 
 /* Waits at most ms for f (asserting it completed), and returns its error;
  * *value gets its value when not NULL. Does not release f. */
