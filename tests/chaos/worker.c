@@ -256,6 +256,12 @@ static redisContext *data_conn(worker *w) {
             redisFree(c);
             c = NULL;
         }
+    } else if (w->a->host != NULL) {
+        c = redisConnectWithTimeout(w->a->host, w->a->redis->port, ms_tv(CH_DATA_CONNECT_MS));
+        if (c != NULL && c->err != 0) {
+            redisFree(c);
+            c = NULL;
+        }
     } else {
         c = rt_redis_connect(w->a->redis, CH_DATA_CONNECT_MS, true);
     }

@@ -1,0 +1,639 @@
+/* netfault: the chaos test's workers (tests/chaos/worker.c) on a real
+ * network. A redis-server and each worker run in network namespaces of
+ * their own on one bridge; a seeded plan cuts, delays and drops their
+ * packets with netem, and heals; afterwards the chaos analysis and
+ * notify.c's judge the records (README.md here). */
+#define _GNU_SOURCE
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <hiredis/hiredis.h>
+
+#include "chaos.h"
+#include "netns.h"
+#include "notify.h"
+#include "plan.h"
+#include "report.h"
+#include "rlock/rlock.h"
+#include "test_util.h"
+
+#define NF_SKIP 77
+#define NF_PORT 6379
+#define NF_SERVER_HOST 1
+#define NF_CLIENT_HOST0 11
+#define NF_MAX_WORKERS 16
+#define NF_MARGIN_S 120 /* start-up, quiet phase, exits, analysis */
+
+/* The chaos analysis names fault kinds; netfault hands it none (a network
+ * fault taints no hold by itself: notify.c judges the pairs). */
+const char *const ch_fault_names[CH_F_KINDS] = {"client_kill", "redis_pause",  "redis_restart",
+                                                "holder_kill", "worker_pause", "master_failover"};
+
+int64_t ch_now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+typedef struct wk {
+    pid_t pid;
+    bool alive, hung, failed;
+    int64_t lease_ms, end_ns;
+    char path[512];
+} wk;
+
+static struct {
+    nf_net net;
+    nf_node *srv, *cl[NF_MAX_WORKERS];
+    rt_redis redis; /* only its address and port: the server is ours (start_server) */
+    pid_t redis_pid;
+    char dir[256];
+    ch_slot *slots;
+    wk w[NF_MAX_WORKERS];
+    int nworkers;
+    bool fenced, fatal;
+    uint64_t seed;
+    nf_fault *faults;
+    int nfaults;
+    int hung, failures;
+    int64_t t0;
+    FILE *log;
+} D;
+
+static volatile sig_atomic_t g_quit;
+
+static void on_quit(int sig) {
+    (void)sig;
+    g_quit = 1;
+}
+
+static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void say(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    printf("[%7.3f s] ", D.t0 != 0 ? (double)(ch_now_ns() - D.t0) / 1e9 : 0.0);
+    vprintf(fmt, ap);
+    va_end(ap);
+    putchar('\n');
+    fflush(stdout);
+}
+
+/* ---- teardown: whatever happens, nothing of the run stays behind ---------- */
+
+static void teardown(void) {
+    for (int p = 0; p < D.nworkers; p++) {
+        if (D.w[p].alive) {
+            kill(D.w[p].pid, SIGKILL);
+            waitpid(D.w[p].pid, NULL, 0);
+            D.w[p].alive = false;
+        }
+    }
+    if (D.redis_pid > 0) {
+        kill(D.redis_pid, SIGKILL);
+        waitpid(D.redis_pid, NULL, 0);
+        D.redis_pid = 0;
+    }
+    nf_net_destroy(&D.net);
+}
+
+/* ---- the server and the workers, each in its namespace -------------------- */
+
+static redisContext *connect_server(int timeout_ms) {
+    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
+    redisContext *c = redisConnectWithTimeout(D.srv->addr, NF_PORT, tv);
+    if (c != NULL && (c->err != 0 || redisSetTimeout(c, tv) != REDIS_OK)) {
+        redisFree(c);
+        c = NULL;
+    }
+    return c;
+}
+
+static bool server_answers(void) {
+    redisContext *c = connect_server(500);
+    redisReply *r = c != NULL ? redisCommand(c, "PING") : NULL;
+    bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    if (c != NULL) {
+        redisFree(c);
+    }
+    return ok;
+}
+
+static int start_server(void) {
+    char port[16], logfile[300];
+    snprintf(port, sizeof(port), "%d", NF_PORT);
+    snprintf(logfile, sizeof(logfile), "%s/redis.log", D.dir);
+    const char *bin = getenv("RT_REDIS_SERVER") != NULL ? getenv("RT_REDIS_SERVER") : "redis-server";
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        return -1;
+    }
+    if (pid == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (nf_enter(D.srv->ns) != 0) {
+            _exit(126);
+        }
+        execlp(bin, bin, "--bind", D.srv->addr, "--port", port, "--save", "", "--appendonly",
+               "no", "--protected-mode", "no", "--dir", D.dir, "--logfile", logfile,
+               "--daemonize", "no", (char *)NULL);
+        _exit(127);
+    }
+    D.redis_pid = pid;
+    for (int i = 0; i < 250; i++) {
+        if (server_answers()) {
+            return 0;
+        }
+        rt_sleep_ms(20);
+    }
+    fprintf(stderr, "netfault: redis-server did not answer within 5 s (log: %s)\n", logfile);
+    return -1;
+}
+
+static bool spawn(int p) {
+    wk *w = &D.w[p];
+    memset(w, 0, sizeof(*w));
+    w->lease_ms = p % 2 == 0 ? RLOCK_LEASE_WATCHDOG : CH_LEASE_MS;
+    snprintf(w->path, sizeof(w->path), "%s/worker-%03d.rec", D.dir, p);
+    ch_worker_args a = {.wid = p,
+                        .driver = getpid(),
+                        .redis = &D.redis,
+                        .slot = &D.slots[p],
+                        .lease_ms = w->lease_ms,
+                        .seed = D.seed * 31 + (uint64_t)p + 1,
+                        .path = w->path,
+                        .counter = CH_COUNTER,
+                        .replicas = 1,
+                        .fenced = D.fenced,
+                        .synced = 1,
+                        .host = D.srv->addr};
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        return false;
+    }
+    if (pid == 0) {
+        if (nf_enter(D.cl[p]->ns) != 0) {
+            _exit(126);
+        }
+        _exit(ch_worker_main(&a));
+    }
+    w->pid = pid;
+    w->alive = true;
+    return true;
+}
+
+static void failed(wk *w, int p, const char *why) {
+    say("FAILURE: worker %d (pid %d) %s", p, (int)w->pid, why);
+    w->failed = true;
+    w->end_ns = ch_now_ns();
+    D.failures++;
+}
+
+/* Reaps workers that died, finds hung ones (they are killed). */
+static void monitor(void) {
+    int64_t now = ch_now_ns();
+    for (int p = 0; p < D.nworkers; p++) {
+        wk *w = &D.w[p];
+        int st;
+        if (!w->alive) {
+            continue;
+        }
+        if (waitpid(w->pid, &st, WNOHANG) == w->pid) {
+            w->alive = false;
+            failed(w, p, "died");
+            continue;
+        }
+        int64_t last = atomic_load(&D.slots[p].progress_ns);
+        if (atomic_load(&D.slots[p].stuck) ||
+            (last > 0 && now - last > (int64_t)CH_HUNG_MS * 1000000)) {
+            kill(w->pid, SIGKILL);
+            waitpid(w->pid, NULL, 0);
+            w->alive = false;
+            D.hung++;
+            failed(w, p, "is hung: killed");
+        }
+    }
+}
+
+static void dsleep(int64_t ms) {
+    int64_t end = ch_now_ns() + ms * 1000000;
+    while (!g_quit) {
+        monitor();
+        int64_t left = (end - ch_now_ns()) / 1000000;
+        if (left <= 0) {
+            return;
+        }
+        rt_sleep_ms(left < 20 ? left : 20);
+    }
+    D.fatal = true;
+}
+
+static bool wait_ready(void) {
+    for (int i = 0; i < 3000 && !g_quit; i++) {
+        bool all = true;
+        for (int p = 0; p < D.nworkers; p++) {
+            all = all && atomic_load(&D.slots[p].ready);
+        }
+        if (all) {
+            return true;
+        }
+        monitor();
+        rt_sleep_ms(10);
+    }
+    return false;
+}
+
+/* ---- faults ------------------------------------------------------------------ */
+
+/* The worker holding the lock now, else -1. */
+static int holder(void) {
+    for (int p = 0; p < D.nworkers; p++) {
+        if (D.w[p].alive && atomic_load(&D.slots[p].state) == CH_HOLDING) {
+            return p;
+        }
+    }
+    return -1;
+}
+
+/* Cuts what reaches the server from node c (c NULL: from every client),
+ * and what reaches c from the server, as the kind says. */
+static bool cut(nf_kind kind, const nf_node *c) {
+    bool ok = true;
+    if (c == NULL) {
+        ok = nf_cut(&D.net, D.srv, NULL);
+        for (int p = 0; p < D.nworkers; p++) {
+            ok = nf_cut(&D.net, D.cl[p], D.srv->addr) && ok;
+        }
+        return ok;
+    }
+    if (kind != NF_K_PART_IN) {
+        ok = nf_cut(&D.net, D.srv, c->addr);
+    }
+    if (kind != NF_K_PART_OUT) {
+        ok = nf_cut(&D.net, c, D.srv->addr) && ok;
+    }
+    return ok;
+}
+
+static void heal(const nf_node *c) {
+    nf_heal(&D.net, D.srv);
+    for (int p = 0; p < D.nworkers; p++) {
+        if (c == NULL || c == D.cl[p]) {
+            nf_heal(&D.net, D.cl[p]);
+        }
+    }
+}
+
+/* Loss: the link cut for loss_pct of each cycle, for the step's time. */
+static bool lossy(const nf_step *s, const nf_node *c) {
+    int64_t end = ch_now_ns() + s->dur_ms * 1000000;
+    int64_t down = (int64_t)s->cycle_ms * s->loss_pct / 100;
+    bool ok = true;
+    while (ok && !D.fatal && ch_now_ns() < end) {
+        ok = cut(NF_K_PART_BOTH, c);
+        dsleep(down);
+        heal(c);
+        dsleep(s->cycle_ms - down);
+    }
+    return ok;
+}
+
+static void run_step(int i, const nf_step *s) {
+    int wid = -1;
+    if (!s->server) {
+        int h = s->holder ? holder() : -1;
+        wid = h >= 0 ? h : s->worker;
+    }
+    nf_node *c = wid < 0 ? NULL : D.cl[wid];
+    char params[64], desc[160];
+    nf_step_params(s, params, sizeof(params));
+    nf_step_describe(s, desc, sizeof(desc));
+    nf_fault f = {.kind = s->kind, .wid = wid, .t0 = ch_now_ns()};
+    say("#%-3d %s -> on %s", i, desc, c == NULL ? "server" : c->name);
+    bool ok;
+    if (s->kind == NF_K_LOSS) {
+        ok = lossy(s, c);
+    } else {
+        ok = s->kind == NF_K_SLOW ? nf_slow(&D.net, c == NULL ? D.srv : c, s->rate_kbit,
+                                            s->latency_ms)
+                                  : cut(s->kind, c);
+        dsleep(s->dur_ms);
+    }
+    if (!ok) {
+        say("FATAL: step #%d: a fault could not be set (commands in %s)", i, D.net.log);
+        D.fatal = true;
+    }
+    heal(c);
+    f.t1 = ch_now_ns();
+    say("#%-3d healed after %.0f ms", i, (double)(f.t1 - f.t0) / 1e6);
+    D.faults[D.nfaults++] = f;
+    fprintf(D.log, "%s %d %" PRId64 " %" PRId64 " %s\n", nf_kind_names[s->kind], wid, f.t0, f.t1,
+            params);
+    fflush(D.log);
+}
+
+static void fault_phase(const nf_plan *plan, int64_t seconds) {
+    int64_t deadline = D.t0 + seconds * 1000000000LL;
+    for (int i = 0; i < plan->n && !D.fatal; i++) {
+        dsleep(plan->v[i].gap_ms);
+        if (ch_now_ns() >= deadline || D.fatal) {
+            break;
+        }
+        run_step(i, &plan->v[i]);
+    }
+}
+
+/* Every worker must complete an operation after the last heal. */
+static void quiet_phase(void) {
+    uint64_t ops0[NF_MAX_WORKERS];
+    for (int p = 0; p < D.nworkers; p++) {
+        ops0[p] = atomic_load(&D.slots[p].ops);
+    }
+    int64_t until = ch_now_ns() + (int64_t)CH_QUIET_MS * 1000000;
+    while (ch_now_ns() < until && !g_quit) {
+        bool all = true;
+        for (int p = 0; p < D.nworkers; p++) {
+            all = all && (!D.w[p].alive || atomic_load(&D.slots[p].ops) > ops0[p]);
+        }
+        if (all) {
+            return;
+        }
+        monitor();
+        rt_sleep_ms(10);
+    }
+    for (int p = 0; p < D.nworkers; p++) {
+        if (D.w[p].alive && atomic_load(&D.slots[p].ops) == ops0[p]) {
+            D.hung++;
+            failed(&D.w[p], p, "completed no operation after the last heal");
+        }
+    }
+}
+
+static void stop_phase(void) {
+    for (int p = 0; p < D.nworkers; p++) {
+        if (D.w[p].alive) {
+            kill(D.w[p].pid, SIGTERM);
+        }
+    }
+    int64_t until = ch_now_ns() + (int64_t)CH_EXIT_MS * 1000000;
+    for (int left = 1; left > 0 && ch_now_ns() < until;) {
+        left = 0;
+        for (int p = 0; p < D.nworkers; p++) {
+            wk *w = &D.w[p];
+            int st;
+            if (!w->alive) {
+                continue;
+            }
+            if (waitpid(w->pid, &st, WNOHANG) != w->pid) {
+                left++;
+                continue;
+            }
+            w->alive = false;
+            w->end_ns = ch_now_ns();
+            if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+                failed(w, p, "exited with an error");
+            }
+        }
+        rt_sleep_ms(10);
+    }
+    for (int p = 0; p < D.nworkers; p++) {
+        if (D.w[p].alive) {
+            kill(D.w[p].pid, SIGKILL);
+            waitpid(D.w[p].pid, NULL, 0);
+            D.w[p].alive = false;
+            D.hung++;
+            failed(&D.w[p], p, "did not exit after SIGTERM");
+        }
+    }
+}
+
+static long long final_counter(bool *ok) {
+    redisContext *c = connect_server(2000);
+    redisReply *r = c != NULL ? redisCommand(c, "GET %s", CH_COUNTER) : NULL;
+    *ok = r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL);
+    long long v = *ok && r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
+    if (r != NULL) {
+        freeReplyObject(r);
+    }
+    if (c != NULL) {
+        redisFree(c);
+    }
+    return v;
+}
+
+/* ---- set-up --------------------------------------------------------------- */
+
+static int build_network(void) {
+    char log[300];
+    snprintf(log, sizeof(log), "%s/net.log", D.dir);
+    if (nf_net_create(&D.net, log) != 0 ||
+        (D.srv = nf_net_add(&D.net, "srv", NF_SERVER_HOST)) == NULL) {
+        return -1;
+    }
+    for (int p = 0; p < D.nworkers; p++) {
+        char name[16];
+        snprintf(name, sizeof(name), "c%d", p);
+        if ((D.cl[p] = nf_net_add(&D.net, name, NF_CLIENT_HOST0 + p)) == NULL) {
+            return -1;
+        }
+    }
+    /* The driver itself joins the hub: it reaches the server over the
+     * bridge, on a link no fault touches. */
+    return nf_enter(D.net.hub);
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: netfault [--seconds N] [--seed N] [--workers N] [--fenced] "
+                    "[--budget SECONDS] [--keep]\n"
+                    "       netfault --cleanup    remove the namespaces of runs that are gone\n");
+}
+
+/* ---- the run --------------------------------------------------------------- */
+
+static void remove_records(void) {
+    const char *names[] = {"faults.log", "net.log", "redis.log"};
+    for (int p = 0; p < D.nworkers; p++) {
+        unlink(D.w[p].path);
+    }
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        char path[400];
+        snprintf(path, sizeof(path), "%s/%s", D.dir, names[i]);
+        unlink(path);
+    }
+    rmdir(D.dir);
+}
+
+static bool judge(int64_t took, long seconds, long long counter) {
+    ch_worker_info *infos = calloc((size_t)D.nworkers, sizeof(*infos));
+    ch_results res;
+    nf_notify nt;
+    memset(&res, 0, sizeof(res));
+    memset(&nt, 0, sizeof(nt));
+    nf_run run = {.seed = D.seed,
+                  .seconds = seconds,
+                  .nworkers = D.nworkers,
+                  .nfaults = D.nfaults,
+                  .hung = D.hung,
+                  .failures = D.failures,
+                  .fatal = D.fatal || infos == NULL,
+                  .fenced = D.fenced,
+                  .took_ns = took};
+    for (int p = 0; infos != NULL && p < D.nworkers; p++) {
+        infos[p].wid = p;
+        infos[p].lease_ms = D.w[p].lease_ms;
+        infos[p].end_ns = D.w[p].end_ns;
+        infos[p].killed = D.w[p].hung;
+        snprintf(infos[p].path, sizeof(infos[p].path), "%s", D.w[p].path);
+        run.exits_expected += !D.w[p].failed;
+    }
+    /* No fault taints a hold for the chaos analysis: a partitioned client
+     * keeps running, and notify.c asks it to have been told. */
+    if (infos == NULL || ch_analyse(infos, D.nworkers, NULL, 0, counter, &res) != 0 ||
+        nf_notify_check(infos, D.nworkers, D.faults, D.nfaults, &nt) != 0) {
+        run.fatal = true;
+    }
+    free(infos);
+    bool pass = nf_verdict(&run, &res, &nt);
+    nf_print_report(&run, &res, &nt, pass);
+    return pass;
+}
+
+static int run(const nf_plan *plan, long seconds, bool keep) {
+    const char *tmp = getenv("TMPDIR");
+    snprintf(D.dir, sizeof(D.dir), "%s/rlock-netfault-XXXXXX",
+             tmp != NULL && *tmp != '\0' ? tmp : "/tmp");
+    D.slots = mmap(NULL, NF_MAX_WORKERS * sizeof(ch_slot), PROT_READ | PROT_WRITE,
+                   MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    D.faults = calloc((size_t)plan->n + 1, sizeof(nf_fault));
+    if (mkdtemp(D.dir) == NULL || D.slots == MAP_FAILED || D.faults == NULL) {
+        perror("netfault: set-up");
+        return 1;
+    }
+    char path[400];
+    snprintf(path, sizeof(path), "%s/faults.log", D.dir);
+    D.log = fopen(path, "w");
+    atexit(teardown);
+    struct sigaction sa = {.sa_handler = on_quit};
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    if (D.log == NULL || build_network() != 0) {
+        fprintf(stderr, "netfault: cannot build the network (commands in %s/net.log)\n", D.dir);
+        teardown();
+        return 1;
+    }
+    snprintf(D.redis.address, sizeof(D.redis.address), "redis://%s:%d", D.srv->addr, NF_PORT);
+    D.redis.port = NF_PORT;
+    if (start_server() != 0) {
+        teardown();
+        return 1;
+    }
+    printf("netfault: server %s in %s, clients %s..%s in %sc0..c%d, records in %s\n",
+           D.redis.address, D.srv->ns, D.cl[0]->addr, D.cl[D.nworkers - 1]->addr,
+           D.net.prefix, D.nworkers - 1, D.dir);
+    for (int p = 0; p < D.nworkers && !D.fatal; p++) {
+        D.fatal = !spawn(p);
+    }
+    if (!D.fatal && !wait_ready()) {
+        say("FATAL: the workers did not start within 30 s");
+        D.fatal = true;
+    }
+    D.t0 = ch_now_ns();
+    if (!D.fatal) {
+        fault_phase(plan, seconds);
+        say("faults stopped; every worker must now complete an operation");
+        quiet_phase();
+    }
+    say("stopping the workers (SIGTERM)");
+    stop_phase();
+    bool counter_ok = false;
+    long long counter = final_counter(&counter_ok);
+    if (!counter_ok) {
+        say("FATAL: cannot read the counter");
+        D.fatal = true;
+    }
+    teardown();
+    fclose(D.log);
+    bool pass = judge(ch_now_ns() - D.t0, seconds, counter);
+    if (pass && !keep) {
+        remove_records();
+    } else {
+        printf("netfault: records kept in %s\n", D.dir);
+    }
+    return pass ? 0 : 1;
+}
+
+int main(int argc, char **argv) {
+    long seconds = 60, budget = 0;
+    bool keep = false, seeded = false;
+    D.nworkers = 6;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--cleanup") == 0) {
+            nf_net_cleanup_stale();
+            return 0;
+        } else if (strcmp(argv[i], "--seconds") == 0 && i + 1 < argc) {
+            seconds = strtol(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--seed") == 0 && i + 1 < argc) {
+            D.seed = strtoull(argv[++i], NULL, 10);
+            seeded = true;
+        } else if (strcmp(argv[i], "--workers") == 0 && i + 1 < argc) {
+            D.nworkers = (int)strtol(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--budget") == 0 && i + 1 < argc) {
+            budget = strtol(argv[++i], NULL, 10);
+        } else if (strcmp(argv[i], "--fenced") == 0) {
+            D.fenced = true;
+        } else if (strcmp(argv[i], "--keep") == 0) {
+            keep = true;
+        } else {
+            usage();
+            return 2;
+        }
+    }
+    if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS) {
+        usage();
+        return 2;
+    }
+    if (budget > 0 && seconds + NF_MARGIN_S > budget) {
+        seconds = budget - NF_MARGIN_S > 1 ? budget - NF_MARGIN_S : 1;
+        fprintf(stderr, "netfault: cut to %ld s to fit the budget of %ld s\n", seconds, budget);
+    }
+    const char *why = nf_net_unavailable();
+    if (why != NULL) {
+        printf("netfault: SKIP: %s\n", why);
+        return NF_SKIP;
+    }
+    nf_net_cleanup_stale();
+    if (!seeded) {
+        D.seed = (uint64_t)ch_now_ns() ^ ((uint64_t)getpid() << 32);
+    }
+    nf_plan plan;
+    if (nf_plan_make(&plan, D.seed, seconds, D.nworkers) != 0) {
+        return 1;
+    }
+    printf("netfault: seed %" PRIu64 " (replay: netfault --seed %" PRIu64 " --seconds %ld), "
+           "%d workers, %s lock\n",
+           D.seed, D.seed, seconds, D.nworkers, D.fenced ? "fenced" : "reentrant");
+    printf("netfault: rlock timeout %d ms, %d retry after %d ms, watchdog %d ms (even workers), "
+           "lease %d ms (odd workers); notification bound %d ms\n",
+           CH_TIMEOUT_MS, CH_RETRY_ATTEMPTS, CH_RETRY_INTERVAL_MS, CH_WATCHDOG_MS, CH_LEASE_MS,
+           NF_NOTIFY_BOUND_MS);
+    nf_plan_print(&plan, stdout);
+    return run(&plan, seconds, keep);
+}
