@@ -137,7 +137,8 @@ static int start_server(void) {
     char port[16], logfile[300];
     snprintf(port, sizeof(port), "%d", NF_PORT);
     snprintf(logfile, sizeof(logfile), "%s/redis.log", D.dir);
-    const char *bin = getenv("RT_REDIS_SERVER") != NULL ? getenv("RT_REDIS_SERVER") : "redis-server";
+    const char *bin =
+        getenv("RT_REDIS_SERVER") != NULL ? getenv("RT_REDIS_SERVER") : "redis-server";
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -148,9 +149,9 @@ static int start_server(void) {
         if (nf_enter(D.srv->ns) != 0) {
             _exit(126);
         }
-        execlp(bin, bin, "--bind", D.srv->addr, "--port", port, "--save", "", "--appendonly",
-               "no", "--protected-mode", "no", "--dir", D.dir, "--logfile", logfile,
-               "--daemonize", "no", (char *)NULL);
+        execlp(bin, bin, "--bind", D.srv->addr, "--port", port, "--save", "", "--appendonly", "no",
+               "--protected-mode", "no", "--dir", D.dir, "--logfile", logfile, "--daemonize", "no",
+               (char *)NULL);
         _exit(127);
     }
     D.redis_pid = pid;
@@ -329,9 +330,9 @@ static void run_step(int i, const nf_step *s) {
     if (s->kind == NF_K_LOSS) {
         ok = lossy(s, c);
     } else {
-        ok = s->kind == NF_K_SLOW ? nf_slow(&D.net, c == NULL ? D.srv : c, s->rate_kbit,
-                                            s->latency_ms)
-                                  : cut(s->kind, c);
+        ok = s->kind == NF_K_SLOW
+                 ? nf_slow(&D.net, c == NULL ? D.srv : c, s->rate_kbit, s->latency_ms)
+                 : cut(s->kind, c);
         dsleep(s->dur_ms);
     }
     if (!ok) {
@@ -546,8 +547,8 @@ static int run(const nf_plan *plan, long seconds, bool keep) {
         return 1;
     }
     printf("netfault: server %s in %s, clients %s..%s in %sc0..c%d, records in %s\n",
-           D.redis.address, D.srv->ns, D.cl[0]->addr, D.cl[D.nworkers - 1]->addr,
-           D.net.prefix, D.nworkers - 1, D.dir);
+           D.redis.address, D.srv->ns, D.cl[0]->addr, D.cl[D.nworkers - 1]->addr, D.net.prefix,
+           D.nworkers - 1, D.dir);
     for (int p = 0; p < D.nworkers && !D.fatal; p++) {
         D.fatal = !spawn(p);
     }

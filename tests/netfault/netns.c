@@ -33,9 +33,8 @@ static bool run_line(const char *log, const char *line) {
     }
     if (pid == 0) {
         int out = open("/dev/null", O_WRONLY);
-        int err = log != NULL && log[0] != '\0'
-                      ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0600)
-                      : open("/dev/null", O_WRONLY);
+        int err = log != NULL && log[0] != '\0' ? open(log, O_WRONLY | O_CREAT | O_APPEND, 0600)
+                                                : open("/dev/null", O_WRONLY);
         if (out >= 0) {
             dup2(out, 1);
         }
@@ -120,8 +119,7 @@ void nf_net_cleanup_stale(void) {
     while (fgets(line, sizeof(line), p) != NULL && n < 256) {
         char name[64];
         int pid;
-        if (sscanf(line, "%63s", name) == 1 &&
-            strncmp(name, NF_PREFIX, strlen(NF_PREFIX)) == 0 &&
+        if (sscanf(line, "%63s", name) == 1 && strncmp(name, NF_PREFIX, strlen(NF_PREFIX)) == 0 &&
             sscanf(name + strlen(NF_PREFIX), "%d-", &pid) == 1 && pid != (int)getpid() &&
             !owner_alive(pid)) {
             snprintf(names[n++], sizeof(names[0]), "%s", name);
@@ -228,8 +226,8 @@ bool nf_slow(const nf_net *net, const nf_node *node, int rate_kbit, int latency_
     char q[96];
     snprintf(q, sizeof(q), tbf, rate_kbit, latency_ms);
     bool out = nf_sh(net, "ip netns exec %s tc qdisc replace dev eth0 root %s", node->ns, q);
-    bool in = nf_sh(net, "ip netns exec %s tc qdisc replace dev %s root %s", net->hub,
-                    node->hub_if, q);
+    bool in =
+        nf_sh(net, "ip netns exec %s tc qdisc replace dev %s root %s", net->hub, node->hub_if, q);
     return out && in;
 }
 

@@ -17,10 +17,10 @@
 #define NF_HUB_ADDR NF_SUBNET ".254"
 
 typedef struct nf_node {
-    char name[16];    /* "srv", "c3": the namespace is <prefix><name> */
-    char ns[64];      /* the namespace's full name */
-    char hub_if[16];  /* its veth end in the hub (traffic towards the node leaves there) */
-    char addr[32];    /* its address, on its "eth0" */
+    char name[16];   /* "srv", "c3": the namespace is <prefix><name> */
+    char ns[64];     /* the namespace's full name */
+    char hub_if[16]; /* its veth end in the hub (traffic towards the node leaves there) */
+    char addr[32];   /* its address, on its "eth0" */
 } nf_node;
 
 typedef struct nf_net {

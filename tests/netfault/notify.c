@@ -133,16 +133,14 @@ static void judge(const nhold *x, const nhold *y, int kind, int64_t base, nf_not
         if (d <= (int64_t)NF_NOTIFY_BOUND_MS * 1000000) {
             ok = true;
             out->explained_notified++;
-            out->notify_max_ns = out->explained_notified == 1 || d > out->notify_max_ns
-                                     ? d
-                                     : out->notify_max_ns;
-            out->notify_min_ns = out->explained_notified == 1 || d < out->notify_min_ns
-                                     ? d
-                                     : out->notify_min_ns;
+            out->notify_max_ns =
+                out->explained_notified == 1 || d > out->notify_max_ns ? d : out->notify_max_ns;
+            out->notify_min_ns =
+                out->explained_notified == 1 || d < out->notify_min_ns ? d : out->notify_min_ns;
             if (kf != NULL) {
                 kf->notified++;
-                kf->notify_max_ns = kf->notified == 1 || d > kf->notify_max_ns ? d
-                                                                                : kf->notify_max_ns;
+                kf->notify_max_ns =
+                    kf->notified == 1 || d > kf->notify_max_ns ? d : kf->notify_max_ns;
             }
         } else {
             out->late++;
@@ -164,9 +162,9 @@ static void judge(const nhold *x, const nhold *y, int kind, int64_t base, nf_not
                 " (%s) held %.3f..%.3f ms, told lost %s%.3f; worker %d owner %" PRIu64
                 " acquired %.3f\n",
                 x->wid, x->owner, x->lease_ms > 0 ? "lease" : "watchdog",
-                (double)(x->a - base) / 1e6, (double)(x->u - base) / 1e6,
-                x->lost ? "at " : "never", x->lost ? (double)(x->lost_t - base) / 1e6 : 0.0,
-                y->wid, y->owner, (double)(y->a - base) / 1e6);
+                (double)(x->a - base) / 1e6, (double)(x->u - base) / 1e6, x->lost ? "at " : "never",
+                x->lost ? (double)(x->lost_t - base) / 1e6 : 0.0, y->wid, y->owner,
+                (double)(y->a - base) / 1e6);
     }
 }
 

@@ -26,9 +26,9 @@ typedef struct nf_fault {
 
 typedef struct nf_kind_figures {
     int faults;
-    uint64_t holds;          /* holds that met a fault of this kind */
-    uint64_t double_holds;   /* overlapping pairs, put down to this kind's last fault */
-    uint64_t explained;      /* of which: told in time, or a lease that ran out */
+    uint64_t holds;        /* holds that met a fault of this kind */
+    uint64_t double_holds; /* overlapping pairs, put down to this kind's last fault */
+    uint64_t explained;    /* of which: told in time, or a lease that ran out */
     uint64_t unexplained;
     uint64_t notified;       /* of which the earlier holder was told in time */
     int64_t notify_max_ns;   /* the latest callback relative to the other's acquire */
@@ -39,8 +39,8 @@ typedef struct nf_kind_figures {
 typedef struct nf_notify {
     uint64_t holds, lost_reports;
     uint64_t double_holds, explained_notified, explained_lease, unexplained;
-    uint64_t late;      /* a watchdog holder told, but later than the bound */
-    uint64_t never;     /* a watchdog holder never told */
+    uint64_t late;         /* a watchdog holder told, but later than the bound */
+    uint64_t never;        /* a watchdog holder never told */
     int64_t notify_max_ns; /* max over the told pairs of (callback - other's acquire) */
     int64_t notify_min_ns;
     nf_kind_figures kinds[NF_K_KINDS];

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const nf_kind_names[NF_K_KINDS] = {"part_both", "part_out", "part_in",
-                                               "server_cut", "slow", "loss"};
+const char *const nf_kind_names[NF_K_KINDS] = {"part_both",  "part_out", "part_in",
+                                               "server_cut", "slow",     "loss"};
 
 /* Durations: partitions from under the watchdog's lease (1500 ms) to past
  * the explicit one (3000 ms). A slow link of 2 to 16 kbit/s queues a

@@ -39,8 +39,8 @@ static void kind_table(const nf_notify *nt) {
         }
         printf("netfault: %-10s %6d %6" PRIu64 " %13" PRIu64 " %11" PRIu64 " %9" PRIu64
                " %15s %15s\n",
-               nf_kind_names[k], f->faults, f->holds, f->double_holds, f->unexplained,
-               f->notified, nmax, avg);
+               nf_kind_names[k], f->faults, f->holds, f->double_holds, f->unexplained, f->notified,
+               nmax, avg);
     }
     printf("netfault: (heal->acq: mean/max ms from a heal to the next acquire by any client; "
            "notify max: the latest lost-lock callback relative to the other client's acquire)\n");
@@ -63,8 +63,8 @@ void nf_print_report(const nf_run *run, const ch_results *res, const nf_notify *
     printf("netfault: double holds %" PRIu64 ": told in time %" PRIu64 ", lease ran out %" PRIu64
            ", unexplained %" PRIu64 " (told late %" PRIu64 ", never told %" PRIu64
            "); lost-lock callbacks %" PRIu64 "\n",
-           nt->double_holds, nt->explained_notified, nt->explained_lease, nt->unexplained,
-           nt->late, nt->never, nt->lost_reports);
+           nt->double_holds, nt->explained_notified, nt->explained_lease, nt->unexplained, nt->late,
+           nt->never, nt->lost_reports);
     if (nt->explained_notified > 0) {
         printf("netfault: lost-lock callback relative to the other client's acquire: "
                "%+.1f .. %+.1f ms (bound +%d ms)\n",
@@ -77,17 +77,16 @@ void nf_print_report(const nf_run *run, const ch_results *res, const nf_notify *
     }
     printf("netfault: futures pending at exit %" PRIu64 ", after destroy %" PRIu64
            ", stuck %" PRIu64 "; hung workers %d, failed %d; exits %d of %d\n",
-           res->futures_pending, res->futures_pending_after_destroy, res->stuck_futures,
-           run->hung, run->failures, res->exits, run->exits_expected);
+           res->futures_pending, res->futures_pending_after_destroy, res->stuck_futures, run->hung,
+           run->failures, res->exits, run->exits_expected);
     kind_table(nt);
     printf("{\"seed\":%" PRIu64 ",\"seconds\":%ld,\"fenced\":%d,\"faults\":%d,\"holds\":%" PRIu64
            ",\"double_holds\":%" PRIu64 ",\"told_in_time\":%" PRIu64 ",\"lease_ran_out\":%" PRIu64
            ",\"unexplained\":%" PRIu64 ",\"overlaps_unexplained\":%" PRIu64
            ",\"lost_updates_unexplained\":%" PRIu64 ",\"token_violations\":%" PRIu64
            ",\"result\":\"%s\"}\n",
-           run->seed, run->seconds, run->fenced ? 1 : 0, run->nfaults, nt->holds,
-           nt->double_holds, nt->explained_notified, nt->explained_lease, nt->unexplained,
-           res->overlaps_unexplained, res->lost_updates_unexplained, res->token_violations,
-           pass ? "pass" : "fail");
+           run->seed, run->seconds, run->fenced ? 1 : 0, run->nfaults, nt->holds, nt->double_holds,
+           nt->explained_notified, nt->explained_lease, nt->unexplained, res->overlaps_unexplained,
+           res->lost_updates_unexplained, res->token_violations, pass ? "pass" : "fail");
     printf("netfault: %s\n", pass ? "PASS" : "FAIL");
 }
