@@ -72,7 +72,7 @@ bool nf_sh(const nf_net *net, const char *fmt, ...) {
 
 const char *nf_net_unavailable(void) {
     if (geteuid() != 0) {
-        return "not root: network namespaces, veth pairs and netem need CAP_NET_ADMIN";
+        return "not root: network namespaces, veth pairs, qdiscs and rules need CAP_NET_ADMIN";
     }
     if (!run_line(NULL, "command -v ip && command -v tc")) {
         return "iproute2 (ip, tc) is not installed";
@@ -95,17 +95,20 @@ const char *nf_net_unavailable(void) {
                 "rule here (ip netns add, veth, sch_tbf or policy routing not allowed)";
 }
 
-/* Whether pid is a live netfault process (the owner of its prefix). */
+/* Whether pid is a live netfault process (the owner of its prefix); a
+ * zombie, killed but not reaped yet, is not. */
 static bool owner_alive(int pid) {
-    char path[64], comm[64] = "";
-    snprintf(path, sizeof(path), "/proc/%d/comm", pid);
+    char path[64], stat[256] = "";
+    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
     FILE *f = fopen(path, "r");
     if (f == NULL) {
         return false;
     }
-    bool got = fgets(comm, sizeof(comm), f) != NULL;
+    bool got = fgets(stat, sizeof(stat), f) != NULL;
     fclose(f);
-    return got && strncmp(comm, "netfault", 8) == 0;
+    const char *end = strrchr(stat, ')'); /* "pid (comm) S ..." */
+    return got && strstr(stat, "(netfault)") != NULL && end != NULL && end[1] == ' ' &&
+           end[2] != 'Z' && end[2] != 'X';
 }
 
 void nf_net_cleanup_stale(void) {
