@@ -26,6 +26,8 @@
 #include "plan.h"
 #include "report.h"
 #include "rlock/rlock.h"
+#include "sync_check.h"
+#include "sync_worker.h"
 #include "test_util.h"
 
 #define NF_SKIP 77
@@ -63,6 +65,7 @@ static struct {
     wk w[NF_MAX_WORKERS];
     int nworkers;
     bool fenced, fatal;
+    nf_sync_mode sync; /* 0: the lock's workers */
     uint64_t seed;
     nf_fault *faults;
     int nfaults;
@@ -165,10 +168,27 @@ static int start_server(void) {
     return -1;
 }
 
+/* A synchronizer's worker (sync_worker.c), in its namespace. */
+static int sync_child(int p) {
+    nf_sync_args a = {.mode = D.sync,
+                      .wid = p,
+                      .nworkers = D.nworkers,
+                      .driver = getppid(),
+                      .slot = &D.slots[p],
+                      .address = D.redis.address,
+                      .lease_ms = D.w[p].lease_ms,
+                      .seed = D.seed * 31 + (uint64_t)p + 1,
+                      .path = D.w[p].path};
+    return nf_sync_worker_main(&a);
+}
+
 static bool spawn(int p) {
     wk *w = &D.w[p];
     memset(w, 0, sizeof(*w));
     w->lease_ms = p % 2 == 0 ? RLOCK_LEASE_WATCHDOG : CH_LEASE_MS;
+    if (D.sync == NF_SYNC_SEMAPHORE) {
+        w->lease_ms = p % 2 == 0 ? NF_SEM_LEASE_MS : -1;
+    }
     snprintf(w->path, sizeof(w->path), "%s/worker-%03d.rec", D.dir, p);
     ch_worker_args a = {.wid = p,
                         .driver = getpid(),
@@ -191,7 +211,7 @@ static bool spawn(int p) {
         if (nf_enter(D.cl[p]->ns) != 0) {
             _exit(126);
         }
-        _exit(ch_worker_main(&a));
+        _exit(D.sync != 0 ? sync_child(p) : ch_worker_main(&a));
     }
     w->pid = pid;
     w->alive = true;
@@ -459,9 +479,11 @@ static int build_network(void) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: netfault [--seconds N] [--seed N] [--workers N] [--fenced] "
-                    "[--budget SECONDS] [--keep]\n"
-                    "       netfault --cleanup    remove the namespaces of runs that are gone\n");
+    fprintf(
+        stderr,
+        "usage: netfault [--seconds N] [--seed N] [--workers N] [--fenced | --semaphore | --latch] "
+        "[--budget SECONDS] [--keep]\n"
+        "       netfault --cleanup    remove the namespaces of runs that are gone\n");
 }
 
 /* ---- the run --------------------------------------------------------------- */
@@ -477,6 +499,49 @@ static void remove_records(void) {
         unlink(path);
     }
     rmdir(D.dir);
+}
+
+/* The semaphore's available permits at quiescence, after every lease can
+ * have run out (the script that counts gives expired ones back); -1 when
+ * it cannot be read. */
+static long long sem_available(void) {
+    rt_sleep_ms(NF_SEM_LEASE_MS + 500);
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    cfg.address = D.redis.address;
+    rlock_client *c = NULL;
+    int64_t v = -1;
+    if (rlock_client_create(&cfg, &c) == RLOCK_OK) {
+        rlock_permit_semaphore *s = rlock_get_permit_expirable_semaphore(c, NF_SEM_NAME);
+        if (s == NULL || rlock_permit_semaphore_available_permits(s, &v) != RLOCK_OK) {
+            v = -1;
+        }
+        rlock_permit_semaphore_free(s);
+        rlock_client_destroy(c);
+    }
+    return v;
+}
+
+static bool judge_sync(const ch_worker_info *infos, const nf_run *run, long long available) {
+    nf_sync_results r;
+    bool latch = D.sync == NF_SYNC_LATCH;
+    int rc = latch ? nf_check_latch(infos, D.nworkers, &r)
+                   : nf_check_semaphore(infos, D.nworkers, available, &r);
+    bool pass = rc == 0 && !run->fatal && run->nfaults > 0 && run->hung == 0 &&
+                run->failures == 0 && (int)r.exits == run->exits_expected &&
+                nf_sync_unexplained(&r, latch) == 0;
+    printf("netfault: seed %" PRIu64 ", %ld s, %d workers, %s, %d faults, took %.1f s\n", run->seed,
+           run->seconds, run->nworkers, latch ? "count-down latches" : "permit semaphore",
+           run->nfaults, (double)run->took_ns / 1e9);
+    nf_sync_print(&r, latch);
+    printf("netfault: hung workers %d, failed %d; exits %llu of %d\n", run->hung, run->failures,
+           (unsigned long long)r.exits, run->exits_expected);
+    printf("{\"seed\":%" PRIu64 ",\"seconds\":%ld,\"mode\":\"%s\",\"faults\":%d,"
+           "\"unexplained\":%llu,\"result\":\"%s\"}\n",
+           run->seed, run->seconds, latch ? "latch" : "semaphore", run->nfaults,
+           (unsigned long long)nf_sync_unexplained(&r, latch), pass ? "pass" : "fail");
+    printf("netfault: %s\n", pass ? "PASS" : "FAIL");
+    return pass;
 }
 
 static bool judge(int64_t took, long seconds, long long counter) {
@@ -501,6 +566,11 @@ static bool judge(int64_t took, long seconds, long long counter) {
         infos[p].killed = D.w[p].hung;
         snprintf(infos[p].path, sizeof(infos[p].path), "%s", D.w[p].path);
         run.exits_expected += !D.w[p].failed;
+    }
+    if (D.sync != 0) {
+        bool pass = infos != NULL && judge_sync(infos, &run, counter);
+        free(infos);
+        return pass;
     }
     /* No fault taints a hold for the chaos analysis: a partitioned client
      * keeps running, and notify.c asks it to have been told. */
@@ -566,6 +636,9 @@ static int run(const nf_plan *plan, long seconds, bool keep) {
     stop_phase();
     bool counter_ok = false;
     long long counter = final_counter(&counter_ok);
+    if (D.sync == NF_SYNC_SEMAPHORE) {
+        counter = sem_available(); /* judge_sync's "available" */
+    }
     if (!counter_ok) {
         say("FATAL: cannot read the counter");
         D.fatal = true;
@@ -600,6 +673,10 @@ int main(int argc, char **argv) {
             budget = strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--fenced") == 0) {
             D.fenced = true;
+        } else if (strcmp(argv[i], "--semaphore") == 0) {
+            D.sync = NF_SYNC_SEMAPHORE;
+        } else if (strcmp(argv[i], "--latch") == 0) {
+            D.sync = NF_SYNC_LATCH;
         } else if (strcmp(argv[i], "--keep") == 0) {
             keep = true;
         } else {
@@ -629,8 +706,12 @@ int main(int argc, char **argv) {
         return 1;
     }
     printf("netfault: seed %" PRIu64 " (replay: netfault --seed %" PRIu64 " --seconds %ld), "
-           "%d workers, %s lock\n",
-           D.seed, D.seed, seconds, D.nworkers, D.fenced ? "fenced" : "reentrant");
+           "%d workers, %s\n",
+           D.seed, D.seed, seconds, D.nworkers,
+           D.sync == NF_SYNC_SEMAPHORE ? "permit semaphore"
+           : D.sync == NF_SYNC_LATCH   ? "count-down latch"
+           : D.fenced                  ? "fenced"
+                                       : "reentrant");
     printf("netfault: rlock timeout %d ms, %d retry after %d ms, watchdog %d ms (even workers), "
            "lease %d ms (odd workers); notification bound %d ms\n",
            CH_TIMEOUT_MS, CH_RETRY_ATTEMPTS, CH_RETRY_INTERVAL_MS, CH_WATCHDOG_MS, CH_LEASE_MS,
