@@ -29,6 +29,8 @@ typedef struct nf_sync_args {
     int64_t lease_ms;    /* semaphore: -1 none */
     uint64_t seed;
     const char *path;
+    int cheat; /* > 0: every cheat-th round skips the semaphore or the await (the check's
+                  self-check) */
 } nf_sync_args;
 
 /* The worker's body, in the forked child (in its namespace): its exit code. */
