@@ -5,6 +5,7 @@
  * notify.c's judge the records (README.md here). */
 #define _GNU_SOURCE
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
@@ -26,14 +27,15 @@
 #include "plan.h"
 #include "report.h"
 #include "rlock/rlock.h"
+#include "servers.h"
 #include "sync_check.h"
 #include "sync_worker.h"
 #include "test_util.h"
 
 #define NF_SKIP 77
-#define NF_PORT 6379
 #define NF_SERVER_HOST 1
 #define NF_CLIENT_HOST0 11
+#define NF_SENTINEL_HOST0 21
 #define NF_MAX_WORKERS 16
 #define NF_MARGIN_S 120 /* start-up, quiet phase, exits, analysis */
 
@@ -58,8 +60,12 @@ typedef struct wk {
 static struct {
     nf_net net;
     nf_node *srv, *cl[NF_MAX_WORKERS];
-    rt_redis redis; /* only its address and port: the server is ours (start_server) */
-    pid_t redis_pid;
+    rt_redis redis; /* only its address and port: the server is ours (servers.c) */
+    nf_servers sv;
+    bool sentinel;                  /* --sentinel: a master, two replicas, three sentinels */
+    nf_node *msrv[NF_MAX_SERVERS];  /* Sentinel mode: the servers (msrv[0] the first master) */
+    nf_node *snode[NF_MAX_SERVERS]; /* and the sentinels */
+    char sentinels[256];            /* the sentinels' addresses, for the clients */
     char dir[256];
     ch_slot *slots;
     wk w[NF_MAX_WORKERS];
@@ -104,69 +110,42 @@ static void teardown(void) {
             D.w[p].alive = false;
         }
     }
-    if (D.redis_pid > 0) {
-        kill(D.redis_pid, SIGKILL);
-        waitpid(D.redis_pid, NULL, 0);
-        D.redis_pid = 0;
-    }
+    nf_servers_kill(&D.sv);
     nf_net_destroy(&D.net);
 }
 
 /* ---- the server and the workers, each in its namespace -------------------- */
 
-static redisContext *connect_server(int timeout_ms) {
-    struct timeval tv = {timeout_ms / 1000, (timeout_ms % 1000) * 1000};
-    redisContext *c = redisConnectWithTimeout(D.srv->addr, NF_PORT, tv);
-    if (c != NULL && (c->err != 0 || redisSetTimeout(c, tv) != REDIS_OK)) {
-        redisFree(c);
-        c = NULL;
+/* The master now: the only server in single-server mode; in Sentinel
+ * mode the one every sentinel names (the last known while they disagree). */
+static nf_node *master(void) {
+    if (D.sentinel) {
+        nf_node *m = nf_sentinel_master(&D.sv);
+        D.srv = m != NULL ? m : D.srv;
     }
-    return c;
+    return D.srv;
 }
 
-static bool server_answers(void) {
-    redisContext *c = connect_server(500);
-    redisReply *r = c != NULL ? redisCommand(c, "PING") : NULL;
-    bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
-    if (r != NULL) {
-        freeReplyObject(r);
+static int start_servers(void) {
+    D.sv.dir = D.dir;
+    if (!D.sentinel) {
+        return nf_start_redis(&D.sv, D.srv, NULL);
     }
-    if (c != NULL) {
-        redisFree(c);
+    int rc = nf_start_redis(&D.sv, D.srv, NULL);
+    for (int i = 1; i < NF_MAX_SERVERS && rc == 0; i++) {
+        rc = nf_start_redis(&D.sv, D.msrv[i], D.srv->addr);
     }
-    return ok;
-}
-
-static int start_server(void) {
-    char port[16], logfile[300];
-    snprintf(port, sizeof(port), "%d", NF_PORT);
-    snprintf(logfile, sizeof(logfile), "%s/redis.log", D.dir);
-    const char *bin =
-        getenv("RT_REDIS_SERVER") != NULL ? getenv("RT_REDIS_SERVER") : "redis-server";
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        return -1;
+    for (int i = 0; i < NF_MAX_SERVERS && rc == 0; i++) {
+        rc = nf_start_sentinel(&D.sv, D.snode[i], D.srv->addr);
     }
-    if (pid == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGKILL);
-        if (nf_enter(D.srv->ns) != 0) {
-            _exit(126);
+    for (int i = 0; rc == 0 && !nf_sentinels_ready(&D.sv); i++) {
+        if (i == 600) {
+            fprintf(stderr, "netfault: the sentinels did not find each other within 30 s\n");
+            return -1;
         }
-        execlp(bin, bin, "--bind", D.srv->addr, "--port", port, "--save", "", "--appendonly", "no",
-               "--protected-mode", "no", "--dir", D.dir, "--logfile", logfile, "--daemonize", "no",
-               (char *)NULL);
-        _exit(127);
+        rt_sleep_ms(50);
     }
-    D.redis_pid = pid;
-    for (int i = 0; i < 250; i++) {
-        if (server_answers()) {
-            return 0;
-        }
-        rt_sleep_ms(20);
-    }
-    fprintf(stderr, "netfault: redis-server did not answer within 5 s (log: %s)\n", logfile);
-    return -1;
+    return rc;
 }
 
 /* A synchronizer's worker (sync_worker.c), in its namespace. */
@@ -205,6 +184,17 @@ static bool spawn(int p) {
                         .synced = 1,
                         .host = D.srv->addr,
                         .cheat = D.cheat};
+    if (D.sentinel) {
+        a.sentinel = true;
+        a.sentinels = D.sentinels;
+        a.nports = NF_MAX_SERVERS;
+        a.replicas = NF_MAX_SERVERS - 1;
+        a.counter = CH_CL_COUNTER;
+        for (int i = 0; i < NF_MAX_SERVERS; i++) {
+            a.ports[i] = NF_SENTINEL_PORT;
+            a.hosts[i] = D.snode[i]->addr;
+        }
+    }
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {
@@ -296,8 +286,32 @@ static int holder(void) {
 
 /* Cuts what reaches the server from node c (c NULL: from every client),
  * and what reaches c from the server, as the kind says. */
+/* Cuts the master and every other server and sentinel from each other
+ * (both ways); with clients too, from the clients as well. */
+static bool cut_master_off(bool clients) {
+    bool ok = true;
+    nf_node *others[2 * NF_MAX_SERVERS + NF_MAX_WORKERS];
+    int n = 0;
+    for (int i = 0; D.sentinel && i < NF_MAX_SERVERS; i++) {
+        others[n] = D.msrv[i];
+        n += D.msrv[i] != D.srv;
+        others[n++] = D.snode[i];
+    }
+    for (int p = 0; clients && p < D.nworkers; p++) {
+        others[n++] = D.cl[p];
+    }
+    for (int i = 0; i < n; i++) {
+        ok = nf_cut(&D.net, D.srv, others[i]->addr) && ok;
+        ok = nf_cut(&D.net, others[i], D.srv->addr) && ok;
+    }
+    return ok;
+}
+
 static bool cut(nf_kind kind, const nf_node *c) {
     bool ok = true;
+    if (kind == NF_K_MASTER_SPLIT || (c == NULL && D.sentinel)) {
+        return cut_master_off(kind != NF_K_MASTER_SPLIT);
+    }
     if (c == NULL) {
         ok = nf_cut(&D.net, D.srv, NULL);
         for (int p = 0; p < D.nworkers; p++) {
@@ -316,6 +330,12 @@ static bool cut(nf_kind kind, const nf_node *c) {
 
 static void heal(const nf_node *c) {
     nf_heal(&D.net, D.srv);
+    for (int i = 0; D.sentinel && c == NULL && i < NF_MAX_SERVERS; i++) {
+        if (D.msrv[i] != D.srv) {
+            nf_heal(&D.net, D.msrv[i]);
+        }
+        nf_heal(&D.net, D.snode[i]);
+    }
     for (int p = 0; p < D.nworkers; p++) {
         if (c == NULL || c == D.cl[p]) {
             nf_heal(&D.net, D.cl[p]);
@@ -337,7 +357,47 @@ static bool lossy(const nf_step *s, const nf_node *c) {
     return ok;
 }
 
+/* Sentinel mode, after a heal: waits (1 s, for a failover the sentinels
+ * had decided on, then until every sentinel names one master and no other
+ * server says it is one, 40 s at most) and says whether the master is no
+ * longer old. Then, outside the fault's window, until the master has both
+ * replicas in sync (30 s), so that the next failover promotes no replica
+ * that is still loading. */
+static bool settle(nf_node *old) {
+    dsleep(1000);
+    int64_t until = ch_now_ns() + 40 * 1000000000LL;
+    for (bool agreed = false; !agreed && !D.fatal;) {
+        nf_node *m = nf_sentinel_master(&D.sv);
+        agreed = m != NULL && nf_says_master(m);
+        for (int k = 0; agreed && k < NF_MAX_SERVERS; k++) {
+            agreed = D.msrv[k] == m || !nf_says_master(D.msrv[k]);
+        }
+        D.srv = agreed ? m : D.srv;
+        if (!agreed && ch_now_ns() > until) {
+            say("FATAL: the servers did not agree on a master within 40 s of a heal");
+            D.fatal = true;
+        }
+        if (!agreed) {
+            dsleep(50);
+        }
+    }
+    return D.srv != old;
+}
+
+static void synced(void) {
+    int64_t until = ch_now_ns() + 30 * 1000000000LL;
+    while (!D.fatal && nf_replicas_online(D.srv) < NF_MAX_SERVERS - 1) {
+        if (ch_now_ns() > until) {
+            say("FATAL: the master %s has not both replicas in sync 30 s after a heal",
+                D.srv->name);
+            D.fatal = true;
+        }
+        dsleep(50);
+    }
+}
+
 static void run_step(int i, const nf_step *s) {
+    nf_node *old = master();
     int wid = -1;
     if (!s->server) {
         int h = s->holder ? holder() : -1;
@@ -365,9 +425,18 @@ static void run_step(int i, const nf_step *s) {
     heal(c);
     f.t1 = ch_now_ns();
     say("#%-3d healed after %.0f ms", i, (double)(f.t1 - f.t0) / 1e6);
+    if (D.sentinel) {
+        f.failover = settle(old);
+        if (f.failover) {
+            f.t1 = ch_now_ns();
+            say("#%-3d [failover] %s -> %s, settled %.0f ms after the fault began", i, old->name,
+                D.srv->name, (double)(f.t1 - f.t0) / 1e6);
+        }
+        synced();
+    }
     D.faults[D.nfaults++] = f;
-    fprintf(D.log, "%s %d %" PRId64 " %" PRId64 " %s\n", nf_kind_names[s->kind], wid, f.t0, f.t1,
-            params);
+    fprintf(D.log, "%s %d %" PRId64 " %" PRId64 " %s%s\n", nf_kind_names[s->kind], wid, f.t0, f.t1,
+            params, f.failover ? " [failover]" : "");
     fflush(D.log);
 }
 
@@ -447,8 +516,9 @@ static void stop_phase(void) {
 }
 
 static long long final_counter(bool *ok) {
-    redisContext *c = connect_server(2000);
-    redisReply *r = c != NULL ? redisCommand(c, "GET %s", CH_COUNTER) : NULL;
+    redisContext *c = nf_connect(master(), NF_PORT, 2000);
+    redisReply *r =
+        c != NULL ? redisCommand(c, "GET %s", D.sentinel ? CH_CL_COUNTER : CH_COUNTER) : NULL;
     *ok = r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL);
     long long v = *ok && r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
     if (r != NULL) {
@@ -466,8 +536,23 @@ static int build_network(void) {
     char log[300];
     snprintf(log, sizeof(log), "%s/net.log", D.dir);
     if (nf_net_create(&D.net, log) != 0 ||
-        (D.srv = nf_net_add(&D.net, "srv", NF_SERVER_HOST)) == NULL) {
+        (D.srv = nf_net_add(&D.net, D.sentinel ? "m0" : "srv", NF_SERVER_HOST)) == NULL) {
         return -1;
+    }
+    D.msrv[0] = D.srv;
+    size_t used = 0;
+    for (int i = 0; D.sentinel && i < NF_MAX_SERVERS; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "m%d", i);
+        if ((i > 0 && (D.msrv[i] = nf_net_add(&D.net, name, NF_SERVER_HOST + i)) == NULL)) {
+            return -1;
+        }
+        snprintf(name, sizeof(name), "s%d", i);
+        if ((D.snode[i] = nf_net_add(&D.net, name, NF_SENTINEL_HOST0 + i)) == NULL) {
+            return -1;
+        }
+        used += (size_t)snprintf(D.sentinels + used, sizeof(D.sentinels) - used, "%sredis://%s:%d",
+                                 i > 0 ? "," : "", D.snode[i]->addr, NF_SENTINEL_PORT);
     }
     for (int p = 0; p < D.nworkers; p++) {
         char name[16];
@@ -482,24 +567,23 @@ static int build_network(void) {
 }
 
 static void usage(void) {
-    fprintf(
-        stderr,
-        "usage: netfault [--seconds N] [--seed N] [--workers N] [--fenced | --semaphore | --latch] "
-        "[--budget SECONDS] [--keep]\n"
-        "       netfault --cleanup    remove the namespaces of runs that are gone\n");
+    fprintf(stderr, "usage: netfault [--seconds N] [--seed N] [--workers N] [--sentinel] [--fenced "
+                    "| --semaphore | --latch] "
+                    "[--budget SECONDS] [--keep]\n"
+                    "       netfault --cleanup    remove the namespaces of runs that are gone\n");
 }
 
 /* ---- the run --------------------------------------------------------------- */
 
 static void remove_records(void) {
-    const char *names[] = {"faults.log", "net.log", "redis.log"};
-    for (int p = 0; p < D.nworkers; p++) {
-        unlink(D.w[p].path);
+    DIR *d = opendir(D.dir);
+    for (struct dirent *e; d != NULL && (e = readdir(d)) != NULL;) {
+        if (e->d_name[0] != '.') {
+            unlinkat(dirfd(d), e->d_name, 0);
+        }
     }
-    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-        char path[400];
-        snprintf(path, sizeof(path), "%s/%s", D.dir, names[i]);
-        unlink(path);
+    if (d != NULL) {
+        closedir(d);
     }
     rmdir(D.dir);
 }
@@ -577,10 +661,24 @@ static bool judge(int64_t took, long seconds, long long counter) {
     }
     /* No fault taints a hold for the chaos analysis: a partitioned client
      * keeps running, and notify.c asks it to have been told. */
-    if (infos == NULL || ch_analyse(infos, D.nworkers, NULL, 0, counter, &res) != 0 ||
+    /* The failover windows (Sentinel mode) are the chaos analysis's too. */
+    ch_fault *windows = calloc((size_t)D.nfaults + 1, sizeof(ch_fault));
+    int nwin = 0;
+    for (int k = 0; windows != NULL && k < D.nfaults; k++) {
+        if (D.faults[k].failover) {
+            windows[nwin++] = (ch_fault){.kind = CH_F_MASTER_FAILOVER,
+                                         .wid = -1,
+                                         .t0 = D.faults[k].t0,
+                                         .t1 = D.faults[k].t1,
+                                         .failover = true};
+        }
+    }
+    if (infos == NULL || windows == NULL ||
+        ch_analyse(infos, D.nworkers, windows, nwin, counter, &res) != 0 ||
         nf_notify_check(infos, D.nworkers, D.faults, D.nfaults, &nt) != 0) {
         run.fatal = true;
     }
+    free(windows);
     free(infos);
     bool pass = nf_verdict(&run, &res, &nt);
     nf_print_report(&run, &res, &nt, pass);
@@ -615,13 +713,14 @@ static int run(const nf_plan *plan, long seconds, bool keep) {
     }
     snprintf(D.redis.address, sizeof(D.redis.address), "redis://%s:%d", D.srv->addr, NF_PORT);
     D.redis.port = NF_PORT;
-    if (start_server() != 0) {
+    if (start_servers() != 0) {
         teardown();
         return 1;
     }
-    printf("netfault: server %s in %s, clients %s..%s in %sc0..c%d, records in %s\n",
-           D.redis.address, D.srv->ns, D.cl[0]->addr, D.cl[D.nworkers - 1]->addr, D.net.prefix,
-           D.nworkers - 1, D.dir);
+    printf("netfault: %s %s in %s, clients %s..%s in %sc0..c%d, records in %s\n",
+           D.sentinel ? "Sentinel (master, 2 replicas, sentinels " : "server",
+           D.sentinel ? D.sentinels : D.redis.address, D.srv->ns, D.cl[0]->addr,
+           D.cl[D.nworkers - 1]->addr, D.net.prefix, D.nworkers - 1, D.dir);
     for (int p = 0; p < D.nworkers && !D.fatal; p++) {
         D.fatal = !spawn(p);
     }
@@ -676,6 +775,8 @@ int main(int argc, char **argv) {
             budget = strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--fenced") == 0) {
             D.fenced = true;
+        } else if (strcmp(argv[i], "--sentinel") == 0) {
+            D.sentinel = true;
         } else if (strcmp(argv[i], "--semaphore") == 0) {
             D.sync = NF_SYNC_SEMAPHORE;
         } else if (strcmp(argv[i], "--latch") == 0) {
@@ -687,7 +788,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS) {
+    if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS || (D.sentinel && D.sync)) {
         usage();
         return 2;
     }
@@ -707,7 +808,7 @@ int main(int argc, char **argv) {
         D.seed = (uint64_t)ch_now_ns() ^ ((uint64_t)getpid() << 32);
     }
     nf_plan plan;
-    if (nf_plan_make(&plan, D.seed, seconds, D.nworkers) != 0) {
+    if (nf_plan_make(&plan, D.seed, seconds, D.nworkers, D.sentinel) != 0) {
         return 1;
     }
     printf("netfault: seed %" PRIu64 " (replay: netfault --seed %" PRIu64 " --seconds %ld), "

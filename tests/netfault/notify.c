@@ -8,7 +8,10 @@
  *   - for a hold with a lease: when it ran past its lease, counted from its
  *     lock call (the holder knows its lease; nothing tells it more).
  * In a single-server topology nothing else can hand the lock to two
- * clients: the server's word is the lock. */
+ * clients: the server's word is the lock. In Sentinel mode a pair of which
+ * a hold met a failover window (from the fault to the servers' agreeing on
+ * the new master) is put down to the failover: the new master may lack the
+ * old one's last lock write, or the old one may still grant. */
 #define _GNU_SOURCE
 
 #include "notify.h"
@@ -124,11 +127,25 @@ static int kind_before(const nf_fault *faults, int nfaults, int64_t t) {
     return kind;
 }
 
-static void judge(const nhold *x, const nhold *y, int kind, int64_t base, nf_notify *out) {
+/* Whether h met a failover window: two masters may each have granted it. */
+static bool in_failover(const nhold *h, const nf_fault *faults, int nfaults) {
+    for (int k = 0; k < nfaults; k++) {
+        if (faults[k].failover && meets(h->cs, h->u, faults[k].t0, faults[k].t1)) {
+            return true;
+        }
+    }
+    return false;
+}
+
+static void judge(const nhold *x, const nhold *y, int kind, int64_t base, bool failover,
+                  nf_notify *out) {
     nf_kind_figures *kf = kind < NF_K_KINDS ? &out->kinds[kind] : NULL;
     bool ok = false;
     out->double_holds++;
-    if (x->lease_ms <= 0 && x->lost) {
+    if (failover) {
+        ok = true;
+        out->explained_failover++;
+    } else if (x->lease_ms <= 0 && x->lost) {
         int64_t d = x->lost_t - y->a;
         if (d <= (int64_t)NF_NOTIFY_BOUND_MS * 1000000) {
             ok = true;
@@ -213,7 +230,10 @@ int nf_notify_check(const ch_worker_info *workers, int nworkers, const nf_fault 
     for (size_t i = 0; i < n; i++) {
         for (size_t j = i + 1; j < n && all.v[j].a < all.v[i].u; j++) {
             if (all.v[j].wid != all.v[i].wid) {
-                judge(&all.v[i], &all.v[j], kind_before(faults, nfaults, all.v[j].a), base, out);
+                bool fo = in_failover(&all.v[i], faults, nfaults) ||
+                          in_failover(&all.v[j], faults, nfaults);
+                judge(&all.v[i], &all.v[j], kind_before(faults, nfaults, all.v[j].a), base, fo,
+                      out);
             }
         }
     }

@@ -16,6 +16,7 @@ typedef struct nf_fault {
     nf_kind kind;
     int wid; /* the client whose link it was on; -1: the server's */
     int64_t t0, t1;
+    bool failover; /* Sentinel: the master changed; t1 when the servers agreed again */
 } nf_fault;
 
 /* A watchdog holder must have had its lost-lock callback by the time
@@ -39,9 +40,10 @@ typedef struct nf_kind_figures {
 typedef struct nf_notify {
     uint64_t holds, lost_reports;
     uint64_t double_holds, explained_notified, explained_lease, unexplained;
-    uint64_t late;         /* a watchdog holder told, but later than the bound */
-    uint64_t never;        /* a watchdog holder never told */
-    int64_t notify_max_ns; /* max over the told pairs of (callback - other's acquire) */
+    uint64_t explained_failover; /* a hold of the pair met a failover window */
+    uint64_t late;               /* a watchdog holder told, but later than the bound */
+    uint64_t never;              /* a watchdog holder never told */
+    int64_t notify_max_ns;       /* max over the told pairs of (callback - other's acquire) */
     int64_t notify_min_ns;
     nf_kind_figures kinds[NF_K_KINDS];
 } nf_notify;

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *const nf_kind_names[NF_K_KINDS] = {"part_both",  "part_out", "part_in",
-                                               "server_cut", "slow",     "loss"};
+const char *const nf_kind_names[NF_K_KINDS] = {"part_both", "part_out", "part_in",     "server_cut",
+                                               "slow",      "loss",     "master_split"};
 
 /* Durations: partitions from under the watchdog's lease (1500 ms) to past
  * the explicit one (3000 ms). A slow link of 2 to 16 kbit/s queues a
@@ -27,6 +27,10 @@ const char *const nf_kind_names[NF_K_KINDS] = {"part_both",  "part_out", "part_i
 #define LOSS_MAX_PCT 50
 #define LOSS_CYCLE_MIN_MS 100
 #define LOSS_CYCLE_MAX_MS 400
+/* A master split from 1 to 8 s: failed over (down-after 2 s, then the
+ * election) in the longer ones. */
+#define SPLIT_MIN_MS 1000
+#define SPLIT_MAX_MS 8000
 #define GAP_MIN_MS 300
 #define GAP_MAX_MS 1500
 
@@ -60,6 +64,10 @@ static nf_step make_step(uint64_t *st, nf_kind kind, int workers) {
         s.holder = between(st, 0, 3) != 0; /* mostly the holder: its lease is what runs out */
         s.dur_ms = between(st, PART_MIN_MS, PART_MAX_MS);
         break;
+    case NF_K_MASTER_SPLIT:
+        s.server = true;
+        s.dur_ms = between(st, SPLIT_MIN_MS, SPLIT_MAX_MS);
+        break;
     case NF_K_SERVER_CUT:
         s.server = true;
         s.dur_ms = between(st, PART_MIN_MS, PART_MAX_MS);
@@ -83,16 +91,17 @@ static nf_step make_step(uint64_t *st, nf_kind kind, int workers) {
     return s;
 }
 
-int nf_plan_make(nf_plan *plan, uint64_t seed, int64_t seconds, int workers) {
+int nf_plan_make(nf_plan *plan, uint64_t seed, int64_t seconds, int workers, bool sentinel) {
     memset(plan, 0, sizeof(*plan));
     uint64_t st = seed;
-    int cap = 0, order[NF_K_KINDS], next = NF_K_KINDS;
+    int nk = sentinel ? NF_K_KINDS : NF_K_MASTER_SPLIT;
+    int cap = 0, order[NF_K_KINDS], next = nk;
     for (int64_t ms = 0; ms < seconds * 1000;) {
-        if (next == NF_K_KINDS) {
-            for (int k = 0; k < NF_K_KINDS; k++) {
+        if (next == nk) {
+            for (int k = 0; k < nk; k++) {
                 order[k] = k;
             }
-            shuffle(&st, order, NF_K_KINDS);
+            shuffle(&st, order, nk);
             next = 0;
         }
         if (plan->n == cap) {
@@ -123,6 +132,9 @@ void nf_step_params(const nf_step *s, char *buf, size_t size) {
         break;
     case NF_K_PART_IN:
         snprintf(buf, size, "server->client dropped");
+        break;
+    case NF_K_MASTER_SPLIT:
+        snprintf(buf, size, "master<->replicas+sentinels dropped");
         break;
     default:
         snprintf(buf, size, "both directions dropped");

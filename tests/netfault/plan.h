@@ -19,6 +19,8 @@ typedef enum {
     NF_K_SLOW,          /* a congested link: tbf at a few kbit/s, queueing delay (and jitter) of
                            up to seconds, past the watchdog's period, and drops past that */
     NF_K_LOSS,          /* packet loss, in bursts: the link cut for part of every cycle */
+    NF_K_MASTER_SPLIT,  /* Sentinel: the master cut from its replicas and sentinels, not from
+                           the clients (a failover under a partition: two masters) */
     NF_K_KINDS
 } nf_kind;
 
@@ -40,9 +42,9 @@ typedef struct nf_plan {
     int n;
 } nf_plan;
 
-/* Rounds that hold each kind once, in a random order, until the steps fill
- * seconds. Returns 0, -1 when out of memory. */
-int nf_plan_make(nf_plan *plan, uint64_t seed, int64_t seconds, int workers);
+/* Rounds that hold each kind once (master_split in Sentinel mode only), in
+ * a random order, until the steps fill seconds. Returns 0, -1 when out of memory. */
+int nf_plan_make(nf_plan *plan, uint64_t seed, int64_t seconds, int workers, bool sentinel);
 
 /* A step's parameters, as words ("rate 4kbit latency 2000ms", "loss 30% cycle 200ms"). */
 void nf_step_params(const nf_step *s, char *buf, size_t size);

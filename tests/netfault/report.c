@@ -60,6 +60,10 @@ void nf_print_report(const nf_run *run, const ch_results *res, const nf_notify *
            res->overlaps, res->overlaps_explained, res->overlaps_unexplained,
            res->lost_updates_explained, res->lost_updates_unexplained, res->counter_mismatches,
            res->final_counter);
+    if (nt->explained_failover > 0) {
+        printf("netfault: double holds put down to a failover window: %" PRIu64 "\n",
+               nt->explained_failover);
+    }
     printf("netfault: double holds %" PRIu64 ": told in time %" PRIu64 ", lease ran out %" PRIu64
            ", unexplained %" PRIu64 " (told late %" PRIu64 ", never told %" PRIu64
            "); lost-lock callbacks %" PRIu64 "\n",
