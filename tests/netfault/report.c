@@ -27,6 +27,9 @@ static void kind_table(const nf_notify *nt) {
            "double holds", "unexplained", "notified", "notify max ms", "heal->acq ms");
     for (int k = 0; k < NF_K_KINDS; k++) {
         const nf_kind_figures *f = &nt->kinds[k];
+        if (f->faults == 0 && k == NF_K_MASTER_SPLIT) {
+            continue; /* not a kind of this topology */
+        }
         char avg[48] = "-";
         if (f->heals_measured > 0) {
             snprintf(avg, sizeof(avg), "%.0f/%.0f",
