@@ -714,6 +714,7 @@ static int run(const nf_plan *plan, long seconds, bool keep) {
     snprintf(D.redis.address, sizeof(D.redis.address), "redis://%s:%d", D.srv->addr, NF_PORT);
     D.redis.port = NF_PORT;
     if (start_servers() != 0) {
+        fprintf(stderr, "netfault: the servers did not start; their logs are in %s\n", D.dir);
         teardown();
         return 1;
     }
