@@ -133,6 +133,14 @@ typedef struct ch_worker_args {
     /* The fenced lock (chaos --fenced): each hold records its token. */
     bool fenced;
     int synced; /* check_lock_synced_slaves */
+    /* The server's host for the worker's own data connection (redis's
+     * address says it for the client); NULL: 127.0.0.1. The network fault
+     * harness (tests/netfault) runs the server in a network namespace. */
+    const char *host;
+    /* Sentinel mode there: the sentinels' hosts, one per ports[] entry
+     * (NULL: 127.0.0.1); the data connection then goes to the host the
+     * sentinel names, not 127.0.0.1. */
+    const char *hosts[CH_CL_MAX_NODES];
 } ch_worker_args;
 
 /* The worker's body, in the forked child: returns its exit code. */

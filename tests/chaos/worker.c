@@ -57,6 +57,7 @@ typedef struct worker {
     int64_t next_long_ns; /* when the next long hold is due */
     atomic_uint_fast64_t created, completed;
     atomic_int queries;
+    char master_host[64]; /* Sentinel mode with hosts: the master's, as a sentinel named it */
 } worker;
 
 static volatile sig_atomic_t g_stop;
@@ -215,8 +216,10 @@ static int counter_master(worker *w) {
 static int sentinel_master(worker *w) {
     static unsigned next;
     for (int k = 0; k < w->a->nports; k++) {
-        int port = w->a->ports[(next + (unsigned)k) % (unsigned)w->a->nports];
-        redisContext *c = redisConnectWithTimeout("127.0.0.1", port, ms_tv(CH_CL_PROBE_MS));
+        unsigned i = (next + (unsigned)k) % (unsigned)w->a->nports;
+        int port = w->a->ports[i];
+        const char *host = w->a->hosts[i] != NULL ? w->a->hosts[i] : "127.0.0.1";
+        redisContext *c = redisConnectWithTimeout(host, port, ms_tv(CH_CL_PROBE_MS));
         if (c == NULL || c->err != 0 || redisSetTimeout(c, ms_tv(CH_CL_PROBE_MS)) != REDIS_OK) {
             if (c != NULL) {
                 redisFree(c);
@@ -228,6 +231,9 @@ static int sentinel_master(worker *w) {
                             r->element[1]->type == REDIS_REPLY_STRING
                         ? atoi(r->element[1]->str)
                         : 0;
+        if (owner > 0 && w->a->hosts[i] != NULL && r->element[0]->type == REDIS_REPLY_STRING) {
+            snprintf(w->master_host, sizeof(w->master_host), "%s", r->element[0]->str);
+        }
         if (r != NULL) {
             freeReplyObject(r);
         }
@@ -251,7 +257,14 @@ static redisContext *data_conn(worker *w) {
         if (port <= 0) {
             return NULL;
         }
-        c = redisConnectWithTimeout("127.0.0.1", port, ms_tv(CH_DATA_CONNECT_MS));
+        const char *host = w->master_host[0] != '\0' ? w->master_host : "127.0.0.1";
+        c = redisConnectWithTimeout(host, port, ms_tv(CH_DATA_CONNECT_MS));
+        if (c != NULL && c->err != 0) {
+            redisFree(c);
+            c = NULL;
+        }
+    } else if (w->a->host != NULL) {
+        c = redisConnectWithTimeout(w->a->host, w->a->redis->port, ms_tv(CH_DATA_CONNECT_MS));
         if (c != NULL && c->err != 0) {
             redisFree(c);
             c = NULL;

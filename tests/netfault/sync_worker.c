@@ -1,0 +1,215 @@
+/* See sync_worker.h. Records:
+ *
+ *   B wid pid lease_ms                    start
+ *   semaphore: C n t / A n t / F n t err / U n t / R n t err
+ *       a try-acquire call, acquired, not (err 0: the wait ran out; else
+ *       the outcome is unknown), leaving the hold, the release's final
+ *       answer (retried while it got none: a release by id is idempotent)
+ *   latch: D r t err / W r t reached err
+ *       round r's count-down, t when it was sent (err: unknown whether it
+ *       counted), its await
+ *       (reached 1: released; retried after an error within the round's
+ *       wait)
+ *   X t                                   exit
+ */
+#define _GNU_SOURCE
+
+#include "sync_worker.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include "rlock/rlock.h"
+#include "test_util.h"
+
+typedef struct sworker {
+    const nf_sync_args *a;
+    int fd;
+    rlock_client *client;
+    uint64_t rng;
+} sworker;
+
+static volatile sig_atomic_t g_stop;
+
+static void on_term(int sig) {
+    (void)sig;
+    g_stop = 1;
+}
+
+static uint64_t next_rand(sworker *w) {
+    uint64_t z = (w->rng += 0x9e3779b97f4a7c15ULL);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return z ^ (z >> 31);
+}
+
+static void rec(sworker *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void rec(sworker *w, const char *fmt, ...) {
+    char line[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    if (n > 0 && write(w->fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0) {
+        return;
+    }
+}
+
+static void progress(sworker *w, int state) {
+    atomic_store(&w->a->slot->state, state);
+    atomic_store(&w->a->slot->progress_ns, ch_now_ns());
+    atomic_fetch_add(&w->a->slot->ops, 1);
+}
+
+/* Whether err leaves the outcome unknown (no answer) rather than refused. */
+static bool unanswered(int err) {
+    return err == RLOCK_ERR_TIMEOUT || err == RLOCK_ERR_CONNECTION;
+}
+
+/* ---- semaphore ---------------------------------------------------------- */
+
+static void sem_round(sworker *w, rlock_permit_semaphore *s, uint64_t n) {
+    char id[RLOCK_PERMIT_ID_MAX] = "";
+    bool got = false;
+    int64_t wait = (int64_t)(next_rand(w) % 2001);
+    atomic_store(&w->a->slot->state, CH_LOCKING);
+    rec(w, "C %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
+    int err = RLOCK_OK;
+    if (w->a->cheat > 0 && n % (uint64_t)w->a->cheat == 0) {
+        got = true; /* the self-check: a "permit" never taken */
+    } else {
+        err = rlock_permit_semaphore_try_acquire(s, wait, w->a->lease_ms, id, &got);
+    }
+    if (err != RLOCK_OK || !got) {
+        rec(w, "F %llu %lld %d\n", (unsigned long long)n, (long long)ch_now_ns(), err);
+        progress(w, CH_IDLE);
+        return;
+    }
+    rec(w, "A %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
+    atomic_store(&w->a->slot->state, CH_HOLDING);
+    rt_sleep_ms((int64_t)(next_rand(w) % 20)); /* the permit's work */
+    rec(w, "U %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
+    atomic_store(&w->a->slot->state, CH_UNLOCKING);
+    for (int i = 0; i < NF_RETRY_MAX && id[0] != '\0'; i++) {
+        err = rlock_permit_semaphore_release(s, id);
+        if (!unanswered(err)) {
+            break;
+        }
+        rt_sleep_ms(250);
+    }
+    rec(w, "R %llu %lld %d\n", (unsigned long long)n, (long long)ch_now_ns(), err);
+    progress(w, CH_IDLE);
+}
+
+static int run_semaphore(sworker *w) {
+    rlock_permit_semaphore *s = rlock_get_permit_expirable_semaphore(w->client, NF_SEM_NAME);
+    if (s == NULL) {
+        return 2;
+    }
+    bool set = false;
+    for (int i = 0; i < NF_RETRY_MAX && !g_stop; i++) {
+        if (rlock_permit_semaphore_try_set_permits(s, NF_SEM_PERMITS, &set) == RLOCK_OK) {
+            break;
+        }
+        rt_sleep_ms(100);
+    }
+    atomic_store(&w->a->slot->ready, 1);
+    progress(w, CH_IDLE);
+    for (uint64_t n = 1; !g_stop; n++) {
+        sem_round(w, s, n);
+    }
+    rlock_permit_semaphore_free(s);
+    return 0;
+}
+
+/* ---- latch -------------------------------------------------------------- */
+
+static void latch_round(sworker *w, long r) {
+    char name[64];
+    snprintf(name, sizeof(name), NF_LATCH_PREFIX "%ld", r);
+    rlock_latch *l = rlock_get_count_down_latch(w->client, name);
+    if (l == NULL) {
+        return;
+    }
+    bool set = false;
+    int err = RLOCK_ERR_TIMEOUT;
+    /* Idempotent until the latch reaches zero, which needs this worker's
+     * own count-down: retried while it gets no answer. */
+    for (int i = 0; i < NF_RETRY_MAX && unanswered(err) && !g_stop; i++) {
+        err = rlock_latch_try_set_count(l, w->a->nworkers, &set);
+    }
+    atomic_store(&w->a->slot->state, CH_HOLDING);
+    int64_t down = ch_now_ns(); /* sent: a waiter may be woken before its answer is back */
+    err = rlock_latch_count_down(l);
+    rec(w, "D %ld %lld %d\n", r, (long long)down, err);
+    int64_t end = down + (int64_t)NF_LATCH_WAIT_MS * 1000000;
+    bool reached = false;
+    int werr = RLOCK_OK;
+    bool cheat = w->a->cheat > 0 && r % w->a->cheat == 0; /* the self-check: no wait */
+    reached = cheat;
+    for (int64_t left = cheat ? 0 : NF_LATCH_WAIT_MS; left > 0;
+         left = (end - ch_now_ns()) / 1000000) {
+        werr = rlock_latch_await(l, left, &reached);
+        if (werr == RLOCK_OK) {
+            break;
+        }
+        rt_sleep_ms(50);
+    }
+    rec(w, "W %ld %lld %d %d\n", r, (long long)ch_now_ns(), reached ? 1 : 0, werr);
+    rlock_latch_free(l);
+    progress(w, CH_IDLE);
+}
+
+static int run_latch(sworker *w) {
+    atomic_store(&w->a->slot->ready, 1);
+    progress(w, CH_IDLE);
+    for (long r = 1; !g_stop; r++) {
+        latch_round(w, r);
+    }
+    return 0;
+}
+
+int nf_sync_worker_main(const nf_sync_args *a) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != a->driver) {
+        return 2;
+    }
+    struct sigaction sa;
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_handler = on_term;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGTERM, &sa, NULL);
+    static sworker w;
+    memset(&w, 0, sizeof(w));
+    w.a = a;
+    w.rng = a->seed;
+    w.fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    cfg.address = a->address;
+    cfg.timeout_ms = CH_TIMEOUT_MS;
+    cfg.retry_attempts = CH_RETRY_ATTEMPTS;
+    cfg.retry_interval_ms = CH_RETRY_INTERVAL_MS;
+    cfg.connect_timeout_ms = CH_CONNECT_TIMEOUT_MS;
+    cfg.ping_connection_interval_ms = CH_PING_INTERVAL_MS;
+    cfg.reconnect_delay_min_ms = 20;
+    cfg.reconnect_delay_max_ms = 200;
+    if (w.fd < 0 || rlock_client_create(&cfg, &w.client) != RLOCK_OK) {
+        fprintf(stderr, "netfault sync worker %d: %s\n", a->wid, rlock_last_error());
+        return 2;
+    }
+    rec(&w, "B %d %d %lld\n", a->wid, (int)getpid(), (long long)a->lease_ms);
+    int rc = a->mode == NF_SYNC_SEMAPHORE ? run_semaphore(&w) : run_latch(&w);
+    atomic_store(&a->slot->state, CH_EXITING);
+    rlock_client_destroy(w.client);
+    rec(&w, "X %lld\n", (long long)ch_now_ns());
+    close(w.fd);
+    return rc;
+}
