@@ -1910,6 +1910,13 @@ static long long cmdstat_field(rt_redis *n, const char *cmd, const char *field) 
     return v;
 }
 
+/* Script calls n refused: EVALSHA, and EVAL (a script's first call on a
+ * connection carries its body: src/script_seen.h). */
+static long long scripts_refused(rt_redis *n) {
+    return cmdstat_field(n, "evalsha", "rejected_calls") +
+           cmdstat_field(n, "eval", "rejected_calls");
+}
+
 /* Every call of cmd n has seen, run or refused. */
 static long long cmd_seen(rt_redis *n, const char *cmd) {
     return cmdstat_field(n, cmd, "calls") + cmdstat_field(n, cmd, "rejected_calls");
@@ -2038,7 +2045,7 @@ static void test_cluster_ask_leaves_the_map(void **state) {
 static void until_refused(rt_redis *n, long long want, rlock_future *f, const char *what) {
     int64_t deadline = rt_now_ms() + REFUSED_BOUND_MS;
     long long got;
-    while ((got = cmdstat_field(n, "evalsha", "rejected_calls")) < want) {
+    while ((got = scripts_refused(n)) < want) {
         bool done = rlock_future_wait(f, 0) == RLOCK_OK;
         if (done || rt_now_ms() >= deadline) {
             fail_msg("%s: port %d refused %lld evalsha, wanted %lld; the unlock %s %s (%s)", what,
@@ -2096,7 +2103,7 @@ static void test_cluster_unlock_retried(void **state) {
     rlock *l = rlock_get_lock(c, name);
     assert_non_null(l);
     CHECK_RC(rlock_lock(l, LONG_LEASE_MS), "lock before CLUSTERDOWN");
-    long long refused = cmdstat_field(owner, "evalsha", "rejected_calls");
+    long long refused = scripts_refused(owner);
     char slot_s[16];
     snprintf(slot_s, sizeof(slot_s), "%d", slot);
     redisReply *r = rt_redis_command(owner, "CLUSTER DELSLOTS %s", slot_s);
@@ -2136,7 +2143,7 @@ static void test_cluster_unlock_retried(void **state) {
     CHECK_RC(rlock_lock(l2, LONG_LEASE_MS), "lock before the migration");
     assert_int_equal(rt_cluster_migrate_begin(cl, slot, from, to), 0);
     assert_true(rt_cluster_migrate_keys(cl, slot, from, to) >= 1);
-    refused = cmdstat_field(to, "evalsha", "rejected_calls");
+    refused = scripts_refused(to);
     u = rlock_unlock_async(l2, rlock_thread_id());
     assert_non_null(u);
     until_refused(to, refused + 2, u, "unlock while its slot migrates");
