@@ -128,6 +128,30 @@ static int finish(rlock_future *f, int64_t timeout_ms) {
 
 /* ---- locks through Sentinel ------------------------------------------------- */
 
+/* Kills the first master, waits for the sentinels to promote the first
+ * replica and for client c to switch to it (one switch), then takes lock
+ * l (named name) there as owner tid and gives it back. */
+static void kill_master_then_relock(rt_sentinel_env *e, rlock_client *c, rlock *l, uint64_t tid,
+                                    const char *name) {
+    int old_port = e->servers[0].port;
+    assert_int_equal(rt_redis_kill(&e->servers[0]), 0);
+    int new_port = rt_sentinel_wait_failover(e, old_port, FAILOVER_BOUND_MS);
+    assert_int_equal(new_port, e->servers[1].port);
+    int64_t deadline = rt_now_ms() + FAILOVER_BOUND_MS;
+    while (switches(c) == 0 && rt_now_ms() < deadline) {
+        rt_sleep_ms(20);
+    }
+    assert_int_equal(switches(c), 1);
+    int rc = RLOCK_ERR_TIMEOUT;
+    while (rt_now_ms() < deadline &&
+           (rc = finish(rlock_lock_async(l, 60000, tid), 10000)) != RLOCK_OK) {
+        rt_sleep_ms(50);
+    }
+    assert_int_equal(rc, RLOCK_OK);
+    assert_int_equal(exists_on(&e->servers[1], name), 1);
+    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+}
+
 static void test_sentinel_lock_end_to_end(void **state) {
     rt_sentinel_env *e = *state;
     rlock_config cfg = sentinel_config(e);
@@ -381,23 +405,7 @@ static void test_sentinel_failover_after_sentinel_loss(void **state) {
 
     assert_int_equal(rt_redis_kill(&e->sentinels[0]), 0); /* the first given: the one asked */
     rt_sleep_ms(1500);                                    /* a scan notices */
-    int old_port = e->servers[0].port;
-    assert_int_equal(rt_redis_kill(&e->servers[0]), 0);
-    int new_port = rt_sentinel_wait_failover(e, old_port, FAILOVER_BOUND_MS);
-    assert_int_equal(new_port, e->servers[1].port);
-    int64_t deadline = rt_now_ms() + FAILOVER_BOUND_MS;
-    while (switches(c) == 0 && rt_now_ms() < deadline) {
-        rt_sleep_ms(20);
-    }
-    assert_int_equal(switches(c), 1);
-    int rc = RLOCK_ERR_TIMEOUT;
-    while (rt_now_ms() < deadline &&
-           (rc = finish(rlock_lock_async(l, 60000, tid), 10000)) != RLOCK_OK) {
-        rt_sleep_ms(50);
-    }
-    assert_int_equal(rc, RLOCK_OK);
-    assert_int_equal(exists_on(&e->servers[1], "sentinel-loss"), 1);
-    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+    kill_master_then_relock(e, c, l, tid, "sentinel-loss");
     rlock_free(l);
     rlock_client_destroy(c);
 }
@@ -812,23 +820,7 @@ static void test_sentinel_tls_failover(void **state) {
     assert_int_equal(exists_on(&e->servers[0], "sentinel-tls"), 1);
     assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
 
-    int old_port = e->servers[0].port;
-    assert_int_equal(rt_redis_kill(&e->servers[0]), 0);
-    int new_port = rt_sentinel_wait_failover(e, old_port, FAILOVER_BOUND_MS);
-    assert_int_equal(new_port, e->servers[1].port);
-    int64_t deadline = rt_now_ms() + FAILOVER_BOUND_MS;
-    while (switches(c) == 0 && rt_now_ms() < deadline) {
-        rt_sleep_ms(20);
-    }
-    assert_int_equal(switches(c), 1);
-    int rc = RLOCK_ERR_TIMEOUT;
-    while (rt_now_ms() < deadline &&
-           (rc = finish(rlock_lock_async(l, 60000, tid), 10000)) != RLOCK_OK) {
-        rt_sleep_ms(50);
-    }
-    assert_int_equal(rc, RLOCK_OK);
-    assert_int_equal(exists_on(&e->servers[1], "sentinel-tls"), 1);
-    assert_int_equal(finish(rlock_unlock_async(l, tid), 10000), RLOCK_OK);
+    kill_master_then_relock(e, c, l, tid, "sentinel-tls");
     assert_int_equal(rlock_lock(l, -1), RLOCK_OK); /* a blocking call on the new master */
     assert_int_equal(exists_on(&e->servers[1], "sentinel-tls"), 1);
     assert_int_equal(rlock_unlock(l), RLOCK_OK);

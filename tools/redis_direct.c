@@ -357,6 +357,27 @@ static int check_master(const char *address, const char *key, char *host, size_t
     return rc;
 }
 
+/* Connects to node s of a --cluster-nodes list (trailing blanks cut) with
+ * the user and password of address; name gets s as it may be shown. NULL,
+ * with err set, when s is no address or does not answer. */
+static redisContext *connect_seed(char *s, const char *address, char *name, size_t namelen,
+                                  char *err, size_t errlen) {
+    for (char *e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t'); e--) {
+        e[-1] = '\0';
+    }
+    char seed[512], why[512];
+    snprintf(name, namelen, "%s", shown(s, seed, sizeof seed));
+    if (seed_address(s, address, seed, sizeof seed) != 0) {
+        snprintf(err, errlen, "cluster node \"%s\": not a redis://host:port address", name);
+        return NULL;
+    }
+    redisContext *c = cli_direct_connect(seed, NULL, 2000, why, sizeof why);
+    if (c == NULL) {
+        snprintf(err, errlen, "cluster node %s: %s", name, why);
+    }
+    return c;
+}
+
 int cli_cluster_master(const char *nodes, const char *key, const char *address, char *out,
                        size_t outlen, char *err, size_t errlen) {
     if (strncmp(address, "redis://", 8) != 0) {
@@ -378,18 +399,9 @@ int cli_cluster_master(const char *nodes, const char *key, const char *address, 
     long long slot = -1;
     char *save = NULL;
     for (char *s = next_item(list, &save); s != NULL && rc != 0; s = next_item(NULL, &save)) {
-        for (char *e = s + strlen(s); e > s && (e[-1] == ' ' || e[-1] == '\t'); e--) {
-            e[-1] = '\0';
-        }
-        char seed[512], why[512], buf[256];
-        const char *name = shown(s, buf, sizeof buf);
-        if (seed_address(s, address, seed, sizeof seed) != 0) {
-            snprintf(err, errlen, "cluster node \"%s\": not a redis://host:port address", name);
-            continue;
-        }
-        redisContext *c = cli_direct_connect(seed, NULL, 2000, why, sizeof why);
+        char name[256];
+        redisContext *c = connect_seed(s, address, name, sizeof name, err, errlen);
         if (c == NULL) {
-            snprintf(err, errlen, "cluster node %s: %s", name, why);
             continue;
         }
         rc = slot_master(c, name, key, &slot, host, sizeof host, port, sizeof port, err, errlen);
@@ -463,15 +475,9 @@ int cli_cluster_masters(const char *nodes, const char *address, char (*out)[512]
     int rc = -1;
     char *save = NULL;
     for (char *s = next_item(list, &save); s != NULL && rc != 0; s = next_item(NULL, &save)) {
-        char seed[512], why[512], buf[256];
-        const char *name = shown(s, buf, sizeof buf);
-        if (seed_address(s, address, seed, sizeof seed) != 0) {
-            snprintf(err, errlen, "cluster node \"%s\": not a redis://host:port address", name);
-            continue;
-        }
-        redisContext *c = cli_direct_connect(seed, NULL, 2000, why, sizeof why);
+        char name[256];
+        redisContext *c = connect_seed(s, address, name, sizeof name, err, errlen);
         if (c == NULL) {
-            snprintf(err, errlen, "cluster node %s: %s", name, why);
             continue;
         }
         redisReply *r = redisCommand(c, "CLUSTER SLOTS");

@@ -61,6 +61,66 @@ run() {
     "$@" || rc=$?
 }
 
+# Prints a loopback port nothing answers on.
+free_port() {
+    local p
+    for _ in $(seq 20); do
+        p=$((20000 + RANDOM % 30000))
+        redis-cli -p "$p" PING >/dev/null 2>&1 || {
+            echo "$p"
+            return
+        }
+    done
+    fail "no free port"
+}
+
+# Starts a private redis-server (no persistence) on a free port, logging
+# to $WORK/$1.log; sets sport to its port and server_pid to its pid.
+start_server() {
+    for _ in 1 2 3 4 5; do
+        sport=$(free_port)
+        "$REDIS_SERVER" --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
+            >"$WORK/$1.log" 2>&1 &
+        server_pid=$!
+        retry 50 answers_ping "$sport" && return 0
+    done
+    fail "the server did not start: $(cat "$WORK/$1.log")"
+}
+answers_ping() { [ "$(redis-cli -p "$1" PING 2>/dev/null)" = PONG ]; }
+
+# Starts a sentinel on a free port monitoring the server on port $2 as
+# master $1 (quorum 1); sets sport to the sentinel's port.
+start_sentinel() {
+    for _ in 1 2 3 4 5; do
+        sport=$(free_port)
+        printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor %s 127.0.0.1 %s 1\n' \
+            "$sport" "$WORK" "$1" "$2" >"$WORK/sentinel.conf"
+        "$REDIS_SERVER" "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
+        retry 100 names_master "$sport" "$1" && return 0
+    done
+    fail "the sentinel did not start: $(tr '\n' ' ' <"$WORK/sentinel.log")"
+}
+names_master() {
+    [ -n "$(redis-cli -p "$1" SENTINEL get-master-addr-by-name "$2" 2>/dev/null)" ]
+}
+
+# Starts a TLS-only redis-server on a free port with certificate
+# $WORK/$1.crt (key $WORK/srv.key, CA $WORK/ca.crt); sets tport to its port.
+start_tls_server() {
+    for _ in 1 2 3 4 5; do
+        tport=$(free_port)
+        "$REDIS_SERVER" --port 0 --tls-port "$tport" --bind 127.0.0.1 --save '' --appendonly no \
+            --tls-cert-file "$WORK/$1.crt" --tls-key-file "$WORK/srv.key" \
+            --tls-ca-cert-file "$WORK/ca.crt" --tls-auth-clients no --dir "$WORK" \
+            >"$WORK/tls-redis.log" 2>&1 &
+        retry 50 answers_tls "$tport" && return 0
+    done
+    fail "the TLS redis-server did not start: $(cat "$WORK/tls-redis.log")"
+}
+answers_tls() {
+    [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$1" PING 2>/dev/null)" = PONG ]
+}
+
 # Starts tests/cli/reply_proxy.py in front of the private server, answering
 # each command $1 with the bytes $2 itself; sets proxy to its address.
 start_reply_proxy() {
@@ -134,8 +194,7 @@ start_cluster() {
                 --cluster-config-file "nodes-$p.conf" --dir "$WORK/node$p" --save '' \
                 --appendonly no "$@" >"$WORK/node$p.log" 2>&1 &
             node_pids+=($!)
-            answers() { [ "$(redis-cli -p "$p" PING 2>/dev/null)" = PONG ]; }
-            retry 50 answers && up=1 && node_pid+=($!) && break
+            retry 50 answers_ping "$p" && up=1 && node_pid+=($!) && break
         done
         [ "$up" = 1 ] || fail "cluster node $n did not start: $(cat "$WORK/node$p.log")"
         nodes+=("$p")
@@ -275,19 +334,7 @@ sentinel)
     # One sentinel monitoring the private server as "clim": every command
     # finds the lock through it, with --address giving only the db.
     port=${RLOCK_ADDRESS##*:}
-    up=0
-    for _ in 1 2 3 4 5; do # a free port: one nothing answers on, that the sentinel then takes
-        sport=$((20000 + RANDOM % 30000))
-        redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
-        printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor clim 127.0.0.1 %s 1\n' \
-            "$sport" "$WORK" "$port" >"$WORK/sentinel.conf"
-        "$REDIS_SERVER" "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
-        names_master() {
-            [ -n "$(redis-cli -p "$sport" SENTINEL get-master-addr-by-name clim 2>/dev/null)" ]
-        }
-        retry 100 names_master && up=1 && break
-    done
-    [ "$up" = 1 ] || fail "the sentinel did not start: $(cat "$WORK/sentinel.log")"
+    start_sentinel clim "$port"
     export RLOCK_MASTER_NAME=clim RLOCK_SENTINELS="redis://127.0.0.1:$sport"
     export RLOCK_ADDRESS=redis://ignored
     "$RLOCK" exec --client-name cli-sentinel cli:sent -- sh -c \
@@ -353,13 +400,13 @@ sentinel_tls)
         redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
         tls_conf "$tport" >"$WORK/master.conf"
         "$REDIS_SERVER" "$WORK/master.conf" --save '' --appendonly no >"$WORK/master.log" 2>&1 &
-        answers_tls() { [ "$(tcli -p "$tport" PING)" = PONG ]; }
-        retry 50 answers_tls || continue
+        answers_tls_master() { [ "$(tcli -p "$tport" PING)" = PONG ]; }
+        retry 50 answers_tls_master || continue
         { tls_conf "$sport"; printf 'sentinel monitor clim 127.0.0.1 %s 1\n' "$tport"; } \
             >"$WORK/sentinel.conf"
         "$REDIS_SERVER" "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
-        names_master() { [ -n "$(tcli -p "$sport" SENTINEL get-master-addr-by-name clim)" ]; }
-        retry 100 names_master && up=1 && break
+        names_master_tls() { [ -n "$(tcli -p "$sport" SENTINEL get-master-addr-by-name clim)" ]; }
+        retry 100 names_master_tls && up=1 && break
     done
     [ "$up" = 1 ] || fail "TLS servers did not start: $(cat "$WORK"/*.log)"
     export RLOCK_MASTER_NAME=clim RLOCK_SENTINELS="rediss://127.0.0.1:$sport"
@@ -548,20 +595,7 @@ tls)
         openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
             -extfile srv.ext -out srv.crt) >"$WORK/openssl.log" 2>&1 ||
         fail "openssl: $(cat "$WORK/openssl.log")"
-    up=0
-    for _ in 1 2 3 4 5; do
-        tport=$((20000 + RANDOM % 30000))
-        redis-cli -p "$tport" PING >/dev/null 2>&1 && continue
-        "$REDIS_SERVER" --port 0 --tls-port "$tport" --bind 127.0.0.1 --save '' --appendonly no \
-            --tls-cert-file "$WORK/srv.crt" --tls-key-file "$WORK/srv.key" \
-            --tls-ca-cert-file "$WORK/ca.crt" --tls-auth-clients no --dir "$WORK" \
-            >"$WORK/tls-redis.log" 2>&1 &
-        answers_tls() {
-            [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" PING 2>/dev/null)" = PONG ]
-        }
-        retry 50 answers_tls && up=1 && break
-    done
-    [ "$up" = 1 ] || fail "the TLS redis-server did not start: $(cat "$WORK/tls-redis.log")"
+    start_tls_server srv
     export RLOCK_ADDRESS="rediss://127.0.0.1:$tport"
     out=$("$RLOCK" exec --tls-ca "$WORK/ca.crt" cli:tls -- echo inside)
     [ "$out" = inside ] || fail "exec over TLS printed \"$out\""
@@ -661,17 +695,8 @@ redis_timeout)
     # --redis-timeout bounds the time spent on a Redis that does not
     # answer: a stopped (SIGSTOP) server, which accepts connections and
     # never replies, and a refused port. Each gives 69 well within 1 s.
-    up=0
-    for _ in 1 2 3 4 5; do
-        sport=$((20000 + RANDOM % 30000))
-        redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
-        "$REDIS_SERVER" --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
-            >"$WORK/stopped.log" 2>&1 &
-        stopped=$!
-        answers() { [ "$(redis-cli -p "$sport" PING 2>/dev/null)" = PONG ]; }
-        retry 50 answers && up=1 && break
-    done
-    [ "$up" = 1 ] || fail "the server to stop did not start: $(cat "$WORK/stopped.log")"
+    start_server stopped
+    stopped=$server_pid
     trap 'kill -CONT $stopped 2>/dev/null; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' \
         EXIT
     kill -STOP "$stopped"
@@ -718,17 +743,8 @@ redis_stalls)
     # behind a holder) ends the wait with 69 within a bound, and one stopped
     # while exec holds the lock is reported (the lease can no longer be
     # known) within the watchdog's lease.
-    up=0
-    for _ in 1 2 3 4 5; do
-        sport=$((20000 + RANDOM % 30000))
-        redis-cli -p "$sport" PING >/dev/null 2>&1 && continue
-        "$REDIS_SERVER" --port "$sport" --bind 127.0.0.1 --save '' --appendonly no \
-            >"$WORK/stalled.log" 2>&1 &
-        stalled=$!
-        answers() { [ "$(redis-cli -p "$sport" PING 2>/dev/null)" = PONG ]; }
-        retry 50 answers && up=1 && break
-    done
-    [ "$up" = 1 ] || fail "the server to stop did not start: $(cat "$WORK/stalled.log")"
+    start_server stalled
+    stalled=$server_pid
     trap 'kill -CONT $stalled 2>/dev/null; kill $(jobs -p) 2>/dev/null || true; rm -rf "$WORK"' \
         EXIT
     export RLOCK_ADDRESS="redis://127.0.0.1:$sport"
@@ -1653,26 +1669,8 @@ doctor_replicas)
     # stopped replica (WAIT unanswered); a master without replicas behind
     # a sentinel.
     port=${RLOCK_ADDRESS##*:}
-    free_port() {
-        for _ in $(seq 20); do
-            p=$((20000 + RANDOM % 30000))
-            redis-cli -p "$p" PING >/dev/null 2>&1 || { echo "$p"; return; }
-        done
-        fail "no free port"
-    }
     # A sentinel monitoring the private server as "cdoc", on port $sport.
-    up=0
-    for _ in 1 2 3 4 5; do
-        sport=$(free_port)
-        printf 'port %s\nbind 127.0.0.1\ndir %s\nsentinel monitor cdoc 127.0.0.1 %s 1\n' \
-            "$sport" "$WORK" "$port" >"$WORK/sentinel.conf"
-        redis-server "$WORK/sentinel.conf" --sentinel >"$WORK/sentinel.log" 2>&1 &
-        names_master() {
-            [ -n "$(redis-cli -p "$sport" SENTINEL get-master-addr-by-name cdoc 2>/dev/null)" ]
-        }
-        retry 100 names_master && up=1 && break
-    done
-    [ "$up" = 1 ] || fail "the sentinel did not start: $(tr '\n' ' ' <"$WORK/sentinel.log")"
+    start_sentinel cdoc "$port"
     sentinel=(--master-name cdoc --sentinels "redis://127.0.0.1:$sport")
     run "$RLOCK" doctor "${sentinel[@]}" >"$WORK/none"
     cat "$WORK/none"
@@ -1800,20 +1798,7 @@ doctor_tls)
         openssl x509 -req -in srv.csr -CA ca.crt -CAkey ca.key -CAcreateserial -days 2 \
             -extfile srv.ext -out short.crt) >"$WORK/openssl.log" 2>&1 ||
         fail "openssl: $(cat "$WORK/openssl.log")"
-    up=0
-    for _ in 1 2 3 4 5; do
-        tport=$((20000 + RANDOM % 30000))
-        redis-cli -p "$tport" PING >/dev/null 2>&1 && continue
-        redis-server --port 0 --tls-port "$tport" --bind 127.0.0.1 --save '' --appendonly no \
-            --tls-cert-file "$WORK/year.crt" --tls-key-file "$WORK/srv.key" \
-            --tls-ca-cert-file "$WORK/ca.crt" --tls-auth-clients no --dir "$WORK" \
-            >"$WORK/tls-redis.log" 2>&1 &
-        answers_tls() {
-            [ "$(redis-cli --tls --cacert "$WORK/ca.crt" -p "$tport" PING 2>/dev/null)" = PONG ]
-        }
-        retry 50 answers_tls && up=1 && break
-    done
-    [ "$up" = 1 ] || fail "the TLS redis-server did not start: $(cat "$WORK/tls-redis.log")"
+    start_tls_server year
     export RLOCK_ADDRESS="rediss://127.0.0.1:$tport"
     run "$RLOCK" doctor --tls-ca "$WORK/ca.crt" >"$WORK/year"
     cat "$WORK/year"
