@@ -321,3 +321,8 @@ redisReply *query(redisContext *c, const char *cmd, const char *key) {
 void json_string(const char *s, size_t len) {
     json_escaped(stdout, s, len);
 }
+
+int out_of_memory(void) {
+    fputs("rlock: out of memory\n", stderr);
+    return EXIT_SOFTWARE;
+}

@@ -114,6 +114,8 @@ int make_client(const options *o, rlock_client **out);
 int64_t redis_check(rlock_client *c, const options *o, int64_t *last_answer_ms);
 rlock *get_handle(rlock_client *c, enum kind kind, const char *name);
 int call_failed(const char *what, const char *name, int rc, const char *detail);
+/* Says "rlock: out of memory" on stderr; returns EXIT_SOFTWARE. */
+int out_of_memory(void);
 
 /* A plain connection to the lock's master (NULL: message printed), an
  * address without its password, a Redisson prefixed name (malloc'd), one

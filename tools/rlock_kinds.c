@@ -70,9 +70,11 @@ int probe_read(redisContext *c, const char *name, probe *p) {
     size_t nlen = strlen(name);
     char *timeout = malloc(nlen + 16);
     ch[CH_LATCH] = malloc(nlen + 48);
-    int rc = -1;
-    if (queue != NULL && token != NULL && timeout != NULL && ch[0] != NULL && ch[1] != NULL &&
-        ch[2] != NULL && ch[3] != NULL) {
+    int rc = EXIT_UNAVAILABLE;
+    if (queue == NULL || token == NULL || timeout == NULL || ch[0] == NULL || ch[1] == NULL ||
+        ch[2] == NULL || ch[3] == NULL) {
+        rc = out_of_memory();
+    } else {
         snprintf(timeout, nlen + 16, strchr(name, '{') != NULL ? "%s:timeout" : "{%s}:timeout",
                  name);
         snprintf(ch[CH_LATCH], nlen + 48, "redisson_countdownlatch__channel__{%s}", name);
@@ -92,7 +94,8 @@ int probe_read(redisContext *c, const char *name, probe *p) {
                 p->value = redisCommandArgv(c, 2, get, NULL);
                 if (p->value == NULL) {
                     fprintf(stderr, "rlock: %s\n", c->errstr);
-                    rc = -1;
+                    probe_free(p);
+                    rc = EXIT_UNAVAILABLE;
                 }
             }
         }
@@ -308,9 +311,8 @@ bool kind_is_lock(const char *kind) {
 
 const char *probe_other_kind(redisContext *c, const char *name, probe *p, const redisReply **mode,
                              int *code) {
-    *code = 0;
-    if (probe_read(c, name, p) != 0) {
-        *code = EXIT_UNAVAILABLE;
+    *code = probe_read(c, name, p);
+    if (*code != 0) {
         return NULL;
     }
     const char *kind = probe_kind(p, false, mode);

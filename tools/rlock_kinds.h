@@ -17,8 +17,8 @@ typedef struct probe {
 int pipeline(redisContext *c, size_t n, const int *argc, const char *const *const *argv,
              redisReply **out);
 
-/* Reads everything of the object name on c into *p: 0, or -1 (message
- * printed, *p empty). probe_free frees what was read. */
+/* Reads everything of the object name on c into *p: 0, or the exit status
+ * (message printed, *p empty). probe_free frees what was read. */
 int probe_read(redisContext *c, const char *name, probe *p);
 void probe_free(probe *p);
 

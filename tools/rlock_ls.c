@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* uthash's default on out of memory is a silent exit(-1): instead a
+ * failed add leaves the item out (hh.tbl NULL), reported as out of memory. */
+#define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
 #include "redis_direct.h"
@@ -94,6 +97,11 @@ static entry *entry_of(entry **all, char *name) {
     }
     e->name = name;
     HASH_ADD_KEYPTR(hh, *all, e->name, strlen(e->name), e);
+    if (e->hh.tbl == NULL) {
+        free(name);
+        free(e);
+        return NULL;
+    }
     return e;
 }
 
@@ -168,7 +176,7 @@ static int scan(redisContext *c, const char *pattern, int64_t limit, entry **all
         const char *const **argvp = calloc(n + 1, sizeof *argvp);
         redisReply **types = calloc(n + 1, sizeof *types);
         int code =
-            argc == NULL || argv2 == NULL || argvp == NULL || types == NULL ? EXIT_SOFTWARE : 0;
+            argc == NULL || argv2 == NULL || argvp == NULL || types == NULL ? out_of_memory() : 0;
         for (size_t i = 0; code == 0 && i < n; i++) {
             argc[i] = 2;
             argv2[i][0] = "TYPE";
@@ -180,7 +188,7 @@ static int scan(redisContext *c, const char *pattern, int64_t limit, entry **all
         }
         for (size_t i = 0; code == 0 && i < n; i++) {
             if (!classify(all, keys->element[i], types[i])) {
-                code = EXIT_SOFTWARE;
+                code = out_of_memory();
             }
         }
         for (size_t i = 0; types != NULL && i < n; i++) {
@@ -227,8 +235,8 @@ static int list_master(const options *o, const char *address, bool cluster, size
     HASH_SORT(all, strcmp_entries);
     HASH_ITER(hh, all, e, tmp) {
         probe p;
-        if (code == 0 && probe_read(c, e->name, &p) != 0) {
-            code = EXIT_UNAVAILABLE;
+        if (code == 0) {
+            code = probe_read(c, e->name, &p);
         }
         const redisReply *mode = NULL;
         const char *kind = code == 0 ? probe_kind(&p, e->has_timeout, &mode) : NULL;

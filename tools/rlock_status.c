@@ -49,7 +49,7 @@ int read_state(const options *o, rlock_client *client, redisContext *c, lock_sta
     }
     char *queue = prefixed("redisson_lock_queue", o->name);
     if (queue == NULL) {
-        return EXIT_SOFTWARE;
+        return out_of_memory();
     }
     const char *lrange[] = {"LRANGE", queue, "0", "-1"};
     redisReply *type = query(c, "TYPE", o->name), *hash = NULL, *waiters = NULL;

@@ -128,7 +128,9 @@ static bool subscribe_all(redisContext *c, const char *name, bool sharded) {
     char *rw_channel = prefixed("redisson_rwlock", name);
     char *pattern = fair_pattern(name);
     bool ok = false;
-    if (lock_channel != NULL && rw_channel != NULL && pattern != NULL) {
+    if (lock_channel == NULL || rw_channel == NULL || pattern == NULL) {
+        out_of_memory();
+    } else {
         const char *sub[] = {sharded ? "SSUBSCRIBE" : "SUBSCRIBE", lock_channel, rw_channel};
         const char *psub[] = {"PSUBSCRIBE", pattern};
         ok = redisAppendCommandArgv(c, 3, sub, NULL) == REDIS_OK &&

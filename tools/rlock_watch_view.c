@@ -6,6 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+/* uthash's default on out of memory is a silent exit(-1): instead a
+ * failed add leaves the item out (hh.tbl NULL), reported as out of memory. */
+#define HASH_NONFATAL_OOM 1
 #include <uthash.h>
 
 #include "rlock_reply.h"
@@ -74,6 +77,12 @@ int watch_view_make(watch_view *v, redisReply *reply, char *why, size_t whylen) 
         h->field = field;
         h->holds = reply->element[i + 1];
         HASH_ADD_KEYPTR(hh, v->by_field, field->str, field->len, h);
+        if (h->hh.tbl == NULL) {
+            free(h);
+            snprintf(why, whylen, "out of memory");
+            watch_view_free(v);
+            return -1;
+        }
         v->holders++;
     }
     return 0;
