@@ -154,67 +154,77 @@ static bool from_hex(const char *id, uint8_t *out, size_t *len) {
     return true;
 }
 
-/* KEYS name, timeout set, channel; ARGV as the script (ids: raw bytes). */
-static rlock__cmd *timeout_first_cmd(const rlock *o, const rlock__script *s, const uint8_t *id,
-                                     size_t id_len, const int64_t *expiry) {
+/* A script call being written: its names (the arguments point into them
+ * until the command is made) and its arguments. */
+typedef struct script_call {
     names n;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &n)) {
-        rlock__args a;
-        rlock__args_init(&a);
-        rlock__args_key(&a, rlock__name_of(o), o->name_len);
-        rlock__args_key(&a, n.timeout, n.timeout_len);
-        rlock__args_key(&a, n.channel, n.channel_len);
-        if (id != NULL) { /* updateLeaseTime: id, expiry, now, publish */
-            rlock__args_str(&a, (const char *)id, id_len);
-            rlock__args_int(&a, *expiry);
+    rlock__args a;
+    bool ok;
+} script_call;
+
+/* The order of a script's keys after the name: each script's own. */
+typedef enum { TIMEOUT_CHANNEL, CHANNEL_TIMEOUT, CHANNEL_ONLY } key_order;
+
+/* Opens a call on o with its keys; false when out of memory (call_end
+ * frees it all the same). */
+static bool call_begin(script_call *c, const rlock *o, key_order order) {
+    c->ok = names_make(o, &c->n);
+    if (c->ok) {
+        rlock__args_init(&c->a);
+        rlock__args_key(&c->a, rlock__name_of(o), o->name_len);
+        if (order == TIMEOUT_CHANNEL) {
+            rlock__args_key(&c->a, c->n.timeout, c->n.timeout_len);
         }
-        rlock__args_int(&a, rlock__wall_ms());
-        rlock__args_lit(&a, rlock__object_publish(o));
-        cmd = rlock__args_script(&a, s);
+        rlock__args_key(&c->a, c->n.channel, c->n.channel_len);
+        if (order == CHANNEL_TIMEOUT) {
+            rlock__args_key(&c->a, c->n.timeout, c->n.timeout_len);
+        }
     }
-    names_free(&n);
+    return c->ok;
+}
+
+/* The call's command, NULL when out of memory; frees the names. */
+static rlock__cmd *call_end(script_call *c, const rlock__script *s) {
+    rlock__cmd *cmd = c->ok ? rlock__args_script(&c->a, s) : NULL;
+    names_free(&c->n);
     return cmd;
 }
 
-static rlock__cmd *try_release_cmd(const rlock *o, const uint8_t *id, size_t id_len) {
-    names n;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &n)) {
-        rlock__args a;
-        rlock__args_init(&a);
-        rlock__args_key(&a, rlock__name_of(o), o->name_len);
-        rlock__args_key(&a, n.channel, n.channel_len);
-        rlock__args_key(&a, n.timeout, n.timeout_len);
-        rlock__args_str(&a, (const char *)id, id_len);
-        rlock__args_int(&a, 1);
-        rlock__args_int(&a, rlock__wall_ms());
-        rlock__args_lit(&a, rlock__object_publish(o));
-        cmd = rlock__args_script(&a, &rlock__script_permit_semaphore_try_release);
+/* KEYS name, timeout set, channel; ARGV as the script (ids: raw bytes). */
+static rlock__cmd *timeout_first_cmd(const rlock *o, const rlock__script *s, const uint8_t *id,
+                                     size_t id_len, const int64_t *expiry) {
+    script_call c;
+    if (call_begin(&c, o, TIMEOUT_CHANNEL)) {
+        if (id != NULL) { /* updateLeaseTime: id, expiry, now, publish */
+            rlock__args_str(&c.a, (const char *)id, id_len);
+            rlock__args_int(&c.a, *expiry);
+        }
+        rlock__args_int(&c.a, rlock__wall_ms());
+        rlock__args_lit(&c.a, rlock__object_publish(o));
     }
-    names_free(&n);
-    return cmd;
+    return call_end(&c, s);
+}
+
+static rlock__cmd *try_release_cmd(const rlock *o, const uint8_t *id, size_t id_len) {
+    script_call c;
+    if (call_begin(&c, o, CHANNEL_TIMEOUT)) {
+        rlock__args_str(&c.a, (const char *)id, id_len);
+        rlock__args_int(&c.a, 1);
+        rlock__args_int(&c.a, rlock__wall_ms());
+        rlock__args_lit(&c.a, rlock__object_publish(o));
+    }
+    return call_end(&c, &rlock__script_permit_semaphore_try_release);
 }
 
 /* KEYS name, channel[, timeout set]; ARGV permits, publish. */
 static rlock__cmd *permits_cmd(const rlock *o, const rlock__script *s, int64_t permits,
                                bool with_timeout) {
-    names n;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &n)) {
-        rlock__args a;
-        rlock__args_init(&a);
-        rlock__args_key(&a, rlock__name_of(o), o->name_len);
-        rlock__args_key(&a, n.channel, n.channel_len);
-        if (with_timeout) {
-            rlock__args_key(&a, n.timeout, n.timeout_len);
-        }
-        rlock__args_int(&a, permits);
-        rlock__args_lit(&a, rlock__object_publish(o));
-        cmd = rlock__args_script(&a, s);
+    script_call c;
+    if (call_begin(&c, o, with_timeout ? CHANNEL_TIMEOUT : CHANNEL_ONLY)) {
+        rlock__args_int(&c.a, permits);
+        rlock__args_lit(&c.a, rlock__object_publish(o));
     }
-    names_free(&n);
-    return cmd;
+    return call_end(&c, s);
 }
 
 /* ---- the waiting acquire ------------------------------------------------------------ */
@@ -776,23 +786,16 @@ static rlock_future *get_lease_time_async(rlock_permit_semaphore *s, const char 
     if (f != NULL) {
         return f;
     }
-    names n;
-    rlock__cmd *cmd = NULL;
-    if (names_make(OBJ(s), &n)) {
-        rlock__args a;
-        rlock__args_init(&a);
-        rlock__args_key(&a, rlock__name_of(OBJ(s)), OBJ(s)->name_len);
-        rlock__args_key(&a, n.timeout, n.timeout_len);
-        rlock__args_key(&a, n.channel, n.channel_len);
-        rlock__args_str(&a, (const char *)raw, len);
-        rlock__args_int(&a, NON_EXPIRABLE);
-        rlock__args_int(&a, rlock__wall_ms());
-        rlock__args_lit(&a, rlock__object_publish(OBJ(s)));
-        /* getLeaseTimeAsync is evalWriteAsync: no WAIT */
-        cmd = rlock__eval_write(
-            rlock__args_script(&a, &rlock__script_permit_semaphore_get_lease_time));
+    script_call c;
+    if (call_begin(&c, OBJ(s), TIMEOUT_CHANNEL)) {
+        rlock__args_str(&c.a, (const char *)raw, len);
+        rlock__args_int(&c.a, NON_EXPIRABLE);
+        rlock__args_int(&c.a, rlock__wall_ms());
+        rlock__args_lit(&c.a, rlock__object_publish(OBJ(s)));
     }
-    names_free(&n);
+    /* getLeaseTimeAsync is evalWriteAsync: no WAIT */
+    rlock__cmd *cmd =
+        rlock__eval_write(call_end(&c, &rlock__script_permit_semaphore_get_lease_time));
     char msg[160];
     int m = snprintf(msg, sizeof(msg),
                      "%s: Permit with id %.64s has already been released or doesn't exist", fn, id);
