@@ -227,35 +227,115 @@ static rlock__cmd *permits_cmd(const rlock *o, const rlock__script *s, int64_t p
     return call_end(&c, s);
 }
 
+/* ---- calls with a list of ids ------------------------------------------------------------ */
+
+/* A script call of keys then args then n raw ids (at raw, ID_BYTES
+ * apart, id_lens bytes each; NULL: ID_BYTES): the acquire and the list
+ * release, whose arguments may outgrow rlock__args. */
+static rlock__cmd *with_ids_cmd(const rlock__script *script, const char *const *head,
+                                const size_t *head_lens, int nkeys, int nhead, const uint8_t *raw,
+                                const size_t *id_lens, size_t n) {
+    size_t argc = (size_t)nhead + n;
+    const char **argv = malloc(argc * sizeof(*argv));
+    size_t *lens = malloc(argc * sizeof(*lens));
+    rlock__cmd *cmd = NULL;
+    if (argv != NULL && lens != NULL) {
+        memcpy(argv, head, (size_t)nhead * sizeof(*argv));
+        memcpy(lens, head_lens, (size_t)nhead * sizeof(*lens));
+        for (size_t i = 0; i < n; i++) {
+            argv[nhead + i] = (const char *)raw + i * ID_BYTES;
+            lens[nhead + i] = id_lens != NULL ? id_lens[i] : ID_BYTES;
+        }
+        cmd = rlock__script_call(script, nkeys, (int)argc, argv, lens);
+    }
+    free(lens);
+    free(argv);
+    return cmd;
+}
+
+/* tryReleaseAsync(permitsIds): KEYS name, channel, timeout set; ARGV n,
+ * now, publish, ids (raw, ID_BYTES each: Redisson's ids are). */
+static rlock__cmd *try_release_many_raw(const rlock *o, const uint8_t *raw, const size_t *id_lens,
+                                        size_t n) {
+    names nm;
+    rlock__cmd *cmd = NULL;
+    if (names_make(o, &nm)) {
+        char count[24], now[24];
+        const char *head[] = {rlock__name_of(o),       nm.channel, nm.timeout, count, now,
+                              rlock__object_publish(o)};
+        size_t lens[] = {o->name_len,
+                         nm.channel_len,
+                         nm.timeout_len,
+                         (size_t)snprintf(count, sizeof(count), "%zu", n),
+                         (size_t)snprintf(now, sizeof(now), "%lld", (long long)rlock__wall_ms()),
+                         strlen(rlock__object_publish(o))};
+        cmd = with_ids_cmd(&rlock__script_permit_semaphore_try_release_many, head, lens, 3, 6, raw,
+                           id_lens, n);
+    }
+    names_free(&nm);
+    return cmd;
+}
+
 /* ---- the waiting acquire ------------------------------------------------------------ */
 
 static size_t channel(const rlock *o, char *buf, size_t cap) {
     return cap > rlock__object_channel_len(o) ? rlock__object_channel(o, buf) : 0;
 }
 
-static rlock__cmd *acquire_try(rlock__sync_op *op) {
-    const rlock *o = op->obj;
-    /* generateId: new random bytes for each try, as Redisson's */
-    uint64_t r[2] = {rlock__next_random(), rlock__next_random()};
-    memcpy(op->id, r, ID_BYTES);
-    names n;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &n)) {
-        rlock__args a;
-        rlock__args_init(&a);
-        rlock__args_key(&a, rlock__name_of(o), o->name_len);
-        rlock__args_key(&a, n.timeout, n.timeout_len);
-        rlock__args_key(&a, n.channel, n.channel_len);
-        rlock__args_int(&a, 1);
-        rlock__args_int(&a, expiry_of(op->arg));
-        rlock__args_int(&a, rlock__wall_ms());
-        rlock__args_int(&a, NON_EXPIRABLE);
-        rlock__args_lit(&a, rlock__object_publish(o));
-        rlock__args_str(&a, (const char *)op->id, ID_BYTES);
-        cmd = rlock__args_script(&a, &rlock__script_permit_semaphore_try_acquire);
+/* A try's ids (n of them, at ids) and lease end: new for each try, as
+ * Redisson's tryAcquireAsync(permits, timeoutDate) makes them (generateId,
+ * calcTimeout), but for the repeat of a try no replica confirmed
+ * (op->unsynced_tries): ServiceManager.execute sends that one again with
+ * the same ids and timeoutDate (only "now" is new), and its give-back
+ * went with those ids. */
+static void try_ids(rlock__sync_op *op, uint8_t *ids, size_t n) {
+    if (op->unsynced_tries > 0) {
+        return;
     }
-    names_free(&n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r[2] = {rlock__next_random(), rlock__next_random()};
+        memcpy(ids + i * ID_BYTES, r, ID_BYTES);
+    }
+    op->expiry = expiry_of(op->arg);
+}
+
+/* tryAcquireAsync(ids, timeoutDate): KEYS name, timeout set, channel;
+ * ARGV n, the ids' expiry, now, the no-lease score, publish, the ids. */
+static rlock__cmd *try_cmd(rlock__sync_op *op, uint8_t *ids, size_t n) {
+    const rlock *o = op->obj;
+    try_ids(op, ids, n);
+    names nm;
+    rlock__cmd *cmd = NULL;
+    if (names_make(o, &nm)) {
+        char num[4][24];
+        const char *head[] = {
+            rlock__name_of(o),       nm.timeout, nm.channel, num[0], num[1], num[2], num[3],
+            rlock__object_publish(o)};
+        size_t lens[] = {o->name_len,
+                         nm.timeout_len,
+                         nm.channel_len,
+                         (size_t)snprintf(num[0], 24, "%zu", n),
+                         (size_t)snprintf(num[1], 24, "%lld", (long long)op->expiry),
+                         (size_t)snprintf(num[2], 24, "%lld", (long long)rlock__wall_ms()),
+                         (size_t)snprintf(num[3], 24, "%lld", NON_EXPIRABLE),
+                         strlen(rlock__object_publish(o))};
+        cmd = with_ids_cmd(&rlock__script_permit_semaphore_try_acquire, head, lens, 3, 8, ids, NULL,
+                           n);
+    }
+    names_free(&nm);
     return cmd;
+}
+
+/* The give-back of what a try took, its call cancelled or the try
+ * unconfirmed: Redisson's releaseAsync(ids), which is tryReleaseAsync(ids)
+ * (the list script: it gives back the expired permits too, and publishes
+ * the number it released), syncedEvalWithRetry, with the try's ids. */
+static rlock__cmd *give_back(rlock__sync_op *op, const uint8_t *ids, size_t n) {
+    return rlock__synced_with_retry(try_release_many_raw(op->obj, ids, NULL, n));
+}
+
+static rlock__cmd *acquire_try(rlock__sync_op *op) {
+    return try_cmd(op, op->id, 1);
 }
 
 /* nearestTimeout, the earliest lease end (a score, wall ms, as the script
@@ -303,9 +383,8 @@ static int acquire_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_re
     return RLOCK_ERR_REDIS;
 }
 
-/* releaseAsync(ids): tryReleaseAsync(ids), syncedEvalWithRetry. */
 static rlock__cmd *acquire_undo(rlock__sync_op *op) {
-    return rlock__synced_with_retry(try_release_cmd(op->obj, op->id, ID_BYTES));
+    return give_back(op, op->id, 1);
 }
 
 static const rlock__sync_kind acquire_kind = {
@@ -848,53 +927,6 @@ static rlock_future *refuse_ids(rlock_permit_semaphore *s, const char *fn, const
     return f;
 }
 
-/* A script call of keys then args then n raw ids (at raw, ID_BYTES
- * apart, id_lens bytes each; NULL: ID_BYTES): the several-permit
- * scripts, whose arguments outgrow rlock__args. */
-static rlock__cmd *with_ids_cmd(const rlock__script *script, const char *const *head,
-                                const size_t *head_lens, int nkeys, int nhead, const uint8_t *raw,
-                                const size_t *id_lens, size_t n) {
-    size_t argc = (size_t)nhead + n;
-    const char **argv = malloc(argc * sizeof(*argv));
-    size_t *lens = malloc(argc * sizeof(*lens));
-    rlock__cmd *cmd = NULL;
-    if (argv != NULL && lens != NULL) {
-        memcpy(argv, head, (size_t)nhead * sizeof(*argv));
-        memcpy(lens, head_lens, (size_t)nhead * sizeof(*lens));
-        for (size_t i = 0; i < n; i++) {
-            argv[nhead + i] = (const char *)raw + i * ID_BYTES;
-            lens[nhead + i] = id_lens != NULL ? id_lens[i] : ID_BYTES;
-        }
-        cmd = rlock__script_call(script, nkeys, (int)argc, argv, lens);
-    }
-    free(lens);
-    free(argv);
-    return cmd;
-}
-
-/* tryReleaseAsync(permitsIds): KEYS name, channel, timeout set; ARGV n,
- * now, publish, ids (raw, ID_BYTES each: Redisson's ids are). */
-static rlock__cmd *try_release_many_raw(const rlock *o, const uint8_t *raw, const size_t *id_lens,
-                                        size_t n) {
-    names nm;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &nm)) {
-        char count[24], now[24];
-        const char *head[] = {rlock__name_of(o),       nm.channel, nm.timeout, count, now,
-                              rlock__object_publish(o)};
-        size_t lens[] = {o->name_len,
-                         nm.channel_len,
-                         nm.timeout_len,
-                         (size_t)snprintf(count, sizeof(count), "%zu", n),
-                         (size_t)snprintf(now, sizeof(now), "%lld", (long long)rlock__wall_ms()),
-                         strlen(rlock__object_publish(o))};
-        cmd = with_ids_cmd(&rlock__script_permit_semaphore_try_release_many, head, lens, 3, 6, raw,
-                           id_lens, n);
-    }
-    names_free(&nm);
-    return cmd;
-}
-
 /* The same from the caller's hex ids (checked: refuse_ids), each sent
  * as its bytes, as Redisson's decodeHexDump. */
 static rlock__cmd *try_release_many_cmd(const rlock *o, const char *const *ids, size_t n) {
@@ -977,39 +1009,15 @@ int rlock_permit_semaphore_release_many(rlock_permit_semaphore *s, const char *c
 /* ---- several permits at once: acquire(permits, lease), tryAcquire(permits, wait, lease) ---- */
 
 /* A several-permit call's own state, after its op: how many, then their
- * raw ids (new random ones for each try, as Redisson's generateId). */
+ * raw ids (try_ids). */
 typedef struct many {
     size_t n;
     uint8_t ids[]; /* n * ID_BYTES */
 } many;
 
 static rlock__cmd *many_try(rlock__sync_op *op) {
-    const rlock *o = op->obj;
     many *m = rlock__sync_op_tail(op);
-    for (size_t i = 0; i < m->n; i++) {
-        uint64_t r[2] = {rlock__next_random(), rlock__next_random()};
-        memcpy(m->ids + i * ID_BYTES, r, ID_BYTES);
-    }
-    names nm;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &nm)) {
-        char num[4][24];
-        const char *head[] = {
-            rlock__name_of(o),       nm.timeout, nm.channel, num[0], num[1], num[2], num[3],
-            rlock__object_publish(o)};
-        size_t lens[] = {o->name_len,
-                         nm.timeout_len,
-                         nm.channel_len,
-                         (size_t)snprintf(num[0], 24, "%zu", m->n),
-                         (size_t)snprintf(num[1], 24, "%lld", (long long)expiry_of(op->arg)),
-                         (size_t)snprintf(num[2], 24, "%lld", (long long)rlock__wall_ms()),
-                         (size_t)snprintf(num[3], 24, "%lld", NON_EXPIRABLE),
-                         strlen(rlock__object_publish(o))};
-        cmd = with_ids_cmd(&rlock__script_permit_semaphore_try_acquire, head, lens, 3, 8, m->ids,
-                           NULL, m->n);
-    }
-    names_free(&nm);
-    return cmd;
+    return try_cmd(op, m->ids, m->n);
 }
 
 static int many_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res *res,
@@ -1021,10 +1029,9 @@ static int many_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res *
     return rc;
 }
 
-/* releaseAsync(ids) after a lost complete or an unconfirmed try. */
 static rlock__cmd *many_undo(rlock__sync_op *op) {
     many *m = rlock__sync_op_tail(op);
-    return rlock__synced_with_retry(try_release_many_raw(op->obj, m->ids, NULL, m->n));
+    return give_back(op, m->ids, m->n);
 }
 
 /* Redisson prints an id as ByteBufUtil.hexDump does: lowercase hex. */
