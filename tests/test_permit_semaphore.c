@@ -22,7 +22,9 @@
 
 #include "fixture.h"
 #include "lock_util.h"
+#include "redis_monitor.h"
 #include "sync_util.h"
+#include "tcp_proxy.h"
 
 typedef rt_fx fx;
 typedef rlock_permit_semaphore psem;
@@ -1059,6 +1061,141 @@ static void test_destroy_with_mapped_pending(void **state) {
     rlock_permit_semaphore_free(s);
 }
 
+/* ---- the give-back of a cancelled try ---------------------------------------------------- */
+
+/* A connection subscribed to channel, to read what is published there. */
+static redisContext *subscribed(rt_redis *r, const char *channel) {
+    redisContext *ctx = rt_redis_connect(r, 5000, true);
+    assert_non_null(ctx);
+    redisReply *rep = redisCommand(ctx, "SUBSCRIBE %s", channel);
+    assert_non_null(rep);
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    freeReplyObject(rep);
+    return ctx;
+}
+
+/* The next message on it (within the connection's 5 s), as a number. */
+static long long next_message(redisContext *ctx) {
+    void *r = NULL;
+    assert_int_equal(redisGetReply(ctx, &r), REDIS_OK);
+    redisReply *rep = r;
+    assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
+    assert_int_equal(rep->elements, 3);
+    assert_string_equal(rep->element[0]->str, "message");
+    long long n = atoll(rep->element[2]->str);
+    freeReplyObject(rep);
+    return n;
+}
+
+/* Polls (at most 5 s) until GET key is want. */
+static void get_becomes(rt_redis *r, const char *key, const char *want) {
+    int64_t end = rt_now_ms() + 5000;
+    for (;;) {
+        redisReply *rep = rt_redis_command(r, "GET %s", key);
+        assert_non_null(rep);
+        bool is = rep->type == REDIS_REPLY_STRING && strcmp(rep->str, want) == 0;
+        freeReplyObject(rep);
+        if (is || rt_now_ms() >= end) {
+            assert_true(is);
+            return;
+        }
+        rt_sleep_ms(5);
+    }
+}
+
+static void assert_bytes(const char *got, size_t got_len, const char *want, size_t want_len) {
+    assert_non_null(got);
+    assert_int_equal(got_len, want_len);
+    assert_memory_equal(got, want, want_len);
+}
+
+static void assert_key(const rt_mon_cmd *c, int i, const char *want) {
+    size_t len = 0;
+    const char *k = rt_mon_key(c, i, &len);
+    assert_bytes(k, len, want, strlen(want));
+}
+
+/* A call cancelled while its try's answer is held (a TCP proxy holds the
+ * replies): the try took the permits, and the give-back is Redisson's
+ * releaseAsync(ids), tryReleaseAsync(ids)'s script with the try's ids,
+ * which publishes the number released (permits), not the new count (3),
+ * and leaves the count as it was. Fails when the give-back is
+ * tryRelease(id)'s script (rlock's one-permit give-back did that). */
+static void cancelled_try_given_back(fx *f, int64_t permits) {
+    rt_proxy *p = rt_proxy_start(f->redis.port);
+    assert_non_null(p);
+    rlock_config cfg = rt_config(rt_proxy_address(p));
+    rlock_client *c = rt_client(&cfg);
+    assert_int_equal(rt_ping_within(c, 5000), RLOCK_OK);
+    psem *s = rlock_get_permit_expirable_semaphore(c, "gb");
+    assert_non_null(s);
+    rt_sync_set_raw(&f->redis, "gb", "3");
+    redisContext *sub = subscribed(&f->redis, "redisson_sc:{gb}");
+    rt_monitor mon;
+    assert_true(rt_monitor_start(&mon, &f->redis));
+
+    assert_true(rt_proxy_pause(p, RT_PROXY_COMMAND, RT_PROXY_DOWN) >= 1);
+    rlock_future *w = permits == 1 ? rlock_permit_semaphore_acquire_async(s, 60000)
+                                   : rlock_permit_semaphore_acquire_many_async(s, permits, 60000);
+    assert_non_null(w);
+    assert_true(rt_proxy_wait_held(p, RT_PROXY_COMMAND, RT_PROXY_DOWN, 1, 5000));
+    assert_true(rlock_future_cancel(w));
+    rlock_future_release(w);
+    assert_true(rt_proxy_resume(p, RT_PROXY_COMMAND, RT_PROXY_DOWN) >= 1);
+    get_becomes(&f->redis, "gb", "3");
+    redisReply *n = rt_redis_command(&f->redis, "ZCARD {gb}:timeout");
+    assert_non_null(n);
+    assert_int_equal(n->integer, 0);
+    freeReplyObject(n);
+
+    /* the try published nothing (no permit had expired); the give-back
+     * the number it released */
+    assert_int_equal(next_message(sub), permits);
+
+    assert_true(rt_monitor_read(&mon));
+    int t = rt_mon_next_script(&mon, rt_mon_script("permit_semaphore_try_acquire"), 0);
+    assert_true(t >= 0);
+    const rt_mon_cmd *try = &mon.cmds[t];
+    assert_int_equal(rt_mon_argc(try), 5 + permits);
+    assert_int_equal(rt_mon_count_script(&mon, rt_mon_script("permit_semaphore_try_release")), 0);
+    int g = rt_mon_next_script(&mon, rt_mon_script("permit_semaphore_try_release_many"), t + 1);
+    assert_true(g > t);
+    const rt_mon_cmd *back = &mon.cmds[g];
+    /* KEYS name, channel, timeout set; ARGV n, now, publish, the ids */
+    assert_key(back, 1, "gb");
+    assert_key(back, 2, "redisson_sc:{gb}");
+    assert_key(back, 3, "{gb}:timeout");
+    assert_int_equal(rt_mon_argc(back), 3 + permits);
+    size_t len = 0;
+    assert_int_equal(atoll(rt_mon_arg(back, 1, &len)), permits);
+    assert_true(atoll(rt_mon_arg(back, 2, &len)) > 0);
+    const char *publish = rt_mon_arg(back, 3, &len);
+    assert_bytes(publish, len, "publish", 7);
+    for (int i = 0; i < permits; i++) {
+        size_t id_len = 0;
+        const char *id = rt_mon_arg(try, 6 + i, &id_len);
+        assert_int_equal(id_len, 16);
+        const char *given = rt_mon_arg(back, 4 + i, &len);
+        assert_bytes(given, len, id, id_len);
+    }
+    assert_int_equal(rt_mon_count_script(&mon, rt_mon_script("permit_semaphore_try_release_many")),
+                     1);
+
+    rt_monitor_stop(&mon);
+    redisFree(sub);
+    rlock_permit_semaphore_free(s);
+    rt_drop_client(c);
+    rt_proxy_stop(p);
+}
+
+static void test_cancelled_try_given_back(void **state) {
+    cancelled_try_given_back(*state, 1);
+}
+
+static void test_cancelled_many_try_given_back(void **state) {
+    cancelled_try_given_back(*state, 2);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_permit_counts, rt_sync_setup, rt_sync_teardown),
@@ -1098,6 +1235,10 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_acquire_many_bad_input, rt_sync_setup,
                                         rt_sync_teardown),
         cmocka_unit_test_setup_teardown(test_destroy_with_mapped_pending, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_cancelled_try_given_back, rt_sync_setup,
+                                        rt_sync_teardown),
+        cmocka_unit_test_setup_teardown(test_cancelled_many_try_given_back, rt_sync_setup,
                                         rt_sync_teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);

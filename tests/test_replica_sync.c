@@ -19,6 +19,7 @@
 #include "rt_main.h"
 
 #include "fixture.h"
+#include "redis_monitor.h"
 #include "sentinel_env.h"
 
 #define DOWN_AFTER_MS 1000
@@ -226,6 +227,18 @@ static void add_permit_synced(rlock_semaphore *s) {
     assert_int_equal(rc, RLOCK_OK);
 }
 
+/* One permit into the permit semaphore p, the same way (trySetPermits:
+ * a try the check refused set it all the same, and the next answers
+ * false but leaves it). */
+static void permit_synced(rlock_permit_semaphore *p) {
+    int rc = RLOCK_ERR_REDIS;
+    for (int i = 0; i < 20 && rc == RLOCK_ERR_REDIS; i++) {
+        bool set = false;
+        rc = rlock_permit_semaphore_try_set_permits(p, 1, &set);
+    }
+    assert_int_equal(rc, RLOCK_OK);
+}
+
 /* A lock the replica confirmed. With slaves_sync_timeout_ms this short a
  * loaded machine may miss it: a failed try left nothing, so try again. */
 static void lock_synced(rlock *l) {
@@ -351,12 +364,7 @@ static void test_unsynced_semaphore(void **state) {
     rlock_permit_semaphore *p = rlock_get_permit_expirable_semaphore(c, "rs-psem");
     rt_redis *master = &e->servers[0], *replica = &e->servers[1];
     add_permit_synced(s);
-    int rc = RLOCK_ERR_REDIS;
-    for (int i = 0; i < 20 && rc == RLOCK_ERR_REDIS; i++) {
-        bool set = false;
-        rc = rlock_permit_semaphore_try_set_permits(p, 1, &set);
-    }
-    assert_int_equal(rc, RLOCK_OK);
+    permit_synced(p);
 
     assert_int_equal(rt_redis_pause(replica), 0);
     long long waits = wait_calls(master);
@@ -667,6 +675,73 @@ static void test_unsynced_retries_stop_at_deadline(void **state) {
     rlock_client_destroy(c);
 }
 
+static void assert_same_arg(const rt_mon_cmd *a, int ai, const rt_mon_cmd *b, int bi) {
+    size_t alen = 0, blen = 0;
+    const char *x = rt_mon_arg(a, ai, &alen);
+    const char *y = rt_mon_arg(b, bi, &blen);
+    assert_non_null(x);
+    assert_non_null(y);
+    assert_int_equal(alen, blen);
+    assert_memory_equal(x, y, alen);
+}
+
+/* A permit semaphore's try no replica confirmed is given back with
+ * tryReleaseAsync(ids)'s script and the try's id (Redisson's handleNoSync
+ * runs releaseAsync(ids)), then sent again (ServiceManager.execute) with
+ * the same id and lease end: Redisson makes the ids and the timeoutDate
+ * once, outside the call it repeats. The master's MONITOR shows each. */
+static void test_unsynced_permit_same_ids(void **state) {
+    rt_sentinel_env *e = *state;
+    rlock_config cfg = sentinel_config(e, SYNC_MS);
+    cfg.retry_attempts = 2;
+    cfg.retry_interval_ms = 50;
+    rlock_client *c = NULL;
+    assert_int_equal(rlock_client_create(&cfg, &c), RLOCK_OK);
+    rlock_permit_semaphore *p = rlock_get_permit_expirable_semaphore(c, "rs-pids");
+    assert_non_null(p);
+    rt_redis *master = &e->servers[0], *replica = &e->servers[1];
+    permit_synced(p);
+    rt_monitor mon;
+    assert_true(rt_monitor_start(&mon, master));
+
+    assert_int_equal(rt_redis_pause(replica), 0);
+    char id[RLOCK_PERMIT_ID_MAX];
+    bool acquired = true;
+    /* a lease, so that a lease end made anew would differ */
+    assert_int_equal(rlock_permit_semaphore_try_acquire(p, CALL_BOUND_MS, 60000, id, &acquired),
+                     RLOCK_ERR_REDIS);
+    assert_false(acquired);
+    assert_true(string_is(master, "rs-pids", "1"));
+    assert_int_equal(exists_on(master, "{rs-pids}:timeout"), 0);
+
+    assert_true(rt_monitor_read(&mon));
+    const rlock__script *try_script = rt_mon_script("permit_semaphore_try_acquire");
+    const rlock__script *list_script = rt_mon_script("permit_semaphore_try_release_many");
+    assert_int_equal(rt_mon_count_script(&mon, try_script), 1 + cfg.retry_attempts);
+    assert_int_equal(rt_mon_count_script(&mon, rt_mon_script("permit_semaphore_try_release")), 0);
+    int first = rt_mon_next_script(&mon, try_script, 0);
+    const rt_mon_cmd *t0 = &mon.cmds[first];
+    for (int t = first; t >= 0; t = rt_mon_next_script(&mon, try_script, t + 1)) {
+        const rt_mon_cmd *try = &mon.cmds[t];
+        assert_same_arg(try, 2, t0, 2); /* timeoutDate */
+        assert_same_arg(try, 6, t0, 6); /* the id */
+        /* its give-back, before the next try: the list script, that id */
+        int g = rt_mon_next_script(&mon, list_script, t + 1);
+        assert_true(g > t);
+        int next = rt_mon_next_script(&mon, try_script, t + 1);
+        assert_true(next < 0 || g < next);
+        const rt_mon_cmd *back = &mon.cmds[g];
+        assert_int_equal(rt_mon_argc(back), 4);
+        size_t len = 0;
+        assert_string_equal(rt_mon_arg(back, 1, &len), "1");
+        assert_same_arg(back, 4, t0, 6);
+    }
+    rt_monitor_stop(&mon);
+    resume_caught_up(master, replica);
+    rlock_permit_semaphore_free(p);
+    rlock_client_destroy(c);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_unsynced_lock, setup, teardown),
@@ -684,6 +759,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_unsynced_not_waited, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_writes_retried, setup, teardown),
         cmocka_unit_test_setup_teardown(test_unsynced_retries_stop_at_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unsynced_permit_same_ids, setup, teardown),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }

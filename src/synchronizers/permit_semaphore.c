@@ -154,66 +154,125 @@ static bool from_hex(const char *id, uint8_t *out, size_t *len) {
     return true;
 }
 
-/* KEYS name, timeout set, channel; ARGV as the script (ids: raw bytes). */
-static rlock__cmd *timeout_first_cmd(const rlock *o, const rlock__script *s, const uint8_t *id,
-                                     size_t id_len, const int64_t *expiry) {
+/* A script call being written: its names (the arguments point into them
+ * until the command is made) and its arguments. */
+typedef struct script_call {
     names n;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &n)) {
-        rlock__args a;
-        rlock__args_init(&a);
-        rlock__args_key(&a, rlock__name_of(o), o->name_len);
-        rlock__args_key(&a, n.timeout, n.timeout_len);
-        rlock__args_key(&a, n.channel, n.channel_len);
-        if (id != NULL) { /* updateLeaseTime: id, expiry, now, publish */
-            rlock__args_str(&a, (const char *)id, id_len);
-            rlock__args_int(&a, *expiry);
+    rlock__args a;
+    bool ok;
+} script_call;
+
+/* The order of a script's keys after the name: each script's own. */
+typedef enum { TIMEOUT_CHANNEL, CHANNEL_TIMEOUT, CHANNEL_ONLY } key_order;
+
+/* Opens a call on o with its keys; false when out of memory (call_end
+ * frees it all the same). */
+static bool call_begin(script_call *c, const rlock *o, key_order order) {
+    c->ok = names_make(o, &c->n);
+    if (c->ok) {
+        rlock__args_init(&c->a);
+        rlock__args_key(&c->a, rlock__name_of(o), o->name_len);
+        if (order == TIMEOUT_CHANNEL) {
+            rlock__args_key(&c->a, c->n.timeout, c->n.timeout_len);
         }
-        rlock__args_int(&a, rlock__wall_ms());
-        rlock__args_lit(&a, rlock__object_publish(o));
-        cmd = rlock__args_script(&a, s);
+        rlock__args_key(&c->a, c->n.channel, c->n.channel_len);
+        if (order == CHANNEL_TIMEOUT) {
+            rlock__args_key(&c->a, c->n.timeout, c->n.timeout_len);
+        }
     }
-    names_free(&n);
+    return c->ok;
+}
+
+/* The call's command, NULL when out of memory; frees the names. */
+static rlock__cmd *call_end(script_call *c, const rlock__script *s) {
+    rlock__cmd *cmd = c->ok ? rlock__args_script(&c->a, s) : NULL;
+    names_free(&c->n);
     return cmd;
 }
 
-static rlock__cmd *try_release_cmd(const rlock *o, const uint8_t *id, size_t id_len) {
-    names n;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &n)) {
-        rlock__args a;
-        rlock__args_init(&a);
-        rlock__args_key(&a, rlock__name_of(o), o->name_len);
-        rlock__args_key(&a, n.channel, n.channel_len);
-        rlock__args_key(&a, n.timeout, n.timeout_len);
-        rlock__args_str(&a, (const char *)id, id_len);
-        rlock__args_int(&a, 1);
-        rlock__args_int(&a, rlock__wall_ms());
-        rlock__args_lit(&a, rlock__object_publish(o));
-        cmd = rlock__args_script(&a, &rlock__script_permit_semaphore_try_release);
+/* KEYS name, timeout set, channel; ARGV as the script (ids: raw bytes). */
+static rlock__cmd *timeout_first_cmd(const rlock *o, const rlock__script *s, const uint8_t *id,
+                                     size_t id_len, const int64_t *expiry) {
+    script_call c;
+    if (call_begin(&c, o, TIMEOUT_CHANNEL)) {
+        if (id != NULL) { /* updateLeaseTime: id, expiry, now, publish */
+            rlock__args_str(&c.a, (const char *)id, id_len);
+            rlock__args_int(&c.a, *expiry);
+        }
+        rlock__args_int(&c.a, rlock__wall_ms());
+        rlock__args_lit(&c.a, rlock__object_publish(o));
     }
-    names_free(&n);
-    return cmd;
+    return call_end(&c, s);
+}
+
+static rlock__cmd *try_release_cmd(const rlock *o, const uint8_t *id, size_t id_len) {
+    script_call c;
+    if (call_begin(&c, o, CHANNEL_TIMEOUT)) {
+        rlock__args_str(&c.a, (const char *)id, id_len);
+        rlock__args_int(&c.a, 1);
+        rlock__args_int(&c.a, rlock__wall_ms());
+        rlock__args_lit(&c.a, rlock__object_publish(o));
+    }
+    return call_end(&c, &rlock__script_permit_semaphore_try_release);
 }
 
 /* KEYS name, channel[, timeout set]; ARGV permits, publish. */
 static rlock__cmd *permits_cmd(const rlock *o, const rlock__script *s, int64_t permits,
                                bool with_timeout) {
-    names n;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &n)) {
-        rlock__args a;
-        rlock__args_init(&a);
-        rlock__args_key(&a, rlock__name_of(o), o->name_len);
-        rlock__args_key(&a, n.channel, n.channel_len);
-        if (with_timeout) {
-            rlock__args_key(&a, n.timeout, n.timeout_len);
-        }
-        rlock__args_int(&a, permits);
-        rlock__args_lit(&a, rlock__object_publish(o));
-        cmd = rlock__args_script(&a, s);
+    script_call c;
+    if (call_begin(&c, o, with_timeout ? CHANNEL_TIMEOUT : CHANNEL_ONLY)) {
+        rlock__args_int(&c.a, permits);
+        rlock__args_lit(&c.a, rlock__object_publish(o));
     }
-    names_free(&n);
+    return call_end(&c, s);
+}
+
+/* ---- calls with a list of ids ------------------------------------------------------------ */
+
+/* A script call of keys then args then n raw ids (at raw, ID_BYTES
+ * apart, id_lens bytes each; NULL: ID_BYTES): the acquire and the list
+ * release, whose arguments may outgrow rlock__args. */
+static rlock__cmd *with_ids_cmd(const rlock__script *script, const char *const *head,
+                                const size_t *head_lens, int nkeys, int nhead, const uint8_t *raw,
+                                const size_t *id_lens, size_t n) {
+    size_t argc = (size_t)nhead + n;
+    const char **argv = malloc(argc * sizeof(*argv));
+    size_t *lens = malloc(argc * sizeof(*lens));
+    rlock__cmd *cmd = NULL;
+    if (argv != NULL && lens != NULL) {
+        memcpy(argv, head, (size_t)nhead * sizeof(*argv));
+        memcpy(lens, head_lens, (size_t)nhead * sizeof(*lens));
+        for (size_t i = 0; i < n; i++) {
+            argv[nhead + i] = (const char *)raw + i * ID_BYTES;
+            lens[nhead + i] = id_lens != NULL ? id_lens[i] : ID_BYTES;
+        }
+        cmd = rlock__script_call(script, nkeys, (int)argc, argv, lens);
+    }
+    free(lens);
+    free(argv);
+    return cmd;
+}
+
+/* tryReleaseAsync(permitsIds): KEYS name, channel, timeout set; ARGV n,
+ * now, publish, ids (raw, ID_BYTES each: Redisson's ids are). */
+static rlock__cmd *try_release_many_raw(const rlock *o, const uint8_t *raw, const size_t *id_lens,
+                                        size_t n) {
+    names nm;
+    rlock__cmd *cmd = NULL;
+    if (names_make(o, &nm)) {
+        char count[24], now[24];
+        const char *head[] = {rlock__name_of(o),       nm.channel, nm.timeout, count, now,
+                              rlock__object_publish(o)};
+        size_t lens[] = {o->name_len,
+                         nm.channel_len,
+                         nm.timeout_len,
+                         (size_t)snprintf(count, sizeof(count), "%zu", n),
+                         (size_t)snprintf(now, sizeof(now), "%lld", (long long)rlock__wall_ms()),
+                         strlen(rlock__object_publish(o))};
+        cmd = with_ids_cmd(&rlock__script_permit_semaphore_try_release_many, head, lens, 3, 6, raw,
+                           id_lens, n);
+    }
+    names_free(&nm);
     return cmd;
 }
 
@@ -223,29 +282,60 @@ static size_t channel(const rlock *o, char *buf, size_t cap) {
     return cap > rlock__object_channel_len(o) ? rlock__object_channel(o, buf) : 0;
 }
 
-static rlock__cmd *acquire_try(rlock__sync_op *op) {
-    const rlock *o = op->obj;
-    /* generateId: new random bytes for each try, as Redisson's */
-    uint64_t r[2] = {rlock__next_random(), rlock__next_random()};
-    memcpy(op->id, r, ID_BYTES);
-    names n;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &n)) {
-        rlock__args a;
-        rlock__args_init(&a);
-        rlock__args_key(&a, rlock__name_of(o), o->name_len);
-        rlock__args_key(&a, n.timeout, n.timeout_len);
-        rlock__args_key(&a, n.channel, n.channel_len);
-        rlock__args_int(&a, 1);
-        rlock__args_int(&a, expiry_of(op->arg));
-        rlock__args_int(&a, rlock__wall_ms());
-        rlock__args_int(&a, NON_EXPIRABLE);
-        rlock__args_lit(&a, rlock__object_publish(o));
-        rlock__args_str(&a, (const char *)op->id, ID_BYTES);
-        cmd = rlock__args_script(&a, &rlock__script_permit_semaphore_try_acquire);
+/* A try's ids (n of them, at ids) and lease end: new for each try, as
+ * Redisson's tryAcquireAsync(permits, timeoutDate) makes them (generateId,
+ * calcTimeout), but for the repeat of a try no replica confirmed
+ * (op->unsynced_tries): ServiceManager.execute sends that one again with
+ * the same ids and timeoutDate (only "now" is new), and its give-back
+ * went with those ids. */
+static void try_ids(rlock__sync_op *op, uint8_t *ids, size_t n) {
+    if (op->unsynced_tries > 0) {
+        return;
     }
-    names_free(&n);
+    for (size_t i = 0; i < n; i++) {
+        uint64_t r[2] = {rlock__next_random(), rlock__next_random()};
+        memcpy(ids + i * ID_BYTES, r, ID_BYTES);
+    }
+    op->expiry = expiry_of(op->arg);
+}
+
+/* tryAcquireAsync(ids, timeoutDate): KEYS name, timeout set, channel;
+ * ARGV n, the ids' expiry, now, the no-lease score, publish, the ids. */
+static rlock__cmd *try_cmd(rlock__sync_op *op, uint8_t *ids, size_t n) {
+    const rlock *o = op->obj;
+    try_ids(op, ids, n);
+    names nm;
+    rlock__cmd *cmd = NULL;
+    if (names_make(o, &nm)) {
+        char num[4][24];
+        const char *head[] = {
+            rlock__name_of(o),       nm.timeout, nm.channel, num[0], num[1], num[2], num[3],
+            rlock__object_publish(o)};
+        size_t lens[] = {o->name_len,
+                         nm.timeout_len,
+                         nm.channel_len,
+                         (size_t)snprintf(num[0], 24, "%zu", n),
+                         (size_t)snprintf(num[1], 24, "%lld", (long long)op->expiry),
+                         (size_t)snprintf(num[2], 24, "%lld", (long long)rlock__wall_ms()),
+                         (size_t)snprintf(num[3], 24, "%lld", NON_EXPIRABLE),
+                         strlen(rlock__object_publish(o))};
+        cmd = with_ids_cmd(&rlock__script_permit_semaphore_try_acquire, head, lens, 3, 8, ids, NULL,
+                           n);
+    }
+    names_free(&nm);
     return cmd;
+}
+
+/* The give-back of what a try took, its call cancelled or the try
+ * unconfirmed: Redisson's releaseAsync(ids), which is tryReleaseAsync(ids)
+ * (the list script: it gives back the expired permits too, and publishes
+ * the number it released), syncedEvalWithRetry, with the try's ids. */
+static rlock__cmd *give_back(rlock__sync_op *op, const uint8_t *ids, size_t n) {
+    return rlock__synced_with_retry(try_release_many_raw(op->obj, ids, NULL, n));
+}
+
+static rlock__cmd *acquire_try(rlock__sync_op *op) {
+    return try_cmd(op, op->id, 1);
 }
 
 /* nearestTimeout, the earliest lease end (a score, wall ms, as the script
@@ -293,9 +383,8 @@ static int acquire_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_re
     return RLOCK_ERR_REDIS;
 }
 
-/* releaseAsync(ids): tryReleaseAsync(ids), syncedEvalWithRetry. */
 static rlock__cmd *acquire_undo(rlock__sync_op *op) {
-    return rlock__synced_with_retry(try_release_cmd(op->obj, op->id, ID_BYTES));
+    return give_back(op, op->id, 1);
 }
 
 static const rlock__sync_kind acquire_kind = {
@@ -776,23 +865,16 @@ static rlock_future *get_lease_time_async(rlock_permit_semaphore *s, const char 
     if (f != NULL) {
         return f;
     }
-    names n;
-    rlock__cmd *cmd = NULL;
-    if (names_make(OBJ(s), &n)) {
-        rlock__args a;
-        rlock__args_init(&a);
-        rlock__args_key(&a, rlock__name_of(OBJ(s)), OBJ(s)->name_len);
-        rlock__args_key(&a, n.timeout, n.timeout_len);
-        rlock__args_key(&a, n.channel, n.channel_len);
-        rlock__args_str(&a, (const char *)raw, len);
-        rlock__args_int(&a, NON_EXPIRABLE);
-        rlock__args_int(&a, rlock__wall_ms());
-        rlock__args_lit(&a, rlock__object_publish(OBJ(s)));
-        /* getLeaseTimeAsync is evalWriteAsync: no WAIT */
-        cmd = rlock__eval_write(
-            rlock__args_script(&a, &rlock__script_permit_semaphore_get_lease_time));
+    script_call c;
+    if (call_begin(&c, OBJ(s), TIMEOUT_CHANNEL)) {
+        rlock__args_str(&c.a, (const char *)raw, len);
+        rlock__args_int(&c.a, NON_EXPIRABLE);
+        rlock__args_int(&c.a, rlock__wall_ms());
+        rlock__args_lit(&c.a, rlock__object_publish(OBJ(s)));
     }
-    names_free(&n);
+    /* getLeaseTimeAsync is evalWriteAsync: no WAIT */
+    rlock__cmd *cmd =
+        rlock__eval_write(call_end(&c, &rlock__script_permit_semaphore_get_lease_time));
     char msg[160];
     int m = snprintf(msg, sizeof(msg),
                      "%s: Permit with id %.64s has already been released or doesn't exist", fn, id);
@@ -843,53 +925,6 @@ static rlock_future *refuse_ids(rlock_permit_semaphore *s, const char *fn, const
         }
     }
     return f;
-}
-
-/* A script call of keys then args then n raw ids (at raw, ID_BYTES
- * apart, id_lens bytes each; NULL: ID_BYTES): the several-permit
- * scripts, whose arguments outgrow rlock__args. */
-static rlock__cmd *with_ids_cmd(const rlock__script *script, const char *const *head,
-                                const size_t *head_lens, int nkeys, int nhead, const uint8_t *raw,
-                                const size_t *id_lens, size_t n) {
-    size_t argc = (size_t)nhead + n;
-    const char **argv = malloc(argc * sizeof(*argv));
-    size_t *lens = malloc(argc * sizeof(*lens));
-    rlock__cmd *cmd = NULL;
-    if (argv != NULL && lens != NULL) {
-        memcpy(argv, head, (size_t)nhead * sizeof(*argv));
-        memcpy(lens, head_lens, (size_t)nhead * sizeof(*lens));
-        for (size_t i = 0; i < n; i++) {
-            argv[nhead + i] = (const char *)raw + i * ID_BYTES;
-            lens[nhead + i] = id_lens != NULL ? id_lens[i] : ID_BYTES;
-        }
-        cmd = rlock__script_call(script, nkeys, (int)argc, argv, lens);
-    }
-    free(lens);
-    free(argv);
-    return cmd;
-}
-
-/* tryReleaseAsync(permitsIds): KEYS name, channel, timeout set; ARGV n,
- * now, publish, ids (raw, ID_BYTES each: Redisson's ids are). */
-static rlock__cmd *try_release_many_raw(const rlock *o, const uint8_t *raw, const size_t *id_lens,
-                                        size_t n) {
-    names nm;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &nm)) {
-        char count[24], now[24];
-        const char *head[] = {rlock__name_of(o),       nm.channel, nm.timeout, count, now,
-                              rlock__object_publish(o)};
-        size_t lens[] = {o->name_len,
-                         nm.channel_len,
-                         nm.timeout_len,
-                         (size_t)snprintf(count, sizeof(count), "%zu", n),
-                         (size_t)snprintf(now, sizeof(now), "%lld", (long long)rlock__wall_ms()),
-                         strlen(rlock__object_publish(o))};
-        cmd = with_ids_cmd(&rlock__script_permit_semaphore_try_release_many, head, lens, 3, 6, raw,
-                           id_lens, n);
-    }
-    names_free(&nm);
-    return cmd;
 }
 
 /* The same from the caller's hex ids (checked: refuse_ids), each sent
@@ -974,39 +1009,15 @@ int rlock_permit_semaphore_release_many(rlock_permit_semaphore *s, const char *c
 /* ---- several permits at once: acquire(permits, lease), tryAcquire(permits, wait, lease) ---- */
 
 /* A several-permit call's own state, after its op: how many, then their
- * raw ids (new random ones for each try, as Redisson's generateId). */
+ * raw ids (try_ids). */
 typedef struct many {
     size_t n;
     uint8_t ids[]; /* n * ID_BYTES */
 } many;
 
 static rlock__cmd *many_try(rlock__sync_op *op) {
-    const rlock *o = op->obj;
     many *m = rlock__sync_op_tail(op);
-    for (size_t i = 0; i < m->n; i++) {
-        uint64_t r[2] = {rlock__next_random(), rlock__next_random()};
-        memcpy(m->ids + i * ID_BYTES, r, ID_BYTES);
-    }
-    names nm;
-    rlock__cmd *cmd = NULL;
-    if (names_make(o, &nm)) {
-        char num[4][24];
-        const char *head[] = {
-            rlock__name_of(o),       nm.timeout, nm.channel, num[0], num[1], num[2], num[3],
-            rlock__object_publish(o)};
-        size_t lens[] = {o->name_len,
-                         nm.timeout_len,
-                         nm.channel_len,
-                         (size_t)snprintf(num[0], 24, "%zu", m->n),
-                         (size_t)snprintf(num[1], 24, "%lld", (long long)expiry_of(op->arg)),
-                         (size_t)snprintf(num[2], 24, "%lld", (long long)rlock__wall_ms()),
-                         (size_t)snprintf(num[3], 24, "%lld", NON_EXPIRABLE),
-                         strlen(rlock__object_publish(o))};
-        cmd = with_ids_cmd(&rlock__script_permit_semaphore_try_acquire, head, lens, 3, 8, m->ids,
-                           NULL, m->n);
-    }
-    names_free(&nm);
-    return cmd;
+    return try_cmd(op, m->ids, m->n);
 }
 
 static int many_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res *res,
@@ -1018,10 +1029,9 @@ static int many_reply(rlock__sync_op *op, const redisReply *r, rlock__sync_res *
     return rc;
 }
 
-/* releaseAsync(ids) after a lost complete or an unconfirmed try. */
 static rlock__cmd *many_undo(rlock__sync_op *op) {
     many *m = rlock__sync_op_tail(op);
-    return rlock__synced_with_retry(try_release_many_raw(op->obj, m->ids, NULL, m->n));
+    return give_back(op, m->ids, m->n);
 }
 
 /* Redisson prints an id as ByteBufUtil.hexDump does: lowercase hex. */

@@ -52,7 +52,9 @@ typedef struct rlock__sync_kind {
      * or 0 when it does not fit. */
     size_t (*channel)(const rlock *o, char *buf, size_t cap);
     size_t (*channel_len)(const rlock *o);
-    /* The try (any fields of op it needs); NULL when out of memory. */
+    /* The try (any fields of op it needs); NULL when out of memory. With
+     * op->unsynced_tries above 0 it is the repeat of a try no replica
+     * confirmed (ServiceManager.execute's, which sends the same call). */
     rlock__cmd *(*try_cmd)(rlock__sync_op *op);
     /* Reads the try's reply: RLOCK_OK and *res, or an error with *msg. */
     int (*try_reply)(rlock__sync_op *op, const redisReply *r, rlock__sync_res *res,
@@ -90,6 +92,7 @@ struct rlock__sync_op {
      * may be 1000 (a uint8_t wrapped at 256 and tried for good) */
     uint16_t unsynced_tries;
     uint8_t id[16]; /* the permit semaphore's id of the try out */
+    int64_t expiry; /* the permit semaphore's: that try's lease end (its repeat's too) */
 };
 
 /* Starts a waiting call of kind k on o: wait_ms < 0 waits until done.
