@@ -12,10 +12,11 @@
  *   lease to end: the first try goes direct and the wait goes on on the
  *   loop, and the tries Redis ran are the handoff path's (the first try
  *   not sent again);
- * - a release or count-down whose answer is late (Redis stopped past
- *   timeout_ms) fails with RLOCK_ERR_TIMEOUT and is not sent again: the
- *   count changes once;
- * - a GET with no answer in time is sent again, as the loop retries it.
+ * - a release, count-down or releaseIfExists whose answer is late (Redis
+ *   stopped past timeout_ms) fails with RLOCK_ERR_TIMEOUT and is not sent
+ *   again: the count changes once;
+ * - a read, or a write its route retries, with no answer in time is sent
+ *   again, as the loop retries it.
  * Every wait is bounded. */
 #define _GNU_SOURCE
 
@@ -76,8 +77,9 @@ static rlock_client *client(fx *f, int pool) {
  * them (those run inside a script count too). */
 static const char *const k_cmds[] = {"evalsha", "eval",    "get",       "set",         "incrby",
                                      "decrby",  "publish", "subscribe", "unsubscribe", "del",
-                                     "exists",  "wait",    "script",    NULL};
-#define NCMDS 13
+                                     "exists",  "wait",    "script",    "pttl",        "pexpire",
+                                     "persist", NULL};
+#define NCMDS 16
 
 typedef struct counts {
     long long n[NCMDS];
@@ -140,6 +142,65 @@ static long long get_int(fx *f, const char *key) {
 
 /* ---- 1. the non-waiting calls ------------------------------------------------- */
 
+/* The semaphore's set, add, drain and releaseIfExists, and its RExpirable
+ * calls, from a semaphore at 0; the key is deleted at the end. */
+static void semaphore_other_calls(rlock_semaphore *s) {
+    bool ok = true;
+    int64_t n = -1;
+    assert_int_equal(rlock_semaphore_try_set_permits(s, 4, &ok), RLOCK_OK);
+    assert_false(ok); /* set already (0) */
+    assert_int_equal(rlock_semaphore_add_permits(s, 3), RLOCK_OK);
+    assert_int_equal(rlock_semaphore_release_if_exists(s, 2, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_semaphore_drain_permits(s, &n), RLOCK_OK);
+    assert_int_equal(n, 5);
+    assert_int_equal(rlock_semaphore_is_exists(s, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_semaphore_expire(s, 60000, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_semaphore_remain_time_to_live(s, &n), RLOCK_OK);
+    assert_true(n > 0 && n <= 60000);
+    assert_int_equal(rlock_semaphore_clear_expire(s, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_semaphore_remain_time_to_live(s, &n), RLOCK_OK);
+    assert_int_equal(n, -1);
+    assert_int_equal(rlock_semaphore_delete(s, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_semaphore_release_if_exists(s, 1, &ok), RLOCK_OK);
+    assert_false(ok); /* no key: nothing released */
+    assert_int_equal(rlock_semaphore_try_set_permits_ttl(s, 2, 60000, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_semaphore_delete(s, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_semaphore_is_exists(s, &ok), RLOCK_OK);
+    assert_false(ok);
+    assert_int_equal(rlock_semaphore_expire(s, 60000, &ok), RLOCK_OK);
+    assert_false(ok); /* no key */
+    assert_int_equal(rlock_semaphore_clear_expire(s, &ok), RLOCK_OK);
+    assert_false(ok);
+    assert_int_equal(rlock_semaphore_remain_time_to_live(s, &n), RLOCK_OK);
+    assert_int_equal(n, -2);
+}
+
+/* The permit semaphore's RExpirable calls (on its name and timeout set);
+ * its keys are deleted at the end. */
+static void permit_object_calls(rlock_permit_semaphore *p) {
+    bool ok = false;
+    int64_t n = 0;
+    assert_int_equal(rlock_permit_semaphore_is_exists(p, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_permit_semaphore_expire(p, 60000, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_permit_semaphore_remain_time_to_live(p, &n), RLOCK_OK);
+    assert_true(n > 0 && n <= 60000);
+    assert_int_equal(rlock_permit_semaphore_clear_expire(p, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_permit_semaphore_delete(p, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_permit_semaphore_delete(p, &ok), RLOCK_OK);
+    assert_false(ok);
+}
+
 /* Every non-waiting call once (and the try-acquires that wait 0, taken and
  * not), on semaphore and latch names of their own under tag. */
 static void non_waiting_calls(rlock_client *c, const char *tag) {
@@ -162,6 +223,7 @@ static void non_waiting_calls(rlock_client *c, const char *tag) {
     assert_int_equal(rlock_semaphore_acquire(s, 1), RLOCK_OK); /* free: no wait */
     assert_int_equal(rlock_semaphore_available_permits(s, &n), RLOCK_OK);
     assert_int_equal(n, 0);
+    semaphore_other_calls(s);
     assert_int_equal(rlock_latch_get_count(l, &n), RLOCK_OK);
     assert_int_equal(n, 0);
     assert_int_equal(rlock_latch_try_set_count(l, 2, &ok), RLOCK_OK);
@@ -176,10 +238,14 @@ static void non_waiting_calls(rlock_client *c, const char *tag) {
     assert_true(ok);
     assert_int_equal(rlock_latch_try_set_count(l, 3, &ok), RLOCK_OK);
     assert_true(ok);
+    assert_int_equal(rlock_latch_is_exists(l, &ok), RLOCK_OK);
+    assert_true(ok);
     assert_int_equal(rlock_latch_delete(l, &ok), RLOCK_OK);
     assert_true(ok);
     assert_int_equal(rlock_latch_delete(l, &ok), RLOCK_OK);
     assert_false(ok); /* gone already */
+    assert_int_equal(rlock_latch_is_exists(l, &ok), RLOCK_OK);
+    assert_false(ok);
     rlock_latch_free(l);
     rlock_semaphore_free(s);
 
@@ -209,6 +275,7 @@ static void non_waiting_calls(rlock_client *c, const char *tag) {
     assert_int_equal(rlock_permit_semaphore_release(p, id), RLOCK_OK);
     assert_int_equal(rlock_permit_semaphore_try_release(p, id, &ok), RLOCK_OK);
     assert_false(ok); /* released already */
+    permit_object_calls(p);
     rlock_permit_semaphore_free(p);
 }
 
@@ -240,18 +307,9 @@ static void test_non_waiting_calls(void **state) {
     assert_int_equal(xd.sent, 0);
     assert_true(xh.sent >= 22);
     assert_same_commands(&direct, &handoff);
-    /* No leftovers: the same keys either way (the semaphores at 0, the
-     * latches deleted by their last count-down). */
-    assert_int_equal(get_int(f, "direct:sem:d"), 0);
-    assert_int_equal(get_int(f, "direct:sem:h"), 0);
-    assert_int_equal(rt_redis_int(&f->redis, &g_probe, "EXISTS direct:latch:d direct:latch:h"), 0);
-    /* The permit semaphores' timeout sets are gone with their last permit. */
-    assert_int_equal(rt_redis_int(&f->redis, &g_probe,
-                                  "EXISTS {direct:permit:d}:timeout "
-                                  "{direct:permit:h}:timeout"),
-                     0);
-    /* sem and permit: d, h and warm */
-    assert_int_equal(rt_redis_int(&f->redis, &g_probe, "DBSIZE"), 6);
+    /* No leftovers: every call's key is deleted by its last call, on
+     * both paths. */
+    assert_int_equal(rt_redis_int(&f->redis, &g_probe, "DBSIZE"), 0);
 }
 
 /* ---- 2. the waiting calls ------------------------------------------------------ */
@@ -415,10 +473,28 @@ static void test_waiting_lease_end(void **state) {
 
 #define LATE_TIMEOUT_MS 400
 
-/* Redis stopped (SIGSTOP) past timeout_ms while a release or count-down
- * is out: the call fails with RLOCK_ERR_TIMEOUT, and once Redis goes on
- * it has run the command once. */
-static void check_late(fx *f, int pool, bool sem) {
+/* The no-retry writes (docs/synchronizers.md §8). */
+typedef enum { LATE_RELEASE, LATE_COUNT_DOWN, LATE_RELEASE_IF_EXISTS } late_call;
+
+static const char *const k_late_names[] = {"release", "count_down", "release_if_exists"};
+
+static int late_call_run(late_call call, rlock_semaphore *s, rlock_latch *l) {
+    bool released = false;
+    switch (call) {
+    case LATE_RELEASE:
+        return rlock_semaphore_release(s, 1);
+    case LATE_COUNT_DOWN:
+        return rlock_latch_count_down(l);
+    default:
+        return rlock_semaphore_release_if_exists(s, 1, &released);
+    }
+}
+
+/* Redis stopped (SIGSTOP) past timeout_ms while a release, count-down or
+ * releaseIfExists is out: the call fails with RLOCK_ERR_TIMEOUT, and once
+ * Redis goes on it has run the command once. */
+static void check_late(fx *f, int pool, late_call call) {
+    bool sem = call != LATE_COUNT_DOWN;
     rlock_config cfg = rt_config(f->redis.address);
     cfg.timeout_ms = LATE_TIMEOUT_MS;
     cfg.retry_attempts = 3;
@@ -441,13 +517,13 @@ static void check_late(fx *f, int pool, bool sem) {
     assert_int_equal(n, 10);
     assert_int_equal(rt_redis_pause(&f->redis), 0);
     int64_t t0 = rt_now_ms();
-    int rc = sem ? rlock_semaphore_release(s, 1) : rlock_latch_count_down(l);
+    int rc = late_call_run(call, s, l);
     int64_t took = rt_now_ms() - t0;
     /* Past the call's end and every retry the loop's path could make. */
     rt_sleep_ms(LATE_TIMEOUT_MS + 3 * 50 + 300);
     assert_int_equal(rt_redis_resume(&f->redis), 0);
-    print_message("pool %d: %s with Redis stopped: %s after %lld ms\n", pool,
-                  sem ? "release" : "count_down", rlock_err_name(rc), (long long)took);
+    print_message("pool %d: %s with Redis stopped: %s after %lld ms\n", pool, k_late_names[call],
+                  rlock_err_name(rc), (long long)took);
     assert_int_equal(rc, RLOCK_ERR_TIMEOUT);
     rt_sleep_ms(200);
     long long v = get_int(f, sem ? "direct:late:sem" : "direct:late:latch");
@@ -457,19 +533,27 @@ static void check_late(fx *f, int pool, bool sem) {
 }
 
 static void test_late_release_direct(void **state) {
-    check_late(*state, DIRECT, true);
+    check_late(*state, DIRECT, LATE_RELEASE);
 }
 
 static void test_late_release_handoff(void **state) {
-    check_late(*state, HANDOFF, true);
+    check_late(*state, HANDOFF, LATE_RELEASE);
 }
 
 static void test_late_count_down_direct(void **state) {
-    check_late(*state, DIRECT, false);
+    check_late(*state, DIRECT, LATE_COUNT_DOWN);
 }
 
 static void test_late_count_down_handoff(void **state) {
-    check_late(*state, HANDOFF, false);
+    check_late(*state, HANDOFF, LATE_COUNT_DOWN);
+}
+
+static void test_late_release_if_exists_direct(void **state) {
+    check_late(*state, DIRECT, LATE_RELEASE_IF_EXISTS);
+}
+
+static void test_late_release_if_exists_handoff(void **state) {
+    check_late(*state, HANDOFF, LATE_RELEASE_IF_EXISTS);
 }
 
 /* ---- 4. a read with no answer is retried, as on the loop -------------------------- */
@@ -487,9 +571,42 @@ static void *resumer_main(void *arg) {
     return NULL;
 }
 
-/* Redis stopped past timeout_ms but not past the retries: the GETs of
- * available_permits and get_count are answered (the loop's path sends
- * them again, as it would have retried its own). */
+/* The calls whose routes retry them (docs/synchronizers.md §8): reads,
+ * then idempotent-or-not writes; the value each answers here (addPermits
+ * answers none: its count may have been added twice, as Redisson's). */
+static const struct {
+    const char *name;
+    int64_t value;
+} k_retried[] = {{"available_permits", 7},    {"get_count", 5}, {"is_exists", 1},
+                 {"remain_time_to_live", -1}, {"expire", 1},    {"add_permits", -1}};
+#define NRETRIED 6
+
+static int retried_call(int i, rlock_semaphore *s, rlock_latch *l, int64_t *n) {
+    bool b = false;
+    int rc = RLOCK_OK;
+    switch (i) {
+    case 0:
+        return rlock_semaphore_available_permits(s, n);
+    case 1:
+        return rlock_latch_get_count(l, n);
+    case 2:
+        rc = rlock_semaphore_is_exists(s, &b);
+        break;
+    case 3:
+        return rlock_semaphore_remain_time_to_live(s, n);
+    case 4:
+        rc = rlock_semaphore_expire(s, 60000, &b);
+        break;
+    default:
+        return rlock_semaphore_add_permits(s, 1);
+    }
+    *n = b;
+    return rc;
+}
+
+/* Redis stopped past timeout_ms but not past the retries: each call is
+ * answered (the loop's path sends it again, as it would have retried its
+ * own). */
 static void check_read_retried(fx *f, int pool) {
     rlock_config cfg = rt_config(f->redis.address);
     cfg.timeout_ms = LATE_TIMEOUT_MS;
@@ -505,18 +622,17 @@ static void check_read_retried(fx *f, int pool) {
     assert_int_equal(rlock_semaphore_try_set_permits(s, 7, &set), RLOCK_OK);
     assert_int_equal(rlock_latch_try_set_count(l, 5, &set), RLOCK_OK);
     assert_int_equal(rlock_semaphore_available_permits(s, &n), RLOCK_OK); /* warm */
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < NRETRIED; i++) {
         assert_int_equal(rt_redis_pause(&f->redis), 0);
         resumer r = {.redis = &f->redis, .after_ms = LATE_TIMEOUT_MS + 250};
         assert_int_equal(pthread_create(&r.thread, NULL, resumer_main, &r), 0);
         n = -1;
-        int rc = i == 0 ? rlock_semaphore_available_permits(s, &n) : rlock_latch_get_count(l, &n);
+        int rc = retried_call(i, s, l, &n);
         pthread_join(r.thread, NULL);
-        print_message("pool %d: %s with Redis stopped %d ms: %s\n", pool,
-                      i == 0 ? "available_permits" : "get_count", LATE_TIMEOUT_MS + 250,
-                      rlock_err_name(rc));
+        print_message("pool %d: %s with Redis stopped %d ms: %s\n", pool, k_retried[i].name,
+                      LATE_TIMEOUT_MS + 250, rlock_err_name(rc));
         assert_int_equal(rc, RLOCK_OK);
-        assert_int_equal(n, i == 0 ? 7 : 5);
+        assert_int_equal(n, k_retried[i].value);
     }
     rlock_semaphore_free(s);
     rlock_latch_free(l);
@@ -540,6 +656,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_late_release_handoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_count_down_direct, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_count_down_handoff, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_release_if_exists_direct, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_late_release_if_exists_handoff, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_retried_direct, setup, teardown),
         cmocka_unit_test_setup_teardown(test_read_retried_handoff, setup, teardown),
     };

@@ -777,27 +777,29 @@ rlock_future *rlock_permit_semaphore_acquired_permits_async(rlock_permit_semapho
  * isExists and remainTimeToLive are RedissonObject's, on the name. */
 typedef enum { KEYS_DELETE, KEYS_EXPIRE, KEYS_CLEAR_EXPIRE } keys_call;
 
-static rlock_future *on_both_keys(rlock_permit_semaphore *s, const char *fn, keys_call call,
-                                  int64_t ttl_ms) {
+/* The call's request (sync_direct.h), for its async and blocking forms. */
+static rlock__sync_req on_both_keys(rlock_permit_semaphore *s, const char *fn, keys_call call,
+                                    int64_t ttl_ms) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
     if (f != NULL) {
-        return f;
+        return rlock__sync_req_done(f);
     }
     names n;
     if (!names_make(OBJ(s), &n)) {
         names_free(&n);
-        return rlock__future_failed(NULL, RLOCK_ERR_NOMEM, "out of memory");
+        return rlock__sync_req_done(NULL); /* out of memory */
     }
     rlock__sync_extra timeout = {n.timeout, n.timeout_len};
-    f = call == KEYS_DELETE   ? rlock__sync_delete(OBJ(s), fn, timeout)
-        : call == KEYS_EXPIRE ? rlock__sync_expire(OBJ(s), fn, ttl_ms, timeout)
-                              : rlock__sync_clear_expire(OBJ(s), fn, timeout);
+    rlock__sync_req r = call == KEYS_DELETE   ? rlock__sync_delete_req(OBJ(s), fn, timeout)
+                        : call == KEYS_EXPIRE ? rlock__sync_expire_req(OBJ(s), fn, ttl_ms, timeout)
+                                              : rlock__sync_clear_expire_req(OBJ(s), fn, timeout);
     names_free(&n);
-    return f;
+    return r;
 }
 
 rlock_future *rlock_permit_semaphore_delete_async(rlock_permit_semaphore *s) {
-    return on_both_keys(s, "rlock_permit_semaphore_delete_async", KEYS_DELETE, 0);
+    return rlock__sync_req_async(
+        OBJ(s), on_both_keys(s, "rlock_permit_semaphore_delete_async", KEYS_DELETE, 0));
 }
 
 rlock_future *rlock_permit_semaphore_is_exists_async(rlock_permit_semaphore *s) {
@@ -805,22 +807,27 @@ rlock_future *rlock_permit_semaphore_is_exists_async(rlock_permit_semaphore *s) 
 }
 
 rlock_future *rlock_permit_semaphore_expire_async(rlock_permit_semaphore *s, int64_t ttl_ms) {
-    return on_both_keys(s, "rlock_permit_semaphore_expire_async", KEYS_EXPIRE, ttl_ms);
+    return rlock__sync_req_async(
+        OBJ(s), on_both_keys(s, "rlock_permit_semaphore_expire_async", KEYS_EXPIRE, ttl_ms));
 }
 
 rlock_future *rlock_permit_semaphore_clear_expire_async(rlock_permit_semaphore *s) {
-    return on_both_keys(s, "rlock_permit_semaphore_clear_expire_async", KEYS_CLEAR_EXPIRE, 0);
+    return rlock__sync_req_async(
+        OBJ(s), on_both_keys(s, "rlock_permit_semaphore_clear_expire_async", KEYS_CLEAR_EXPIRE, 0));
 }
 
 rlock_future *rlock_permit_semaphore_remain_time_to_live_async(rlock_permit_semaphore *s) {
     return rlock__sync_remain_ttl(OBJ(s), "rlock_permit_semaphore_remain_time_to_live_async");
 }
 
-/* delete, expire, clearExpire, blocking: begin, then the call on both keys. */
+/* delete, expire, clearExpire, blocking: begin, then the call on both
+ * keys on the direct path. */
 static int both_keys_blocking(rlock_permit_semaphore *s, const char *fn, keys_call call,
                               int64_t ttl_ms, bool *out) {
     int rc = rlock__sync_begin_bool(OBJ(s), fn, out);
-    return rc != RLOCK_OK ? rc : rlock__sync_block_bool(on_both_keys(s, fn, call, ttl_ms), fn, out);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_req_bool(OBJ(s), on_both_keys(s, fn, call, ttl_ms), fn, out);
 }
 
 int rlock_permit_semaphore_delete(rlock_permit_semaphore *s, bool *deleted) {

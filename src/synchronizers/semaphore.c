@@ -170,25 +170,29 @@ rlock_future *rlock_semaphore_release_async(rlock_semaphore *s, int64_t permits)
 
 /* ---- the other calls (blocking only) -------------------------------------------- */
 
+/* A syncedEvalWithRetry script's request: retried (sync_direct.h). */
+static rlock__sync_req with_retry(rlock__cmd *cmd) {
+    return (rlock__sync_req){.cmd = rlock__synced_with_retry(cmd), .retry = true};
+}
+
 /* trySetPermits and addPermits take any sign, as Redisson's (semaphore.h);
  * both are syncedEvalWithRetry. */
-static rlock_future *set_or_add_async(rlock_semaphore *s, const rlock__script *script,
-                                      int64_t permits, const char *fn) {
+static rlock__sync_req set_or_add(rlock_semaphore *s, const rlock__script *script, int64_t permits,
+                                  const char *fn) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
     if (f == NULL) {
         f = refuse_inexact(permits, fn);
     }
-    return f != NULL ? f
-                     : rlock__sync_call(OBJ(s), rlock__synced_with_retry(
-                                                    publishing_cmd(OBJ(s), script, permits)));
+    return f != NULL ? rlock__sync_req_done(f)
+                     : with_retry(publishing_cmd(OBJ(s), script, permits));
 }
 
-static rlock_future *try_set_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
-    return set_or_add_async(s, &rlock__script_semaphore_try_set_permits, permits, fn);
+static rlock__sync_req try_set_permits_req(rlock_semaphore *s, int64_t permits, const char *fn) {
+    return set_or_add(s, &rlock__script_semaphore_try_set_permits, permits, fn);
 }
 
-static rlock_future *add_permits_async(rlock_semaphore *s, int64_t permits, const char *fn) {
-    return set_or_add_async(s, &rlock__script_semaphore_add_permits, permits, fn);
+static rlock__sync_req add_permits_req(rlock_semaphore *s, int64_t permits, const char *fn) {
+    return set_or_add(s, &rlock__script_semaphore_add_permits, permits, fn);
 }
 
 static rlock__cmd *available_permits_cmd(rlock_semaphore *s) {
@@ -204,16 +208,15 @@ static rlock_future *available_permits_async(rlock_semaphore *s, const char *fn)
     return f != NULL ? f : rlock__sync_call(OBJ(s), available_permits_cmd(s));
 }
 
-static rlock_future *drain_permits_async(rlock_semaphore *s, const char *fn) {
+static rlock__sync_req drain_permits_req(rlock_semaphore *s, const char *fn) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
     if (f != NULL) {
-        return f;
+        return rlock__sync_req_done(f);
     }
     rlock__args a;
     rlock__args_init(&a);
     rlock__args_key(&a, rlock__name_of(OBJ(s)), OBJ(s)->name_len);
-    return rlock__sync_call(OBJ(s), rlock__synced_with_retry(rlock__args_script(
-                                        &a, &rlock__script_semaphore_drain_permits)));
+    return with_retry(rlock__args_script(&a, &rlock__script_semaphore_drain_permits));
 }
 
 /* ---- blocking forms ---------------------------------------------------------------- */
@@ -268,27 +271,22 @@ int rlock_semaphore_release(rlock_semaphore *s, int64_t permits) {
     return rlock__sync_direct_call(OBJ(s), release_cmd(OBJ(s), permits), false, fn, NULL);
 }
 
+/* The calls below go on the direct path (sync_direct.h) by their
+ * requests' routes: the same as their async forms'. */
 int rlock_semaphore_try_set_permits(rlock_semaphore *s, int64_t permits, bool *set) {
     const char *fn = "rlock_semaphore_try_set_permits";
-    if (set != NULL) {
-        *set = false;
-    }
-    int rc = rlock__sync_check_blocking(OBJ(s), fn, set != NULL);
-    int64_t v = 0;
-    if (rc == RLOCK_OK) {
-        rc = rlock__sync_block(try_set_permits_async(s, permits, fn), fn, &v, NULL, 0);
-    }
-    if (rc == RLOCK_OK) {
-        *set = v != 0;
-    }
-    return rc;
+    int rc = rlock__sync_begin_bool(OBJ(s), fn, set);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_req_bool(OBJ(s), try_set_permits_req(s, permits, fn), fn, set);
 }
 
 int rlock_semaphore_add_permits(rlock_semaphore *s, int64_t permits) {
     const char *fn = "rlock_semaphore_add_permits";
     int rc = rlock__sync_check_blocking(OBJ(s), fn, true);
-    return rc != RLOCK_OK ? rc
-                          : rlock__sync_block(add_permits_async(s, permits, fn), fn, NULL, NULL, 0);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__sync_req_number(OBJ(s), add_permits_req(s, permits, fn), fn, NULL);
 }
 
 int rlock_semaphore_available_permits(rlock_semaphore *s, int64_t *permits) {
@@ -310,17 +308,19 @@ int rlock_semaphore_drain_permits(rlock_semaphore *s, int64_t *drained) {
     }
     int rc = rlock__sync_check_blocking(OBJ(s), fn, drained != NULL);
     return rc != RLOCK_OK ? rc
-                          : rlock__sync_block(drain_permits_async(s, fn), fn, drained, NULL, 0);
+                          : rlock__sync_req_number(OBJ(s), drain_permits_req(s, fn), fn, drained);
 }
 
 /* ---- async forms of the other calls --------------------------------------------- */
 
 rlock_future *rlock_semaphore_try_set_permits_async(rlock_semaphore *s, int64_t permits) {
-    return try_set_permits_async(s, permits, "rlock_semaphore_try_set_permits_async");
+    return rlock__sync_req_async(
+        OBJ(s), try_set_permits_req(s, permits, "rlock_semaphore_try_set_permits_async"));
 }
 
 rlock_future *rlock_semaphore_add_permits_async(rlock_semaphore *s, int64_t permits) {
-    return add_permits_async(s, permits, "rlock_semaphore_add_permits_async");
+    return rlock__sync_req_async(OBJ(s),
+                                 add_permits_req(s, permits, "rlock_semaphore_add_permits_async"));
 }
 
 rlock_future *rlock_semaphore_available_permits_async(rlock_semaphore *s) {
@@ -328,27 +328,29 @@ rlock_future *rlock_semaphore_available_permits_async(rlock_semaphore *s) {
 }
 
 rlock_future *rlock_semaphore_drain_permits_async(rlock_semaphore *s) {
-    return drain_permits_async(s, "rlock_semaphore_drain_permits_async");
+    return rlock__sync_req_async(OBJ(s),
+                                 drain_permits_req(s, "rlock_semaphore_drain_permits_async"));
 }
 
 /* ---- releaseIfExists, trySetPermits(permits, timeToLive) -------------------------- */
 
-static rlock_future *release_if_exists_async(rlock_semaphore *s, int64_t permits, const char *fn) {
+static rlock__sync_req release_if_exists_req(rlock_semaphore *s, int64_t permits, const char *fn) {
     rlock_future *f = refuse_permits(s, permits, fn);
+    if (f == NULL && permits == 0) { /* releaseIfExistsAsync(0): false at once, nothing sent */
+        f = rlock__sync_value_future(0);
+    }
     if (f != NULL) {
-        return f;
+        return rlock__sync_req_done(f);
     }
-    if (permits == 0) { /* releaseIfExistsAsync(0): false at once, nothing sent */
-        return rlock__sync_value_future(0);
-    }
-    /* syncedEvalNoRetry: a WAIT behind it; an INCRBY applied twice gives twice */
-    return rlock__sync_call(
-        OBJ(s), rlock__synced_no_retry(
-                    publishing_cmd(OBJ(s), &rlock__script_semaphore_release_if_exists, permits)));
+    /* syncedEvalNoRetry: a WAIT behind it; an INCRBY applied twice gives
+     * twice, so never sent again once written (retry false) */
+    return (rlock__sync_req){.cmd = rlock__synced_no_retry(publishing_cmd(
+                                 OBJ(s), &rlock__script_semaphore_release_if_exists, permits))};
 }
 
 rlock_future *rlock_semaphore_release_if_exists_async(rlock_semaphore *s, int64_t permits) {
-    return release_if_exists_async(s, permits, "rlock_semaphore_release_if_exists_async");
+    return rlock__sync_req_async(
+        OBJ(s), release_if_exists_req(s, permits, "rlock_semaphore_release_if_exists_async"));
 }
 
 int rlock_semaphore_release_if_exists(rlock_semaphore *s, int64_t permits, bool *released) {
@@ -356,10 +358,10 @@ int rlock_semaphore_release_if_exists(rlock_semaphore *s, int64_t permits, bool 
     int rc = rlock__sync_begin_bool(OBJ(s), fn, released);
     return rc != RLOCK_OK
                ? rc
-               : rlock__sync_block_bool(release_if_exists_async(s, permits, fn), fn, released);
+               : rlock__sync_req_bool(OBJ(s), release_if_exists_req(s, permits, fn), fn, released);
 }
 
-static rlock_future *try_set_permits_ttl_async(rlock_semaphore *s, int64_t permits, int64_t ttl_ms,
+static rlock__sync_req try_set_permits_ttl_req(rlock_semaphore *s, int64_t permits, int64_t ttl_ms,
                                                const char *fn) {
     rlock_future *f = rlock__sync_refuse(OBJ(s), fn);
     if (f == NULL) {
@@ -370,7 +372,7 @@ static rlock_future *try_set_permits_ttl_async(rlock_semaphore *s, int64_t permi
         f = rlock__sync_invalid("%s: ttl_ms must be 1 to 2^53, not %lld", fn, (long long)ttl_ms);
     }
     if (f != NULL) {
-        return f;
+        return rlock__sync_req_done(f);
     }
     rlock__args a;
     rlock__args_init(&a);
@@ -379,23 +381,23 @@ static rlock_future *try_set_permits_ttl_async(rlock_semaphore *s, int64_t permi
     rlock__args_int(&a, permits);
     rlock__args_lit(&a, rlock__object_publish(OBJ(s)));
     rlock__args_int(&a, ttl_ms);
-    return rlock__sync_call(OBJ(s), rlock__synced_with_retry(rlock__args_script(
-                                        &a, &rlock__script_semaphore_try_set_permits_ttl)));
+    return with_retry(rlock__args_script(&a, &rlock__script_semaphore_try_set_permits_ttl));
 }
 
 rlock_future *rlock_semaphore_try_set_permits_ttl_async(rlock_semaphore *s, int64_t permits,
                                                         int64_t ttl_ms) {
-    return try_set_permits_ttl_async(s, permits, ttl_ms,
-                                     "rlock_semaphore_try_set_permits_ttl_async");
+    return rlock__sync_req_async(
+        OBJ(s),
+        try_set_permits_ttl_req(s, permits, ttl_ms, "rlock_semaphore_try_set_permits_ttl_async"));
 }
 
 int rlock_semaphore_try_set_permits_ttl(rlock_semaphore *s, int64_t permits, int64_t ttl_ms,
                                         bool *set) {
     const char *fn = "rlock_semaphore_try_set_permits_ttl";
     int rc = rlock__sync_begin_bool(OBJ(s), fn, set);
-    return rc != RLOCK_OK
-               ? rc
-               : rlock__sync_block_bool(try_set_permits_ttl_async(s, permits, ttl_ms, fn), fn, set);
+    return rc != RLOCK_OK ? rc
+                          : rlock__sync_req_bool(
+                                OBJ(s), try_set_permits_ttl_req(s, permits, ttl_ms, fn), fn, set);
 }
 
 /* ---- RExpirable: the semaphore's one key ------------------------------------------- */
@@ -423,11 +425,7 @@ rlock_future *rlock_semaphore_remain_time_to_live_async(rlock_semaphore *s) {
 }
 
 int rlock_semaphore_delete(rlock_semaphore *s, bool *deleted) {
-    const char *fn = "rlock_semaphore_delete";
-    int rc = rlock__sync_begin_bool(OBJ(s), fn, deleted);
-    return rc != RLOCK_OK
-               ? rc
-               : rlock__sync_block_bool(rlock__sync_delete(OBJ(s), fn, no_extra), fn, deleted);
+    return rlock__sync_delete_blocking(OBJ(s), "rlock_semaphore_delete", no_extra, deleted);
 }
 
 int rlock_semaphore_is_exists(rlock_semaphore *s, bool *exists) {
@@ -435,19 +433,12 @@ int rlock_semaphore_is_exists(rlock_semaphore *s, bool *exists) {
 }
 
 int rlock_semaphore_expire(rlock_semaphore *s, int64_t ttl_ms, bool *set) {
-    const char *fn = "rlock_semaphore_expire";
-    int rc = rlock__sync_begin_bool(OBJ(s), fn, set);
-    return rc != RLOCK_OK
-               ? rc
-               : rlock__sync_block_bool(rlock__sync_expire(OBJ(s), fn, ttl_ms, no_extra), fn, set);
+    return rlock__sync_expire_blocking(OBJ(s), "rlock_semaphore_expire", ttl_ms, no_extra, set);
 }
 
 int rlock_semaphore_clear_expire(rlock_semaphore *s, bool *cleared) {
-    const char *fn = "rlock_semaphore_clear_expire";
-    int rc = rlock__sync_begin_bool(OBJ(s), fn, cleared);
-    return rc != RLOCK_OK ? rc
-                          : rlock__sync_block_bool(rlock__sync_clear_expire(OBJ(s), fn, no_extra),
-                                                   fn, cleared);
+    return rlock__sync_clear_expire_blocking(OBJ(s), "rlock_semaphore_clear_expire", no_extra,
+                                             cleared);
 }
 
 int rlock_semaphore_remain_time_to_live(rlock_semaphore *s, int64_t *ttl_ms) {

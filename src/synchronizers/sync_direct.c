@@ -7,6 +7,7 @@
 
 #include "direct.h"
 #include "rlock/errors.h"
+#include "sync_then.h"
 
 /* Writes cmd on a connection of the calling thread's and reads its answer
  * (NOSCRIPT handled by direct.c: the body is sent, nothing ran). false:
@@ -67,6 +68,34 @@ int rlock__sync_direct_call(rlock *o, rlock__cmd *cmd, bool retry, const char *f
         *value = v;
     }
     return RLOCK_OK;
+}
+
+rlock__sync_req rlock__sync_req_done(rlock_future *f) {
+    /* done NULL would mean "send cmd": out of memory is a failed future */
+    return (rlock__sync_req){
+        .done = f != NULL ? f : rlock__future_failed(NULL, RLOCK_ERR_NOMEM, "out of memory")};
+}
+
+rlock_future *rlock__sync_req_async(rlock *o, rlock__sync_req r) {
+    if (r.done != NULL) {
+        return r.done;
+    }
+    rlock_future *f = rlock__sync_call(o, r.cmd);
+    return r.as_bool ? rlock__sync_then(o->client->loop, f, rlock__sync_map_bool, NULL, 0) : f;
+}
+
+int rlock__sync_req_number(rlock *o, rlock__sync_req r, const char *fn, int64_t *value) {
+    return r.done != NULL ? rlock__sync_block(r.done, fn, value, NULL, 0)
+                          : rlock__sync_direct_call(o, r.cmd, r.retry, fn, value);
+}
+
+int rlock__sync_req_bool(rlock *o, rlock__sync_req r, const char *fn, bool *out) {
+    int64_t v = 0;
+    int rc = rlock__sync_req_number(o, r, fn, &v);
+    if (rc == RLOCK_OK && out != NULL) {
+        *out = v != 0;
+    }
+    return rc;
 }
 
 /* The loop's waiting call from its start (its first try included). */

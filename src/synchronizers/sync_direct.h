@@ -8,8 +8,8 @@
  *  - written, no answer within timeout_ms: a command the loop's path
  *    retries (retry; a waiting kind's try without no_retry) goes on as the
  *    loop's operation, which sends it again as its retry would; one it
- *    never sends twice (a release, a count-down, an acquire's try) fails
- *    with RLOCK_ERR_TIMEOUT or RLOCK_ERR_CONNECTION.
+ *    never sends twice (a release, a releaseIfExists, a count-down, an
+ *    acquire's try) fails with RLOCK_ERR_TIMEOUT or RLOCK_ERR_CONNECTION.
  * A waiting call whose first try was not done goes on as the loop's
  * waiting call, starting with the wait (that try is not sent again).
  * Without a pool (blocking_pool_size 0, Sentinel, an application loop)
@@ -25,6 +25,31 @@
 /* One command (taken; NULL: out of memory) whose value is the reply's
  * number, as rlock__sync_call's. */
 int rlock__sync_direct_call(rlock *o, rlock__cmd *cmd, bool retry, const char *fn, int64_t *value);
+
+/* A non-waiting call, made once for its two forms, so that both send the
+ * same command by the same route: either done (a future done without
+ * Redis: refused input, or a value at once such as permits 0's) or cmd
+ * (NULL: out of memory) with retry, whether its route sends it again
+ * after a write with no answer (rlock__sync_direct_call's). as_bool: the
+ * async value is 1 for any non-zero count (deleteAsync's DEL count). */
+typedef struct rlock__sync_req {
+    rlock_future *done;
+    rlock__cmd *cmd;
+    bool retry;
+    bool as_bool;
+} rlock__sync_req;
+
+/* A request done at once: f (NULL: out of memory). */
+rlock__sync_req rlock__sync_req_done(rlock_future *f);
+
+/* The _async form: done, or cmd through the I/O thread. Takes r. */
+rlock_future *rlock__sync_req_async(rlock *o, rlock__sync_req r);
+
+/* The blocking forms, after rlock__sync_check_blocking: done waited for
+ * (its error and message, as the async form's), or cmd on the direct
+ * path. Take r. */
+int rlock__sync_req_number(rlock *o, rlock__sync_req r, const char *fn, int64_t *value);
+int rlock__sync_req_bool(rlock *o, rlock__sync_req r, const char *fn, bool *out);
 
 /* A waiting call of kind k, as rlock__sync_wait_start then
  * rlock__sync_block (text: the permit id of a success, cap bytes). Kinds

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sync_direct.h"
 #include "sync_wait.h"
 
 /* A key the object owns besides its name; len 0: none. */
@@ -17,6 +18,16 @@ typedef struct rlock__sync_extra {
     const char *key;
     size_t len;
 } rlock__sync_extra;
+
+/* Each call as a request (sync_direct.h): its checks, then its command
+ * with its route's retry rule. The async and blocking forms below take
+ * them; a kind with keys of its own (the permit semaphore's) may too. */
+rlock__sync_req rlock__sync_delete_req(rlock *o, const char *fn, rlock__sync_extra extra);
+rlock__sync_req rlock__sync_is_exists_req(rlock *o, const char *fn);
+rlock__sync_req rlock__sync_expire_req(rlock *o, const char *fn, int64_t ttl_ms,
+                                       rlock__sync_extra extra);
+rlock__sync_req rlock__sync_clear_expire_req(rlock *o, const char *fn, rlock__sync_extra extra);
+rlock__sync_req rlock__sync_remain_ttl_req(rlock *o, const char *fn);
 
 /* deleteAsync: DEL of every key; value 1 when one existed. */
 rlock_future *rlock__sync_delete(rlock *o, const char *fn, rlock__sync_extra extra);
@@ -37,8 +48,13 @@ int rlock__sync_begin_bool(const rlock *o, const char *fn, bool *out);
 int rlock__sync_begin_number(const rlock *o, const char *fn, int64_t *out);
 int rlock__sync_block_bool(rlock_future *f, const char *fn, bool *out);
 
-/* isExists and remainTimeToLive, blocking: begin, then the future. */
+/* The blocking forms: begin, then the request on the direct path. */
 int rlock__sync_is_exists_blocking(rlock *o, const char *fn, bool *exists);
 int rlock__sync_remain_ttl_blocking(rlock *o, const char *fn, int64_t *ttl_ms);
+int rlock__sync_delete_blocking(rlock *o, const char *fn, rlock__sync_extra extra, bool *deleted);
+int rlock__sync_expire_blocking(rlock *o, const char *fn, int64_t ttl_ms, rlock__sync_extra extra,
+                                bool *set);
+int rlock__sync_clear_expire_blocking(rlock *o, const char *fn, rlock__sync_extra extra,
+                                      bool *cleared);
 
 #endif
