@@ -7,6 +7,7 @@
 
 #include "base_lock.h"
 #include "client.h"
+#include "future.h"
 #include "object.h"
 #include "rlock/errors.h"
 #include "rlock/lock.h"
@@ -27,26 +28,10 @@ static int named(int rc, const char *fn) {
     return rc;
 }
 
-/* Waits for f and returns its error (details in rlock_last_error(),
- * naming fn). */
+/* Waits for f (taken) and returns its error (details in
+ * rlock_last_error(), naming fn). */
 static int await(rlock_future *f, const char *fn, int64_t *value) {
-    if (f == NULL) {
-        rlock__set_error_message("%s: out of memory", fn);
-        return RLOCK_ERR_NOMEM;
-    }
-    int rc = rlock_future_wait(f, -1);
-    if (rc == RLOCK_OK) {
-        rc = rlock_future_error(f);
-    }
-    if (rc != RLOCK_OK) {
-        const char *msg = rlock_future_error_message(f);
-        rlock__set_error_message("%s", msg[0] != '\0' ? msg : rlock_strerror(rc));
-        named(rc, fn);
-    } else if (value != NULL) {
-        *value = rlock_future_value(f);
-    }
-    rlock_future_release(f);
-    return rc;
+    return rlock__future_block(f, fn, value, NULL, 0);
 }
 
 static int await_bool(rlock_future *f, const char *fn, bool *out) {

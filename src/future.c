@@ -15,6 +15,7 @@
 #include <ev.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -521,5 +522,34 @@ static int wait_cond(rlock_future *f, int64_t timeout_ms) {
         }
     }
     pthread_mutex_unlock(&st->mu);
+    return rc;
+}
+
+int rlock__future_block(rlock_future *f, const char *fn, int64_t *value, char *text, size_t cap) {
+    if (f == NULL) {
+        rlock__set_error_message("%s: out of memory", fn);
+        return RLOCK_ERR_NOMEM;
+    }
+    int rc = rlock_future_wait(f, -1);
+    if (rc == RLOCK_OK) {
+        rc = rlock_future_error(f);
+    }
+    if (rc != RLOCK_OK) {
+        const char *msg = rlock_future_error_message(f);
+        if (strncmp(msg, "rlock_", 6) == 0) {
+            rlock__set_error_message("%s", msg);
+        } else {
+            rlock__set_error_message("%s: %s", fn, msg[0] != '\0' ? msg : rlock_strerror(rc));
+        }
+    } else {
+        if (value != NULL) {
+            *value = rlock_future_value(f);
+        }
+        if (text != NULL && cap > 0) {
+            const char *s = rlock_future_string(f);
+            snprintf(text, cap, "%s", s != NULL ? s : "");
+        }
+    }
+    rlock_future_release(f);
     return rc;
 }

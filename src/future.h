@@ -61,6 +61,13 @@ rlock_future *rlock__future_failed(rlock__loop *loop, int err, const char *msg);
  * operation then undoes what it did. msg may be NULL. */
 bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char *msg);
 
+/* What a blocking call does with its call's future f (taken; NULL: out of
+ * memory): waits for it and returns its error, its details in
+ * rlock_last_error() naming the blocking function fn (unless they name a
+ * function already); on success *value (when given) gets its value and
+ * text[cap] (when given) its text. Any thread but the loop's. */
+int rlock__future_block(rlock_future *f, const char *fn, int64_t *value, char *text, size_t cap);
+
 /* Completes f with RLOCK_OK, value n and n texts (permit ids), back to
  * back at texts, each NUL-terminated, len bytes in all: the first is
  * rlock_future_string, each rlock_future_string_at. As

@@ -900,7 +900,7 @@ int rlock_permit_semaphore_get_lease_time(rlock_permit_semaphore *s, const char 
     int rc = rlock__sync_begin_number(OBJ(s), fn, lease_ms);
     return rc != RLOCK_OK
                ? rc
-               : rlock__sync_block(get_lease_time_async(s, id, fn), fn, lease_ms, NULL, 0);
+               : rlock__future_block(get_lease_time_async(s, id, fn), fn, lease_ms, NULL, 0);
 }
 
 /* ---- tryRelease(List), release(List) ------------------------------------------------------ */
@@ -968,7 +968,7 @@ int rlock_permit_semaphore_try_release_many(rlock_permit_semaphore *s, const cha
     int rc = rlock__sync_begin_number(OBJ(s), fn, released);
     return rc != RLOCK_OK
                ? rc
-               : rlock__sync_block(try_release_many_async(s, ids, n, fn), fn, released, NULL, 0);
+               : rlock__future_block(try_release_many_async(s, ids, n, fn), fn, released, NULL, 0);
 }
 
 /* releaseAsync(List): fewer released than asked is an
@@ -1009,8 +1009,9 @@ int rlock_permit_semaphore_release_many(rlock_permit_semaphore *s, const char *c
                                         size_t n) {
     const char *fn = "rlock_permit_semaphore_release_many";
     int rc = rlock__sync_check_blocking(OBJ(s), fn, true);
-    return rc != RLOCK_OK ? rc
-                          : rlock__sync_block(release_many_async(s, ids, n, fn), fn, NULL, NULL, 0);
+    return rc != RLOCK_OK
+               ? rc
+               : rlock__future_block(release_many_async(s, ids, n, fn), fn, NULL, NULL, 0);
 }
 
 /* ---- several permits at once: acquire(permits, lease), tryAcquire(permits, wait, lease) ---- */
@@ -1127,7 +1128,7 @@ static int block_many(rlock_future *f, const char *fn, int64_t permits,
             snprintf(ids[i], RLOCK_PERMIT_ID_MAX, "%s", id != NULL ? id : "");
         }
     }
-    return rlock__sync_block(f, fn, value, NULL, 0);
+    return rlock__future_block(f, fn, value, NULL, 0);
 }
 
 /* Clears the caller's ids (permits of them: only for a valid count, the

@@ -226,7 +226,7 @@ static int acquire_blocking(rlock_semaphore *s, int64_t permits, int64_t wait_ms
                             int64_t *value) {
     rlock_future *f = refuse_permits(s, permits, fn);
     if (f != NULL || permits == 0) { /* tryAcquire(0): true at once, nothing sent */
-        return rlock__sync_block(f != NULL ? f : rlock__sync_value_future(1), fn, value, NULL, 0);
+        return rlock__future_block(f != NULL ? f : rlock__sync_value_future(1), fn, value, NULL, 0);
     }
     return rlock__sync_direct_wait(OBJ(s), &acquire_kind, permits, wait_ms, fn, value, NULL, 0);
 }
@@ -265,7 +265,7 @@ int rlock_semaphore_release(rlock_semaphore *s, int64_t permits) {
     }
     rlock_future *f = refuse_permits(s, permits, fn);
     if (f != NULL || permits == 0) { /* release(0): done at once, nothing sent */
-        return rlock__sync_block(f != NULL ? f : rlock__sync_value_future(0), fn, NULL, NULL, 0);
+        return rlock__future_block(f != NULL ? f : rlock__sync_value_future(0), fn, NULL, NULL, 0);
     }
     /* syncedEvalNoRetry: a release with no answer may have run */
     return rlock__sync_direct_call(OBJ(s), release_cmd(OBJ(s), permits), false, fn, NULL);

@@ -45,10 +45,10 @@ int rlock__sync_direct_call(rlock *o, rlock__cmd *cmd, bool retry, const char *f
     redisReply *reply = NULL;
     char msg[256] = "";
     if (cmd == NULL || c->direct == NULL || !run(c, cmd, 0, &err, &reply, msg, sizeof(msg))) {
-        return rlock__sync_block(rlock__sync_call(o, cmd), fn, value, NULL, 0);
+        return rlock__future_block(rlock__sync_call(o, cmd), fn, value, NULL, 0);
     }
     if (err != RLOCK_OK && retry && unanswered(err)) {
-        return rlock__sync_block(rlock__sync_call(o, cmd), fn, value, NULL, 0);
+        return rlock__future_block(rlock__sync_call(o, cmd), fn, value, NULL, 0);
     }
     rlock__cmd_free(cmd);
     if (err != RLOCK_OK) {
@@ -85,7 +85,7 @@ rlock_future *rlock__sync_req_async(rlock *o, rlock__sync_req r) {
 }
 
 int rlock__sync_req_number(rlock *o, rlock__sync_req r, const char *fn, int64_t *value) {
-    return r.done != NULL ? rlock__sync_block(r.done, fn, value, NULL, 0)
+    return r.done != NULL ? rlock__future_block(r.done, fn, value, NULL, 0)
                           : rlock__sync_direct_call(o, r.cmd, r.retry, fn, value);
 }
 
@@ -101,7 +101,7 @@ int rlock__sync_req_bool(rlock *o, rlock__sync_req r, const char *fn, bool *out)
 /* The loop's waiting call from its start (its first try included). */
 static int loop_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
                      const char *fn, int64_t *value, char *text, size_t cap) {
-    return rlock__sync_block(rlock__sync_wait_start(o, k, arg, wait_ms), fn, value, text, cap);
+    return rlock__future_block(rlock__sync_wait_start(o, k, arg, wait_ms), fn, value, text, cap);
 }
 
 /* A first try that was done: its value, and its id as the loop's gives
@@ -165,7 +165,7 @@ int rlock__sync_direct_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, in
         res.value = 0; /* a wait that ran out: 0, as the loop's */
         return done_here(&first, &res, value, text, cap);
     }
-    return rlock__sync_block(
+    return rlock__future_block(
         rlock__sync_wait_start_after_try(o, k, arg, wait_ms, started_ms, res.retry_ms), fn, value,
         text, cap);
 }

@@ -133,15 +133,6 @@ int rlock__sync_begin_number(const rlock *o, const char *fn, int64_t *out) {
     return rlock__sync_check_blocking(o, fn, out != NULL);
 }
 
-int rlock__sync_block_bool(rlock_future *f, const char *fn, bool *out) {
-    int64_t v = 0;
-    int rc = rlock__sync_block(f, fn, &v, NULL, 0);
-    if (rc == RLOCK_OK) {
-        *out = v != 0;
-    }
-    return rc;
-}
-
 int rlock__sync_is_exists_blocking(rlock *o, const char *fn, bool *exists) {
     int rc = rlock__sync_begin_bool(o, fn, exists);
     return rc != RLOCK_OK ? rc

@@ -42,11 +42,9 @@ rlock_future *rlock__sync_clear_expire(rlock *o, const char *fn, rlock__sync_ext
 rlock_future *rlock__sync_remain_ttl(rlock *o, const char *fn);
 
 /* The blocking forms: begin clears *out and checks the handle, the
- * pointer and the thread (before anything is sent); block_bool waits for
- * f (taken) and sets *out. Numbers wait with rlock__sync_block. */
+ * pointer and the thread (before anything is sent). */
 int rlock__sync_begin_bool(const rlock *o, const char *fn, bool *out);
 int rlock__sync_begin_number(const rlock *o, const char *fn, int64_t *out);
-int rlock__sync_block_bool(rlock_future *f, const char *fn, bool *out);
 
 /* The blocking forms: begin, then the request on the direct path. */
 int rlock__sync_is_exists_blocking(rlock *o, const char *fn, bool *exists);

@@ -592,32 +592,3 @@ static rlock_future *wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg
 int rlock__sync_check_blocking(const rlock *o, const char *fn, bool out_ok) {
     return rlock__check_blocking(o, fn, out_ok, "the handle");
 }
-
-int rlock__sync_block(rlock_future *f, const char *fn, int64_t *value, char *text, size_t cap) {
-    if (f == NULL) {
-        rlock__set_error_message("%s: out of memory", fn);
-        return RLOCK_ERR_NOMEM;
-    }
-    int rc = rlock_future_wait(f, -1);
-    if (rc == RLOCK_OK) {
-        rc = rlock_future_error(f);
-    }
-    if (rc != RLOCK_OK) {
-        const char *msg = rlock_future_error_message(f);
-        if (strncmp(msg, "rlock_", 6) == 0) {
-            rlock__set_error_message("%s", msg);
-        } else {
-            rlock__set_error_message("%s: %s", fn, msg[0] != '\0' ? msg : rlock_strerror(rc));
-        }
-    } else {
-        if (value != NULL) {
-            *value = rlock_future_value(f);
-        }
-        if (text != NULL && cap > 0) {
-            const char *s = rlock_future_string(f);
-            snprintf(text, cap, "%s", s != NULL ? s : "");
-        }
-    }
-    rlock_future_release(f);
-    return rc;
-}

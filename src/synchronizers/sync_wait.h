@@ -165,10 +165,7 @@ rlock_future *rlock__sync_invalid(const char *fmt, ...) RLOCK__PRINTF(1, 2);
 int rlock__sync_check_wait(const char *fn, int64_t wait_ms, bool minus_one_ok);
 
 /* The blocking forms: checks the handle and the thread (out_ok: the result
- * pointer is not NULL), then waits for f; RLOCK_OK with *value (and text
- * into text[cap] when given), or the error with rlock_last_error() naming
- * fn. Takes f. */
+ * pointer is not NULL); they then wait with rlock__future_block. */
 int rlock__sync_check_blocking(const rlock *o, const char *fn, bool out_ok);
-int rlock__sync_block(rlock_future *f, const char *fn, int64_t *value, char *text, size_t cap);
 
 #endif
