@@ -5,7 +5,10 @@ package main
 // reads and writes atomically, so two of them that read the same value
 // cannot both have written (a lost update). Per hold h:
 //   - untainted, SET acknowledged: inc(r) [acquired, SET returned]: the
-//     register must hold r, then holds r + 1;
+//     register must hold r, then holds r + 1; but read(r) [acquired, GET
+//     returned] and write(r + 1) [SET sent, SET returned] when a write the
+//     lock does not order (a tainted hold's, an unanswered one) may land
+//     within the hold, between its GET and its SET;
 //   - untainted, SET unanswered: read(r) [acquired, GET returned], and
 //     maybe(r + 1) [SET sent, never]: the write may land at any time, even
 //     after the worker gave up (the kernel still sends what the socket
@@ -96,6 +99,7 @@ func counterOps(rn *run, final int64, hasFinal bool) []porcupine.Operation {
 		ops = append(ops, porcupine.Operation{ClientId: h.wid,
 			Input: &counterIn{kind: kind, v: v, name: h.name()}, Call: call, Return: ret})
 	}
+	loose := looseWrites(rn)
 	for _, h := range rn.holds {
 		if !h.got {
 			continue
@@ -103,8 +107,11 @@ func counterOps(rn *run, final int64, hasFinal bool) []porcupine.Operation {
 		wrote := h.intent && h.set != setRefused
 		acked := wrote && h.set == setAcked
 		switch {
-		case !h.tainted() && acked:
+		case !h.tainted() && acked && !loose.meets(h.a, h.s):
 			add(h, cInc, h.read, h.a, h.s)
+		case !h.tainted() && acked:
+			add(h, cRead, h.read, h.a, h.g)
+			add(h, cWrite, h.read+1, h.w, h.s)
 		case !h.tainted():
 			add(h, cRead, h.read, h.a, h.g)
 			if wrote {
@@ -125,8 +132,39 @@ func counterOps(rn *run, final int64, hasFinal bool) []porcupine.Operation {
 	return ops
 }
 
-// counterSegments cuts the history at increments that nothing else
-// overlaps. After such an inc(r) h, the register holds r + 1, or the value
+type windows []window
+
+// looseWrites: the windows in which a write the lock does not order may
+// land: a tainted hold's [W, S] (its SET answered) or [W, never), an
+// untainted hold's unanswered SET's [W, never).
+func looseWrites(rn *run) windows {
+	var v windows
+	for _, h := range rn.holds {
+		if !h.got || !h.intent || h.set == setRefused {
+			continue
+		}
+		switch {
+		case h.set != setAcked:
+			v = append(v, window{h.w, never})
+		case h.tainted():
+			v = append(v, window{h.w, h.s})
+		}
+	}
+	return v
+}
+
+func (v windows) meets(t0, t1 int64) bool {
+	for _, w := range v {
+		if w.t0 <= t1 && t0 <= w.t1 {
+			return true
+		}
+	}
+	return false
+}
+
+// counterSegments cuts the history at increments (or acknowledged writes)
+// that nothing else overlaps. After such an inc(r) h, the register holds
+// r + 1 (after write(v): v), or the value
 // of a maybe write sent before that lands in between: the next segment
 // starts with an init (at t = h's return + 1 ns, legal only from the
 // initial state) to any of them, and takes every maybe write sent before
@@ -149,8 +187,12 @@ func counterSegments(ops []porcupine.Operation, perSegment int) [][]porcupine.Op
 			continue
 		}
 		t := op.Return + 1
-		cut := n >= perSegment && in.kind == cInc && maxRet < op.Call && i+1 < len(ops) &&
-			ops[i+1].Call > t
+		after := in.v // what the register holds after a write or an inc
+		if in.kind == cInc {
+			after = in.v + 1
+		}
+		cut := n >= perSegment && (in.kind == cInc || in.kind == cWrite) && maxRet < op.Call &&
+			i+1 < len(ops) && ops[i+1].Call > t
 		cur = append(cur, op)
 		n++
 		if op.Return > maxRet {
@@ -160,7 +202,7 @@ func counterSegments(ops []porcupine.Operation, perSegment int) [][]porcupine.Op
 			continue
 		}
 		segs = append(segs, cur)
-		vals := []int64{in.v + 1}
+		vals := []int64{after}
 		for _, m := range maybes {
 			vals = append(vals, m.v)
 		}

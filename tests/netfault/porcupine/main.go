@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"time"
 
 	"github.com/anishathalye/porcupine"
@@ -144,11 +145,12 @@ func explain(c check, timeout time.Duration, html string) {
 		}
 		fmt.Printf("porcupine: %s: segment %d of %d (%d operations, from %d to %d ns) is illegal\n",
 			c.name, i+1, len(c.segs), len(s), s[0].Call, lastReturn(s))
+		_, info := porcupine.CheckOperationsVerbose(c.model, s, timeout)
+		stuck(c, s, info)
 		if html == "" {
 			fmt.Printf("porcupine: (--porcupine-html draws it)\n")
 			return
 		}
-		_, info := porcupine.CheckOperationsVerbose(c.model, s, timeout)
 		path := filepath.Join(html, "porcupine-"+c.name+".html")
 		if err := porcupine.VisualizePath(c.model, info, path); err != nil {
 			fmt.Printf("porcupine: %s: cannot write %s: %v\n", c.name, path, err)
@@ -167,4 +169,51 @@ func lastReturn(s []porcupine.Operation) int64 {
 		}
 	}
 	return r
+}
+
+// stuck prints where the longest linearization Porcupine found ends, and
+// the operations called earliest that it could not place after it.
+func stuck(c check, s []porcupine.Operation, info porcupine.LinearizationInfo) {
+	parts := info.PartialLinearizationsOperations()
+	var best []porcupine.Operation
+	for _, p := range parts {
+		for _, l := range p {
+			if len(l) > len(best) {
+				best = l
+			}
+		}
+	}
+	base := s[0].Call
+	show := func(tag string, op porcupine.Operation) {
+		ret := "never"
+		if op.Return != never {
+			ret = fmt.Sprintf("%.3f", float64(op.Return-base)/1e6)
+		}
+		fmt.Printf("porcupine:   %s %s [%.3f, %s ms]\n", tag, c.model.DescribeOperation(op.Input, op.Output),
+			float64(op.Call-base)/1e6, ret)
+	}
+	fmt.Printf("porcupine: %s: the longest linearization takes %d of %d operations; it ends with\n",
+		c.name, len(best), len(s))
+	from := len(best) - 3
+	if from < 0 {
+		from = 0
+	}
+	for _, op := range best[from:] {
+		show("", op)
+	}
+	placed := map[interface{}]bool{}
+	for _, op := range best {
+		placed[op.Input] = true
+	}
+	var left []porcupine.Operation
+	for _, op := range s {
+		if !placed[op.Input] {
+			left = append(left, op)
+		}
+	}
+	sort.Slice(left, func(i, j int) bool { return left[i].Call < left[j].Call })
+	fmt.Printf("porcupine: %s: and none of these can follow it (called earliest):\n", c.name)
+	for i := 0; i < len(left) && i < 4; i++ {
+		show("x", left[i])
+	}
 }

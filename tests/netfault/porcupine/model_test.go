@@ -256,3 +256,15 @@ func TestCounterUnansweredSet(t *testing.T) {
 		h(1, 5, 30, 40, 45).inc(1, 32, 33, 35, setAcked))
 	want(t, counterResult(t, rn, -1), porcupine.Illegal)
 }
+
+func TestCounterTaintedWriteInsideAHold(t *testing.T) {
+	// x, told lost, writes 7 after y read 0 and before y wrote 1; z then
+	// reads y's 1. Seen in a real run: y's GET and SET are two operations.
+	x := h(0, 0, 1, 100, 110).unlockFailed().toldLost(5).inc(6, 2, 30, 35, setAcked)
+	rn := newRun(x, h(1, 3, 10, 50, 55).inc(0, 12, 40, 45, setAcked),
+		h(2, 4, 60, 70, 75).inc(1, 62, 63, 65, setAcked))
+	want(t, counterResult(t, rn, 2), porcupine.Ok)
+	// z reading 0 is still a lost update.
+	rn.holds[2].read = 0
+	want(t, counterResult(t, rn, 1), porcupine.Illegal)
+}
