@@ -60,10 +60,10 @@ nf_porcupine_outcome nf_porcupine_check(const char *dir, long long final_counter
     snprintf(counter, sizeof(counter), "%lld", permits > 0 ? -1 : final_counter);
     snprintf(sem, sizeof(sem), "%d", permits);
     snprintf(bound, sizeof(bound), "%d", NF_NOTIFY_BOUND_MS);
-    snprintf(timeout, sizeof(timeout), "%d", NF_PORC_TIMEOUT_S);
+    snprintf(timeout, sizeof(timeout), "%ds", NF_PORC_TIMEOUT_S);
     char *argv[] = {
-        (char *)bin, "--dir",       (char *)dir, "--final-counter", counter, "--notify-bound-ms",
-        bound,       "--timeout-s", timeout,     "--semaphore",     sem,     html ? "--html" : NULL,
+        (char *)bin, "--dir",     (char *)dir, "--final-counter", counter, "--notify-bound-ms",
+        bound,       "--timeout", timeout,     "--semaphore",     sem,     html ? "--html" : NULL,
         (char *)dir, NULL};
     fflush(NULL);
     pid_t pid = fork();

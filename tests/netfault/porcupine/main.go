@@ -6,7 +6,7 @@
 // checks, how faults are excused and how the history is cut.
 //
 //	nf-porcupine --dir RECORDS [--final-counter N] [--notify-bound-ms 150]
-//	             [--timeout-s 60] [--html DIR]
+//	             [--semaphore PERMITS] [--timeout 60s] [--html DIR]
 //
 // Prints one line per check and exits 0 (every check ok), 1 (a check found
 // the history illegal), 3 (none illegal, but one ran out of time: unknown)
@@ -43,7 +43,7 @@ func main() {
 	final := flag.Int64("final-counter", -1, "the counter read after the run (< 0: not checked)")
 	bound := flag.Int64("notify-bound-ms", 150, "notify.c's NF_NOTIFY_BOUND_MS")
 	tol := flag.Int64("lease-tolerance-ms", 20, "Redis's clock against the records'")
-	timeout := flag.Int("timeout-s", 60, "per check; past it the check is unknown")
+	timeout := flag.Duration("timeout", 60*time.Second, "per check; past it the check is unknown")
 	per := flag.Int("segment", 400, "holds (increments) a segment takes before the next cut")
 	sem := flag.Int("semaphore", 0, "the records are the permit semaphore's, of this many permits (sync_worker.c)")
 	html := flag.String("html", "", "write each illegal check's first illegal segment here (DIR/porcupine-NAME.html)")
@@ -63,7 +63,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "porcupine: --semaphore: 1 to %d permits\n", maxCap)
 		os.Exit(exitInput)
 	}
-	os.Exit(checkAll(rn, rl, *sem, *final, *per, time.Duration(*timeout)*time.Second, *html))
+	os.Exit(checkAll(rn, rl, *sem, *final, *per, *timeout, *html))
 }
 
 func checkAll(rn *run, rl rules, sem int, final int64, per int, timeout time.Duration, html string) int {
@@ -77,8 +77,8 @@ func checkAll(rn *run, rl rules, sem int, final int64, per int, timeout time.Dur
 	holds := fmt.Sprintf("%d holds (%d left out: failover)", len(rn.holds)-left, left)
 	var checks []check
 	if sem > 0 {
-		checks = []check{{fmt.Sprintf("semaphore(%d)", sem), semModel(sem, false),
-			holdSegments(rn, rl, sem, per), holds}}
+		checks = []check{{"semaphore", semModel(sem, false), holdSegments(rn, rl, sem, per),
+			fmt.Sprintf("%d permits, %s", sem, holds)}}
 	} else {
 		name := "mutex"
 		if fenced {
