@@ -1,6 +1,6 @@
 package main
 
-// The lock as a mutex, and the permit semaphore as a counting semaphore:
+// The holds model: the lock as a mutex, the permit semaphore as a counting semaphore:
 // one model, a semaphore of capacity k (the mutex: k = 1; the fenced lock
 // also hands out strictly increasing tokens). One Porcupine history of
 // acquire(hold) [call, acquired] and release(hold) [releaseWindow]. Holds
