@@ -25,6 +25,7 @@
 #include "netns.h"
 #include "notify.h"
 #include "plan.h"
+#include "porcupine_check.h"
 #include "report.h"
 #include "rlock/rlock.h"
 #include "servers.h"
@@ -82,6 +83,7 @@ static struct {
 } D;
 
 static volatile sig_atomic_t g_quit;
+static bool g_porcupine_html; /* --porcupine-html: draw an illegal history */
 
 static void on_quit(int sig) {
     (void)sig;
@@ -569,7 +571,7 @@ static int build_network(void) {
 static void usage(void) {
     fprintf(stderr, "usage: netfault [--seconds N] [--seed N] [--workers N] [--sentinel] [--fenced "
                     "| --semaphore | --latch] "
-                    "[--budget SECONDS] [--keep]\n"
+                    "[--budget SECONDS] [--keep] [--porcupine-html]\n"
                     "       netfault --cleanup    remove the namespaces of runs that are gone\n");
 }
 
@@ -614,9 +616,17 @@ static bool judge_sync(const ch_worker_info *infos, const nf_run *run, long long
     bool latch = D.sync == NF_SYNC_LATCH;
     int rc = latch ? nf_check_latch(infos, D.nworkers, &r)
                    : nf_check_semaphore(infos, D.nworkers, available, &r);
+    nf_porcupine_outcome po = NF_PORC_SKIPPED;
+    if (latch) {
+        printf(
+            "netfault: Porcupine: not run: no model for the latches (README.md, \"Not done\")\n");
+    } else {
+        po = nf_porcupine_check(D.dir, -1, NF_SEM_PERMITS, g_porcupine_html);
+    }
     bool pass = rc == 0 && !run->fatal && run->nfaults > 0 && run->hung == 0 &&
                 run->failures == 0 && (int)r.exits == run->exits_expected &&
                 nf_sync_unexplained(&r, latch) == 0;
+    pass = pass && nf_porcupine_passes(po);
     printf("netfault: seed %" PRIu64 ", %ld s, %d workers, %s, %d faults, took %.1f s\n", run->seed,
            run->seconds, run->nworkers, latch ? "count-down latches" : "permit semaphore",
            run->nfaults, (double)run->took_ns / 1e9);
@@ -680,7 +690,8 @@ static bool judge(int64_t took, long seconds, long long counter) {
     }
     free(windows);
     free(infos);
-    bool pass = nf_verdict(&run, &res, &nt);
+    nf_porcupine_outcome po = nf_porcupine_check(D.dir, counter, 0, g_porcupine_html);
+    bool pass = nf_verdict(&run, &res, &nt) && nf_porcupine_passes(po);
     nf_print_report(&run, &res, &nt, pass);
     return pass;
 }
@@ -782,6 +793,8 @@ int main(int argc, char **argv) {
             D.sync = NF_SYNC_SEMAPHORE;
         } else if (strcmp(argv[i], "--latch") == 0) {
             D.sync = NF_SYNC_LATCH;
+        } else if (strcmp(argv[i], "--porcupine-html") == 0) {
+            g_porcupine_html = true;
         } else if (strcmp(argv[i], "--keep") == 0) {
             keep = true;
         } else {

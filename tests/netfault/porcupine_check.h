@@ -1,0 +1,28 @@
+/* Runs the Porcupine checker (porcupine/, a Go program built by CMake when
+ * Go is found) on a run's records: README.md here, "Which checker covers
+ * what". */
+#ifndef NF_PORCUPINE_CHECK_H
+#define NF_PORCUPINE_CHECK_H
+
+#include <stdbool.h>
+
+typedef enum nf_porcupine_outcome {
+    NF_PORC_OK = 0,  /* every model: linearizable */
+    NF_PORC_ILLEGAL, /* a model found the history not linearizable: the run fails */
+    NF_PORC_UNKNOWN, /* not decided within the time bound: said, neither pass nor fail */
+    NF_PORC_SKIPPED, /* no checker binary (no Go, or go build failed): said, not a pass */
+    NF_PORC_ERROR    /* the checker could not run or read the records: the run fails */
+} nf_porcupine_outcome;
+
+extern const char *const nf_porcupine_names[];
+
+/* Checks the records in dir: the lock's (permits 0; final_counter < 0:
+ * not checked) or the permit semaphore's (of that many permits); html:
+ * draw an illegal segment into dir. Prints what it does ("netfault:"). */
+nf_porcupine_outcome nf_porcupine_check(const char *dir, long long final_counter, int permits,
+                                        bool html);
+
+/* Whether the run may pass with this outcome. */
+bool nf_porcupine_passes(nf_porcupine_outcome o);
+
+#endif
