@@ -275,6 +275,16 @@ static void non_waiting_calls(rlock_client *c, const char *tag) {
     assert_int_equal(rlock_permit_semaphore_release(p, id), RLOCK_OK);
     assert_int_equal(rlock_permit_semaphore_try_release(p, id, &ok), RLOCK_OK);
     assert_false(ok); /* released already */
+    /* the calls on a list of ids, and getLeaseTime */
+    assert_int_equal(rlock_permit_semaphore_try_acquire(p, 0, 60000, id, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_permit_semaphore_get_lease_time(p, id, &n), RLOCK_OK);
+    assert_true(n > 0 && n <= 60000);
+    const char *ids[] = {id};
+    assert_int_equal(rlock_permit_semaphore_try_release_many(p, ids, 1, &n), RLOCK_OK);
+    assert_int_equal(n, 1);
+    assert_int_equal(rlock_permit_semaphore_release_many(p, ids, 1), RLOCK_ERR_NOT_HELD);
+    assert_int_equal(rlock_permit_semaphore_get_lease_time(p, id, &n), RLOCK_ERR_NOT_HELD);
     permit_object_calls(p);
     rlock_permit_semaphore_free(p);
 }

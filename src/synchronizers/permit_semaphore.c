@@ -864,13 +864,23 @@ static int lease_or_not_held(int64_t *value, char *msg, size_t cap, const void *
     return RLOCK_ERR_NOT_HELD;
 }
 
-static rlock_future *get_lease_time_async(rlock_permit_semaphore *s, const char *id,
-                                          const char *fn) {
+/* The message of an unknown or expired id, at msg (cap bytes, 160 hold
+ * it); its length with the NUL. */
+static size_t lease_gone_message(char *msg, size_t cap, const char *fn, const char *id) {
+    int m = snprintf(msg, cap,
+                     "%s: Permit with id %.64s has already been released or doesn't exist", fn, id);
+    return m < 0 ? 1 : (size_t)m < cap ? (size_t)m + 1 : cap;
+}
+
+/* getLeaseTimeAsync, an evalWriteAsync (retried, no WAIT); msg (cap
+ * bytes) holds the not-held message until the request is taken. */
+static rlock__sync_req get_lease_time_req(rlock_permit_semaphore *s, const char *id, const char *fn,
+                                          char *msg, size_t cap) {
     uint8_t raw[ID_BYTES];
     size_t len = 0;
     rlock_future *f = refuse_id(s, fn, id, raw, &len);
     if (f != NULL) {
-        return f;
+        return rlock__sync_req_done(f);
     }
     script_call c;
     if (call_begin(&c, OBJ(s), TIMEOUT_CHANNEL)) {
@@ -879,28 +889,31 @@ static rlock_future *get_lease_time_async(rlock_permit_semaphore *s, const char 
         rlock__args_int(&c.a, rlock__wall_ms());
         rlock__args_lit(&c.a, rlock__object_publish(OBJ(s)));
     }
-    /* getLeaseTimeAsync is evalWriteAsync: no WAIT */
-    rlock__cmd *cmd =
-        rlock__eval_write(call_end(&c, &rlock__script_permit_semaphore_get_lease_time));
-    char msg[160];
-    int m = snprintf(msg, sizeof(msg),
-                     "%s: Permit with id %.64s has already been released or doesn't exist", fn, id);
-    return rlock__sync_then(OBJ(s)->client->loop, rlock__sync_call(OBJ(s), cmd), lease_or_not_held,
-                            msg, (size_t)m + 1);
+    return (rlock__sync_req){
+        .cmd = rlock__eval_write(call_end(&c, &rlock__script_permit_semaphore_get_lease_time)),
+        .retry = true,
+        .map = lease_or_not_held,
+        .map_arg = msg,
+        .map_len = lease_gone_message(msg, cap, fn, id)};
 }
 
 rlock_future *rlock_permit_semaphore_get_lease_time_async(rlock_permit_semaphore *s,
                                                           const char *id) {
-    return get_lease_time_async(s, id, "rlock_permit_semaphore_get_lease_time_async");
+    char msg[160];
+    return rlock__sync_req_async(
+        OBJ(s),
+        get_lease_time_req(s, id, "rlock_permit_semaphore_get_lease_time_async", msg, sizeof(msg)));
 }
 
 int rlock_permit_semaphore_get_lease_time(rlock_permit_semaphore *s, const char *id,
                                           int64_t *lease_ms) {
     const char *fn = "rlock_permit_semaphore_get_lease_time";
+    char msg[160];
     int rc = rlock__sync_begin_number(OBJ(s), fn, lease_ms);
     return rc != RLOCK_OK
                ? rc
-               : rlock__future_block(get_lease_time_async(s, id, fn), fn, lease_ms, NULL, 0);
+               : rlock__sync_req_number(OBJ(s), get_lease_time_req(s, id, fn, msg, sizeof(msg)), fn,
+                                        lease_ms);
 }
 
 /* ---- tryRelease(List), release(List) ------------------------------------------------------ */
@@ -951,15 +964,27 @@ static rlock__cmd *try_release_many_cmd(const rlock *o, const char *const *ids, 
     return cmd;
 }
 
-static rlock_future *try_release_many_async(rlock_permit_semaphore *s, const char *const *ids,
-                                            size_t n, const char *fn) {
+/* tryReleaseAsync(List), syncedEvalWithRetry; map (when given) reads its
+ * count, with map_len bytes of map_arg. */
+static rlock__sync_req try_release_many_req(rlock_permit_semaphore *s, const char *const *ids,
+                                            size_t n, const char *fn, rlock__sync_map_fn map,
+                                            const void *map_arg, size_t map_len) {
     rlock_future *f = refuse_ids(s, fn, ids, n);
-    return f != NULL ? f : synced_call(s, try_release_many_cmd(OBJ(s), ids, n));
+    if (f != NULL) {
+        return rlock__sync_req_done(f);
+    }
+    return (rlock__sync_req){.cmd = rlock__synced_with_retry(try_release_many_cmd(OBJ(s), ids, n)),
+                             .retry = true,
+                             .map = map,
+                             .map_arg = map_arg,
+                             .map_len = map_len};
 }
 
 rlock_future *rlock_permit_semaphore_try_release_many_async(rlock_permit_semaphore *s,
                                                             const char *const *ids, size_t n) {
-    return try_release_many_async(s, ids, n, "rlock_permit_semaphore_try_release_many_async");
+    return rlock__sync_req_async(
+        OBJ(s), try_release_many_req(s, ids, n, "rlock_permit_semaphore_try_release_many_async",
+                                     NULL, NULL, 0));
 }
 
 int rlock_permit_semaphore_try_release_many(rlock_permit_semaphore *s, const char *const *ids,
@@ -968,7 +993,8 @@ int rlock_permit_semaphore_try_release_many(rlock_permit_semaphore *s, const cha
     int rc = rlock__sync_begin_number(OBJ(s), fn, released);
     return rc != RLOCK_OK
                ? rc
-               : rlock__future_block(try_release_many_async(s, ids, n, fn), fn, released, NULL, 0);
+               : rlock__sync_req_number(OBJ(s), try_release_many_req(s, ids, n, fn, NULL, NULL, 0),
+                                        fn, released);
 }
 
 /* releaseAsync(List): fewer released than asked is an
@@ -984,34 +1010,41 @@ static int all_released_or_not_held(int64_t *value, char *msg, size_t cap, const
     return RLOCK_ERR_NOT_HELD;
 }
 
-static rlock_future *release_many_async(rlock_permit_semaphore *s, const char *const *ids, size_t n,
-                                        const char *fn) {
-    rlock_future *f = try_release_many_async(s, ids, n, fn);
-    if (rlock_future_is_done(f) && rlock_future_error(f) != RLOCK_OK) {
-        return f; /* refused (a success is read below, however soon it came) */
-    }
-    char arg[sizeof(int64_t) + 256];
+/* release(List)'s request; arg (cap bytes, 300 hold it) keeps
+ * all_released_or_not_held's argument until the request is taken. */
+static rlock__sync_req release_many_req(rlock_permit_semaphore *s, const char *const *ids, size_t n,
+                                        const char *fn, char *arg, size_t cap) {
     int64_t want = (int64_t)n;
     memcpy(arg, &want, sizeof(want));
-    int m = snprintf(arg + sizeof(want), sizeof(arg) - sizeof(want),
-                     "%s: Permits with ids [%.32s%s] have already been released or don't exist", fn,
-                     ids[0], n > 1 ? ", ..." : "");
-    return rlock__sync_then(OBJ(s)->client->loop, f, all_released_or_not_held, arg,
-                            sizeof(want) + (size_t)m + 1);
+    int m = ids == NULL || n == 0
+                ? 0
+                : snprintf(arg + sizeof(want), cap - sizeof(want),
+                           "%s: Permits with ids [%.32s%s] have already been released or don't "
+                           "exist",
+                           fn, ids[0] != NULL ? ids[0] : "", n > 1 ? ", ..." : "");
+    size_t len = m < 0 ? 0 : (size_t)m < cap - sizeof(want) ? (size_t)m : cap - sizeof(want) - 1;
+    arg[sizeof(want) + len] = '\0';
+    return try_release_many_req(s, ids, n, fn, all_released_or_not_held, arg,
+                                sizeof(want) + len + 1);
 }
 
 rlock_future *rlock_permit_semaphore_release_many_async(rlock_permit_semaphore *s,
                                                         const char *const *ids, size_t n) {
-    return release_many_async(s, ids, n, "rlock_permit_semaphore_release_many_async");
+    char arg[300];
+    return rlock__sync_req_async(
+        OBJ(s),
+        release_many_req(s, ids, n, "rlock_permit_semaphore_release_many_async", arg, sizeof(arg)));
 }
 
 int rlock_permit_semaphore_release_many(rlock_permit_semaphore *s, const char *const *ids,
                                         size_t n) {
     const char *fn = "rlock_permit_semaphore_release_many";
+    char arg[300];
     int rc = rlock__sync_check_blocking(OBJ(s), fn, true);
     return rc != RLOCK_OK
                ? rc
-               : rlock__future_block(release_many_async(s, ids, n, fn), fn, NULL, NULL, 0);
+               : rlock__sync_req_number(OBJ(s), release_many_req(s, ids, n, fn, arg, sizeof(arg)),
+                                        fn, NULL);
 }
 
 /* ---- several permits at once: acquire(permits, lease), tryAcquire(permits, wait, lease) ---- */

@@ -81,12 +81,27 @@ rlock_future *rlock__sync_req_async(rlock *o, rlock__sync_req r) {
         return r.done;
     }
     rlock_future *f = rlock__sync_call(o, r.cmd);
-    return r.as_bool ? rlock__sync_then(o->client->loop, f, rlock__sync_map_bool, NULL, 0) : f;
+    return r.map != NULL ? rlock__sync_then(o->client->loop, f, r.map, r.map_arg, r.map_len) : f;
 }
 
 int rlock__sync_req_number(rlock *o, rlock__sync_req r, const char *fn, int64_t *value) {
-    return r.done != NULL ? rlock__future_block(r.done, fn, value, NULL, 0)
-                          : rlock__sync_direct_call(o, r.cmd, r.retry, fn, value);
+    if (r.done != NULL) {
+        return rlock__future_block(r.done, fn, value, NULL, 0);
+    }
+    int64_t v = 0;
+    int rc = rlock__sync_direct_call(o, r.cmd, r.retry, fn, &v);
+    char msg[512] = "";
+    if (rc == RLOCK_OK && r.map != NULL &&
+        (rc = r.map(&v, msg, sizeof(msg), r.map_arg)) != RLOCK_OK) {
+        /* the message the async form's future gets, as its blocking form
+         * shows it (rlock__future_block) */
+        return strncmp(msg, "rlock_", 6) == 0 ? (rlock__set_error_message("%s", msg), rc)
+                                              : failed(rc, fn, msg);
+    }
+    if (rc == RLOCK_OK && value != NULL) {
+        *value = v;
+    }
+    return rc;
 }
 
 int rlock__sync_req_bool(rlock *o, rlock__sync_req r, const char *fn, bool *out) {

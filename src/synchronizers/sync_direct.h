@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "sync_then.h"
 #include "sync_wait.h"
 
 /* One command (taken; NULL: out of memory) whose value is the reply's
@@ -30,13 +31,17 @@ int rlock__sync_direct_call(rlock *o, rlock__cmd *cmd, bool retry, const char *f
  * same command by the same route: either done (a future done without
  * Redis: refused input, or a value at once such as permits 0's) or cmd
  * (NULL: out of memory) with retry, whether its route sends it again
- * after a write with no answer (rlock__sync_direct_call's). as_bool: the
- * async value is 1 for any non-zero count (deleteAsync's DEL count). */
+ * after a write with no answer (rlock__sync_direct_call's). map (when
+ * given) reads the answer in both forms, with map_len bytes of map_arg
+ * (the caller's, alive until the request is taken): deleteAsync's DEL
+ * count as a boolean, getLeaseTime's 0 as not held. */
 typedef struct rlock__sync_req {
     rlock_future *done;
     rlock__cmd *cmd;
     bool retry;
-    bool as_bool;
+    rlock__sync_map_fn map;
+    const void *map_arg;
+    size_t map_len;
 } rlock__sync_req;
 
 /* A request done at once: f (NULL: out of memory). */

@@ -35,7 +35,7 @@ rlock__sync_req rlock__sync_delete_req(rlock *o, const char *fn, rlock__sync_ext
     rlock__sync_req r = checked(o, fn);
     if (r.done == NULL) {
         r.cmd = keys_command(o, "DEL", extra);
-        r.as_bool = true; /* deleteAsync: the DEL count as a boolean */
+        r.map = rlock__sync_map_bool; /* deleteAsync: the DEL count as a boolean */
     }
     return r;
 }
