@@ -137,9 +137,9 @@ typedef struct ch_worker_args {
      * address says it for the client); NULL: 127.0.0.1. The network fault
      * harness (tests/netfault) runs the server in a network namespace. */
     const char *host;
-    /* Sentinel mode there: the sentinels' hosts, one per ports[] entry
-     * (NULL: 127.0.0.1); the data connection then goes to the host the
-     * sentinel names, not 127.0.0.1. */
+    /* Sentinel or cluster mode there: the sentinels' or the nodes' hosts,
+     * one per ports[] entry (NULL: 127.0.0.1); the data connection then
+     * goes to the host the sentinel or the slot map names, not 127.0.0.1. */
     const char *hosts[CH_CL_MAX_NODES];
 } ch_worker_args;
 

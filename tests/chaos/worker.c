@@ -187,8 +187,10 @@ static int counter_master(worker *w) {
         return sentinel_master(w);
     }
     for (int k = 0; k < w->a->nports; k++) {
-        int port = w->a->ports[(next + (unsigned)k) % (unsigned)w->a->nports];
-        redisContext *c = redisConnectWithTimeout("127.0.0.1", port, ms_tv(CH_CL_PROBE_MS));
+        unsigned i = (next + (unsigned)k) % (unsigned)w->a->nports;
+        int port = w->a->ports[i];
+        const char *host = w->a->hosts[i] != NULL ? w->a->hosts[i] : "127.0.0.1";
+        redisContext *c = redisConnectWithTimeout(host, port, ms_tv(CH_CL_PROBE_MS));
         if (c == NULL || c->err != 0 || redisSetTimeout(c, ms_tv(CH_CL_PROBE_MS)) != REDIS_OK) {
             if (c != NULL) {
                 redisFree(c);
@@ -196,7 +198,14 @@ static int counter_master(worker *w) {
             continue;
         }
         redisReply *r = redisCommand(c, "CLUSTER SLOTS");
-        int owner = rt_cluster_reply_owner(r, w->a->counter_slot);
+        /* With hosts (netfault's namespaces: every node on port 6379 at an
+         * address of its own) the master's host comes from the map too. */
+        char owner_host[sizeof(w->master_host)];
+        int owner = rt_cluster_reply_owner_at(r, w->a->counter_slot, owner_host,
+                                              w->a->hosts[i] != NULL ? sizeof(owner_host) : 0);
+        if (owner > 0 && w->a->hosts[i] != NULL) {
+            snprintf(w->master_host, sizeof(w->master_host), "%s", owner_host);
+        }
         if (r != NULL) {
             freeReplyObject(r);
         }

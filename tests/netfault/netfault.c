@@ -22,6 +22,7 @@
 #include <hiredis/hiredis.h>
 
 #include "chaos.h"
+#include "cluster.h"
 #include "netns.h"
 #include "notify.h"
 #include "plan.h"
@@ -67,6 +68,8 @@ static struct {
     nf_node *msrv[NF_MAX_SERVERS];  /* Sentinel mode: the servers (msrv[0] the first master) */
     nf_node *snode[NF_MAX_SERVERS]; /* and the sentinels */
     char sentinels[256];            /* the sentinels' addresses, for the clients */
+    bool cluster;                   /* --cluster: three masters with a replica each */
+    nf_cluster cls;
     char dir[256];
     ch_slot *slots;
     wk w[NF_MAX_WORKERS];
@@ -118,11 +121,17 @@ static void teardown(void) {
 
 /* ---- the server and the workers, each in its namespace -------------------- */
 
+/* A topology with replicas and failovers (Sentinel or cluster mode). */
+static bool replicated(void) {
+    return D.sentinel || D.cluster;
+}
+
 /* The master now: the only server in single-server mode; in Sentinel
- * mode the one every sentinel names (the last known while they disagree). */
+ * mode the one every sentinel names, in cluster mode the lock slot's one
+ * every node names (the last known while they disagree). */
 static nf_node *master(void) {
-    if (D.sentinel) {
-        nf_node *m = nf_sentinel_master(&D.sv);
+    if (replicated()) {
+        nf_node *m = D.cluster ? nf_cluster_master(&D.cls) : nf_sentinel_master(&D.sv);
         D.srv = m != NULL ? m : D.srv;
     }
     return D.srv;
@@ -130,6 +139,9 @@ static nf_node *master(void) {
 
 static int start_servers(void) {
     D.sv.dir = D.dir;
+    if (D.cluster) {
+        return nf_cluster_start(&D.cls, &D.sv) == 0 && master() != NULL ? 0 : -1;
+    }
     if (!D.sentinel) {
         return nf_start_redis(&D.sv, D.srv, NULL);
     }
@@ -196,6 +208,9 @@ static bool spawn(int p) {
             a.ports[i] = NF_SENTINEL_PORT;
             a.hosts[i] = D.snode[i]->addr;
         }
+    }
+    if (D.cluster) {
+        nf_cluster_worker_args(&D.cls, &a);
     }
     fflush(NULL);
     pid_t pid = fork();
@@ -288,12 +303,12 @@ static int holder(void) {
 
 /* Cuts what reaches the server from node c (c NULL: from every client),
  * and what reaches c from the server, as the kind says. */
-/* Cuts the master and every other server and sentinel from each other
- * (both ways); with clients too, from the clients as well. */
+/* Cuts the master and every other server and sentinel (cluster: node)
+ * from each other (both ways); with clients too, from the clients as well. */
 static bool cut_master_off(bool clients) {
     bool ok = true;
-    nf_node *others[2 * NF_MAX_SERVERS + NF_MAX_WORKERS];
-    int n = 0;
+    nf_node *others[NF_MAX_NODES];
+    int n = D.cluster ? nf_cluster_others(&D.cls, D.srv, others) : 0;
     for (int i = 0; D.sentinel && i < NF_MAX_SERVERS; i++) {
         others[n] = D.msrv[i];
         n += D.msrv[i] != D.srv;
@@ -311,7 +326,7 @@ static bool cut_master_off(bool clients) {
 
 static bool cut(nf_kind kind, const nf_node *c) {
     bool ok = true;
-    if (kind == NF_K_MASTER_SPLIT || (c == NULL && D.sentinel)) {
+    if (kind == NF_K_MASTER_SPLIT || (c == NULL && replicated())) {
         return cut_master_off(kind != NF_K_MASTER_SPLIT);
     }
     if (c == NULL) {
@@ -332,6 +347,11 @@ static bool cut(nf_kind kind, const nf_node *c) {
 
 static void heal(const nf_node *c) {
     nf_heal(&D.net, D.srv);
+    nf_node *others[NF_CL_NODES];
+    int nothers = D.cluster && c == NULL ? nf_cluster_others(&D.cls, D.srv, others) : 0;
+    for (int i = 0; i < nothers; i++) {
+        nf_heal(&D.net, others[i]);
+    }
     for (int i = 0; D.sentinel && c == NULL && i < NF_MAX_SERVERS; i++) {
         if (D.msrv[i] != D.srv) {
             nf_heal(&D.net, D.msrv[i]);
@@ -359,21 +379,33 @@ static bool lossy(const nf_step *s, const nf_node *c) {
     return ok;
 }
 
-/* Sentinel mode, after a heal: waits (1 s, for a failover the sentinels
- * had decided on, then until every sentinel names one master and no other
- * server says it is one, 40 s at most) and says whether the master is no
- * longer old. Then, outside the fault's window, until the master has both
- * replicas in sync (30 s), so that the next failover promotes no replica
- * that is still loading. */
+/* The master the servers agree on, NULL while they do not: in Sentinel
+ * mode every sentinel names it and no other server says it is one; in
+ * cluster mode every node is ok and names it for the lock's slot. */
+static nf_node *agreed_master(void) {
+    if (D.cluster) {
+        return nf_cluster_master(&D.cls);
+    }
+    nf_node *m = nf_sentinel_master(&D.sv);
+    bool agreed = m != NULL && nf_says_master(m);
+    for (int k = 0; agreed && k < NF_MAX_SERVERS; k++) {
+        agreed = D.msrv[k] == m || !nf_says_master(D.msrv[k]);
+    }
+    return agreed ? m : NULL;
+}
+
+/* Sentinel and cluster mode, after a heal: waits (1 s, for a failover the
+ * sentinels or the nodes had decided on, then until the servers agree on
+ * one master, 40 s at most) and says whether the master is no longer old.
+ * Then, outside the fault's window, until the master has its replicas in
+ * sync (30 s), so that the next failover promotes no replica that is still
+ * loading. */
 static bool settle(nf_node *old) {
     dsleep(1000);
     int64_t until = ch_now_ns() + 40 * 1000000000LL;
     for (bool agreed = false; !agreed && !D.fatal;) {
-        nf_node *m = nf_sentinel_master(&D.sv);
-        agreed = m != NULL && nf_says_master(m);
-        for (int k = 0; agreed && k < NF_MAX_SERVERS; k++) {
-            agreed = D.msrv[k] == m || !nf_says_master(D.msrv[k]);
-        }
+        nf_node *m = agreed_master();
+        agreed = m != NULL;
         D.srv = agreed ? m : D.srv;
         if (!agreed && ch_now_ns() > until) {
             say("FATAL: the servers did not agree on a master within 40 s of a heal");
@@ -388,10 +420,10 @@ static bool settle(nf_node *old) {
 
 static void synced(void) {
     int64_t until = ch_now_ns() + 30 * 1000000000LL;
-    while (!D.fatal && nf_replicas_online(D.srv) < NF_MAX_SERVERS - 1) {
+    int replicas = D.cluster ? 1 : NF_MAX_SERVERS - 1;
+    while (!D.fatal && nf_replicas_online(D.srv) < replicas) {
         if (ch_now_ns() > until) {
-            say("FATAL: the master %s has not both replicas in sync 30 s after a heal",
-                D.srv->name);
+            say("FATAL: the master %s has not its replicas in sync 30 s after a heal", D.srv->name);
             D.fatal = true;
         }
         dsleep(50);
@@ -427,7 +459,7 @@ static void run_step(int i, const nf_step *s) {
     heal(c);
     f.t1 = ch_now_ns();
     say("#%-3d healed after %.0f ms", i, (double)(f.t1 - f.t0) / 1e6);
-    if (D.sentinel) {
+    if (replicated()) {
         f.failover = settle(old);
         if (f.failover) {
             f.t1 = ch_now_ns();
@@ -520,7 +552,7 @@ static void stop_phase(void) {
 static long long final_counter(bool *ok) {
     redisContext *c = nf_connect(master(), NF_PORT, 2000);
     redisReply *r =
-        c != NULL ? redisCommand(c, "GET %s", D.sentinel ? CH_CL_COUNTER : CH_COUNTER) : NULL;
+        c != NULL ? redisCommand(c, "GET %s", replicated() ? CH_CL_COUNTER : CH_COUNTER) : NULL;
     *ok = r != NULL && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_NIL);
     long long v = *ok && r->type == REDIS_REPLY_STRING ? strtoll(r->str, NULL, 10) : 0;
     if (r != NULL) {
@@ -538,9 +570,12 @@ static int build_network(void) {
     char log[300];
     snprintf(log, sizeof(log), "%s/net.log", D.dir);
     if (nf_net_create(&D.net, log) != 0 ||
-        (D.srv = nf_net_add(&D.net, D.sentinel ? "m0" : "srv", NF_SERVER_HOST)) == NULL) {
+        (D.cluster
+             ? nf_cluster_add_nodes(&D.cls, &D.net) != 0
+             : (D.srv = nf_net_add(&D.net, D.sentinel ? "m0" : "srv", NF_SERVER_HOST)) == NULL)) {
         return -1;
     }
+    D.srv = D.cluster ? D.cls.node[0] : D.srv; /* until the cluster says which */
     D.msrv[0] = D.srv;
     size_t used = 0;
     for (int i = 0; D.sentinel && i < NF_MAX_SERVERS; i++) {
@@ -569,10 +604,10 @@ static int build_network(void) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: netfault [--seconds N] [--seed N] [--workers N] [--sentinel] [--fenced "
-                    "| --semaphore | --latch] "
-                    "[--budget SECONDS] [--keep] [--porcupine-html]\n"
-                    "       netfault --cleanup    remove the namespaces of runs that are gone\n");
+    fprintf(stderr,
+            "usage: netfault [--seconds N] [--seed N] [--workers N] [--sentinel | --cluster] "
+            "[--fenced | --semaphore | --latch] [--budget SECONDS] [--keep] [--porcupine-html]\n"
+            "       netfault --cleanup    remove the namespaces of runs that are gone\n");
 }
 
 /* ---- the run --------------------------------------------------------------- */
@@ -729,10 +764,17 @@ static int run(const nf_plan *plan, long seconds, bool keep) {
         teardown();
         return 1;
     }
-    printf("netfault: %s %s in %s, clients %s..%s in %sc0..c%d, records in %s\n",
-           D.sentinel ? "Sentinel (master, 2 replicas, sentinels " : "server",
-           D.sentinel ? D.sentinels : D.redis.address, D.srv->ns, D.cl[0]->addr,
-           D.cl[D.nworkers - 1]->addr, D.net.prefix, D.nworkers - 1, D.dir);
+    if (D.cluster) {
+        printf("netfault: Redis Cluster (3 masters, 1 replica each: %s); lock %s in slot %d, "
+               "master %s; clients %s..%s in %sc0..c%d, records in %s\n",
+               D.cls.seeds, CH_LOCK_NAME, D.cls.slot, D.srv->addr, D.cl[0]->addr,
+               D.cl[D.nworkers - 1]->addr, D.net.prefix, D.nworkers - 1, D.dir);
+    } else {
+        printf("netfault: %s %s in %s, clients %s..%s in %sc0..c%d, records in %s\n",
+               D.sentinel ? "Sentinel (master, 2 replicas, sentinels " : "server",
+               D.sentinel ? D.sentinels : D.redis.address, D.srv->ns, D.cl[0]->addr,
+               D.cl[D.nworkers - 1]->addr, D.net.prefix, D.nworkers - 1, D.dir);
+    }
     for (int p = 0; p < D.nworkers && !D.fatal; p++) {
         D.fatal = !spawn(p);
     }
@@ -789,6 +831,8 @@ int main(int argc, char **argv) {
             D.fenced = true;
         } else if (strcmp(argv[i], "--sentinel") == 0) {
             D.sentinel = true;
+        } else if (strcmp(argv[i], "--cluster") == 0) {
+            D.cluster = true;
         } else if (strcmp(argv[i], "--semaphore") == 0) {
             D.sync = NF_SYNC_SEMAPHORE;
         } else if (strcmp(argv[i], "--latch") == 0) {
@@ -802,7 +846,8 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS || (D.sentinel && D.sync)) {
+    if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS || (replicated() && D.sync) ||
+        (D.sentinel && D.cluster)) {
         usage();
         return 2;
     }
@@ -822,7 +867,7 @@ int main(int argc, char **argv) {
         D.seed = (uint64_t)ch_now_ns() ^ ((uint64_t)getpid() << 32);
     }
     nf_plan plan;
-    if (nf_plan_make(&plan, D.seed, seconds, D.nworkers, D.sentinel) != 0) {
+    if (nf_plan_make(&plan, D.seed, seconds, D.nworkers, replicated()) != 0) {
         return 1;
     }
     printf("netfault: seed %" PRIu64 " (replay: netfault --seed %" PRIu64 " --seconds %ld), "

@@ -134,7 +134,7 @@ void nf_step_params(const nf_step *s, char *buf, size_t size) {
         snprintf(buf, size, "server->client dropped");
         break;
     case NF_K_MASTER_SPLIT:
-        snprintf(buf, size, "master<->replicas+sentinels dropped");
+        snprintf(buf, size, "master<->every other server dropped");
         break;
     default:
         snprintf(buf, size, "both directions dropped");

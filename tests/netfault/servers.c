@@ -23,8 +23,7 @@ redisContext *nf_connect(const nf_node *node, int port, int timeout_ms) {
     return c;
 }
 
-/* One command, its words split on spaces (no word of ours has one). */
-static redisReply *command(const nf_node *node, int port, const char *cmd) {
+redisReply *nf_command(const nf_node *node, int port, const char *cmd) {
     char buf[128];
     const char *argv[8];
     int argc = 0;
@@ -42,7 +41,7 @@ static redisReply *command(const nf_node *node, int port, const char *cmd) {
 }
 
 static bool answers(const nf_node *node, int port) {
-    redisReply *r = command(node, port, "PING");
+    redisReply *r = nf_command(node, port, "PING");
     bool ok = r != NULL && r->type == REDIS_REPLY_STATUS;
     if (r != NULL) {
         freeReplyObject(r);
@@ -111,6 +110,17 @@ int nf_start_redis(nf_servers *s, nf_node *node, const char *master_addr) {
     snprintf(dbfile, sizeof(dbfile), "dump-%s.rdb", node->name);
     argv[n++] = "--dbfilename";
     argv[n++] = dbfile;
+    char nodes_conf[64], node_timeout[16];
+    snprintf(nodes_conf, sizeof(nodes_conf), "nodes-%s.conf", node->name);
+    snprintf(node_timeout, sizeof(node_timeout), "%d", NF_CL_NODE_TIMEOUT_MS);
+    if (s->cluster) {
+        argv[n++] = "--cluster-enabled";
+        argv[n++] = "yes";
+        argv[n++] = "--cluster-config-file";
+        argv[n++] = nodes_conf;
+        argv[n++] = "--cluster-node-timeout";
+        argv[n++] = node_timeout;
+    }
     if (master_addr != NULL) {
         argv[n++] = "--replicaof";
         argv[n++] = (char *)master_addr;
@@ -145,7 +155,7 @@ int nf_start_sentinel(nf_servers *s, nf_node *node, const char *master_addr) {
 }
 
 static long long array_len(const nf_node *node, const char *cmd) {
-    redisReply *r = command(node, NF_SENTINEL_PORT, cmd);
+    redisReply *r = nf_command(node, NF_SENTINEL_PORT, cmd);
     long long n = r != NULL && r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : -1;
     if (r != NULL) {
         freeReplyObject(r);
@@ -166,8 +176,8 @@ bool nf_sentinels_ready(const nf_servers *s) {
 nf_node *nf_sentinel_master(const nf_servers *s) {
     nf_node *m = NULL;
     for (int i = 0; i < s->nsent; i++) {
-        redisReply *r = command(s->sent[i], NF_SENTINEL_PORT,
-                                "SENTINEL get-master-addr-by-name " NF_MASTER_NAME);
+        redisReply *r = nf_command(s->sent[i], NF_SENTINEL_PORT,
+                                   "SENTINEL get-master-addr-by-name " NF_MASTER_NAME);
         nf_node *named = NULL;
         if (r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
             r->element[0]->type == REDIS_REPLY_STRING) {
@@ -187,7 +197,7 @@ nf_node *nf_sentinel_master(const nf_servers *s) {
 }
 
 bool nf_says_master(const nf_node *node) {
-    redisReply *r = command(node, NF_PORT, "ROLE");
+    redisReply *r = nf_command(node, NF_PORT, "ROLE");
     bool yes = r != NULL && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
                r->element[0]->type == REDIS_REPLY_STRING &&
                strcmp(r->element[0]->str, "master") == 0;
@@ -198,7 +208,7 @@ bool nf_says_master(const nf_node *node) {
 }
 
 int nf_replicas_online(const nf_node *node) {
-    redisReply *r = command(node, NF_PORT, "INFO replication");
+    redisReply *r = nf_command(node, NF_PORT, "INFO replication");
     int n = -1;
     if (r != NULL && r->type == REDIS_REPLY_STRING) {
         n = 0;

@@ -1,6 +1,7 @@
 /* The Redis side of a netfault run: one redis-server, or (--sentinel) a
- * master with two replicas and three sentinels, each in a namespace of its
- * own (netns.h), started by the run and killed with it. */
+ * master with two replicas and three sentinels, or (--cluster, cluster.h)
+ * the six nodes of a Redis Cluster, each in a namespace of its own
+ * (netns.h), started by the run and killed with it. */
 #ifndef NF_SERVERS_H
 #define NF_SERVERS_H
 
@@ -17,19 +18,26 @@
 #define NF_SN_DOWN_AFTER_MS 2000
 #define NF_SN_FAILOVER_TIMEOUT_MS 6000
 #define NF_MAX_SERVERS 3
+#define NF_MAX_PROCS 8             /* redis-servers and sentinels: 6 in either mode */
+#define NF_CL_NODE_TIMEOUT_MS 2000 /* cluster-node-timeout (--cluster) */
 
 typedef struct nf_servers {
-    nf_node *srv[NF_MAX_SERVERS]; /* srv[0]: the first master */
+    nf_node *srv[NF_MAX_PROCS]; /* srv[0]: the first master (Sentinel) */
     int nsrv;
     nf_node *sent[NF_MAX_SERVERS];
     int nsent;
-    pid_t pids[2 * NF_MAX_SERVERS];
+    pid_t pids[NF_MAX_PROCS];
     int npids;
     const char *dir;
+    bool cluster; /* each redis-server cluster-enabled */
 } nf_servers;
 
 /* A blocking connection to node:port, timeout_ms for each step; NULL. */
 redisContext *nf_connect(const nf_node *node, int port, int timeout_ms);
+
+/* One command on a fresh connection (500 ms bounds), its words split on
+ * spaces (no word of ours has one); NULL: no answer. */
+redisReply *nf_command(const nf_node *node, int port, const char *cmd);
 
 /* Starts a redis-server in node's namespace, a replica of master_addr when
  * it is not NULL; waits (5 s) until it answers. */

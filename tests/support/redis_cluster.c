@@ -339,9 +339,17 @@ static bool entry_ok(const redisReply *e) {
 }
 
 int rt_cluster_reply_owner(const redisReply *r, int slot) {
+    return rt_cluster_reply_owner_at(r, slot, NULL, 0);
+}
+
+int rt_cluster_reply_owner_at(const redisReply *r, int slot, char *host, size_t size) {
     for (size_t i = 0; r != NULL && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
         const redisReply *e = r->element[i];
         if (entry_ok(e) && e->element[0]->integer <= slot && slot <= e->element[1]->integer) {
+            const redisReply *h = e->element[2]->element[0];
+            if (size > 0) {
+                snprintf(host, size, "%s", h->type == REDIS_REPLY_STRING ? h->str : "");
+            }
             return (int)e->element[2]->element[1]->integer;
         }
     }

@@ -65,6 +65,12 @@ int rt_cluster_slot_owners(rt_cluster *c, int *ports);
  * no well-formed entry covers it. */
 int rt_cluster_reply_owner(const redisReply *r, int slot);
 
+/* The same, and that master's host as the reply gives it into host (size
+ * bytes; "" when it gives none). On nodes that each have an address of
+ * their own (the network fault harness's namespaces) the port alone does
+ * not say which node it is. */
+int rt_cluster_reply_owner_at(const redisReply *r, int slot, char *host, size_t size);
+
 /* The node serving slot as master, per rt_cluster_slot_owners; NULL when
  * unknown or not one of c's nodes. */
 rt_redis *rt_cluster_master_of(rt_cluster *c, int slot);
