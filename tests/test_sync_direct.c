@@ -8,10 +8,10 @@
  *   thread's connection) sends nothing for the non-waiting calls, while
  *   Redis ran the same commands as on the handoff path, one for one
  *   (INFO commandstats), and left the same keys (no leftovers);
- * - a waiting acquire and await, and a permit acquire that waits for a
- *   lease to end: the first try goes direct and the wait goes on on the
- *   loop, and the tries Redis ran are the handoff path's (the first try
- *   not sent again);
+ * - a waiting acquire, acquire of several permits and await, and a
+ *   permit acquire that waits for a lease to end: the first try goes
+ *   direct and the wait goes on on the loop, and the tries Redis ran
+ *   are the handoff path's (the first try not sent again);
  * - a release, count-down or releaseIfExists whose answer is late (Redis
  *   stopped past timeout_ms) fails with RLOCK_ERR_TIMEOUT and is not sent
  *   again: the count changes once;
@@ -201,6 +201,28 @@ static void permit_object_calls(rlock_permit_semaphore *p) {
     assert_false(ok);
 }
 
+/* The several-permit acquires, from 1 permit free: acquire_many of 3
+ * (free once 2 are added: answered at once), try_acquire_many of 2 that
+ * waits 0 (not enough: no ids); the 3 ids are released. */
+static void permit_many_calls(rlock_permit_semaphore *p) {
+    char ids[3][RLOCK_PERMIT_ID_MAX];
+    char none[2][RLOCK_PERMIT_ID_MAX] = {"x", "x"};
+    bool ok = true;
+    assert_int_equal(rlock_permit_semaphore_add_permits(p, 2), RLOCK_OK);
+    assert_int_equal(rlock_permit_semaphore_acquire_many(p, 3, 60000, ids), RLOCK_OK);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(strlen(ids[i]), 32);
+    }
+    assert_string_not_equal(ids[0], ids[1]);
+    assert_string_not_equal(ids[1], ids[2]);
+    assert_int_equal(rlock_permit_semaphore_try_acquire_many(p, 2, 0, 60000, none, &ok), RLOCK_OK);
+    assert_false(ok);
+    assert_string_equal(none[0], "");
+    assert_string_equal(none[1], "");
+    const char *held[] = {ids[0], ids[1], ids[2]};
+    assert_int_equal(rlock_permit_semaphore_release_many(p, held, 3), RLOCK_OK);
+}
+
 /* Every non-waiting call once (and the try-acquires that wait 0, taken and
  * not), on semaphore and latch names of their own under tag. */
 static void non_waiting_calls(rlock_client *c, const char *tag) {
@@ -285,6 +307,7 @@ static void non_waiting_calls(rlock_client *c, const char *tag) {
     assert_int_equal(n, 1);
     assert_int_equal(rlock_permit_semaphore_release_many(p, ids, 1), RLOCK_ERR_NOT_HELD);
     assert_int_equal(rlock_permit_semaphore_get_lease_time(p, id, &n), RLOCK_ERR_NOT_HELD);
+    permit_many_calls(p);
     permit_object_calls(p);
     rlock_permit_semaphore_free(p);
 }
@@ -324,10 +347,18 @@ static void test_non_waiting_calls(void **state) {
 
 /* ---- 2. the waiting calls ------------------------------------------------------ */
 
+/* What waits: a semaphore's acquire, a latch's await, or a permit
+ * semaphore's acquire of several permits. */
+typedef enum { W_SEM, W_LATCH, W_PERMITS } wait_kind;
+
+#define W_PERMITS_N 2
+
 typedef struct waiter {
     pthread_t thread;
     rlock_semaphore *s;
     rlock_latch *l;
+    rlock_permit_semaphore *p;
+    char ids[W_PERMITS_N][RLOCK_PERMIT_ID_MAX];
     int rc;
     bool reached;
     _Atomic bool done;
@@ -337,6 +368,9 @@ static void *waiter_main(void *arg) {
     waiter *w = arg;
     if (w->s != NULL) {
         w->rc = rlock_semaphore_acquire(w->s, 1);
+    } else if (w->p != NULL) {
+        w->rc =
+            rlock_permit_semaphore_acquire_many(w->p, W_PERMITS_N, RLOCK_PERMIT_NO_LEASE, w->ids);
     } else {
         w->rc = rlock_latch_await(w->l, 20000, &w->reached);
     }
@@ -354,17 +388,44 @@ static void finish(waiter *w) {
     assert_int_equal(w->rc, RLOCK_OK);
 }
 
-/* One blocked acquire (sem) or await (latch) on a client of pool, let go
- * by another client (the loop's path) once it waits: what Redis ran. */
-static counts run_waiting(fx *f, int pool, bool sem, rlock__executor_stats *x) {
+/* The permit semaphore's waiter: 2 permits, 1 taken by other's held
+ * (no lease), so that an acquire of W_PERMITS_N waits for its release. */
+static void permits_setup(rlock_client *c, rlock_client *other, const char *name, waiter *w,
+                          rlock_permit_semaphore **op, char *held) {
+    w->p = rlock_get_permit_expirable_semaphore(c, name);
+    *op = rlock_get_permit_expirable_semaphore(other, name);
+    bool ok = false;
+    assert_int_equal(rlock_permit_semaphore_try_set_permits(*op, W_PERMITS_N, &ok), RLOCK_OK);
+    assert_true(ok);
+    assert_int_equal(rlock_permit_semaphore_try_acquire(*op, 0, RLOCK_PERMIT_NO_LEASE, held, &ok),
+                     RLOCK_OK);
+    assert_true(ok);
+    int64_t n = 0;
+    assert_int_equal(rlock_permit_semaphore_available_permits(w->p, &n), RLOCK_OK); /* warm */
+    assert_int_equal(n, W_PERMITS_N - 1);
+}
+
+/* One blocked acquire (W_SEM, W_PERMITS) or await (W_LATCH) on a client
+ * of pool, let go by another client (the loop's path) once it waits:
+ * what Redis ran. */
+static counts run_waiting(fx *f, int pool, wait_kind kind, rlock__executor_stats *x) {
+    bool sem = kind != W_LATCH;
     rlock_client *c = client(f, pool);
     rlock_client *other = client(f, HANDOFF);
     char name[64];
-    snprintf(name, sizeof(name), "direct:%s:wait%d", sem ? "sem" : "latch", pool);
+    snprintf(name, sizeof(name), "direct:%s:wait%d",
+             kind == W_SEM     ? "sem"
+             : kind == W_LATCH ? "latch"
+                               : "permits",
+             pool);
     waiter w = {0};
     rlock_semaphore *os = NULL;
     rlock_latch *ol = NULL;
-    if (sem) {
+    rlock_permit_semaphore *op = NULL;
+    char held[RLOCK_PERMIT_ID_MAX] = "";
+    if (kind == W_PERMITS) {
+        permits_setup(c, other, name, &w, &op, held);
+    } else if (sem) {
         w.s = rlock_get_semaphore(c, name);
         os = rlock_get_semaphore(other, name);
         int64_t n = 0;
@@ -389,7 +450,9 @@ static counts run_waiting(fx *f, int pool, bool sem, rlock__executor_stats *x) {
     }
     assert_int_equal(rt_sync_numsub_becomes(&f->redis, channel, 1, 10000), 1);
     rt_sync_settle(c); /* the try after the subscription is back */
-    if (sem) {
+    if (kind == W_PERMITS) {
+        assert_int_equal(rlock_permit_semaphore_release(op, held), RLOCK_OK);
+    } else if (sem) {
         assert_int_equal(rlock_semaphore_release(os, 1), RLOCK_OK);
     } else {
         assert_int_equal(rlock_latch_count_down(ol), RLOCK_OK);
@@ -401,7 +464,16 @@ static counts run_waiting(fx *f, int pool, bool sem, rlock__executor_stats *x) {
     rlock__executor_stats x1 = rlock__client_stats(c);
     x->sent = x1.sent - x0.sent;
     x->evalsha = x1.evalsha - x0.evalsha;
-    if (sem) {
+    if (kind == W_PERMITS) {
+        /* the ids as the async route gives them: each one taken */
+        for (int i = 0; i < W_PERMITS_N; i++) {
+            assert_int_equal(strlen(w.ids[i]), 32);
+        }
+        const char *got[] = {w.ids[0], w.ids[1]};
+        assert_int_equal(rlock_permit_semaphore_release_many(w.p, got, W_PERMITS_N), RLOCK_OK);
+        rlock_permit_semaphore_free(w.p);
+        rlock_permit_semaphore_free(op);
+    } else if (sem) {
         rlock_semaphore_free(w.s);
         rlock_semaphore_free(os);
     } else {
@@ -411,10 +483,10 @@ static counts run_waiting(fx *f, int pool, bool sem, rlock__executor_stats *x) {
     return d;
 }
 
-static void check_waiting(fx *f, bool sem) {
+static void check_waiting(fx *f, wait_kind kind) {
     rlock__executor_stats xd, xh;
-    counts handoff = run_waiting(f, HANDOFF, sem, &xh);
-    counts direct = run_waiting(f, DIRECT, sem, &xd);
+    counts handoff = run_waiting(f, HANDOFF, kind, &xh);
+    counts direct = run_waiting(f, DIRECT, kind, &xd);
     print_message("executor sent: direct %llu, handoff %llu\n", (unsigned long long)xd.sent,
                   (unsigned long long)xh.sent);
     assert_same_commands(&direct, &handoff);
@@ -423,11 +495,15 @@ static void check_waiting(fx *f, bool sem) {
 }
 
 static void test_waiting_acquire(void **state) {
-    check_waiting(*state, true);
+    check_waiting(*state, W_SEM);
 }
 
 static void test_waiting_await(void **state) {
-    check_waiting(*state, false);
+    check_waiting(*state, W_LATCH);
+}
+
+static void test_waiting_acquire_many(void **state) {
+    check_waiting(*state, W_PERMITS);
 }
 
 /* A permit semaphore's acquire that waits for a lease to end (no message:
@@ -661,6 +737,7 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_non_waiting_calls, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waiting_acquire, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waiting_await, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_waiting_acquire_many, setup, teardown),
         cmocka_unit_test_setup_teardown(test_waiting_lease_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_release_direct, setup, teardown),
         cmocka_unit_test_setup_teardown(test_late_release_handoff, setup, teardown),

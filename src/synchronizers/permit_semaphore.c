@@ -1151,17 +1151,25 @@ rlock_future *rlock_permit_semaphore_try_acquire_many_async(rlock_permit_semapho
     return acquire_many_async(s, permits, wait_ms, lease_ms, fn);
 }
 
-/* The blocking several-permit acquires: waits for f (taken), the ids
- * into ids (permits of them, "" each when none came), *value the count. */
-static int block_many(rlock_future *f, const char *fn, int64_t permits,
-                      char (*ids)[RLOCK_PERMIT_ID_MAX], int64_t *value) {
-    if (f != NULL && rlock_future_wait(f, -1) == RLOCK_OK && rlock_future_error(f) == RLOCK_OK) {
-        for (int64_t i = 0; i < permits; i++) {
-            const char *id = rlock_future_string_at(f, (size_t)i);
-            snprintf(ids[i], RLOCK_PERMIT_ID_MAX, "%s", id != NULL ? id : "");
-        }
+/* The blocking several-permit acquires, on the direct path as the one
+ * permit's (sync_direct.h): the ids into ids (permits of them, "" each
+ * when none came), *value the count. */
+static int block_many(rlock_permit_semaphore *s, const char *fn, int64_t permits, int64_t wait_ms,
+                      int64_t lease_ms, char (*ids)[RLOCK_PERMIT_ID_MAX], int64_t *value) {
+    rlock_future *f = refuse_many(s, fn, permits, wait_ms, lease_ms);
+    if (f != NULL) {
+        return rlock__future_block(f, fn, value, NULL, 0);
     }
-    return rlock__future_block(f, fn, value, NULL, 0);
+    many head = {.n = (size_t)permits};
+    rlock__sync_wait_call w = {.kind = &many_kind,
+                               .arg = lease_ms,
+                               .wait_ms = wait_ms,
+                               .tail = sizeof(many) + head.n * ID_BYTES,
+                               .init = &head,
+                               .init_len = sizeof(head)};
+    return rlock__sync_direct_wait_call(
+        OBJ(s), &w, fn, value,
+        (rlock__sync_ids){.text = ids[0], .cap = RLOCK_PERMIT_ID_MAX, .count = head.n});
 }
 
 /* Clears the caller's ids (permits of them: only for a valid count, the
@@ -1179,9 +1187,7 @@ int rlock_permit_semaphore_acquire_many(rlock_permit_semaphore *s, int64_t permi
                                         int64_t lease_ms, char (*ids)[RLOCK_PERMIT_ID_MAX]) {
     const char *fn = "rlock_permit_semaphore_acquire_many";
     int rc = begin_many(s, fn, permits, ids, true);
-    return rc != RLOCK_OK ? rc
-                          : block_many(acquire_many_async(s, permits, -1, lease_ms, fn), fn,
-                                       permits, ids, NULL);
+    return rc != RLOCK_OK ? rc : block_many(s, fn, permits, -1, lease_ms, ids, NULL);
 }
 
 int rlock_permit_semaphore_try_acquire_many(rlock_permit_semaphore *s, int64_t permits,
@@ -1197,8 +1203,7 @@ int rlock_permit_semaphore_try_acquire_many(rlock_permit_semaphore *s, int64_t p
     }
     int64_t v = 0;
     if (rc == RLOCK_OK) {
-        rc =
-            block_many(acquire_many_async(s, permits, wait_ms, lease_ms, fn), fn, permits, ids, &v);
+        rc = block_many(s, fn, permits, wait_ms, lease_ms, ids, &v);
     }
     if (rc == RLOCK_OK) {
         *acquired = v != 0;

@@ -3,6 +3,7 @@
 
 #include <hiredis/hiredis.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "direct.h"
@@ -113,41 +114,128 @@ int rlock__sync_req_bool(rlock *o, rlock__sync_req r, const char *fn, bool *out)
     return rc;
 }
 
-/* The loop's waiting call from its start (its first try included). */
-static int loop_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
-                     const char *fn, int64_t *value, char *text, size_t cap) {
-    return rlock__future_block(rlock__sync_wait_start(o, k, arg, wait_ms), fn, value, text, cap);
+/* Waits for a waiting call's future f (taken): its value, and a
+ * success's ids into ids' slots as rlock_future_string_at gives them. */
+static int block_ids(rlock_future *f, const char *fn, int64_t *value, rlock__sync_ids ids) {
+    if (f != NULL && ids.text != NULL && ids.cap > 0 && rlock_future_wait(f, -1) == RLOCK_OK &&
+        rlock_future_error(f) == RLOCK_OK) {
+        for (size_t i = 0; i < ids.count; i++) {
+            const char *id = rlock_future_string_at(f, i);
+            snprintf(ids.text + i * ids.cap, ids.cap, "%s", id != NULL ? id : "");
+        }
+    }
+    return rlock__future_block(f, fn, value, NULL, 0);
 }
 
-/* A first try that was done: its value, and its id as the loop's gives
- * it (the future's text). */
-static int done_here(const rlock__sync_op *first, const rlock__sync_res *res, int64_t *value,
-                     char *text, size_t cap) {
+/* The loop's waiting call from its start (its first try included). */
+static int loop_wait(rlock *o, const rlock__sync_wait_call *w, int64_t wait_ms, const char *fn,
+                     int64_t *value, rlock__sync_ids ids) {
+    return block_ids(
+        rlock__sync_wait_start_sized(o, w->kind, w->arg, wait_ms, w->tail, w->init, w->init_len),
+        fn, value, ids);
+}
+
+/* The ids of a try that took them, as the loop's future gives them (one
+ * id, or the kind's several: ids_text); false when out of memory. */
+static bool copy_ids(const rlock__sync_op *first, int64_t n, rlock__sync_ids ids) {
+    if (first->kind->ids_text == NULL) {
+        char hex[2 * sizeof(first->id) + 1];
+        rlock__sync_id_hex(first->id, sizeof(first->id), hex);
+        snprintf(ids.text, ids.cap, "%s", hex);
+        return true;
+    }
+    char *texts = NULL;
+    size_t len = first->kind->ids_text(first, &texts);
+    const char *id = texts;
+    for (size_t i = 0; len > 0 && i < ids.count && i < (size_t)n; i++) {
+        snprintf(ids.text + i * ids.cap, ids.cap, "%s", id);
+        id += strlen(id) + 1;
+    }
+    free(texts);
+    return len > 0;
+}
+
+/* A first try that was done: its value, and its ids (none when it took
+ * nothing). Out of memory for the ids: nobody has them, they are given
+ * back (as the loop's call does) and the call fails. */
+static int done_here(rlock *o, rlock__sync_op *first, const rlock__sync_res *res, const char *fn,
+                     int64_t *value, rlock__sync_ids ids) {
+    bool want = ids.text != NULL && ids.cap > 0;
+    for (size_t i = 0; want && i < ids.count; i++) {
+        ids.text[i * ids.cap] = '\0';
+    }
+    if (want && first->has_id && res->value != 0 && !copy_ids(first, res->value, ids)) {
+        if (first->kind->undo != NULL) {
+            (void)rlock__sync_direct_call(o, first->kind->undo(first), true, fn, NULL);
+        }
+        return failed(RLOCK_ERR_NOMEM, fn, "out of memory");
+    }
     if (value != NULL) {
         *value = res->value;
-    }
-    if (text != NULL && cap > 0) {
-        char hex[2 * sizeof(first->id) + 1] = "";
-        if (first->has_id && res->value != 0) {
-            rlock__sync_id_hex(first->id, sizeof(first->id), hex);
-        }
-        snprintf(text, cap, "%s", hex);
     }
     return RLOCK_OK;
 }
 
 int rlock__sync_direct_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
                             const char *fn, int64_t *value, char *text, size_t cap) {
+    rlock__sync_wait_call w = {.kind = k, .arg = arg, .wait_ms = wait_ms};
+    return rlock__sync_direct_wait_call(o, &w, fn, value,
+                                        (rlock__sync_ids){.text = text, .cap = cap, .count = 1});
+}
+
+/* The first try's op, with the kind's state after it (rlock__sync_op_tail):
+ * local when it has none; NULL when out of memory. */
+static rlock__sync_op *first_op(rlock *o, const rlock__sync_wait_call *w, rlock__sync_op *local) {
+    rlock__sync_op *op = w->tail == 0 ? local : calloc(1, sizeof(*op) + w->tail);
+    if (op != NULL) {
+        *op = (rlock__sync_op){.obj = o, .kind = w->kind, .arg = w->arg};
+        if (w->init_len > 0) {
+            memcpy(rlock__sync_op_tail(op), w->init, w->init_len);
+        }
+    }
+    return op;
+}
+
+/* The try's answer: done here, or the wait on the loop. */
+static int after_try(rlock *o, const rlock__sync_wait_call *w, rlock__sync_op *first,
+                     const redisReply *reply, int64_t started_ms, const char *fn, int64_t *value,
+                     rlock__sync_ids ids) {
+    rlock__sync_res res = {.retry_ms = -1};
+    const char *why = NULL;
+    int err = w->kind->try_reply(first, reply, &res, &why);
+    if (err != RLOCK_OK) {
+        return failed(err, fn, why != NULL ? why : "");
+    }
+    if (res.done) {
+        return done_here(o, first, &res, fn, value, ids);
+    }
+    if (w->wait_ms >= 0 && rlock__now_ms() >= started_ms + w->wait_ms) {
+        res.value = 0; /* a wait that ran out: 0, as the loop's */
+        return done_here(o, first, &res, fn, value, ids);
+    }
+    return block_ids(rlock__sync_wait_start_after_try(o, w->kind, w->arg, w->wait_ms, w->tail,
+                                                      w->init, w->init_len, started_ms,
+                                                      res.retry_ms),
+                     fn, value, ids);
+}
+
+int rlock__sync_direct_wait_call(rlock *o, const rlock__sync_wait_call *w, const char *fn,
+                                 int64_t *value, rlock__sync_ids ids) {
     rlock_client *c = o->client;
+    int64_t wait_ms = w->wait_ms;
     if (c->direct == NULL) {
-        return loop_wait(o, k, arg, wait_ms, fn, value, text, cap);
+        return loop_wait(o, w, wait_ms, fn, value, ids);
     }
     int64_t started_ms = rlock__now_ms();
-    /* The try reads obj and arg, and writes the id it sends (the permit
-     * semaphore's); the reply sets has_id. */
-    rlock__sync_op first = {.obj = o, .kind = k, .arg = arg};
-    rlock__cmd *cmd = k->try_cmd(&first);
+    /* The try reads obj, arg and the kind's state, and writes the ids it
+     * sends (the permit semaphore's); the reply sets has_id. */
+    rlock__sync_op local;
+    rlock__sync_op *first = first_op(o, w, &local);
+    rlock__cmd *cmd = first != NULL ? w->kind->try_cmd(first) : NULL;
     if (cmd == NULL) {
+        if (first != &local) {
+            free(first);
+        }
         return failed(RLOCK_ERR_NOMEM, fn, "out of memory");
     }
     /* A try-acquire's connect fits in its wait plus one response timeout,
@@ -158,29 +246,19 @@ int rlock__sync_direct_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, in
     char msg[256] = "";
     bool written = run(c, cmd, max_connect_ms, &err, &reply, msg, sizeof(msg));
     rlock__cmd_free(cmd);
-    if (!written || (err != RLOCK_OK && !k->no_retry && unanswered(err))) {
+    int rc = RLOCK_OK;
+    if (!written || (err != RLOCK_OK && !w->kind->no_retry && unanswered(err))) {
         /* The wait still counts from the call's start. */
         int64_t left = wait_ms < 0 ? wait_ms : wait_ms - (rlock__now_ms() - started_ms);
-        return loop_wait(o, k, arg, left < 0 && wait_ms >= 0 ? 0 : left, fn, value, text, cap);
+        rc = loop_wait(o, w, left < 0 && wait_ms >= 0 ? 0 : left, fn, value, ids);
+    } else if (err != RLOCK_OK) {
+        rc = failed(err, fn, msg); /* written: never sent again */
+    } else {
+        rc = after_try(o, w, first, reply, started_ms, fn, value, ids);
+        freeReplyObject(reply);
     }
-    if (err != RLOCK_OK) {
-        return failed(err, fn, msg); /* written: never sent again */
+    if (first != &local) {
+        free(first);
     }
-    rlock__sync_res res = {.retry_ms = -1};
-    const char *why = NULL;
-    err = k->try_reply(&first, reply, &res, &why);
-    freeReplyObject(reply);
-    if (err != RLOCK_OK) {
-        return failed(err, fn, why != NULL ? why : "");
-    }
-    if (res.done) {
-        return done_here(&first, &res, value, text, cap);
-    }
-    if (wait_ms >= 0 && rlock__now_ms() >= started_ms + wait_ms) {
-        res.value = 0; /* a wait that ran out: 0, as the loop's */
-        return done_here(&first, &res, value, text, cap);
-    }
-    return rlock__future_block(
-        rlock__sync_wait_start_after_try(o, k, arg, wait_ms, started_ms, res.retry_ms), fn, value,
-        text, cap);
+    return rc;
 }

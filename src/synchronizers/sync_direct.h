@@ -57,9 +57,36 @@ int rlock__sync_req_number(rlock *o, rlock__sync_req r, const char *fn, int64_t 
 int rlock__sync_req_bool(rlock *o, rlock__sync_req r, const char *fn, bool *out);
 
 /* A waiting call of kind k, as rlock__sync_wait_start then
- * rlock__sync_block (text: the permit id of a success, cap bytes). Kinds
- * of one id at most (no ids_text). */
+ * rlock__sync_block (text: the permit id of a success, cap bytes):
+ * rlock__sync_direct_wait_call's for a kind of one id at most. */
 int rlock__sync_direct_wait(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
                             const char *fn, int64_t *value, char *text, size_t cap);
+
+/* A waiting call: its kind, argument and wait (< 0: until done), and the
+ * kind's own state, as rlock__sync_wait_start_sized's (tail bytes after
+ * the op, the first init_len from init, the rest zero). */
+typedef struct rlock__sync_wait_call {
+    const rlock__sync_kind *kind;
+    int64_t arg;
+    int64_t wait_ms;
+    size_t tail;
+    const void *init;
+    size_t init_len;
+} rlock__sync_wait_call;
+
+/* Where a success's ids go, as the async form's future gives them
+ * (rlock_future_string_at): count slots of cap bytes each at text, ""
+ * in each slot with no id; text NULL: not wanted. A kind of one id: one
+ * slot; a kind of several (ids_text): as many as it takes. */
+typedef struct rlock__sync_ids {
+    char *text;
+    size_t cap;
+    size_t count;
+} rlock__sync_ids;
+
+/* A waiting call w, as rlock__sync_wait_start_sized then a wait for its
+ * future (its value and ids). */
+int rlock__sync_direct_wait_call(rlock *o, const rlock__sync_wait_call *w, const char *fn,
+                                 int64_t *value, rlock__sync_ids ids);
 
 #endif

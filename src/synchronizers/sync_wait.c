@@ -521,7 +521,7 @@ static void start(void *arg) {
     rlock__future_on_cancel(&op->live.future, on_cancel);
     if (op->after_try) {
         int64_t retry_ms;
-        memcpy(&retry_ms, rlock__sync_op_tail(op), sizeof(retry_ms));
+        memcpy(&retry_ms, op + 1, sizeof(retry_ms));
         not_yet(op, retry_ms); /* the first try's answer, not sent again */
     } else {
         send_try(op);
@@ -534,37 +534,43 @@ rlock_future *rlock__sync_wait_start(rlock *o, const rlock__sync_kind *k, int64_
 }
 
 void *rlock__sync_op_tail(rlock__sync_op *op) {
-    return op + 1;
+    /* after a direct try, its retry_ms comes first (start reads it) */
+    return (char *)(op + 1) + (op->after_try ? sizeof(int64_t) : 0);
 }
 
 static rlock_future *wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
                                 size_t tail, const void *init, size_t init_len, int64_t started_ms,
-                                bool after_try);
+                                const int64_t *retry_ms);
 
 rlock_future *rlock__sync_wait_start_sized(rlock *o, const rlock__sync_kind *k, int64_t arg,
                                            int64_t wait_ms, size_t tail, const void *init,
                                            size_t init_len) {
-    return wait_start(o, k, arg, wait_ms, tail, init, init_len, rlock__now_ms(), false);
+    return wait_start(o, k, arg, wait_ms, tail, init, init_len, rlock__now_ms(), NULL);
 }
 
 rlock_future *rlock__sync_wait_start_after_try(rlock *o, const rlock__sync_kind *k, int64_t arg,
-                                               int64_t wait_ms, int64_t started_ms,
+                                               int64_t wait_ms, size_t tail, const void *init,
+                                               size_t init_len, int64_t started_ms,
                                                int64_t retry_ms) {
-    /* Its retry_ms rides in the tail: the kinds that wait after a direct
-     * try have none of their own, and the op has no room to spare. */
-    return wait_start(o, k, arg, wait_ms, sizeof(retry_ms), &retry_ms, sizeof(retry_ms), started_ms,
-                      true);
+    return wait_start(o, k, arg, wait_ms, tail, init, init_len, started_ms, &retry_ms);
 }
 
+/* retry_ms (after a direct try) rides in the tail before the kind's
+ * state: the op has no room to spare. */
 static rlock_future *wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg, int64_t wait_ms,
                                 size_t tail, const void *init, size_t init_len, int64_t started_ms,
-                                bool after_try) {
+                                const int64_t *retry_ms) {
     rlock_client *c = o->client;
-    rlock_future *f = rlock__future_new_sized(c->loop, sizeof(rlock__sync_op) + tail);
+    size_t before = retry_ms != NULL ? sizeof(*retry_ms) : 0;
+    rlock_future *f = rlock__future_new_sized(c->loop, sizeof(rlock__sync_op) + before + tail);
     if (f == NULL) {
         return rlock__future_failed(c->loop, RLOCK_ERR_NOMEM, "out of memory");
     }
     rlock__sync_op *op = RLOCK__CONTAINER_OF(f, rlock__sync_op, live.future);
+    op->after_try = retry_ms != NULL; /* before rlock__sync_op_tail */
+    if (retry_ms != NULL) {
+        memcpy(op + 1, retry_ms, before);
+    }
     if (init_len > 0) {
         memcpy(rlock__sync_op_tail(op), init, init_len);
     }
@@ -573,7 +579,6 @@ static rlock_future *wait_start(rlock *o, const rlock__sync_kind *k, int64_t arg
     op->arg = arg;
     op->has_deadline = wait_ms >= 0;
     op->deadline_ms = started_ms + (wait_ms >= 0 ? wait_ms : 0); /* counts from the call */
-    op->after_try = after_try;
     rlock__deadline_init_kind(&op->timer, RLOCK__DEADLINE_SYNC);
     rlock__wait_init(&op->wait);
     rlock__list_init(&op->live.node);

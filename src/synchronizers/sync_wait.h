@@ -108,14 +108,16 @@ rlock_future *rlock__sync_wait_start_sized(rlock *o, const rlock__sync_kind *k, 
                                            size_t init_len);
 void *rlock__sync_op_tail(rlock__sync_op *op);
 
-/* The same after a first try the calling thread made itself (the direct
- * path, sync_direct.h) that was not done, with the retry_ms its answer
- * gave (-1: on a wake-up only): the call starts with the wait
- * (joins the channel, tries again once subscribed), as the loop's path
- * does after its first try, so the commands sent are the same. started_ms:
- * when the call began (its wait counts from then). */
+/* The same (with tail, init, init_len as _sized's) after a first try the
+ * calling thread made itself (the direct path, sync_direct.h) that was
+ * not done, with the retry_ms its answer gave (-1: on a wake-up only):
+ * the call starts with the wait (joins the channel, tries again once
+ * subscribed), as the loop's path does after its first try, so the
+ * commands sent are the same. started_ms: when the call began (its wait
+ * counts from then). */
 rlock_future *rlock__sync_wait_start_after_try(rlock *o, const rlock__sync_kind *k, int64_t arg,
-                                               int64_t wait_ms, int64_t started_ms,
+                                               int64_t wait_ms, size_t tail, const void *init,
+                                               size_t init_len, int64_t started_ms,
                                                int64_t retry_ms);
 
 /* An id as Redisson prints it (ByteBufUtil.hexDump: lowercase hex), n
