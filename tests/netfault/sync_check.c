@@ -28,13 +28,36 @@ bool nf_in_failover(int64_t a, int64_t b, const nf_fault *faults, int nfaults) {
     return false;
 }
 
-#define MAX_ROUNDS 100000
+#define MAX_ROUNDS 100000000 /* a bound on a corrupt record, not on a run */
 
 typedef struct round {
     int downs, downs_ok;
     int64_t last_down;
     int64_t first, last; /* from its first start to its last await's end */
 } round;
+
+typedef struct rounds {
+    round *v;
+    long cap;
+} rounds;
+
+/* Round r, the array grown to hold it (zeroed); NULL out of memory. */
+static round *round_at(rounds *rs, long r) {
+    if (r >= rs->cap) {
+        long cap = rs->cap == 0 ? 65536 : rs->cap;
+        while (cap <= r) {
+            cap *= 2;
+        }
+        round *v = realloc(rs->v, (size_t)cap * sizeof(round));
+        if (v == NULL) {
+            return NULL;
+        }
+        memset(v + rs->cap, 0, (size_t)(cap - rs->cap) * sizeof(round));
+        rs->v = v;
+        rs->cap = cap;
+    }
+    return &rs->v[r];
+}
 
 /* Pass 0: the count-downs and the round's span. */
 static void latch_pass0(round *rd, char kind, int64_t t, long long x) {
@@ -70,16 +93,13 @@ int nf_check_latch(const ch_worker_info *w, int nw, const nf_fault *faults, int 
     memset(out, 0, sizeof(*out));
     out->mode = NF_SYNC_LATCH;
     out->available = -1;
-    round *rs = calloc(MAX_ROUNDS, sizeof(round));
-    if (rs == NULL) {
-        return -1;
-    }
+    rounds rs = {0};
     long maxr = 0;
     for (int pass = 0; pass < 2; pass++) { /* the count-downs, then the waits */
         for (int i = 0; i < nw; i++) {
             FILE *f = fopen(w[i].path, "r");
             if (f == NULL) {
-                free(rs);
+                free(rs.v);
                 return -1;
             }
             char line[256];
@@ -92,7 +112,12 @@ int nf_check_latch(const ch_worker_info *w, int nw, const nf_fault *faults, int 
                     r >= MAX_ROUNDS) {
                     continue;
                 }
-                round *rd = &rs[r];
+                round *rd = pass == 0 || r < rs.cap ? round_at(&rs, r) : NULL;
+                if (rd == NULL) {
+                    fclose(f);
+                    free(rs.v);
+                    return -1;
+                }
                 if (pass == 0) {
                     latch_pass0(rd, line[0], t, x);
                     maxr = r > maxr ? r : maxr;
@@ -105,9 +130,9 @@ int nf_check_latch(const ch_worker_info *w, int nw, const nf_fault *faults, int 
     }
     out->rounds = (uint64_t)maxr;
     for (long r = 1; r <= maxr; r++) {
-        out->rounds_complete += rs[r].downs_ok == nw;
+        out->rounds_complete += rs.v[r].downs_ok == nw;
     }
-    free(rs);
+    free(rs.v);
     return 0;
 }
 
