@@ -295,6 +295,13 @@ static void conservation(nf_sync_results *out, epochs *es, const nf_sem_avail *a
         bool fo = !ok && v >= lo - s->fo_short && v <= hi + s->fo_excess && v >= 0;
         out->conserved_fo += fo;
         out->not_conserved += !ok && !fo;
+        if (!ok) { /* the ones to look at, in the records kept */
+            printf("netfault: semaphore epoch %lld: %lld available, %lld..%lld explained by "
+                   "unknown outcomes, %lld..%lld with the failovers (%llu acquired): %s\n",
+                   s->epoch, v, lo, hi, lo - s->fo_short, hi + s->fo_excess,
+                   (unsigned long long)s->acquired,
+                   fo ? "put down to a failover" : "NOT CONSERVED");
+        }
     }
     out->conserved = avail->read && out->not_conserved == 0;
 }
