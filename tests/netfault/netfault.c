@@ -31,6 +31,7 @@
 #include "rlock/rlock.h"
 #include "servers.h"
 #include "sync_check.h"
+#include "sync_probe.h"
 #include "sync_worker.h"
 #include "test_util.h"
 
@@ -170,6 +171,7 @@ static int sync_child(int p) {
                       .driver = getppid(),
                       .slot = &D.slots[p],
                       .address = D.redis.address,
+                      .sentinels = D.sentinel ? D.sentinels : NULL,
                       .lease_ms = D.w[p].lease_ms,
                       .seed = D.seed * 31 + (uint64_t)p + 1,
                       .path = D.w[p].path,
@@ -181,8 +183,8 @@ static bool spawn(int p) {
     wk *w = &D.w[p];
     memset(w, 0, sizeof(*w));
     w->lease_ms = p % 2 == 0 ? RLOCK_LEASE_WATCHDOG : CH_LEASE_MS;
-    if (D.sync == NF_SYNC_SEMAPHORE) {
-        w->lease_ms = p % 2 == 0 ? NF_SEM_LEASE_MS : -1;
+    if (D.sync == NF_SYNC_SEMAPHORE || D.sync == NF_SYNC_RSEMAPHORE) {
+        w->lease_ms = p % 2 == 0 && D.sync == NF_SYNC_SEMAPHORE ? NF_SEM_LEASE_MS : -1;
     }
     snprintf(w->path, sizeof(w->path), "%s/worker-%03d.rec", D.dir, p);
     ch_worker_args a = {.wid = p,
@@ -606,7 +608,8 @@ static int build_network(void) {
 static void usage(void) {
     fprintf(stderr,
             "usage: netfault [--seconds N] [--seed N] [--workers N] [--sentinel | --cluster] "
-            "[--fenced | --semaphore | --latch] [--budget SECONDS] [--keep] [--porcupine-html]\n"
+            "[--fenced | --semaphore | --rsemaphore | --latch] [--budget SECONDS] [--keep] "
+            "[--porcupine-html]\n"
             "       netfault --cleanup    remove the namespaces of runs that are gone\n");
 }
 
@@ -625,53 +628,44 @@ static void remove_records(void) {
     rmdir(D.dir);
 }
 
-/* The semaphore's available permits at quiescence, after every lease can
- * have run out (the script that counts gives expired ones back); -1 when
- * it cannot be read. */
-static long long sem_available(void) {
-    rt_sleep_ms(NF_SEM_LEASE_MS + 500);
-    rlock_config cfg;
-    rlock_config_init(&cfg);
-    cfg.address = D.redis.address;
-    rlock_client *c = NULL;
-    int64_t v = -1;
-    if (rlock_client_create(&cfg, &c) == RLOCK_OK) {
-        rlock_permit_semaphore *s = rlock_get_permit_expirable_semaphore(c, NF_SEM_NAME);
-        if (s == NULL || rlock_permit_semaphore_available_permits(s, &v) != RLOCK_OK) {
-            v = -1;
-        }
-        rlock_permit_semaphore_free(s);
-        rlock_client_destroy(c);
-    }
-    return v;
-}
+static nf_sem_avail g_avail; /* the semaphores at quiescence */
 
-static bool judge_sync(const ch_worker_info *infos, const nf_run *run, long long available) {
+static bool judge_sync(const ch_worker_info *infos, const nf_run *run) {
     nf_sync_results r;
-    bool latch = D.sync == NF_SYNC_LATCH;
-    int rc = latch ? nf_check_latch(infos, D.nworkers, &r)
-                   : nf_check_semaphore(infos, D.nworkers, available, &r);
+    int rc = D.sync == NF_SYNC_LATCH
+                 ? nf_check_latch(infos, D.nworkers, D.faults, D.nfaults, &r)
+                 : nf_check_semaphore(D.sync, infos, D.nworkers, D.faults, D.nfaults, &g_avail, &r);
+    /* Porcupine's semaphore model is the permit semaphore's, on one server:
+     * the plain semaphore's unanswered releases and a failover's lost
+     * writes are the project's own checks' (sem_check.c). */
     nf_porcupine_outcome po = NF_PORC_SKIPPED;
-    if (latch) {
-        printf(
-            "netfault: Porcupine: not run: no model for the latches (README.md, \"Not done\")\n");
-    } else {
+    if (D.sync == NF_SYNC_SEMAPHORE && !D.sentinel) {
         po = nf_porcupine_check(D.dir, -1, NF_SEM_PERMITS, g_porcupine_html);
+    } else {
+        printf("netfault: Porcupine: not run: no model for %s%s (README.md, \"Not done\")\n",
+               D.sentinel ? "Sentinel runs of " : "", nf_sync_mode_name(D.sync));
     }
     bool pass = rc == 0 && !run->fatal && run->nfaults > 0 && run->hung == 0 &&
                 run->failures == 0 && (int)r.exits == run->exits_expected &&
-                nf_sync_unexplained(&r, latch) == 0;
-    pass = pass && nf_porcupine_passes(po);
-    printf("netfault: seed %" PRIu64 ", %ld s, %d workers, %s, %d faults, took %.1f s\n", run->seed,
-           run->seconds, run->nworkers, latch ? "count-down latches" : "permit semaphore",
-           run->nfaults, (double)run->took_ns / 1e9);
-    nf_sync_print(&r, latch);
+                nf_sync_unexplained(&r) == 0 && nf_porcupine_passes(po);
+    int failovers = 0;
+    for (int k = 0; k < D.nfaults; k++) {
+        failovers += D.faults[k].failover;
+    }
+    printf("netfault: seed %" PRIu64 ", %ld s, %d workers, %s%s, %d faults (%d failovers), took "
+           "%.1f s\n",
+           run->seed, run->seconds, run->nworkers, D.sentinel ? "Sentinel, " : "",
+           nf_sync_mode_name(D.sync), run->nfaults, failovers, (double)run->took_ns / 1e9);
+    nf_sync_print(&r);
     printf("netfault: hung workers %d, failed %d; exits %llu of %d\n", run->hung, run->failures,
            (unsigned long long)r.exits, run->exits_expected);
     printf("{\"seed\":%" PRIu64 ",\"seconds\":%ld,\"mode\":\"%s\",\"faults\":%d,"
            "\"unexplained\":%llu,\"result\":\"%s\"}\n",
-           run->seed, run->seconds, latch ? "latch" : "semaphore", run->nfaults,
-           (unsigned long long)nf_sync_unexplained(&r, latch), pass ? "pass" : "fail");
+           run->seed, run->seconds,
+           D.sync == NF_SYNC_LATCH       ? "latch"
+           : D.sync == NF_SYNC_SEMAPHORE ? "semaphore"
+                                         : "rsemaphore",
+           run->nfaults, (unsigned long long)nf_sync_unexplained(&r), pass ? "pass" : "fail");
     printf("netfault: %s\n", pass ? "PASS" : "FAIL");
     return pass;
 }
@@ -700,7 +694,7 @@ static bool judge(int64_t took, long seconds, long long counter) {
         run.exits_expected += !D.w[p].failed;
     }
     if (D.sync != 0) {
-        bool pass = infos != NULL && judge_sync(infos, &run, counter);
+        bool pass = infos != NULL && judge_sync(infos, &run);
         free(infos);
         return pass;
     }
@@ -792,8 +786,8 @@ static int run(const nf_plan *plan, long seconds, bool keep) {
     stop_phase();
     bool counter_ok = false;
     long long counter = final_counter(&counter_ok);
-    if (D.sync == NF_SYNC_SEMAPHORE) {
-        counter = sem_available(); /* judge_sync's "available" */
+    if (D.sync == NF_SYNC_SEMAPHORE || D.sync == NF_SYNC_RSEMAPHORE) {
+        nf_sync_available(D.sync, master()->addr, NF_PORT, &g_avail);
     }
     if (!counter_ok) {
         say("FATAL: cannot read the counter");
@@ -835,6 +829,8 @@ int main(int argc, char **argv) {
             D.cluster = true;
         } else if (strcmp(argv[i], "--semaphore") == 0) {
             D.sync = NF_SYNC_SEMAPHORE;
+        } else if (strcmp(argv[i], "--rsemaphore") == 0) {
+            D.sync = NF_SYNC_RSEMAPHORE;
         } else if (strcmp(argv[i], "--latch") == 0) {
             D.sync = NF_SYNC_LATCH;
         } else if (strcmp(argv[i], "--porcupine-html") == 0) {
@@ -846,7 +842,7 @@ int main(int argc, char **argv) {
             return 2;
         }
     }
-    if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS || (replicated() && D.sync) ||
+    if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS || (D.cluster && D.sync) ||
         (D.sentinel && D.cluster)) {
         usage();
         return 2;
@@ -873,10 +869,9 @@ int main(int argc, char **argv) {
     printf("netfault: seed %" PRIu64 " (replay: netfault --seed %" PRIu64 " --seconds %ld), "
            "%d workers, %s\n",
            D.seed, D.seed, seconds, D.nworkers,
-           D.sync == NF_SYNC_SEMAPHORE ? "permit semaphore"
-           : D.sync == NF_SYNC_LATCH   ? "count-down latch"
-           : D.fenced                  ? "fenced"
-                                       : "reentrant");
+           D.sync != 0 ? nf_sync_mode_name(D.sync)
+           : D.fenced  ? "fenced"
+                       : "reentrant");
     printf("netfault: rlock timeout %d ms, %d retry after %d ms, watchdog %d ms (even workers), "
            "lease %d ms (odd workers); notification bound %d ms\n",
            CH_TIMEOUT_MS, CH_RETRY_ATTEMPTS, CH_RETRY_INTERVAL_MS, CH_WATCHDOG_MS, CH_LEASE_MS,

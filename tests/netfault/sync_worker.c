@@ -1,16 +1,15 @@
 /* See sync_worker.h. Records:
  *
  *   B wid pid lease_ms                    start
- *   semaphore: C n t / A n t / F n t err / U n t / R n t err
- *       a try-acquire call, acquired, not (err 0: the wait ran out; else
- *       the outcome is unknown), leaving the hold, the release's final
- *       answer (retried while it got none: a release by id is idempotent)
- *   latch: D r t err / W r t reached err
- *       round r's count-down, t when it was sent (err: unknown whether it
- *       counted), its await
- *       (reached 1: released; retried after an error within the round's
- *       wait)
- *   X t                                   exit
+ *   semaphores: C n t [epoch] / A n t / F n t err / U n t / R n t err
+ *       a try-acquire call (the plain semaphore's: of that epoch's one), acquired, not (err 0: the
+ * wait ran out; else the outcome is unknown), leaving the hold, the release's final answer. The
+ * permit semaphore's release is retried while it gets no answer (a release by id is idempotent);
+ * the plain semaphore's is sent once (a second one would give back a second permit), so its err may
+ * leave it unknown whether the permit went back latch: S r t / D r t err / W r t reached err round
+ * r begun (before its trySetCount), its count-down, t when it was sent (err: unknown whether it
+ * counted), its await (reached 1: released; retried after an error within the round's wait) X t
+ * exit
  */
 #define _GNU_SOURCE
 
@@ -108,6 +107,77 @@ static void sem_round(sworker *w, rlock_permit_semaphore *s, uint64_t n) {
     progress(w, CH_IDLE);
 }
 
+/* The plain semaphore (RSemaphore): one permit, no lease, no id; a new
+ * semaphore each epoch (NF_RSEM_EPOCH_MS). */
+typedef struct rsem_epoch {
+    long long epoch; /* -1: none yet */
+    rlock_semaphore *s;
+    bool set; /* its trySetPermits answered */
+} rsem_epoch;
+
+/* The epoch's semaphore, set to NF_SEM_PERMITS; false while its
+ * trySetPermits gets no answer (a no-op once it exists: sent again next
+ * round). */
+static bool rsem_enter(sworker *w, rsem_epoch *e, long long epoch) {
+    if (e->epoch != epoch) {
+        char name[64];
+        snprintf(name, sizeof(name), NF_RSEM_NAME ":%lld", epoch);
+        rlock_semaphore_free(e->s);
+        *e = (rsem_epoch){.epoch = epoch, .s = rlock_get_semaphore(w->client, name)};
+    }
+    bool created = false;
+    if (e->s != NULL && !e->set) {
+        e->set = rlock_semaphore_try_set_permits(e->s, NF_SEM_PERMITS, &created) == RLOCK_OK;
+    }
+    return e->set;
+}
+
+static void rsem_round(sworker *w, rsem_epoch *e, uint64_t n) {
+    bool got = false;
+    int64_t wait = (int64_t)(next_rand(w) % 2001);
+    long long epoch = ch_now_ns() / ((int64_t)NF_RSEM_EPOCH_MS * 1000000);
+    if (!rsem_enter(w, e, epoch)) {
+        rt_sleep_ms(100);
+        progress(w, CH_IDLE);
+        return;
+    }
+    atomic_store(&w->a->slot->state, CH_LOCKING);
+    rec(w, "C %llu %lld %lld\n", (unsigned long long)n, (long long)ch_now_ns(), epoch);
+    int err = RLOCK_OK;
+    bool cheat = w->a->cheat > 0 && n % (uint64_t)w->a->cheat == 0;
+    if (cheat) {
+        got = true; /* the self-check: a permit used, never taken (nor given back) */
+    } else {
+        err = rlock_semaphore_try_acquire(e->s, 1, wait, &got);
+    }
+    if (err != RLOCK_OK || !got) {
+        rec(w, "F %llu %lld %d\n", (unsigned long long)n, (long long)ch_now_ns(), err);
+        progress(w, CH_IDLE);
+        return;
+    }
+    rec(w, "A %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
+    atomic_store(&w->a->slot->state, CH_HOLDING);
+    rt_sleep_ms((int64_t)(next_rand(w) % 20)); /* the permit's work */
+    rec(w, "U %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
+    atomic_store(&w->a->slot->state, CH_UNLOCKING);
+    /* Once: with no answer it may or may not have been applied, and a
+     * second release of an applied one would make a permit out of nothing. */
+    err = cheat ? RLOCK_OK : rlock_semaphore_release(e->s, 1);
+    rec(w, "R %llu %lld %d\n", (unsigned long long)n, (long long)ch_now_ns(), err);
+    progress(w, CH_IDLE);
+}
+
+static int run_rsemaphore(sworker *w) {
+    rsem_epoch e = {.epoch = -1};
+    atomic_store(&w->a->slot->ready, 1);
+    progress(w, CH_IDLE);
+    for (uint64_t n = 1; !g_stop; n++) {
+        rsem_round(w, &e, n);
+    }
+    rlock_semaphore_free(e.s);
+    return 0;
+}
+
 static int run_semaphore(sworker *w) {
     rlock_permit_semaphore *s = rlock_get_permit_expirable_semaphore(w->client, NF_SEM_NAME);
     if (s == NULL) {
@@ -138,6 +208,7 @@ static void latch_round(sworker *w, long r) {
     if (l == NULL) {
         return;
     }
+    rec(w, "S %ld %lld\n", r, (long long)ch_now_ns());
     bool set = false;
     int err = RLOCK_ERR_TIMEOUT;
     /* Idempotent until the latch reaches zero, which needs this worker's
@@ -193,7 +264,14 @@ int nf_sync_worker_main(const nf_sync_args *a) {
     w.fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     rlock_config cfg;
     rlock_config_init(&cfg);
-    cfg.address = a->address;
+    if (a->sentinels != NULL) {
+        /* As the lock's workers in Sentinel mode (tests/chaos/worker.c). */
+        cfg.master_name = CH_SN_MASTER;
+        cfg.sentinel_addresses = a->sentinels;
+        cfg.check_lock_synced_slaves = 1;
+    } else {
+        cfg.address = a->address;
+    }
     cfg.timeout_ms = CH_TIMEOUT_MS;
     cfg.retry_attempts = CH_RETRY_ATTEMPTS;
     cfg.retry_interval_ms = CH_RETRY_INTERVAL_MS;
@@ -206,7 +284,9 @@ int nf_sync_worker_main(const nf_sync_args *a) {
         return 2;
     }
     rec(&w, "B %d %d %lld\n", a->wid, (int)getpid(), (long long)a->lease_ms);
-    int rc = a->mode == NF_SYNC_SEMAPHORE ? run_semaphore(&w) : run_latch(&w);
+    int rc = a->mode == NF_SYNC_SEMAPHORE    ? run_semaphore(&w)
+             : a->mode == NF_SYNC_RSEMAPHORE ? run_rsemaphore(&w)
+                                             : run_latch(&w);
     atomic_store(&a->slot->state, CH_EXITING);
     rlock_client_destroy(w.client);
     rec(&w, "X %lld\n", (long long)ch_now_ns());
