@@ -75,6 +75,7 @@ static struct {
     wk w[NF_MAX_WORKERS];
     int nworkers;
     bool fenced, fatal;
+    int kind;          /* --kind: CH_KIND_*, the lock kind the workers take */
     nf_sync_mode sync; /* 0: the lock's workers */
     int cheat;         /* RLOCK_NETFAULT_CHEAT: the checks' self-check (README.md) */
     uint64_t seed;
@@ -195,6 +196,7 @@ static bool spawn(int p) {
                         .counter = CH_COUNTER,
                         .replicas = 1,
                         .fenced = D.fenced,
+                        .kind = D.kind,
                         .synced = 1,
                         .host = D.srv->addr,
                         .cheat = D.cheat};
@@ -606,7 +608,8 @@ static int build_network(void) {
 static void usage(void) {
     fprintf(stderr,
             "usage: netfault [--seconds N] [--seed N] [--workers N] [--sentinel | --cluster] "
-            "[--fenced | --semaphore | --latch] [--budget SECONDS] [--keep] [--porcupine-html]\n"
+            "[--kind lock|fair|spin|write|multi] [--fenced | --semaphore | --latch] "
+            "[--budget SECONDS] [--keep] [--porcupine-html]\n"
             "       netfault --cleanup    remove the namespaces of runs that are gone\n");
 }
 
@@ -690,6 +693,7 @@ static bool judge(int64_t took, long seconds, long long counter) {
                   .failures = D.failures,
                   .fatal = D.fatal || infos == NULL,
                   .fenced = D.fenced,
+                  .kind = D.kind,
                   .took_ns = took};
     for (int p = 0; infos != NULL && p < D.nworkers; p++) {
         infos[p].wid = p;
@@ -829,6 +833,8 @@ int main(int argc, char **argv) {
             budget = strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--fenced") == 0) {
             D.fenced = true;
+        } else if (strcmp(argv[i], "--kind") == 0 && i + 1 < argc) {
+            D.kind = ch_kind_parse(argv[++i]);
         } else if (strcmp(argv[i], "--sentinel") == 0) {
             D.sentinel = true;
         } else if (strcmp(argv[i], "--cluster") == 0) {
@@ -847,7 +853,8 @@ int main(int argc, char **argv) {
         }
     }
     if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS || (replicated() && D.sync) ||
-        (D.sentinel && D.cluster)) {
+        (D.sentinel && D.cluster) || D.kind < 0 ||
+        (D.kind != CH_KIND_LOCK && (D.fenced || D.sync))) {
         usage();
         return 2;
     }
@@ -876,6 +883,7 @@ int main(int argc, char **argv) {
            D.sync == NF_SYNC_SEMAPHORE ? "permit semaphore"
            : D.sync == NF_SYNC_LATCH   ? "count-down latch"
            : D.fenced                  ? "fenced"
+           : D.kind != CH_KIND_LOCK    ? ch_kind_names[D.kind]
                                        : "reentrant");
     printf("netfault: rlock timeout %d ms, %d retry after %d ms, watchdog %d ms (even workers), "
            "lease %d ms (odd workers); notification bound %d ms\n",
