@@ -24,12 +24,6 @@
 #define CH_PING_INTERVAL_MS 1000 /* keep-alive: finds connections frozen by a pause */
 #define CH_WATCHDOG_MS 1500      /* lock_watchdog_timeout_ms (even workers) */
 #define CH_LEASE_MS 3000         /* an explicit lease (odd workers) */
-/* The fair lock's place-keeping timeout (fair_lock_wait_timeout_ms). The
- * default, 300 s (Redisson's), keeps the place of a waiter whose clean-up
- * a fault lost, at the head of the queue, for 5 minutes, and no one gets
- * the lock meanwhile: under network faults a fair-lock run would stall at
- * the first such fault (netfault README.md, "Lock kinds"). */
-#define CH_FAIR_WAIT_MS 5000
 
 /* Most holds last a millisecond or two; each worker now and then holds for
  * longer than the watchdog timeout, about once a minute. */

@@ -594,7 +594,6 @@ int ch_worker_main(const ch_worker_args *a) {
     cfg.reconnect_delay_min_ms = 20;
     cfg.reconnect_delay_max_ms = 200;
     cfg.lock_watchdog_timeout_ms = CH_WATCHDOG_MS;
-    cfg.fair_lock_wait_timeout_ms = CH_FAIR_WAIT_MS;
     cfg.check_lock_synced_slaves = a->synced;
     if (rlock_client_create(&cfg, &w.client) != RLOCK_OK) {
         fprintf(stderr, "chaos worker %d: %s\n", a->wid, rlock_last_error());
