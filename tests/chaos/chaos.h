@@ -107,6 +107,17 @@ typedef struct ch_slot {
     atomic_int stuck;            /* a future outlived CH_FUTURE_BOUND_MS */
 } ch_slot;
 
+/* The exclusive lock kinds a worker can take (netfault --kind NAME): the
+ * reentrant lock, the fair lock, the spin lock, the write half of the
+ * read/write lock, and the multi lock over CH_MULTI_LOCKS names. */
+enum { CH_KIND_LOCK = 0, CH_KIND_FAIR, CH_KIND_SPIN, CH_KIND_WRITE, CH_KIND_MULTI, CH_KINDS };
+#define CH_MULTI_LOCKS 3
+
+extern const char *const ch_kind_names[CH_KINDS];
+
+/* The kind named name (ch_kind_names); -1 when there is none. */
+int ch_kind_parse(const char *name);
+
 typedef struct ch_worker_args {
     int wid;
     pid_t driver;
@@ -132,6 +143,7 @@ typedef struct ch_worker_args {
     int replicas;
     /* The fenced lock (chaos --fenced): each hold records its token. */
     bool fenced;
+    int kind;   /* CH_KIND_*: the lock kind (netfault --kind); 0, the reentrant lock */
     int synced; /* check_lock_synced_slaves */
     /* The server's host for the worker's own data connection (redis's
      * address says it for the client); NULL: 127.0.0.1. The network fault

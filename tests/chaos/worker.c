@@ -51,6 +51,8 @@ typedef struct worker {
     int fd;
     rlock_client *client;
     rlock *lock;
+    rlock *sub[CH_MULTI_LOCKS]; /* the multi lock's locks (CH_KIND_MULTI) */
+    rlock *probe;               /* what the queries ask: the lock, or the multi lock's first */
     redisContext *data;
     uint64_t next_owner;
     uint64_t rng;
@@ -438,8 +440,8 @@ static void query(worker *w) {
     if (atomic_load(&w->queries) >= MAX_QUERIES) {
         return;
     }
-    rlock_future *f = next_rand(w) % 2 == 0 ? rlock_remain_time_to_live_async(w->lock)
-                                            : rlock_is_locked_async(w->lock);
+    rlock_future *f = next_rand(w) % 2 == 0 ? rlock_remain_time_to_live_async(w->probe)
+                                            : rlock_is_locked_async(w->probe);
     if (f != NULL) {
         atomic_fetch_add(&w->queries, 1);
         track(w, f, on_query_done); /* released by its callback */
@@ -495,6 +497,61 @@ static void round_once(worker *w) {
     }
 }
 
+/* ---- the lock kinds ------------------------------------------------------- */
+
+const char *const ch_kind_names[CH_KINDS] = {"lock", "fair", "spin", "write", "multi"};
+
+int ch_kind_parse(const char *name) {
+    for (int k = 0; k < CH_KINDS; k++) {
+        if (strcmp(name, ch_kind_names[k]) == 0) {
+            return k;
+        }
+    }
+    return -1;
+}
+
+/* The multi lock over CH_MULTI_LOCKS names (the first CH_LOCK_NAME, so
+ * queries and the cluster's slot stay on it). The lost-lock callback goes
+ * on each lock: the multi lock has none of its own, and its acquisitions
+ * use theirs (one per lock lost, all with the hold's owner). */
+static rlock *make_multi(worker *w) {
+    for (int i = 0; i < CH_MULTI_LOCKS; i++) {
+        char name[64];
+        snprintf(name, sizeof(name), i == 0 ? "%s" : "%s:%d", CH_LOCK_NAME, i);
+        w->sub[i] = rlock_get_lock(w->client, name);
+        if (w->sub[i] == NULL || rlock_set_lock_lost_callback(w->sub[i], on_lost, w) != RLOCK_OK) {
+            return NULL;
+        }
+    }
+    w->probe = w->sub[0];
+    return rlock_get_multi_lock(w->sub, CH_MULTI_LOCKS);
+}
+
+/* The worker's lock, of its kind, with the lost-lock callback set. */
+static rlock *make_lock(worker *w) {
+    if (w->a->kind == CH_KIND_MULTI) {
+        return make_multi(w);
+    }
+    rlock *l = w->a->fenced                  ? rlock_get_fenced_lock(w->client, CH_LOCK_NAME)
+               : w->a->kind == CH_KIND_FAIR  ? rlock_get_fair_lock(w->client, CH_LOCK_NAME)
+               : w->a->kind == CH_KIND_SPIN  ? rlock_get_spin_lock(w->client, CH_LOCK_NAME)
+               : w->a->kind == CH_KIND_WRITE ? rlock_get_write_lock(w->client, CH_LOCK_NAME)
+                                             : rlock_get_lock(w->client, CH_LOCK_NAME);
+    if (l != NULL && rlock_set_lock_lost_callback(l, on_lost, w) != RLOCK_OK) {
+        rlock_free(l);
+        return NULL;
+    }
+    w->probe = l;
+    return l;
+}
+
+static void free_locks(worker *w) {
+    rlock_free(w->lock);
+    for (int i = 0; i < CH_MULTI_LOCKS; i++) {
+        rlock_free(w->sub[i]);
+    }
+}
+
 int ch_worker_main(const ch_worker_args *a) {
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the driver */
     if (getppid() != a->driver) {
@@ -542,9 +599,8 @@ int ch_worker_main(const ch_worker_args *a) {
         fprintf(stderr, "chaos worker %d: %s\n", a->wid, rlock_last_error());
         return 2;
     }
-    w.lock = a->fenced ? rlock_get_fenced_lock(w.client, CH_LOCK_NAME)
-                       : rlock_get_lock(w.client, CH_LOCK_NAME);
-    if (w.lock == NULL || rlock_set_lock_lost_callback(w.lock, on_lost, &w) != RLOCK_OK) {
+    w.lock = make_lock(&w);
+    if (w.lock == NULL) {
         fprintf(stderr, "chaos worker %d: %s\n", a->wid, rlock_last_error());
         return 2;
     }
@@ -570,7 +626,7 @@ int ch_worker_main(const ch_worker_args *a) {
     }
     uint64_t created = atomic_load(&w.created);
     uint64_t pending = created - atomic_load(&w.completed);
-    rlock_free(w.lock);
+    free_locks(&w);
     rlock_client_destroy(w.client); /* completes what is left with RLOCK_ERR_CLOSED */
     uint64_t pending_after = atomic_load(&w.created) - atomic_load(&w.completed);
     drop_data(&w);

@@ -76,6 +76,7 @@ static struct {
     wk w[NF_MAX_WORKERS];
     int nworkers;
     bool fenced, fatal;
+    int kind;          /* --kind: CH_KIND_*, the lock kind the workers take */
     nf_sync_mode sync; /* 0: the lock's workers */
     int cheat;         /* RLOCK_NETFAULT_CHEAT: the checks' self-check (README.md) */
     uint64_t seed;
@@ -197,6 +198,7 @@ static bool spawn(int p) {
                         .counter = CH_COUNTER,
                         .replicas = 1,
                         .fenced = D.fenced,
+                        .kind = D.kind,
                         .synced = 1,
                         .host = D.srv->addr,
                         .cheat = D.cheat};
@@ -608,6 +610,7 @@ static int build_network(void) {
 static void usage(void) {
     fprintf(stderr,
             "usage: netfault [--seconds N] [--seed N] [--workers N] [--sentinel | --cluster] "
+            "[--kind lock|fair|spin|write|multi] "
             "[--fenced | --semaphore | --rsemaphore | --latch] [--budget SECONDS] [--keep] "
             "[--porcupine-html]\n"
             "       netfault --cleanup    remove the namespaces of runs that are gone\n");
@@ -684,6 +687,7 @@ static bool judge(int64_t took, long seconds, long long counter) {
                   .failures = D.failures,
                   .fatal = D.fatal || infos == NULL,
                   .fenced = D.fenced,
+                  .kind = D.kind,
                   .took_ns = took};
     for (int p = 0; infos != NULL && p < D.nworkers; p++) {
         infos[p].wid = p;
@@ -823,6 +827,8 @@ int main(int argc, char **argv) {
             budget = strtol(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--fenced") == 0) {
             D.fenced = true;
+        } else if (strcmp(argv[i], "--kind") == 0 && i + 1 < argc) {
+            D.kind = ch_kind_parse(argv[++i]);
         } else if (strcmp(argv[i], "--sentinel") == 0) {
             D.sentinel = true;
         } else if (strcmp(argv[i], "--cluster") == 0) {
@@ -843,7 +849,8 @@ int main(int argc, char **argv) {
         }
     }
     if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS || (D.cluster && D.sync) ||
-        (D.sentinel && D.cluster)) {
+        (D.sentinel && D.cluster) || D.kind < 0 ||
+        (D.kind != CH_KIND_LOCK && (D.fenced || D.sync))) {
         usage();
         return 2;
     }
@@ -869,9 +876,10 @@ int main(int argc, char **argv) {
     printf("netfault: seed %" PRIu64 " (replay: netfault --seed %" PRIu64 " --seconds %ld), "
            "%d workers, %s\n",
            D.seed, D.seed, seconds, D.nworkers,
-           D.sync != 0 ? nf_sync_mode_name(D.sync)
-           : D.fenced  ? "fenced"
-                       : "reentrant");
+           D.sync != 0              ? nf_sync_mode_name(D.sync)
+           : D.fenced               ? "fenced"
+           : D.kind != CH_KIND_LOCK ? ch_kind_names[D.kind]
+                                    : "reentrant");
     printf("netfault: rlock timeout %d ms, %d retry after %d ms, watchdog %d ms (even workers), "
            "lease %d ms (odd workers); notification bound %d ms\n",
            CH_TIMEOUT_MS, CH_RETRY_ATTEMPTS, CH_RETRY_INTERVAL_MS, CH_WATCHDOG_MS, CH_LEASE_MS,

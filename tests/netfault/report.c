@@ -51,7 +51,10 @@ static void kind_table(const nf_notify *nt) {
 
 void nf_print_report(const nf_run *run, const ch_results *res, const nf_notify *nt, bool pass) {
     printf("netfault: seed %" PRIu64 ", %ld s, %d workers, %s lock, %d faults, took %.1f s\n",
-           run->seed, run->seconds, run->nworkers, run->fenced ? "fenced" : "reentrant",
+           run->seed, run->seconds, run->nworkers,
+           run->fenced                 ? "fenced"
+           : run->kind != CH_KIND_LOCK ? ch_kind_names[run->kind]
+                                       : "reentrant",
            run->nfaults, ms(run->took_ns) / 1000.0);
     printf("netfault: lock calls %" PRIu64 ", acquired %" PRIu64 ", not acquired %" PRIu64
            ", cancelled %" PRIu64 ", failed %" PRIu64 "; holds completed %" PRIu64 "\n",

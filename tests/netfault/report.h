@@ -13,6 +13,7 @@ typedef struct nf_run {
     long seconds;
     int nworkers, nfaults, hung, failures, exits_expected;
     bool fatal, fenced;
+    int kind; /* CH_KIND_* */
     int64_t took_ns;
 } nf_run;
 
