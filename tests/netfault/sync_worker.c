@@ -74,6 +74,22 @@ static bool unanswered(int err) {
 
 /* ---- semaphore ---------------------------------------------------------- */
 
+/* Records round n's acquire (err, got) and, when it got the permit, its
+ * hold (the permit's work); false when it did not get one. */
+static bool hold_permit(sworker *w, uint64_t n, int err, bool got) {
+    if (err != RLOCK_OK || !got) {
+        rec(w, "F %llu %lld %d\n", (unsigned long long)n, (long long)ch_now_ns(), err);
+        progress(w, CH_IDLE);
+        return false;
+    }
+    rec(w, "A %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
+    atomic_store(&w->a->slot->state, CH_HOLDING);
+    rt_sleep_ms((int64_t)(next_rand(w) % 20)); /* the permit's work */
+    rec(w, "U %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
+    atomic_store(&w->a->slot->state, CH_UNLOCKING);
+    return true;
+}
+
 static void sem_round(sworker *w, rlock_permit_semaphore *s, uint64_t n) {
     char id[RLOCK_PERMIT_ID_MAX] = "";
     bool got = false;
@@ -86,16 +102,9 @@ static void sem_round(sworker *w, rlock_permit_semaphore *s, uint64_t n) {
     } else {
         err = rlock_permit_semaphore_try_acquire(s, wait, w->a->lease_ms, id, &got);
     }
-    if (err != RLOCK_OK || !got) {
-        rec(w, "F %llu %lld %d\n", (unsigned long long)n, (long long)ch_now_ns(), err);
-        progress(w, CH_IDLE);
+    if (!hold_permit(w, n, err, got)) {
         return;
     }
-    rec(w, "A %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
-    atomic_store(&w->a->slot->state, CH_HOLDING);
-    rt_sleep_ms((int64_t)(next_rand(w) % 20)); /* the permit's work */
-    rec(w, "U %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
-    atomic_store(&w->a->slot->state, CH_UNLOCKING);
     for (int i = 0; i < NF_RETRY_MAX && id[0] != '\0'; i++) {
         err = rlock_permit_semaphore_release(s, id);
         if (!unanswered(err)) {
@@ -150,16 +159,9 @@ static void rsem_round(sworker *w, rsem_epoch *e, uint64_t n) {
     } else {
         err = rlock_semaphore_try_acquire(e->s, 1, wait, &got);
     }
-    if (err != RLOCK_OK || !got) {
-        rec(w, "F %llu %lld %d\n", (unsigned long long)n, (long long)ch_now_ns(), err);
-        progress(w, CH_IDLE);
+    if (!hold_permit(w, n, err, got)) {
         return;
     }
-    rec(w, "A %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
-    atomic_store(&w->a->slot->state, CH_HOLDING);
-    rt_sleep_ms((int64_t)(next_rand(w) % 20)); /* the permit's work */
-    rec(w, "U %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
-    atomic_store(&w->a->slot->state, CH_UNLOCKING);
     /* Once: with no answer it may or may not have been applied, and a
      * second release of an applied one would make a permit out of nothing. */
     err = cheat ? RLOCK_OK : rlock_semaphore_release(e->s, 1);
