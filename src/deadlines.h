@@ -77,6 +77,13 @@ static inline bool rlock__deadline_armed(const rlock__deadline *d) {
  * when the heap cannot grow (d stays idle). */
 int rlock__deadlines_add(rlock__deadlines *h, rlock__deadline *d, int64_t due_ms);
 
+/* The due time ms (>= 0) after now_ms. ms may come from a reply (a
+ * holder's ttl), so the sum saturates at INT64_MAX (a deadline that never
+ * comes) rather than overflow. */
+static inline int64_t rlock__due_after(int64_t now_ms, int64_t ms) {
+    return ms > INT64_MAX - now_ms ? INT64_MAX : now_ms + ms;
+}
+
 /* Takes d out (harmless when idle). */
 void rlock__deadlines_remove(rlock__deadlines *h, rlock__deadline *d);
 

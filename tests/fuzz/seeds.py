@@ -20,8 +20,10 @@ LOCK_A, LOCK_A_TAGGED, LOCK_B = 0, 1, 2
 WATCHDOG, LEASE_5, LEASE_40, LEASE_LONG = 0, 1, 2, 3
 Q_IS_LOCKED, Q_HELD, Q_HOLD_COUNT, Q_TTL = 0, 1, 2, 3
 
-# Before the first lock command: PING on each connection, then 4 SCRIPT LOADs.
-HANDSHAKE = 6
+# Before the first lock command: PING on each connection. Scripts are
+# loaded when a call first needs one (that call is an EVAL), so no reply
+# goes to a SCRIPT LOAD here.
+HANDSHAKE = 2
 
 
 def rec(tag, *args):
@@ -117,6 +119,10 @@ SEEDS = {
     "huge_ttl": [good(HANDSHAKE), bytes([R_BUILD]) + b_int(8), bytes([R_BUILD]) + b_int(9),
                  rec(A_TRY, LOCK_A, 0, 3, WATCHDOG), rec(A_LOCK, LOCK_B, 0, WATCHDOG),
                  rec(A_SLEEP, 20)],
+    # A lock (no wait bound) told the holder's ttl is INT64_MAX: its retry
+    # timer must saturate, not overflow, when added to the clock.
+    "huge_ttl_lock": [good(HANDSHAKE), bytes([R_BUILD]) + b_int(8),
+                      rec(A_LOCK, LOCK_B, 0, WATCHDOG), rec(A_SLEEP, 20)],
     "skipped_reply": [good(HANDSHAKE), rec(R_SKIP), rec(A_QUERY, Q_IS_LOCKED, LOCK_A),
                       rec(A_QUERY, Q_TTL, LOCK_A), rec(A_SLEEP, 30)],
     "closed_mid_command": [good(HANDSHAKE), rec(R_CLOSE), rec(A_LOCK, LOCK_A, 0, WATCHDOG),
