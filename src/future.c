@@ -525,6 +525,15 @@ static int wait_cond(rlock_future *f, int64_t timeout_ms) {
     return rc;
 }
 
+int rlock__fail_named(int err, const char *fn, const char *msg) {
+    if (strncmp(msg, "rlock_", 6) == 0) {
+        rlock__set_error_message("%s", msg);
+    } else {
+        rlock__set_error_message("%s: %s", fn, msg[0] != '\0' ? msg : rlock_strerror(err));
+    }
+    return err;
+}
+
 int rlock__future_block(rlock_future *f, const char *fn, int64_t *value, char *text, size_t cap) {
     if (f == NULL) {
         rlock__set_error_message("%s: out of memory", fn);
@@ -535,12 +544,7 @@ int rlock__future_block(rlock_future *f, const char *fn, int64_t *value, char *t
         rc = rlock_future_error(f);
     }
     if (rc != RLOCK_OK) {
-        const char *msg = rlock_future_error_message(f);
-        if (strncmp(msg, "rlock_", 6) == 0) {
-            rlock__set_error_message("%s", msg);
-        } else {
-            rlock__set_error_message("%s: %s", fn, msg[0] != '\0' ? msg : rlock_strerror(rc));
-        }
+        (void)rlock__fail_named(rc, fn, rlock_future_error_message(f));
     } else {
         if (value != NULL) {
             *value = rlock_future_value(f);

@@ -61,6 +61,11 @@ rlock_future *rlock__future_failed(rlock__loop *loop, int err, const char *msg);
  * operation then undoes what it did. msg may be NULL. */
 bool rlock__future_complete(rlock_future *f, int err, int64_t value, const char *msg);
 
+/* A blocking call's failure: err, with msg (empty: err's own text) in
+ * rlock_last_error() after "fn: ", unless msg names a function already
+ * (it starts "rlock_"). Returns err. */
+int rlock__fail_named(int err, const char *fn, const char *msg);
+
 /* What a blocking call does with its call's future f (taken; NULL: out of
  * memory): waits for it and returns its error, its details in
  * rlock_last_error() naming the blocking function fn (unless they name a

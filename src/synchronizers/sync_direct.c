@@ -35,11 +35,6 @@ static bool unanswered(int err) {
     return err == RLOCK_ERR_TIMEOUT || err == RLOCK_ERR_CONNECTION;
 }
 
-static int failed(int err, const char *fn, const char *msg) {
-    rlock__set_error_message("%s: %s", fn, msg[0] != '\0' ? msg : rlock_strerror(err));
-    return err;
-}
-
 int rlock__sync_direct_call(rlock *o, rlock__cmd *cmd, bool retry, const char *fn, int64_t *value) {
     rlock_client *c = o->client;
     int err = RLOCK_OK;
@@ -53,7 +48,7 @@ int rlock__sync_direct_call(rlock *o, rlock__cmd *cmd, bool retry, const char *f
     }
     rlock__cmd_free(cmd);
     if (err != RLOCK_OK) {
-        return failed(err, fn, msg);
+        return rlock__fail_named(err, fn, msg);
     }
     int64_t v = 0;
     bool number = rlock__sync_reply_number(reply, &v);
@@ -63,7 +58,7 @@ int rlock__sync_direct_call(rlock *o, rlock__cmd *cmd, bool retry, const char *f
     }
     freeReplyObject(reply);
     if (!number) {
-        return failed(RLOCK_ERR_REDIS, fn, msg);
+        return rlock__fail_named(RLOCK_ERR_REDIS, fn, msg);
     }
     if (value != NULL) {
         *value = v;
@@ -96,8 +91,7 @@ int rlock__sync_req_number(rlock *o, rlock__sync_req r, const char *fn, int64_t 
         (rc = r.map(&v, msg, sizeof(msg), r.map_arg)) != RLOCK_OK) {
         /* the message the async form's future gets, as its blocking form
          * shows it (rlock__future_block) */
-        return strncmp(msg, "rlock_", 6) == 0 ? (rlock__set_error_message("%s", msg), rc)
-                                              : failed(rc, fn, msg);
+        return rlock__fail_named(rc, fn, msg);
     }
     if (rc == RLOCK_OK && value != NULL) {
         *value = v;
@@ -168,7 +162,7 @@ static int done_here(rlock *o, rlock__sync_op *first, const rlock__sync_res *res
         if (first->kind->undo != NULL) {
             (void)rlock__sync_direct_call(o, first->kind->undo(first), true, fn, NULL);
         }
-        return failed(RLOCK_ERR_NOMEM, fn, "out of memory");
+        return rlock__fail_named(RLOCK_ERR_NOMEM, fn, "out of memory");
     }
     if (value != NULL) {
         *value = res->value;
@@ -204,7 +198,7 @@ static int after_try(rlock *o, const rlock__sync_wait_call *w, rlock__sync_op *f
     const char *why = NULL;
     int err = w->kind->try_reply(first, reply, &res, &why);
     if (err != RLOCK_OK) {
-        return failed(err, fn, why != NULL ? why : "");
+        return rlock__fail_named(err, fn, why != NULL ? why : "");
     }
     if (res.done) {
         return done_here(o, first, &res, fn, value, ids);
@@ -236,7 +230,7 @@ int rlock__sync_direct_wait_call(rlock *o, const rlock__sync_wait_call *w, const
         if (first != &local) {
             free(first);
         }
-        return failed(RLOCK_ERR_NOMEM, fn, "out of memory");
+        return rlock__fail_named(RLOCK_ERR_NOMEM, fn, "out of memory");
     }
     /* A try-acquire's connect fits in its wait plus one response timeout,
      * as the loop's try that follows a failed one (rlock__cmd_give_up_at). */
@@ -252,7 +246,7 @@ int rlock__sync_direct_wait_call(rlock *o, const rlock__sync_wait_call *w, const
         int64_t left = wait_ms < 0 ? wait_ms : wait_ms - (rlock__now_ms() - started_ms);
         rc = loop_wait(o, w, left < 0 && wait_ms >= 0 ? 0 : left, fn, value, ids);
     } else if (err != RLOCK_OK) {
-        rc = failed(err, fn, msg); /* written: never sent again */
+        rc = rlock__fail_named(err, fn, msg); /* written: never sent again */
     } else {
         rc = after_try(o, w, first, reply, started_ms, fn, value, ids);
         freeReplyObject(reply);
