@@ -54,6 +54,10 @@ static void kind_table(const nf_notify *nt) {
 static void liveness(const nf_run *run, const nf_liveness *lv, const nf_fault *faults) {
     const nf_live_gap *g = &lv->worst;
     nf_live_bound_print(&lv->bound);
+    if (g->to <= g->from) {
+        printf("netfault: liveness: no gap without an acquire\n");
+        return;
+    }
     printf("netfault: liveness: longest without an acquire %.1f s (%.1f s healed), from %.3f s to "
            "%s%.3f s; bound %.1f s (%.1f s healed); gaps over it %" PRIu64 "\n",
            ms(g->to - g->from) / 1e3, ms(g->healed_ns) / 1e3, ms(g->from - run->t0) / 1e3,
