@@ -12,6 +12,7 @@
 #include <sys/types.h>
 
 #include "redis_server.h"
+#include "rlock/rlock.h"
 
 /* ---- timings ---------------------------------------------------------------
  * Short, so that a minute holds many faults; every bound below follows from
@@ -24,6 +25,11 @@
 #define CH_PING_INTERVAL_MS 1000 /* keep-alive: finds connections frozen by a pause */
 #define CH_WATCHDOG_MS 1500      /* lock_watchdog_timeout_ms (even workers) */
 #define CH_LEASE_MS 3000         /* an explicit lease (odd workers) */
+/* A worker's call: a try-lock waits 0 to CH_TRY_WAIT_MAX_MS, a lock call
+ * is cancelled after CH_LOCK_CANCEL_MIN_MS to CH_LOCK_CANCEL_MAX_MS. */
+#define CH_TRY_WAIT_MAX_MS 2000
+#define CH_LOCK_CANCEL_MIN_MS 500
+#define CH_LOCK_CANCEL_MAX_MS 4000
 
 /* Most holds last a millisecond or two; each worker now and then holds for
  * longer than the watchdog timeout, about once a minute. */
@@ -145,6 +151,9 @@ typedef struct ch_worker_args {
     bool fenced;
     int kind;   /* CH_KIND_*: the lock kind (netfault --kind); 0, the reentrant lock */
     int synced; /* check_lock_synced_slaves */
+    /* > 0: the client's fair_lock_wait_timeout_ms (netfault --kind fair);
+     * 0: the library's default. */
+    int64_t fair_wait_ms;
     /* The server's host for the worker's own data connection (redis's
      * address says it for the client); NULL: 127.0.0.1. The network fault
      * harness (tests/netfault) runs the server in a network namespace. */
@@ -154,6 +163,10 @@ typedef struct ch_worker_args {
      * goes to the host the sentinel or the slot map names, not 127.0.0.1. */
     const char *hosts[CH_CL_MAX_NODES];
 } ch_worker_args;
+
+/* The settings the worker's client is made with: netfault derives its
+ * liveness bound from them. */
+void ch_worker_config(const ch_worker_args *a, rlock_config *cfg);
 
 /* The worker's body, in the forked child: returns its exit code. */
 int ch_worker_main(const ch_worker_args *a);

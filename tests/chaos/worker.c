@@ -453,7 +453,8 @@ static void round_once(worker *w) {
     unsigned long long o = (unsigned long long)owner;
     bool try_lock = next_rand(w) % 2 == 0;
     /* try-lock: wait up to 2 s; lock: cancel the wait after 0.5 to 4 s. */
-    int64_t arg = try_lock ? rand_between(w, 0, 2000) : rand_between(w, 500, 4000);
+    int64_t arg = try_lock ? rand_between(w, 0, CH_TRY_WAIT_MAX_MS)
+                           : rand_between(w, CH_LOCK_CANCEL_MIN_MS, CH_LOCK_CANCEL_MAX_MS);
     int64_t start = ch_now_ns();
     atomic_store(&w->slot->state, CH_LOCKING);
     rec(w, "C %llu %lld %c %lld\n", o, (long long)start, try_lock ? 't' : 'l', (long long)arg);
@@ -552,6 +553,31 @@ static void free_locks(worker *w) {
     }
 }
 
+/* The client's settings (netfault derives its liveness bound from them). */
+void ch_worker_config(const ch_worker_args *a, rlock_config *cfg) {
+    rlock_config_init(cfg);
+    if (a->cluster) {
+        cfg->cluster_node_addresses = a->seeds;
+    } else if (a->sentinel) {
+        cfg->master_name = CH_SN_MASTER;
+        cfg->sentinel_addresses = a->sentinels;
+    } else {
+        cfg->address = a->redis->address;
+    }
+    cfg->timeout_ms = CH_TIMEOUT_MS;
+    cfg->retry_attempts = CH_RETRY_ATTEMPTS;
+    cfg->retry_interval_ms = CH_RETRY_INTERVAL_MS;
+    cfg->connect_timeout_ms = CH_CONNECT_TIMEOUT_MS;
+    cfg->ping_connection_interval_ms = CH_PING_INTERVAL_MS;
+    cfg->reconnect_delay_min_ms = 20;
+    cfg->reconnect_delay_max_ms = 200;
+    cfg->lock_watchdog_timeout_ms = CH_WATCHDOG_MS;
+    cfg->check_lock_synced_slaves = a->synced;
+    if (a->fair_wait_ms > 0) {
+        cfg->fair_lock_wait_timeout_ms = a->fair_wait_ms;
+    }
+}
+
 int ch_worker_main(const ch_worker_args *a) {
     prctl(PR_SET_PDEATHSIG, SIGKILL); /* never outlive the driver */
     if (getppid() != a->driver) {
@@ -577,24 +603,7 @@ int ch_worker_main(const ch_worker_args *a) {
         return 2;
     }
     rlock_config cfg;
-    rlock_config_init(&cfg);
-    if (a->cluster) {
-        cfg.cluster_node_addresses = a->seeds;
-    } else if (a->sentinel) {
-        cfg.master_name = CH_SN_MASTER;
-        cfg.sentinel_addresses = a->sentinels;
-    } else {
-        cfg.address = a->redis->address;
-    }
-    cfg.timeout_ms = CH_TIMEOUT_MS;
-    cfg.retry_attempts = CH_RETRY_ATTEMPTS;
-    cfg.retry_interval_ms = CH_RETRY_INTERVAL_MS;
-    cfg.connect_timeout_ms = CH_CONNECT_TIMEOUT_MS;
-    cfg.ping_connection_interval_ms = CH_PING_INTERVAL_MS;
-    cfg.reconnect_delay_min_ms = 20;
-    cfg.reconnect_delay_max_ms = 200;
-    cfg.lock_watchdog_timeout_ms = CH_WATCHDOG_MS;
-    cfg.check_lock_synced_slaves = a->synced;
+    ch_worker_config(a, &cfg);
     if (rlock_client_create(&cfg, &w.client) != RLOCK_OK) {
         fprintf(stderr, "chaos worker %d: %s\n", a->wid, rlock_last_error());
         return 2;

@@ -23,6 +23,7 @@
 
 #include "chaos.h"
 #include "cluster.h"
+#include "liveness.h"
 #include "netns.h"
 #include "notify.h"
 #include "plan.h"
@@ -41,6 +42,10 @@
 #define NF_SENTINEL_HOST0 21
 #define NF_MAX_WORKERS 16
 #define NF_MARGIN_S 120 /* start-up, quiet phase, exits, analysis */
+/* --kind fair: the workers' fair_lock_wait_timeout_ms (--fair-wait). The
+ * default, 300 s, keeps the place of a call whose acquire's answer was
+ * lost for five minutes (README.md, "Lock kinds"). */
+#define NF_FAIR_WAIT_MS 2000
 
 /* The chaos analysis names fault kinds; netfault hands it none (a network
  * fault taints no hold by itself: notify.c judges the pairs). */
@@ -83,7 +88,8 @@ static struct {
     nf_fault *faults;
     int nfaults;
     int hung, failures;
-    int64_t t0;
+    int64_t t0, stop_ns;  /* the faults' start; the workers' SIGTERM */
+    int64_t fair_wait_ms; /* --fair-wait (0: the library's default) */
     FILE *log;
 } D;
 
@@ -200,6 +206,7 @@ static bool spawn(int p) {
                         .fenced = D.fenced,
                         .kind = D.kind,
                         .synced = 1,
+                        .fair_wait_ms = D.kind == CH_KIND_FAIR ? D.fair_wait_ms : 0,
                         .host = D.srv->addr,
                         .cheat = D.cheat};
     if (D.sentinel) {
@@ -610,7 +617,7 @@ static int build_network(void) {
 static void usage(void) {
     fprintf(stderr,
             "usage: netfault [--seconds N] [--seed N] [--workers N] [--sentinel | --cluster] "
-            "[--kind lock|fair|spin|write|multi] "
+            "[--kind lock|fair|spin|write|multi] [--fair-wait MS] "
             "[--fenced | --semaphore | --rsemaphore | --latch] [--budget SECONDS] [--keep] "
             "[--porcupine-html]\n"
             "       netfault --cleanup    remove the namespaces of runs that are gone\n");
@@ -643,7 +650,7 @@ static bool judge_sync(const ch_worker_info *infos, const nf_run *run) {
      * writes are the project's own checks' (sem_check.c). */
     nf_porcupine_outcome po = NF_PORC_SKIPPED;
     if (D.sync == NF_SYNC_SEMAPHORE && !D.sentinel) {
-        po = nf_porcupine_check(D.dir, -1, NF_SEM_PERMITS, g_porcupine_html);
+        po = nf_porcupine_check(D.dir, -1, NF_SEM_PERMITS, false, g_porcupine_html);
     } else {
         printf("netfault: Porcupine: not run: no model for %s%s (README.md, \"Not done\")\n",
                D.sentinel ? "Sentinel runs of " : "", nf_sync_mode_name(D.sync));
@@ -673,12 +680,31 @@ static bool judge_sync(const ch_worker_info *infos, const nf_run *run) {
     return pass;
 }
 
+/* The liveness bound from the settings the lock workers' clients use. */
+static void live_bound(nf_live_bound *b) {
+    ch_worker_args a = {.redis = &D.redis,
+                        .sentinel = D.sentinel,
+                        .sentinels = D.sentinels,
+                        .cluster = D.cluster,
+                        .seeds = D.cls.seeds,
+                        .synced = 1,
+                        .fair_wait_ms = D.kind == CH_KIND_FAIR ? D.fair_wait_ms : 0};
+    rlock_config cfg;
+    ch_worker_config(&a, &cfg);
+    nf_live_bound_make(&cfg, CH_LEASE_MS, CH_TRY_WAIT_MAX_MS, D.kind == CH_KIND_FAIR, replicated(),
+                       b);
+}
+
 static bool judge(int64_t took, long seconds, long long counter) {
     ch_worker_info *infos = calloc((size_t)D.nworkers, sizeof(*infos));
     ch_results res;
     nf_notify nt;
+    nf_liveness lv;
+    nf_live_bound bound;
     memset(&res, 0, sizeof(res));
     memset(&nt, 0, sizeof(nt));
+    memset(&lv, 0, sizeof(lv));
+    live_bound(&bound);
     nf_run run = {.seed = D.seed,
                   .seconds = seconds,
                   .nworkers = D.nworkers,
@@ -718,14 +744,20 @@ static bool judge(int64_t took, long seconds, long long counter) {
     }
     if (infos == NULL || windows == NULL ||
         ch_analyse(infos, D.nworkers, windows, nwin, counter, &res) != 0 ||
-        nf_notify_check(infos, D.nworkers, D.faults, D.nfaults, &nt) != 0) {
+        nf_notify_check(infos, D.nworkers, D.faults, D.nfaults, &nt) != 0 ||
+        nf_liveness_check(infos, D.nworkers, D.faults, D.nfaults, D.t0, D.stop_ns, &bound, &lv) !=
+            0) {
         run.fatal = true;
     }
     free(windows);
     free(infos);
-    nf_porcupine_outcome po = nf_porcupine_check(D.dir, counter, 0, g_porcupine_html);
-    bool pass = nf_verdict(&run, &res, &nt) && nf_porcupine_passes(po);
-    nf_print_report(&run, &res, &nt, pass);
+    /* The fair lock's unlock answers OK when its key is gone (Redisson's
+     * too): its OK does not say the hold lasted until then. */
+    nf_porcupine_outcome po =
+        nf_porcupine_check(D.dir, counter, 0, D.kind == CH_KIND_FAIR, g_porcupine_html);
+    run.t0 = D.t0;
+    bool pass = nf_verdict(&run, &res, &nt, &lv) && nf_porcupine_passes(po);
+    nf_print_report(&run, &res, &nt, &lv, D.faults, pass);
     return pass;
 }
 
@@ -787,6 +819,7 @@ static int run(const nf_plan *plan, long seconds, bool keep) {
         quiet_phase();
     }
     say("stopping the workers (SIGTERM)");
+    D.stop_ns = ch_now_ns();
     stop_phase();
     bool counter_ok = false;
     long long counter = final_counter(&counter_ok);
@@ -812,6 +845,7 @@ int main(int argc, char **argv) {
     long seconds = 60, budget = 0;
     bool keep = false, seeded = false;
     D.nworkers = 6;
+    D.fair_wait_ms = NF_FAIR_WAIT_MS;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--cleanup") == 0) {
             nf_net_cleanup_stale();
@@ -829,6 +863,8 @@ int main(int argc, char **argv) {
             D.fenced = true;
         } else if (strcmp(argv[i], "--kind") == 0 && i + 1 < argc) {
             D.kind = ch_kind_parse(argv[++i]);
+        } else if (strcmp(argv[i], "--fair-wait") == 0 && i + 1 < argc) {
+            D.fair_wait_ms = strtoll(argv[++i], NULL, 10);
         } else if (strcmp(argv[i], "--sentinel") == 0) {
             D.sentinel = true;
         } else if (strcmp(argv[i], "--cluster") == 0) {
@@ -849,7 +885,7 @@ int main(int argc, char **argv) {
         }
     }
     if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS || (D.cluster && D.sync) ||
-        (D.sentinel && D.cluster) || D.kind < 0 ||
+        (D.sentinel && D.cluster) || D.kind < 0 || D.fair_wait_ms < 0 ||
         (D.kind != CH_KIND_LOCK && (D.fenced || D.sync))) {
         usage();
         return 2;
@@ -884,6 +920,16 @@ int main(int argc, char **argv) {
            "lease %d ms (odd workers); notification bound %d ms\n",
            CH_TIMEOUT_MS, CH_RETRY_ATTEMPTS, CH_RETRY_INTERVAL_MS, CH_WATCHDOG_MS, CH_LEASE_MS,
            NF_NOTIFY_BOUND_MS);
+    if (D.kind == CH_KIND_FAIR) {
+        printf("netfault: fair_lock_wait_timeout_ms %lld%s\n",
+               (long long)(D.fair_wait_ms > 0 ? D.fair_wait_ms : 300000),
+               D.fair_wait_ms > 0 ? "" : " (the library's default)");
+    }
+    if (D.sync == 0) {
+        nf_live_bound b;
+        live_bound(&b);
+        nf_live_bound_print(&b);
+    }
     nf_plan_print(&plan, stdout);
     return run(&plan, seconds, keep);
 }

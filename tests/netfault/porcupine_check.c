@@ -47,7 +47,7 @@ static int wait_bounded(pid_t pid) {
 }
 
 nf_porcupine_outcome nf_porcupine_check(const char *dir, long long final_counter, int permits,
-                                        bool html) {
+                                        bool unlock_unchecked, bool html) {
     const char *bin = NF_PORCUPINE_BIN;
     if (bin[0] == '\0' || access(bin, X_OK) != 0) {
         printf("netfault: Porcupine: SKIPPED, not checked: no checker at %s (Go not found when "
@@ -61,10 +61,18 @@ nf_porcupine_outcome nf_porcupine_check(const char *dir, long long final_counter
     snprintf(sem, sizeof(sem), "%d", permits);
     snprintf(bound, sizeof(bound), "%d", NF_NOTIFY_BOUND_MS);
     snprintf(timeout, sizeof(timeout), "%ds", NF_PORC_TIMEOUT_S);
-    char *argv[] = {
+    char *argv[16] = {
         (char *)bin, "--dir",     (char *)dir, "--final-counter", counter, "--notify-bound-ms",
-        bound,       "--timeout", timeout,     "--semaphore",     sem,     html ? "--html" : NULL,
-        (char *)dir, NULL};
+        bound,       "--timeout", timeout,     "--semaphore",     sem};
+    int argc = 11;
+    if (unlock_unchecked) {
+        argv[argc++] = "--unlock-unchecked";
+    }
+    if (html) {
+        argv[argc++] = "--html";
+        argv[argc++] = (char *)dir;
+    }
+    argv[argc] = NULL;
     fflush(NULL);
     pid_t pid = fork();
     if (pid < 0) {

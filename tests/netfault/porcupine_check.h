@@ -18,9 +18,11 @@ extern const char *const nf_porcupine_names[];
 
 /* Checks the records in dir: the lock's (permits 0; final_counter < 0:
  * not checked) or the permit semaphore's (of that many permits); html:
- * draw an illegal segment into dir. Prints what it does ("netfault:"). */
+ * draw an illegal segment into dir; unlock_unchecked: an unlock's OK does
+ * not say the lock was held then (the fair lock's). Prints what it does
+ * ("netfault:"). */
 nf_porcupine_outcome nf_porcupine_check(const char *dir, long long final_counter, int permits,
-                                        bool html);
+                                        bool unlock_unchecked, bool html);
 
 /* Whether the run may pass with this outcome. */
 bool nf_porcupine_passes(nf_porcupine_outcome o);

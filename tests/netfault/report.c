@@ -10,12 +10,14 @@ static uint64_t pending(const ch_results *r) {
     return r->futures_pending + r->futures_pending_after_destroy;
 }
 
-bool nf_verdict(const nf_run *run, const ch_results *res, const nf_notify *nt) {
+bool nf_verdict(const nf_run *run, const ch_results *res, const nf_notify *nt,
+                const nf_liveness *lv) {
     return !run->fatal && run->nfaults > 0 && run->hung == 0 && run->failures == 0 &&
            res->completed > 0 && res->overlaps_unexplained == 0 &&
            res->lost_updates_unexplained == 0 && res->counter_mismatches == 0 &&
            pending(res) == 0 && res->stuck_futures == 0 && res->exits == run->exits_expected &&
-           res->token_violations == 0 && res->token_equal == 0 && nt->unexplained == 0;
+           res->token_violations == 0 && res->token_equal == 0 && nt->unexplained == 0 &&
+           lv->violations == 0;
 }
 
 static double ms(int64_t ns) {
@@ -49,7 +51,28 @@ static void kind_table(const nf_notify *nt) {
            "notify max: the latest lost-lock callback relative to the other client's acquire)\n");
 }
 
-void nf_print_report(const nf_run *run, const ch_results *res, const nf_notify *nt, bool pass) {
+static void liveness(const nf_run *run, const nf_liveness *lv, const nf_fault *faults) {
+    const nf_live_gap *g = &lv->worst;
+    nf_live_bound_print(&lv->bound);
+    if (g->to <= g->from) {
+        printf("netfault: liveness: no gap without an acquire\n");
+        return;
+    }
+    printf("netfault: liveness: longest without an acquire %.1f s (%.1f s healed), from %.3f s to "
+           "%s%.3f s; bound %.1f s (%.1f s healed); gaps over it %" PRIu64 "\n",
+           ms(g->to - g->from) / 1e3, ms(g->healed_ns) / 1e3, ms(g->from - run->t0) / 1e3,
+           g->to_end ? "the end, " : "", ms(g->to - run->t0) / 1e3,
+           (double)lv->bound.total_ms / 1e3, (double)lv->bound.net_ms / 1e3, lv->violations);
+    if (lv->heal_worst >= 0) {
+        printf("netfault: liveness: longest from a heal to an acquire %.1f s (%.1f s healed), "
+               "after #%d (%s); heals with no acquire after them %d\n",
+               ms(lv->heal_worst_ns) / 1e3, ms(lv->heal_worst_healed_ns) / 1e3, lv->heal_worst,
+               nf_kind_names[faults[lv->heal_worst].kind], lv->heals_unanswered);
+    }
+}
+
+void nf_print_report(const nf_run *run, const ch_results *res, const nf_notify *nt,
+                     const nf_liveness *lv, const nf_fault *faults, bool pass) {
     printf("netfault: seed %" PRIu64 ", %ld s, %d workers, %s lock, %d faults, took %.1f s\n",
            run->seed, run->seconds, run->nworkers,
            run->fenced                 ? "fenced"
@@ -90,13 +113,16 @@ void nf_print_report(const nf_run *run, const ch_results *res, const nf_notify *
            res->futures_pending, res->futures_pending_after_destroy, res->stuck_futures, run->hung,
            run->failures, res->exits, run->exits_expected);
     kind_table(nt);
+    liveness(run, lv, faults);
     printf("{\"seed\":%" PRIu64 ",\"seconds\":%ld,\"fenced\":%d,\"faults\":%d,\"holds\":%" PRIu64
            ",\"double_holds\":%" PRIu64 ",\"told_in_time\":%" PRIu64 ",\"lease_ran_out\":%" PRIu64
            ",\"unexplained\":%" PRIu64 ",\"overlaps_unexplained\":%" PRIu64
            ",\"lost_updates_unexplained\":%" PRIu64 ",\"token_violations\":%" PRIu64
+           ",\"live_bound_ms\":%lld,\"live_worst_gap_ms\":%.0f,\"live_violations\":%" PRIu64
            ",\"result\":\"%s\"}\n",
            run->seed, run->seconds, run->fenced ? 1 : 0, run->nfaults, nt->holds, nt->double_holds,
            nt->explained_notified, nt->explained_lease, nt->unexplained, res->overlaps_unexplained,
-           res->lost_updates_unexplained, res->token_violations, pass ? "pass" : "fail");
+           res->lost_updates_unexplained, res->token_violations, (long long)lv->bound.total_ms,
+           ms(lv->worst.to - lv->worst.from), lv->violations, pass ? "pass" : "fail");
     printf("netfault: %s\n", pass ? "PASS" : "FAIL");
 }

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include "chaos.h"
+#include "liveness.h"
 #include "notify.h"
 
 typedef struct nf_run {
@@ -15,11 +16,14 @@ typedef struct nf_run {
     bool fatal, fenced;
     int kind; /* CH_KIND_* */
     int64_t took_ns;
+    int64_t t0; /* the faults' start: the report's times count from it */
 } nf_run;
 
-bool nf_verdict(const nf_run *run, const ch_results *res, const nf_notify *nt);
+bool nf_verdict(const nf_run *run, const ch_results *res, const nf_notify *nt,
+                const nf_liveness *lv);
 
 /* One line per figure, a table per fault kind, a JSON line, PASS or FAIL. */
-void nf_print_report(const nf_run *run, const ch_results *res, const nf_notify *nt, bool pass);
+void nf_print_report(const nf_run *run, const ch_results *res, const nf_notify *nt,
+                     const nf_liveness *lv, const nf_fault *faults, bool pass);
 
 #endif

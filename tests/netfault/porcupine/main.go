@@ -7,6 +7,7 @@
 //
 //	nf-porcupine --dir RECORDS [--final-counter N] [--notify-bound-ms 150]
 //	             [--semaphore PERMITS] [--timeout 60s] [--html DIR]
+//	             [--unlock-unchecked]
 //
 // Prints one line per check and exits 0 (every check ok), 1 (a check found
 // the history illegal), 3 (none illegal, but one ran out of time: unknown)
@@ -46,6 +47,7 @@ func main() {
 	timeout := flag.Duration("timeout", 60*time.Second, "per check; past it the check is unknown")
 	per := flag.Int("segment", 400, "holds (increments) a segment takes before the next cut")
 	sem := flag.Int("semaphore", 0, "the records are the permit semaphore's, of this many permits (sync_worker.c)")
+	unchecked := flag.Bool("unlock-unchecked", false, "an unlock's OK does not say the lock was held (the fair lock's)")
 	html := flag.String("html", "", "write each illegal check's first illegal segment here (DIR/porcupine-NAME.html)")
 	flag.Parse()
 	if *dir == "" || flag.NArg() != 0 {
@@ -57,7 +59,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "porcupine: %v\n", err)
 		os.Exit(exitInput)
 	}
-	rl := rules{notifyBound: *bound * 1e6, leaseTol: *tol * 1e6}
+	rl := rules{notifyBound: *bound * 1e6, leaseTol: *tol * 1e6, unlockUnchecked: *unchecked}
 	rn.taint(rl)
 	if *sem < 0 || *sem > maxCap {
 		fmt.Fprintf(os.Stderr, "porcupine: --semaphore: 1 to %d permits\n", maxCap)

@@ -61,8 +61,13 @@ func mutexResult(t *testing.T, rn *run, fenced bool) porcupine.CheckResult {
 
 func semResult(t *testing.T, rn *run, k int, fenced bool) porcupine.CheckResult {
 	t.Helper()
-	whole := checkSegs(semModel(k, fenced), holdSegments(rn, testRules, k, 1<<30))
-	segs := holdSegments(rn, testRules, k, 1)
+	return semResultRules(t, rn, k, fenced, testRules)
+}
+
+func semResultRules(t *testing.T, rn *run, k int, fenced bool, rl rules) porcupine.CheckResult {
+	t.Helper()
+	whole := checkSegs(semModel(k, fenced), holdSegments(rn, rl, k, 1<<30))
+	segs := holdSegments(rn, rl, k, 1)
 	cut := checkSegs(semModel(k, fenced), segs)
 	if whole != cut {
 		t.Fatalf("whole %s, cut into %d segments %s", whole, len(segs), cut)
@@ -115,6 +120,19 @@ func TestMutexUnlockedOkHeldToTheEnd(t *testing.T) {
 	// The unlock answered OK: the lock was w0's until then, lease or not.
 	rn := newRun(h(0, 0, 10, 3500, 3600).lease(3000), h(1, 100, 3100, 3200, 3300))
 	want(t, mutexResult(t, rn, false), porcupine.Illegal)
+}
+
+func TestMutexUnlockUncheckedLeaseRanOut(t *testing.T) {
+	// The fair lock's unlock answers OK when its key is gone (as
+	// Redisson's): an OK proves nothing, and a lease that ran out lets
+	// another client have the lock from the call plus the lease on ...
+	rl := testRules
+	rl.unlockUnchecked = true
+	rn := newRun(h(0, 0, 10, 3500, 3600).lease(3000), h(1, 100, 3100, 3200, 3300))
+	want(t, semResultRules(t, rn, 1, false, rl), porcupine.Ok)
+	// ... not before.
+	rn = newRun(h(0, 0, 10, 3500, 3600).lease(3000), h(1, 100, 2000, 2100, 2200))
+	want(t, semResultRules(t, rn, 1, false, rl), porcupine.Illegal)
 }
 
 func TestMutexFailoverLeftOut(t *testing.T) {

@@ -11,6 +11,9 @@ package main
 type rules struct {
 	notifyBound int64 // ns: notify.c's NF_NOTIFY_BOUND_MS
 	leaseTol    int64 // ns: Redis expires by its wall clock, the records use CLOCK_MONOTONIC
+	// The unlock's OK does not say the owner held the lock (the fair lock's
+	// unlock answers OK when its key is gone, as Redisson's).
+	unlockUnchecked bool
 }
 
 func (rn *run) taint(rl rules) {
@@ -34,7 +37,9 @@ func (h *hold) tainted() bool {
 // the project's analysis sees it; another client's acquire must come after
 // its start:
 //   - the unlock answered OK: the owner still held the lock then (the
-//     unlock script checks the owner), so [U, R];
+//     unlock script checks the owner), so [U, R]; not with
+//     unlockUnchecked (the fair lock's unlock answers OK when the key is
+//     gone): then as below, from U to R;
 //   - else from U (the hold's end) to R (the unlock's error or timeout; U
 //     when it never returned), with the window opening earlier when a fault
 //     excuses the hold:
@@ -47,7 +52,7 @@ func (h *hold) tainted() bool {
 //
 // A hold with no U (its worker killed) ends at its worker's last record.
 func (h *hold) releaseWindow(rl rules) (lo, hi int64) {
-	if h.hasR && h.rErr == 0 {
+	if h.hasR && h.rErr == 0 && !rl.unlockUnchecked {
 		return h.u, h.r
 	}
 	lo, hi = h.u, h.u
