@@ -8,7 +8,8 @@ package main
 //     0). Answered 1: it must have found the key missing. Answered 0: it
 //     found it there, but a send of the same call the library retried
 //     (evalWriteAsync) may have set it just before: so "k when missing".
-//     No answer: that, or nothing, at any time from its call on;
+//     No answer: that, or nothing, at any time from its call on (see
+//     rsModel: pending in the state from its call on);
 //   - tryAcquire(1): acquired: at least one permit, one fewer. Not
 //     acquired (the wait ran out, no error): at a try where fewer than one
 //     was left (missing or 0; every try's answer comes within the call,
@@ -17,8 +18,7 @@ package main
 //     nothing, from the call on;
 //   - release(1): INCRBY, so one more (1 when missing). Sent once
 //     (sync_worker.c): with an error or no answer, one more or nothing,
-//     from when the hold ended on (Porcupine takes an operation with no
-//     return as one that may linearize at any time after its call).
+//     from when the hold ended on.
 // A worker's record that ends within a round (its process ended) leaves
 // its acquire, or its release once the hold was left (U), as one with no
 // answer; one that ends in its hold keeps the permit.
@@ -52,70 +52,138 @@ type rsIn struct {
 	epoch int64
 }
 
+// rsState: the permits (rsMissing: no key) and the unanswered operations
+// sent so far that may still take effect (each one at most once).
+type rsState struct {
+	p             int64
+	set, acq, rel int
+}
+
+// Unanswered operations are not Porcupine operations that never return:
+// with a few of them in a partition of thousands, a history that fails
+// only at its last read (the count at quiescence) made the search try
+// every place for each (a 5 s epoch: past 30 s and 1.8 GB). Instead an
+// unanswered operation is recorded in the state when it is sent (an
+// operation [call, call]), and before every later operation any of those
+// pending may take effect, in any order, or stay pending (never applied):
+// the same histories are legal, and the search stays linear.
 func rsModel(permits int64) porcupine.Model {
-	setIfMissing := func(s int64) int64 {
-		if s == rsMissing {
-			return permits
-		}
-		return s
-	}
 	nm := porcupine.NondeterministicModel{
-		Init: func() []interface{} { return []interface{}{int64(rsMissing)} },
+		Init: func() []interface{} { return []interface{}{rsState{p: rsMissing}} },
 		Step: func(state, input, output interface{}) []interface{} {
-			s, in := state.(int64), input.(*rsIn)
-			one := func(v int64) []interface{} { return []interface{}{v} }
-			switch in.kind {
-			case rsSetCreated:
-				if s == rsMissing {
-					return one(permits)
-				}
-			case rsSetExisted:
-				return one(setIfMissing(s))
-			case rsSetMaybe:
-				return []interface{}{s, setIfMissing(s)}
-			case rsAcquired:
-				if s >= 1 {
-					return one(s - 1)
-				}
-			case rsNotAcquired:
-				if s < 1 {
-					return one(s)
-				}
-			case rsAcquireMaybe:
-				if s >= 1 {
-					return []interface{}{s, s - 1}
-				}
-				return one(s)
-			case rsReleased:
-				return one(released(s))
-			case rsReleaseMaybe:
-				return []interface{}{s, released(s)}
-			case rsFinal:
-				if s == in.v {
-					return one(s)
+			var out []interface{}
+			for _, s := range rsPending(state.(rsState), permits) {
+				if n, ok := rsStep(s, input.(*rsIn), permits); ok {
+					out = append(out, n)
 				}
 			}
-			return nil
+			return out
 		},
-		Hash: func(state interface{}) uint64 { return uint64(state.(int64)+2) * 0x9e3779b97f4a7c15 },
+		Hash: func(state interface{}) uint64 {
+			s := state.(rsState)
+			return (uint64(s.p+2)*0x9e3779b97f4a7c15 ^ uint64(s.set)<<40 ^ uint64(s.acq)<<20 ^ uint64(s.rel))
+		},
 		DescribeOperation: func(input, output interface{}) string {
 			in := input.(*rsIn)
 			what := [...]string{"trySetPermits: set", "trySetPermits: existed",
-				"trySetPermits: no answer", "tryAcquire: acquired", "tryAcquire: not acquired",
-				"tryAcquire: no answer", "release: ok", "release: no answer", "available"}[in.kind]
+				"trySetPermits: no answer (may land from here on)", "tryAcquire: acquired",
+				"tryAcquire: not acquired", "tryAcquire: no answer (may land from here on)",
+				"release: ok", "release: no answer (may land from here on)", "available"}[in.kind]
 			if in.kind == rsFinal {
 				what = fmt.Sprintf("available %d (at quiescence)", in.v)
 			}
 			return fmt.Sprintf("%s (epoch %d): %s", in.name, in.epoch, what)
 		},
 		DescribeState: func(state interface{}) string {
-			if s := state.(int64); s != rsMissing {
-				return fmt.Sprintf("%d permits", s)
+			s := state.(rsState)
+			p := "no semaphore"
+			if s.p != rsMissing {
+				p = fmt.Sprintf("%d permits", s.p)
 			}
-			return "no semaphore"
+			return fmt.Sprintf("%s; pending: %d sets, %d acquires, %d releases", p, s.set, s.acq, s.rel)
 		},
 	}
 	return nm.ToModel()
+}
+
+// rsStep: one operation on s; false: it cannot have answered that there.
+func rsStep(s rsState, in *rsIn, permits int64) (rsState, bool) {
+	switch in.kind {
+	case rsSetCreated:
+		if s.p != rsMissing {
+			return s, false
+		}
+		s.p = permits
+	case rsSetExisted:
+		if s.p == rsMissing {
+			s.p = permits
+		}
+	case rsSetMaybe:
+		s.set++
+	case rsAcquired:
+		if s.p < 1 {
+			return s, false
+		}
+		s.p--
+	case rsNotAcquired:
+		return s, s.p < 1
+	case rsAcquireMaybe:
+		s.acq++
+	case rsReleased:
+		s.p = released(s.p)
+	case rsReleaseMaybe:
+		s.rel++
+	case rsFinal:
+		return s, s.p == in.v
+	}
+	return s, true
+}
+
+// rsPending: every state s can be in once any of its pending operations
+// took effect (each at most once, in any order), s itself included. A
+// pending set that finds the key is a no-op for good (the key is never
+// deleted): dropped, which keeps the states few.
+func rsPending(s rsState, permits int64) []rsState {
+	norm := func(s rsState) rsState {
+		if s.p != rsMissing {
+			s.set = 0
+		}
+		return s
+	}
+	s = norm(s)
+	seen := map[rsState]bool{s: true}
+	out := []rsState{s}
+	for i := 0; i < len(out); i++ {
+		c := out[i]
+		var next []rsState
+		if c.set > 0 {
+			n := c
+			n.set--
+			if n.p == rsMissing {
+				n.p = permits
+			}
+			next = append(next, n)
+		}
+		if c.acq > 0 && c.p >= 1 {
+			n := c
+			n.acq--
+			n.p--
+			next = append(next, n)
+		}
+		if c.rel > 0 {
+			n := c
+			n.rel--
+			n.p = released(n.p)
+			next = append(next, n)
+		}
+		for _, n := range next {
+			if n = norm(n); !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	return out
 }
 
 // released: INCRBY 1 (a missing key counts as 0).
@@ -149,8 +217,7 @@ func rsemWorker(w syncWorker, ops map[int64][]opAt) {
 		t := l.arg(1, 0)
 		switch l.kind {
 		case 'P':
-			kind := rsSetMaybe
-			ret := int64(never)
+			kind, ret := rsSetMaybe, t
 			if l.arg(3, -1) == 0 {
 				kind, ret = rsSetExisted, l.arg(2, 0)
 				if l.arg(4, 0) == 1 {
@@ -167,7 +234,7 @@ func rsemWorker(w syncWorker, ops map[int64][]opAt) {
 			if l.arg(2, -1) == 0 {
 				add(rsNotAcquired, epoch, c, t)
 			} else {
-				add(rsAcquireMaybe, epoch, c, never)
+				add(rsAcquireMaybe, epoch, c, c)
 			}
 			n = -1
 		case 'A':
@@ -184,7 +251,7 @@ func rsemWorker(w syncWorker, ops map[int64][]opAt) {
 			if l.arg(2, -1) == 0 {
 				add(rsReleased, epoch, u, t)
 			} else {
-				add(rsReleaseMaybe, epoch, u, never)
+				add(rsReleaseMaybe, epoch, u, u)
 			}
 			n = -1
 		}
@@ -193,9 +260,9 @@ func rsemWorker(w syncWorker, ops map[int64][]opAt) {
 	// ended in its hold (no U): its release never went out.
 	switch {
 	case n >= 0 && !acquired:
-		add(rsAcquireMaybe, epoch, c, never)
+		add(rsAcquireMaybe, epoch, c, c)
 	case n >= 0 && left:
-		add(rsReleaseMaybe, epoch, u, never)
+		add(rsReleaseMaybe, epoch, u, u)
 	}
 }
 
