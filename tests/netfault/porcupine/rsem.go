@@ -74,7 +74,7 @@ func rsModel(permits int64) porcupine.Model {
 			var out []interface{}
 			for _, s := range rsPending(state.(rsState), permits) {
 				if n, ok := rsStep(s, input.(*rsIn), permits); ok {
-					out = append(out, n)
+					out = append(out, rsNorm(n))
 				}
 			}
 			return out
@@ -139,18 +139,19 @@ func rsStep(s rsState, in *rsIn, permits int64) (rsState, bool) {
 	return s, true
 }
 
+func rsNorm(s rsState) rsState {
+	if s.p != rsMissing {
+		s.set = 0
+	}
+	return s
+}
+
 // rsPending: every state s can be in once any of its pending operations
 // took effect (each at most once, in any order), s itself included. A
 // pending set that finds the key is a no-op for good (the key is never
 // deleted): dropped, which keeps the states few.
 func rsPending(s rsState, permits int64) []rsState {
-	norm := func(s rsState) rsState {
-		if s.p != rsMissing {
-			s.set = 0
-		}
-		return s
-	}
-	s = norm(s)
+	s = rsNorm(s)
 	seen := map[rsState]bool{s: true}
 	out := []rsState{s}
 	for i := 0; i < len(out); i++ {
@@ -177,7 +178,7 @@ func rsPending(s rsState, permits int64) []rsState {
 			next = append(next, n)
 		}
 		for _, n := range next {
-			if n = norm(n); !seen[n] {
+			if n = rsNorm(n); !seen[n] {
 				seen[n] = true
 				out = append(out, n)
 			}
@@ -264,19 +265,6 @@ func rsemWorker(w syncWorker, ops map[int64][]opAt) {
 	case n >= 0 && left:
 		add(rsReleaseMaybe, epoch, u, u)
 	}
-}
-
-// toSegments makes each partition a Porcupine history.
-func toSegments(parts [][]opAt) [][]porcupine.Operation {
-	segs := make([][]porcupine.Operation, 0, len(parts))
-	for _, p := range parts {
-		s := make([]porcupine.Operation, len(p))
-		for i, o := range p {
-			s[i] = porcupine.Operation{ClientId: o.wid, Input: o.in, Call: o.call, Return: o.ret}
-		}
-		segs = append(segs, s)
-	}
-	return segs
 }
 
 // readAvailable reads netfault's available.log: "epoch count" a line, the

@@ -13,6 +13,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/anishathalye/porcupine"
 )
 
 type recLine struct {
@@ -108,6 +110,19 @@ func partitions(ops map[int64][]opAt) [][]opAt {
 		out = append(out, p)
 	}
 	return out
+}
+
+// toSegments makes each partition a Porcupine history.
+func toSegments(parts [][]opAt) [][]porcupine.Operation {
+	segs := make([][]porcupine.Operation, 0, len(parts))
+	for _, p := range parts {
+		s := make([]porcupine.Operation, len(p))
+		for i, o := range p {
+			s[i] = porcupine.Operation{ClientId: o.wid, Input: o.in, Call: o.call, Return: o.ret}
+		}
+		segs = append(segs, s)
+	}
+	return segs
 }
 
 // opAt is one operation of a synchronizer's history before it becomes a
