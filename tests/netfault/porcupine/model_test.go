@@ -456,3 +456,45 @@ func TestLatchTimedOut(t *testing.T) {
 	w2 = worker(2, lround(1, 5, 6, 0, 9, 10, 0, 30, 0, 0)...)
 	want(t, latchResult(w0, w1, w2), porcupine.Illegal)
 }
+
+// Random latch rounds: two late trySetCount sends per round (fewerMaybeSets)
+// give the same verdict as one per call.
+func TestLatchFewerMaybeSetsRandom(t *testing.T) {
+	rnd := rand.New(rand.NewSource(7))
+	verdicts := map[porcupine.CheckResult]int{}
+	for k := 0; k < 3000; k++ {
+		nw := 2 + rnd.Intn(2)
+		var ws []syncWorker
+		for i := 0; i < nw; i++ {
+			tm := func() int64 { return int64(rnd.Intn(40)) }
+			s := tm()
+			p := s + 1 + tm()/4
+			d := p + tm()/4
+			dr := d + 1 + tm()/4
+			w := dr + tm()/2
+			perr, derr, set := int64(0), int64(0), int64(rnd.Intn(2))
+			if rnd.Intn(4) == 0 {
+				perr = errTimeout
+			}
+			if rnd.Intn(4) == 0 {
+				derr = errTimeout
+			}
+			ls := []recLine{L('S', 1, ms(s)), L('P', 1, ms(s), ms(p), perr, set),
+				L('D', 1, ms(d), derr, ms(dr)), L('W', 1, ms(w), int64(rnd.Intn(2)), 0)}
+			ws = append(ws, worker(i, ls[:1+rnd.Intn(4)]...))
+		}
+		all := map[int64][]opAt{}
+		for _, w := range ws {
+			latchWorker(w, all)
+		}
+		whole := checkSegs(latchModel(int64(nw)), toSegments(partitions(all)))
+		fewer := latchResult(ws...)
+		if whole != fewer {
+			t.Fatalf("history %d: one late set per call %s, two per round %s: %+v", k, whole, fewer, ws)
+		}
+		verdicts[whole]++
+	}
+	if verdicts[porcupine.Ok] == 0 || verdicts[porcupine.Illegal] == 0 {
+		t.Fatalf("not both verdicts: %v", verdicts)
+	}
+}
