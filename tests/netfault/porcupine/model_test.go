@@ -498,3 +498,84 @@ func TestLatchFewerMaybeSetsRandom(t *testing.T) {
 		t.Fatalf("not both verdicts: %v", verdicts)
 	}
 }
+
+// rsRefModel is the plain semaphore's model with each unanswered operation
+// a Porcupine operation that never returns, applied or not where it is
+// linearized: the usual way, which rsModel's pending operations replace.
+func rsRefModel(permits int64) porcupine.Model {
+	nm := porcupine.NondeterministicModel{
+		Init: func() []interface{} { return []interface{}{int64(rsMissing)} },
+		Step: func(state, input, output interface{}) []interface{} {
+			s, in := state.(int64), input.(*rsIn)
+			var applied rsState
+			switch in.kind {
+			case rsSetMaybe:
+				applied, _ = rsStep(rsState{p: s}, &rsIn{kind: rsSetExisted}, permits)
+			case rsAcquireMaybe:
+				if s < 1 {
+					return []interface{}{s}
+				}
+				applied = rsState{p: s - 1}
+			case rsReleaseMaybe:
+				applied = rsState{p: released(s)}
+			default:
+				if n, ok := rsStep(rsState{p: s}, in, permits); ok {
+					return []interface{}{n.p}
+				}
+				return nil
+			}
+			return []interface{}{s, applied.p}
+		},
+	}
+	return nm.ToModel()
+}
+
+// Random epochs: the pending operations give the verdict of operations
+// that never return.
+func TestRSemaphorePendingRandom(t *testing.T) {
+	rnd := rand.New(rand.NewSource(11))
+	verdicts := map[porcupine.CheckResult]int{}
+	for k := 0; k < 3000; k++ {
+		var ws []syncWorker
+		for i := 0; i < 2+rnd.Intn(2); i++ {
+			tm := func() int64 { return int64(rnd.Intn(30)) }
+			c := tm()
+			ls := pset(1, c, c+1+tm()/5, []int64{0, 0, errTimeout}[rnd.Intn(3)], int64(rnd.Intn(2)))
+			for n := int64(1); n <= 2; n++ {
+				c = c + 2 + tm()/3
+				a := c + tm()/5
+				switch rnd.Intn(4) {
+				case 0:
+					ls = append(ls, notAcq(n, 1, c, a, []int64{0, errTimeout}[rnd.Intn(2)])...)
+				default:
+					u := a + tm()/3
+					ls = append(ls, hold1(n, 1, c, a, u, u+1+tm()/5, []int64{0, 0, errTimeout}[rnd.Intn(3)])...)
+				}
+				c = a + 15
+			}
+			ws = append(ws, worker(i, ls[:1+rnd.Intn(len(ls))]...))
+		}
+		var finals map[int64]int64
+		if rnd.Intn(2) == 0 {
+			finals = map[int64]int64{1: int64(rnd.Intn(4))}
+		}
+		segs := toSegments(partitions(withFinals(rsemOps(ws), finals)))
+		pending := checkSegs(rsModel(2), segs)
+		for _, s := range segs {
+			for i := range s {
+				if k := s[i].Input.(*rsIn).kind; k == rsSetMaybe || k == rsAcquireMaybe || k == rsReleaseMaybe {
+					s[i].Return = never
+				}
+			}
+		}
+		ref := checkSegs(rsRefModel(2), segs)
+		if pending != ref {
+			t.Fatalf("history %d: never returning %s, pending %s: %+v %v", k, ref, pending, ws, finals)
+		}
+		verdicts[ref]++
+	}
+	if verdicts[porcupine.Ok] == 0 || verdicts[porcupine.Illegal] == 0 {
+		t.Fatalf("not both verdicts: %v", verdicts)
+	}
+	t.Logf("verdicts: %v", verdicts)
+}
