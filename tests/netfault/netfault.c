@@ -645,12 +645,11 @@ static bool judge_sync(const ch_worker_info *infos, const nf_run *run) {
     int rc = D.sync == NF_SYNC_LATCH
                  ? nf_check_latch(infos, D.nworkers, D.faults, D.nfaults, &r)
                  : nf_check_semaphore(D.sync, infos, D.nworkers, D.faults, D.nfaults, &g_avail, &r);
-    /* Porcupine's semaphore model is the permit semaphore's, on one server:
-     * the plain semaphore's unanswered releases and a failover's lost
-     * writes are the project's own checks' (sem_check.c). */
+    /* Porcupine's models are of one server: a failover's lost writes are
+     * the project's own checks' (sem_check.c, sync_check.c). */
     nf_porcupine_outcome po = NF_PORC_SKIPPED;
-    if (D.sync == NF_SYNC_SEMAPHORE && !D.sentinel) {
-        po = nf_porcupine_check(D.dir, -1, NF_SEM_PERMITS, false, g_porcupine_html);
+    if (!D.sentinel) {
+        po = nf_porcupine_check_sync(D.dir, D.sync, D.nworkers, &g_avail, g_porcupine_html);
     } else {
         printf("netfault: Porcupine: not run: no model for %s%s (README.md, \"Not done\")\n",
                D.sentinel ? "Sentinel runs of " : "", nf_sync_mode_name(D.sync));

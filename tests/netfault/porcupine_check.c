@@ -5,6 +5,7 @@
 
 #include "porcupine_check.h"
 
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/wait.h>
@@ -46,14 +47,46 @@ static int wait_bounded(pid_t pid) {
     }
 }
 
+static bool checker_missing(const char *bin) {
+    if (bin[0] != '\0' && access(bin, X_OK) == 0) {
+        return false;
+    }
+    printf("netfault: Porcupine: SKIPPED, not checked: no checker at %s (Go not found when "
+           "CMake ran, or `go build` failed, e.g. the module could not be downloaded: see "
+           "the build's output)\n",
+           bin[0] != '\0' ? bin : "(none)");
+    return true;
+}
+
+/* Runs the checker with argv (argv[0] its path) and reads its exit code. */
+static nf_porcupine_outcome run_checker(char **argv) {
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        perror("netfault: Porcupine: fork");
+        return NF_PORC_ERROR;
+    }
+    if (pid == 0) {
+        execv(argv[0], argv);
+        perror("netfault: Porcupine: exec");
+        _exit(2);
+    }
+    int rc = wait_bounded(pid);
+    nf_porcupine_outcome o = rc == 0   ? NF_PORC_OK
+                             : rc == 1 ? NF_PORC_ILLEGAL
+                             : rc == 3 ? NF_PORC_UNKNOWN
+                                       : NF_PORC_ERROR;
+    printf("netfault: Porcupine: %s%s\n", nf_porcupine_names[o],
+           o == NF_PORC_UNKNOWN ? " (not decided in time: neither a pass nor a failure)"
+           : o == NF_PORC_ERROR ? " (the checker failed: the run fails)"
+                                : "");
+    return o;
+}
+
 nf_porcupine_outcome nf_porcupine_check(const char *dir, long long final_counter, int permits,
                                         bool unlock_unchecked, bool html) {
     const char *bin = NF_PORCUPINE_BIN;
-    if (bin[0] == '\0' || access(bin, X_OK) != 0) {
-        printf("netfault: Porcupine: SKIPPED, not checked: no checker at %s (Go not found when "
-               "CMake ran, or `go build` failed, e.g. the module could not be downloaded: see "
-               "the build's output)\n",
-               bin[0] != '\0' ? bin : "(none)");
+    if (checker_missing(bin)) {
         return NF_PORC_SKIPPED;
     }
     char counter[32], bound[32], timeout[32], sem[16];
@@ -73,25 +106,44 @@ nf_porcupine_outcome nf_porcupine_check(const char *dir, long long final_counter
         argv[argc++] = (char *)dir;
     }
     argv[argc] = NULL;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        perror("netfault: Porcupine: fork");
-        return NF_PORC_ERROR;
+    return run_checker(argv);
+}
+
+/* The plain semaphores' counts at quiescence, for the checker (each epoch's
+ * last read): dir/available.log, "epoch count" a line; false: not read. */
+static bool write_available(const char *dir, const nf_sem_avail *avail, char *path, size_t cap) {
+    snprintf(path, cap, "%s/available.log", dir);
+    FILE *f = avail != NULL && avail->read ? fopen(path, "w") : NULL;
+    for (int i = 0; f != NULL && i < avail->n; i++) {
+        fprintf(f, "%lld %lld\n", avail->epoch[i], avail->v[i]);
     }
-    if (pid == 0) {
-        execv(bin, argv);
-        perror("netfault: Porcupine: exec");
-        _exit(2);
+    return f != NULL && fclose(f) == 0;
+}
+
+nf_porcupine_outcome nf_porcupine_check_sync(const char *dir, nf_sync_mode mode, int nworkers,
+                                             const nf_sem_avail *avail, bool html) {
+    if (mode == NF_SYNC_SEMAPHORE) {
+        return nf_porcupine_check(dir, -1, NF_SEM_PERMITS, false, html);
     }
-    int rc = wait_bounded(pid);
-    nf_porcupine_outcome o = rc == 0   ? NF_PORC_OK
-                             : rc == 1 ? NF_PORC_ILLEGAL
-                             : rc == 3 ? NF_PORC_UNKNOWN
-                                       : NF_PORC_ERROR;
-    printf("netfault: Porcupine: %s%s\n", nf_porcupine_names[o],
-           o == NF_PORC_UNKNOWN ? " (not decided in time: neither a pass nor a failure)"
-           : o == NF_PORC_ERROR ? " (the checker failed: the run fails)"
-                                : "");
-    return o;
+    const char *bin = NF_PORCUPINE_BIN;
+    if (checker_missing(bin)) {
+        return NF_PORC_SKIPPED;
+    }
+    /* the plain semaphore's permits; each latch's count: one per worker */
+    char timeout[32], arg[16], path[PATH_MAX];
+    snprintf(timeout, sizeof(timeout), "%ds", NF_PORC_TIMEOUT_S);
+    snprintf(arg, sizeof(arg), "%d", mode == NF_SYNC_LATCH ? nworkers : NF_SEM_PERMITS);
+    char *argv[12] = {(char *)bin, "--dir", (char *)dir,
+                      "--timeout", timeout, mode == NF_SYNC_LATCH ? "--latch" : "--rsemaphore",
+                      arg};
+    int n = 7;
+    if (mode == NF_SYNC_RSEMAPHORE && write_available(dir, avail, path, sizeof(path))) {
+        argv[n++] = "--available";
+        argv[n++] = path;
+    }
+    if (html) {
+        argv[n++] = "--html";
+        argv[n++] = (char *)dir;
+    }
+    return run_checker(argv);
 }

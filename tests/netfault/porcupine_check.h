@@ -6,6 +6,8 @@
 
 #include <stdbool.h>
 
+#include "sync_probe.h"
+
 typedef enum nf_porcupine_outcome {
     NF_PORC_OK = 0,  /* every model: linearizable */
     NF_PORC_ILLEGAL, /* a model found the history not linearizable: the run fails */
@@ -23,6 +25,13 @@ extern const char *const nf_porcupine_names[];
  * ("netfault:"). */
 nf_porcupine_outcome nf_porcupine_check(const char *dir, long long final_counter, int permits,
                                         bool unlock_unchecked, bool html);
+
+/* Checks a synchronizer run's records (sync_worker.h, one server): the
+ * permit semaphore's as above, the plain semaphore's (a semaphore per
+ * epoch, with avail: the counts read at quiescence, each checked as a last
+ * read) or the latches' (one per round, counted from nworkers). */
+nf_porcupine_outcome nf_porcupine_check_sync(const char *dir, nf_sync_mode mode, int nworkers,
+                                             const nf_sem_avail *avail, bool html);
 
 /* Whether the run may pass with this outcome. */
 bool nf_porcupine_passes(nf_porcupine_outcome o);

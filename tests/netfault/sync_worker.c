@@ -1,15 +1,19 @@
-/* See sync_worker.h. Records:
+/* See sync_worker.h. Records (one a line; t: CLOCK_MONOTONIC ns):
  *
- *   B wid pid lease_ms                    start
- *   semaphores: C n t [epoch] / A n t / F n t err / U n t / R n t err
- *       a try-acquire call (the plain semaphore's: of that epoch's one), acquired, not (err 0: the
- * wait ran out; else the outcome is unknown), leaving the hold, the release's final answer. The
- * permit semaphore's release is retried while it gets no answer (a release by id is idempotent);
- * the plain semaphore's is sent once (a second one would give back a second permit), so its err may
- * leave it unknown whether the permit went back latch: S r t / D r t err / W r t reached err round
- * r begun (before its trySetCount), its count-down, t when it was sent (err: unknown whether it
- * counted), its await (reached 1: released; retried after an error within the round's wait) X t
- * exit
+ *   B wid pid lease_ms   start;   X t   exit
+ *
+ * Semaphores: C n t [epoch] / A n t / F n t err / U n t / R n t err: round n's try-acquire
+ * call (the plain semaphore's: of that epoch's one), acquired, not (err 0: the wait ran out;
+ * else the outcome is unknown), leaving the hold, the release's final answer. The permit
+ * semaphore's release is retried while it gets no answer (a release by id is idempotent); the
+ * plain semaphore's is sent once (a second one would give back a second permit), so its err may
+ * leave it unknown whether the permit went back. The plain semaphore's trySetPermits, each call:
+ * P epoch call return err set (set 1: it set the permits).
+ *
+ * Latch: S r t / P r call return err set / D r t err answered / W r t reached err: round r
+ * begun (before its trySetCount), its trySetCount (the last of its retries' answer), its
+ * count-down (t when it was sent, err: unknown whether it counted; answered: when it returned),
+ * its await (reached 1: released; retried after an error within the round's wait).
  */
 #define _GNU_SOURCE
 
@@ -136,7 +140,12 @@ static bool rsem_enter(sworker *w, rsem_epoch *e, long long epoch) {
     }
     bool created = false;
     if (e->s != NULL && !e->set) {
-        e->set = rlock_semaphore_try_set_permits(e->s, NF_SEM_PERMITS, &created) == RLOCK_OK;
+        int64_t t0 = ch_now_ns();
+        int err = rlock_semaphore_try_set_permits(e->s, NF_SEM_PERMITS, &created);
+        /* Porcupine's model starts from no semaphore (porcupine/rsem.go) */
+        rec(w, "P %lld %lld %lld %d %d\n", epoch, (long long)t0, (long long)ch_now_ns(), err,
+            created ? 1 : 0);
+        e->set = err == RLOCK_OK;
     }
     return e->set;
 }
@@ -213,15 +222,17 @@ static void latch_round(sworker *w, long r) {
     rec(w, "S %ld %lld\n", r, (long long)ch_now_ns());
     bool set = false;
     int err = RLOCK_ERR_TIMEOUT;
+    int64_t t0 = ch_now_ns();
     /* Idempotent until the latch reaches zero, which needs this worker's
      * own count-down: retried while it gets no answer. */
     for (int i = 0; i < NF_RETRY_MAX && unanswered(err) && !g_stop; i++) {
         err = rlock_latch_try_set_count(l, w->a->nworkers, &set);
     }
+    rec(w, "P %ld %lld %lld %d %d\n", r, (long long)t0, (long long)ch_now_ns(), err, set ? 1 : 0);
     atomic_store(&w->a->slot->state, CH_HOLDING);
     int64_t down = ch_now_ns(); /* sent: a waiter may be woken before its answer is back */
     err = rlock_latch_count_down(l);
-    rec(w, "D %ld %lld %d\n", r, (long long)down, err);
+    rec(w, "D %ld %lld %d %lld\n", r, (long long)down, err, (long long)ch_now_ns());
     int64_t end = down + (int64_t)NF_LATCH_WAIT_MS * 1000000;
     bool reached = false;
     int werr = RLOCK_OK;

@@ -6,8 +6,8 @@
 // checks, how faults are excused and how the history is cut.
 //
 //	nf-porcupine --dir RECORDS [--final-counter N] [--notify-bound-ms 150]
-//	             [--semaphore PERMITS] [--timeout 60s] [--html DIR]
-//	             [--unlock-unchecked]
+//	             [--semaphore PERMITS | --rsemaphore PERMITS | --latch COUNT]
+//	             [--timeout 60s] [--html DIR] [--unlock-unchecked]
 //
 // Prints one line per check and exits 0 (every check ok), 1 (a check found
 // the history illegal), 3 (none illegal, but one ran out of time: unknown)
@@ -48,11 +48,17 @@ func main() {
 	per := flag.Int("segment", 400, "holds (increments) a segment takes before the next cut")
 	sem := flag.Int("semaphore", 0, "the records are the permit semaphore's, of this many permits (sync_worker.c)")
 	unchecked := flag.Bool("unlock-unchecked", false, "an unlock's OK does not say the lock was held (the fair lock's)")
+	rsem := flag.Int64("rsemaphore", 0, "the records are the plain semaphore's, set to this many permits (sync_worker.c)")
+	latch := flag.Int64("latch", 0, "the records are the latches', each set to this count (sync_worker.c)")
+	avail := flag.String("available", "", "--rsemaphore: each epoch's count read at quiescence (\"epoch count\" a line)")
 	html := flag.String("html", "", "write each illegal check's first illegal segment here (DIR/porcupine-NAME.html)")
 	flag.Parse()
 	if *dir == "" || flag.NArg() != 0 {
 		flag.Usage()
 		os.Exit(exitInput)
+	}
+	if *rsem > 0 || *latch > 0 {
+		os.Exit(checkSync(*dir, *rsem, *latch, *avail, *timeout, *html))
 	}
 	rn, err := readRun(*dir)
 	if err != nil {
@@ -101,6 +107,31 @@ func checkAll(rn *run, rl rules, sem int, final int64, per int, timeout time.Dur
 		}
 	}
 	return rc
+}
+
+// checkSync checks the plain semaphore's (permits > 0) or the latches'
+// records: one partition per semaphore (epoch) or latch (round).
+func checkSync(dir string, permits, count int64, avail string, timeout time.Duration, html string) int {
+	ws, err := readSyncWorkers(dir)
+	var finals map[int64]int64
+	if err == nil && avail != "" {
+		finals, err = readAvailable(avail)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "porcupine: %v\n", err)
+		return exitInput
+	}
+	var c check
+	if permits > 0 {
+		segs := toSegments(partitions(withFinals(rsemOps(ws), finals)))
+		c = check{"rsemaphore", rsModel(permits), segs,
+			fmt.Sprintf("%d permits, %d semaphores (epochs)", permits, len(segs))}
+	} else {
+		segs := toSegments(partitions(latchOps(ws)))
+		c = check{"latch", latchModel(count), segs,
+			fmt.Sprintf("count %d, %d latches (rounds)", count, len(segs))}
+	}
+	return runCheck(c, timeout, html)
 }
 
 func runCheck(c check, timeout time.Duration, html string) int {
