@@ -17,13 +17,17 @@
  * one permit for good (an acquire applied whose answer was lost takes a
  * permit no one gives back; a release sent once and not applied never
  * gives its back; of the permit semaphore's workers only those without a
- * lease count, a lease frees the others). Nothing unanswered can make
+ * lease count, a lease frees the others). So may each give-back the
+ * library sent for a try no replica confirmed (handleNoSync) that got no
+ * answer (an N line: the call went on whatever it answered, and its own
+ * answer says nothing of it). Nothing unanswered can make
  * more: the plain semaphore's release is sent once, the permit
  * semaphore's is by id. Past that, a failover may explain one permit
  * fewer per acknowledged release that met a window (lost, so never given
  * back) and, for the plain semaphore, one more per acknowledged acquire
- * that met one (lost, yet released); a count within that is put down to
- * the failovers. */
+ * that met one (lost, yet released); a give-back that failed and met a
+ * window one either way (the try lost and the give-back not, or the other
+ * way round); a count within that is put down to the failovers. */
 #define _GNU_SOURCE
 
 #include <stdio.h>
@@ -48,7 +52,7 @@ typedef struct holds {
 /* One semaphore's figures for its conservation. */
 typedef struct sem_epoch {
     long long epoch, short_explained, fo_short, fo_excess;
-    uint64_t acquired;
+    uint64_t acquired, give_backs; /* give-backs that failed (N lines) */
 } sem_epoch;
 
 typedef struct epochs {
@@ -133,6 +137,16 @@ static int close_hold(const ctx *c, holds *hs, shold *h, int64_t rend, bool acke
     return rc;
 }
 
+/* A give-back that failed within a failover window: the try lost and
+ * the give-back kept (one more), or the other way round (one fewer). */
+static void give_back_fo(const ctx *c, const shold *h, int64_t t) {
+    bool fo = nf_in_failover(h->cs, t, c->faults, c->nfaults);
+    c->out->fo_short += fo && may_keep(c);
+    c->cur->fo_short += fo && may_keep(c);
+    c->out->fo_excess += fo;
+    c->cur->fo_excess += fo;
+}
+
 /* One event line of a worker's record; the hold under way in h. */
 static int sem_line(ctx *c, holds *hs, shold *h, char kind, int64_t t, long long x) {
     nf_sync_results *out = c->out;
@@ -163,6 +177,13 @@ static int sem_line(ctx *c, holds *hs, shold *h, char kind, int64_t t, long long
             h->valid_end = h->cs + lease * 1000000;
             out->lease_freed++;
         }
+        return 0;
+    case 'N': /* a give-back within the call that failed with x */
+        out->give_backs_failed++;
+        out->give_backs_unknown += x == RLOCK_ERR_TIMEOUT || x == RLOCK_ERR_CONNECTION;
+        c->cur->give_backs++;
+        count_short(c, (x == RLOCK_ERR_TIMEOUT || x == RLOCK_ERR_CONNECTION) && may_keep(c));
+        give_back_fo(c, h, t);
         return 0;
     case 'R':
         out->releases_unknown += unanswered(x);
@@ -297,9 +318,10 @@ static void conservation(nf_sync_results *out, epochs *es, const nf_sem_avail *a
         out->not_conserved += !ok && !fo;
         if (!ok) { /* the ones to look at, in the records kept */
             printf("netfault: semaphore epoch %lld: %lld available, %lld..%lld explained by "
-                   "unknown outcomes, %lld..%lld with the failovers (%llu acquired): %s\n",
+                   "unknown outcomes, %lld..%lld with the failovers (%llu acquired, %llu "
+                   "give-backs failed): %s\n",
                    s->epoch, v, lo, hi, lo - s->fo_short, hi + s->fo_excess,
-                   (unsigned long long)s->acquired,
+                   (unsigned long long)s->acquired, (unsigned long long)s->give_backs,
                    fo ? "put down to a failover" : "NOT CONSERVED");
         }
     }

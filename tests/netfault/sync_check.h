@@ -21,7 +21,10 @@ typedef struct nf_sync_results {
     uint64_t over_issue;    /* acquires that made more than NF_SEM_PERMITS valid at once */
     uint64_t over_issue_fo; /* of those apart: a hold valid then met a failover window */
     uint64_t lease_freed;   /* holds that ran past their lease (their permit freed by it) */
-    long long available;    /* at quiescence (after the leases ran out), all epochs; -1: not read */
+    /* the library's give-backs of tries no replica confirmed that failed (N lines), and of
+       those the ones with no answer (may not have run: a permit kept) */
+    uint64_t give_backs_failed, give_backs_unknown;
+    long long available; /* at quiescence (after the leases ran out), all epochs; -1: not read */
     long long short_explained;     /* permits an unanswered acquire or release may have kept */
     long long fo_short, fo_excess; /* permits a failover may have taken or given (acknowledged
                                       releases, acquires that met a window) */

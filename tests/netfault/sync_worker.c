@@ -6,7 +6,10 @@
  * wait ran out; else the outcome is unknown), leaving the hold, the release's final answer. The
  * permit semaphore's release is retried while it gets no answer (a release by id is idempotent);
  * the plain semaphore's is sent once (a second one would give back a second permit), so its err may
- * leave it unknown whether the permit went back latch: S r t / D r t err / W r t reached err round
+ * leave it unknown whether the permit went back; N n t err: within round n's try-acquire the
+ * library gave back what a try no replica confirmed took (handleNoSync) and that give-back failed
+ * with err (its log says so; the call goes on whatever it answered): with RLOCK_ERR_TIMEOUT or
+ * _CONNECTION it may not have run. latch: S r t / D r t err / W r t reached err round
  * r begun (before its trySetCount), its count-down, t when it was sent (err: unknown whether it
  * counted), its await (reached 1: released; retried after an error within the round's wait) X t
  * exit
@@ -35,6 +38,9 @@ typedef struct sworker {
 } sworker;
 
 static volatile sig_atomic_t g_stop;
+/* The round under way, for the library's log (its loop thread). */
+static _Atomic uint64_t g_round;
+static sworker *g_worker;
 
 static void on_term(int sig) {
     (void)sig;
@@ -74,6 +80,30 @@ static bool unanswered(int err) {
 
 /* ---- semaphore ---------------------------------------------------------- */
 
+/* The code a give-back warning names ("(RLOCK_ERR_TIMEOUT: ..."), 0 when
+ * none (sync_wait.c's warn_give_back). */
+static int give_back_code(const char *message) {
+    const char *p = strstr(message, "(RLOCK_ERR_");
+    for (int code = -1; p != NULL && code >= -64; code--) {
+        const char *name = rlock_err_name(code);
+        size_t n = strlen(name);
+        if (strncmp(p + 1, name, n) == 0 && p[1 + n] == ':') {
+            return code;
+        }
+    }
+    return 0;
+}
+
+/* The library's log (its loop thread): a failed give-back of the round
+ * under way becomes an N line, the only word the worker gets of it. */
+static void on_log(int level, const char *message, void *arg) {
+    (void)level, (void)arg;
+    if (g_worker != NULL && strstr(message, "the give-back of a try") != NULL) {
+        rec(g_worker, "N %llu %lld %d\n", (unsigned long long)atomic_load(&g_round),
+            (long long)ch_now_ns(), give_back_code(message));
+    }
+}
+
 /* Records round n's acquire (err, got) and, when it got the permit, its
  * hold (the permit's work); false when it did not get one. */
 static bool hold_permit(sworker *w, uint64_t n, int err, bool got) {
@@ -95,6 +125,7 @@ static void sem_round(sworker *w, rlock_permit_semaphore *s, uint64_t n) {
     bool got = false;
     int64_t wait = (int64_t)(next_rand(w) % 2001);
     atomic_store(&w->a->slot->state, CH_LOCKING);
+    atomic_store(&g_round, n);
     rec(w, "C %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
     int err = RLOCK_OK;
     if (w->a->cheat > 0 && n % (uint64_t)w->a->cheat == 0) {
@@ -151,6 +182,7 @@ static void rsem_round(sworker *w, rsem_epoch *e, uint64_t n) {
         return;
     }
     atomic_store(&w->a->slot->state, CH_LOCKING);
+    atomic_store(&g_round, n);
     rec(w, "C %llu %lld %lld\n", (unsigned long long)n, (long long)ch_now_ns(), epoch);
     int err = RLOCK_OK;
     bool cheat = w->a->cheat > 0 && n % (uint64_t)w->a->cheat == 0;
@@ -281,6 +313,9 @@ int nf_sync_worker_main(const nf_sync_args *a) {
     cfg.ping_connection_interval_ms = CH_PING_INTERVAL_MS;
     cfg.reconnect_delay_min_ms = 20;
     cfg.reconnect_delay_max_ms = 200;
+    cfg.log = on_log; /* the give-backs' failures (N lines) */
+    cfg.log_level = RLOCK_LOG_WARN;
+    g_worker = &w;
     if (w.fd < 0 || rlock_client_create(&cfg, &w.client) != RLOCK_OK) {
         fprintf(stderr, "netfault sync worker %d: %s\n", a->wid, rlock_last_error());
         return 2;
