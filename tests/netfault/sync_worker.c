@@ -33,6 +33,7 @@
 typedef struct sworker {
     const nf_sync_args *a;
     int fd;
+    int log_fd; /* the library's log (worker-NNN.log beside the record), -1: none */
     rlock_client *client;
     uint64_t rng;
 } sworker;
@@ -94,10 +95,25 @@ static int give_back_code(const char *message) {
     return 0;
 }
 
-/* The library's log (its loop thread): a failed give-back of the round
- * under way becomes an N line, the only word the worker gets of it. */
+/* The library's log (its loop thread), each line stamped with the
+ * records' clock: which master the worker talked to, and when, is there
+ * (a failed run is read with it). */
+static void log_line(sworker *w, int level, const char *message) {
+    char line[700];
+    int n = snprintf(line, sizeof(line), "%lld %d %s\n", (long long)ch_now_ns(), level, message);
+    if (w->log_fd >= 0 && n > 0 &&
+        write(w->log_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0) {
+        return;
+    }
+}
+
+/* The library's log (its loop thread): kept, and a failed give-back of the
+ * round under way becomes an N line, the only word the worker gets of it. */
 static void on_log(int level, const char *message, void *arg) {
-    (void)level, (void)arg;
+    (void)arg;
+    if (g_worker != NULL) {
+        log_line(g_worker, level, message);
+    }
     if (g_worker != NULL && strstr(message, "the give-back of a try") != NULL) {
         rec(g_worker, "N %llu %lld %d\n", (unsigned long long)atomic_load(&g_round),
             (long long)ch_now_ns(), give_back_code(message));
@@ -296,6 +312,11 @@ int nf_sync_worker_main(const nf_sync_args *a) {
     w.a = a;
     w.rng = a->seed;
     w.fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    char log_path[600];
+    size_t plen = strlen(a->path);
+    bool rec_suffix = plen > 4 && strcmp(a->path + plen - 4, ".rec") == 0;
+    snprintf(log_path, sizeof(log_path), "%.*s.log", (int)(rec_suffix ? plen - 4 : plen), a->path);
+    w.log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     rlock_config cfg;
     rlock_config_init(&cfg);
     if (a->sentinels != NULL) {
@@ -313,8 +334,8 @@ int nf_sync_worker_main(const nf_sync_args *a) {
     cfg.ping_connection_interval_ms = CH_PING_INTERVAL_MS;
     cfg.reconnect_delay_min_ms = 20;
     cfg.reconnect_delay_max_ms = 200;
-    cfg.log = on_log; /* the give-backs' failures (N lines) */
-    cfg.log_level = RLOCK_LOG_WARN;
+    cfg.log = on_log; /* kept; the give-backs' failures also as N lines */
+    cfg.log_level = RLOCK_LOG_INFO;
     g_worker = &w;
     if (w.fd < 0 || rlock_client_create(&cfg, &w.client) != RLOCK_OK) {
         fprintf(stderr, "netfault sync worker %d: %s\n", a->wid, rlock_last_error());
@@ -328,5 +349,8 @@ int nf_sync_worker_main(const nf_sync_args *a) {
     rlock_client_destroy(w.client);
     rec(&w, "X %lld\n", (long long)ch_now_ns());
     close(w.fd);
+    if (w.log_fd >= 0) {
+        close(w.log_fd);
+    }
     return rc;
 }
