@@ -53,6 +53,7 @@ typedef struct holds {
 typedef struct sem_epoch {
     long long epoch, short_explained, fo_short, fo_excess;
     uint64_t acquired, give_backs; /* give-backs that failed (N lines) */
+    long long gb_short;            /* of them with no answer, counted in short_explained */
     uint64_t holds, holds_fo;      /* holds, and of them those that met a failover window */
 } sem_epoch;
 
@@ -185,6 +186,7 @@ static int sem_line(ctx *c, holds *hs, shold *h, char kind, int64_t t, long long
         out->give_backs_failed++;
         out->give_backs_unknown += x == RLOCK_ERR_TIMEOUT || x == RLOCK_ERR_CONNECTION;
         c->cur->give_backs++;
+        c->cur->gb_short += (x == RLOCK_ERR_TIMEOUT || x == RLOCK_ERR_CONNECTION) && may_keep(c);
         count_short(c, (x == RLOCK_ERR_TIMEOUT || x == RLOCK_ERR_CONNECTION) && may_keep(c));
         give_back_fo(c, h, t);
         return 0;
@@ -332,6 +334,12 @@ static void conservation(nf_sync_results *out, epochs *es, const nf_sem_avail *a
         bool fo = !ok && fo_explains(s, v, lo, hi, avail->read);
         out->conserved_fo += fo;
         out->not_conserved += !ok && !fo;
+        if (ok && v < lo + s->gb_short) { /* the old rule's failure, now explained */
+            out->conserved_gb++;
+            printf("netfault: semaphore epoch %lld: %lld available, within %lld..%lld only "
+                   "with its %lld give-back(s) that got no answer\n",
+                   s->epoch, v, lo, hi, s->gb_short);
+        }
         if (!ok) { /* the ones to look at, in the records kept */
             printf("netfault: semaphore epoch %lld: %lld available%s, %lld..%lld explained by "
                    "unknown outcomes, %lld..%lld with the failovers (%llu acquired, %llu "

@@ -31,6 +31,7 @@ typedef struct nf_sync_results {
     uint64_t epochs;               /* semaphores judged (the plain one's epochs; else 1) */
     uint64_t not_conserved;        /* of which: count outside what the above explain */
     uint64_t conserved_fo;         /* of which: within only thanks to the failovers */
+    uint64_t conserved_gb;         /* within only thanks to give-backs with no answer (N lines) */
     bool conserved;                /* not_conserved == 0 */
     /* latch */
     uint64_t rounds, rounds_complete, waits, released, not_released, released_early;

@@ -91,6 +91,9 @@ static void test_short_give_back_unanswered(void **state) {
         assert_int_equal(r.give_backs_failed, 1);
         assert_int_equal(r.give_backs_unknown, 1);
         assert_int_equal(r.short_explained, 1);
+        assert_int_equal(r.conserved_gb, 1); /* the old rule's failure */
+        r = judge(lines, 2, NULL, 0);
+        assert_int_equal(r.conserved_gb, 0);
         /* never more than the permits */
         r = judge(lines, 3, NULL, 0);
         assert_int_equal(r.not_conserved, 1);
