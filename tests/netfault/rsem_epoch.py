@@ -59,6 +59,10 @@ def main():
     if not evs:
         sys.exit("no call of epoch %d in %s" % (epoch, d))
     first, last = evs[0][0], evs[-1][0]
+    counts = os.path.join(d, "semaphores.txt")
+    if os.path.exists(counts):
+        got = [l.split()[1] for l in open(counts) if l.split()[:1] == [str(epoch)]]
+        print("available at quiescence: %s" % (got[0] if got else "its key is gone"))
     for a, b, kind, who, fo in faults(d):
         if b >= first - 20_000_000_000 and a <= last + 20_000_000_000:
             print("fault %-12s %-3s %10.1f .. %10.1f%s" % (kind, who, (a - first) / 1e6,
