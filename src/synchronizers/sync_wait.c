@@ -386,9 +386,25 @@ typedef struct give_back {
     char msg[];
 } give_back;
 
+/* The call goes on whatever the give-back answered (handleNoSync), and
+ * its own answer then says nothing of it: a give-back with no answer may
+ * not have run (what the try took stays taken for good), one no replica
+ * confirmed may be lost with a failover. The log is all that tells. */
+static void warn_give_back(const rlock__sync_op *op, int err, const char *msg) {
+    const rlock *o = op->obj;
+    rlock__log(&o->client->log, RLOCK_LOG_WARN,
+               "%s %.*s: the give-back of a try no replica confirmed failed (%s: %.200s); what "
+               "the try took may still be taken",
+               rlock__ops(o)->name, (int)(o->name_len > 200 ? 200 : o->name_len), rlock__name_of(o),
+               rlock_err_name(err), msg != NULL ? msg : "");
+}
+
 static void on_give_back_reply(int err, const char *msg, const redisReply *reply, void *arg) {
-    (void)err, (void)msg, (void)reply; /* whatever it answered, as handleNoSync */
+    (void)reply; /* whatever it answered, as handleNoSync */
     give_back *g = arg;
+    if (err != RLOCK_OK) {
+        warn_give_back(g->op, err, msg);
+    }
     unsynced_undone(g->op, g->msg);
     free(g);
 }

@@ -824,6 +824,7 @@ static int run(const nf_plan *plan, long seconds, bool keep) {
     long long counter = final_counter(&counter_ok);
     if (D.sync == NF_SYNC_SEMAPHORE || D.sync == NF_SYNC_RSEMAPHORE) {
         nf_sync_available(D.sync, master()->addr, NF_PORT, &g_avail);
+        nf_sem_avail_save(&g_avail, D.dir);
     }
     if (!counter_ok) {
         say("FATAL: cannot read the counter");

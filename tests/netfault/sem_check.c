@@ -17,13 +17,17 @@
  * one permit for good (an acquire applied whose answer was lost takes a
  * permit no one gives back; a release sent once and not applied never
  * gives its back; of the permit semaphore's workers only those without a
- * lease count, a lease frees the others). Nothing unanswered can make
+ * lease count, a lease frees the others). So may each give-back the
+ * library sent for a try no replica confirmed (handleNoSync) that got no
+ * answer (an N line: the call went on whatever it answered, and its own
+ * answer says nothing of it). Nothing unanswered can make
  * more: the plain semaphore's release is sent once, the permit
  * semaphore's is by id. Past that, a failover may explain one permit
  * fewer per acknowledged release that met a window (lost, so never given
  * back) and, for the plain semaphore, one more per acknowledged acquire
- * that met one (lost, yet released); a count within that is put down to
- * the failovers. */
+ * that met one (lost, yet released); a give-back that failed and met a
+ * window one either way (the try lost and the give-back not, or the other
+ * way round); a count within that is put down to the failovers. */
 #define _GNU_SOURCE
 
 #include <stdio.h>
@@ -48,7 +52,9 @@ typedef struct holds {
 /* One semaphore's figures for its conservation. */
 typedef struct sem_epoch {
     long long epoch, short_explained, fo_short, fo_excess;
-    uint64_t acquired;
+    uint64_t acquired, give_backs; /* give-backs that failed (N lines) */
+    long long gb_short;            /* of them with no answer, counted in short_explained */
+    uint64_t holds, holds_fo;      /* holds, and of them those that met a failover window */
 } sem_epoch;
 
 typedef struct epochs {
@@ -128,9 +134,21 @@ static int close_hold(const ctx *c, holds *hs, shold *h, int64_t rend, bool acke
     c->cur->fo_short += fo_short;
     c->out->fo_excess += fo_excess;
     c->cur->fo_excess += fo_excess;
+    c->cur->holds++;
+    c->cur->holds_fo += h->fo;
     int rc = push_hold(hs, *h);
     h->a = 0;
     return rc;
+}
+
+/* A give-back that failed within a failover window: the try lost and
+ * the give-back kept (one more), or the other way round (one fewer). */
+static void give_back_fo(const ctx *c, const shold *h, int64_t t) {
+    bool fo = nf_in_failover(h->cs, t, c->faults, c->nfaults);
+    c->out->fo_short += fo && may_keep(c);
+    c->cur->fo_short += fo && may_keep(c);
+    c->out->fo_excess += fo;
+    c->cur->fo_excess += fo;
 }
 
 /* One event line of a worker's record; the hold under way in h. */
@@ -163,6 +181,14 @@ static int sem_line(ctx *c, holds *hs, shold *h, char kind, int64_t t, long long
             h->valid_end = h->cs + lease * 1000000;
             out->lease_freed++;
         }
+        return 0;
+    case 'N': /* a give-back within the call that failed with x */
+        out->give_backs_failed++;
+        out->give_backs_unknown += x == RLOCK_ERR_TIMEOUT || x == RLOCK_ERR_CONNECTION;
+        c->cur->give_backs++;
+        c->cur->gb_short += (x == RLOCK_ERR_TIMEOUT || x == RLOCK_ERR_CONNECTION) && may_keep(c);
+        count_short(c, (x == RLOCK_ERR_TIMEOUT || x == RLOCK_ERR_CONNECTION) && may_keep(c));
+        give_back_fo(c, h, t);
         return 0;
     case 'R':
         out->releases_unknown += unanswered(x);
@@ -274,6 +300,19 @@ static int sweep(const holds *hs, int nw, nf_sync_results *out) {
     return 0;
 }
 
+/* Whether the failovers explain count v of s, outside [lo, hi]: within
+ * one per write they may have lost; or its key gone (read, not there),
+ * which only a failover that lost every write to it does (its
+ * trySetPermits included, acknowledged with no replica to wait for, or
+ * unconfirmed): explained when every hold of it met a window, for an
+ * acknowledged write outside one is on a replica. */
+static bool fo_explains(const sem_epoch *s, long long v, long long lo, long long hi, bool read) {
+    if (v < 0) {
+        return read && s->holds_fo == s->holds;
+    }
+    return v >= lo - s->fo_short && v <= hi + s->fo_excess;
+}
+
 /* Each semaphore's count at quiescence against what explains it. */
 static void conservation(nf_sync_results *out, epochs *es, const nf_sem_avail *avail) {
     out->available = avail->read ? 0 : -1;
@@ -292,15 +331,23 @@ static void conservation(nf_sync_results *out, epochs *es, const nf_sem_avail *a
         }
         out->epochs++;
         bool ok = v >= lo && v <= hi;
-        bool fo = !ok && v >= lo - s->fo_short && v <= hi + s->fo_excess && v >= 0;
+        bool fo = !ok && fo_explains(s, v, lo, hi, avail->read);
         out->conserved_fo += fo;
         out->not_conserved += !ok && !fo;
+        if (ok && v < lo + s->gb_short) { /* the old rule's failure, now explained */
+            out->conserved_gb++;
+            printf("netfault: semaphore epoch %lld: %lld available, within %lld..%lld only "
+                   "with its %lld give-back(s) that got no answer\n",
+                   s->epoch, v, lo, hi, s->gb_short);
+        }
         if (!ok) { /* the ones to look at, in the records kept */
-            printf("netfault: semaphore epoch %lld: %lld available, %lld..%lld explained by "
-                   "unknown outcomes, %lld..%lld with the failovers (%llu acquired): %s\n",
-                   s->epoch, v, lo, hi, lo - s->fo_short, hi + s->fo_excess,
-                   (unsigned long long)s->acquired,
-                   fo ? "put down to a failover" : "NOT CONSERVED");
+            printf("netfault: semaphore epoch %lld: %lld available%s, %lld..%lld explained by "
+                   "unknown outcomes, %lld..%lld with the failovers (%llu acquired, %llu "
+                   "give-backs failed, %llu of %llu holds in a failover window): %s\n",
+                   s->epoch, v, v < 0 && avail->read ? " (its key is gone)" : "", lo, hi,
+                   lo - s->fo_short, hi + s->fo_excess, (unsigned long long)s->acquired,
+                   (unsigned long long)s->give_backs, (unsigned long long)s->holds_fo,
+                   (unsigned long long)s->holds, fo ? "put down to a failover" : "NOT CONSERVED");
         }
     }
     out->conserved = avail->read && out->not_conserved == 0;

@@ -177,6 +177,10 @@ void nf_sync_print(const nf_sync_results *r) {
            (unsigned long long)r->not_acquired, (unsigned long long)r->acquire_unknown,
            (unsigned long long)r->releases_unknown, (unsigned long long)r->release_not_held,
            (unsigned long long)r->lease_freed);
+    printf("netfault: %s: give-backs of tries no replica confirmed that failed %llu (with no "
+           "answer %llu); semaphores within bounds only thanks to those %llu\n",
+           name, (unsigned long long)r->give_backs_failed,
+           (unsigned long long)r->give_backs_unknown, (unsigned long long)r->conserved_gb);
     printf("netfault: %s: most permits valid at once %d; handed out twice %llu (put down to a "
            "failover window %llu)\n",
            name, r->max_valid, (unsigned long long)r->over_issue,

@@ -21,13 +21,17 @@ typedef struct nf_sync_results {
     uint64_t over_issue;    /* acquires that made more than NF_SEM_PERMITS valid at once */
     uint64_t over_issue_fo; /* of those apart: a hold valid then met a failover window */
     uint64_t lease_freed;   /* holds that ran past their lease (their permit freed by it) */
-    long long available;    /* at quiescence (after the leases ran out), all epochs; -1: not read */
+    /* the library's give-backs of tries no replica confirmed that failed (N lines), and of
+       those the ones with no answer (may not have run: a permit kept) */
+    uint64_t give_backs_failed, give_backs_unknown;
+    long long available; /* at quiescence (after the leases ran out), all epochs; -1: not read */
     long long short_explained;     /* permits an unanswered acquire or release may have kept */
     long long fo_short, fo_excess; /* permits a failover may have taken or given (acknowledged
                                       releases, acquires that met a window) */
     uint64_t epochs;               /* semaphores judged (the plain one's epochs; else 1) */
     uint64_t not_conserved;        /* of which: count outside what the above explain */
     uint64_t conserved_fo;         /* of which: within only thanks to the failovers */
+    uint64_t conserved_gb;         /* within only thanks to give-backs with no answer (N lines) */
     bool conserved;                /* not_conserved == 0 */
     /* latch */
     uint64_t rounds, rounds_complete, waits, released, not_released, released_early;

@@ -87,3 +87,17 @@ long long nf_sem_avail_of(const nf_sem_avail *a, long long epoch) {
     }
     return -1;
 }
+
+void nf_sem_avail_save(const nf_sem_avail *a, const char *dir) {
+    char path[600];
+    snprintf(path, sizeof(path), "%s/semaphores.txt", dir);
+    FILE *f = fopen(path, "w");
+    if (f == NULL) {
+        return;
+    }
+    fprintf(f, "%s\n", a->read ? "# epoch available (read at quiescence)" : "# not read");
+    for (int i = 0; a->read && i < a->n; i++) {
+        fprintf(f, "%lld %lld\n", a->epoch[i], a->v[i]);
+    }
+    fclose(f);
+}

@@ -25,4 +25,9 @@ void nf_sync_available(nf_sync_mode mode, const char *host, int port, nf_sem_ava
 /* The count of epoch's semaphore, or -1 when there is none. */
 long long nf_sem_avail_of(const nf_sem_avail *a, long long epoch);
 
+/* Writes what was read into dir/semaphores.txt (one "epoch available"
+ * line each), kept with the records: a semaphore's count is then there to
+ * read against its calls (rsem_epoch.py). */
+void nf_sem_avail_save(const nf_sem_avail *a, const char *dir);
+
 #endif

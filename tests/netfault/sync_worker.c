@@ -7,7 +7,10 @@
  * else the outcome is unknown), leaving the hold, the release's final answer. The permit
  * semaphore's release is retried while it gets no answer (a release by id is idempotent); the
  * plain semaphore's is sent once (a second one would give back a second permit), so its err may
- * leave it unknown whether the permit went back. The plain semaphore's trySetPermits, each call:
+ * leave it unknown whether the permit went back. N n t err: within round n's try-acquire the
+ * library gave back what a try no replica confirmed took (handleNoSync) and that give-back failed
+ * with err (its log says so; the call goes on whatever it answered): with RLOCK_ERR_TIMEOUT or
+ * _CONNECTION it may not have run. The plain semaphore's trySetPermits, each call:
  * P epoch call return err set (set 1: it set the permits).
  *
  * Latch: S r t / P r call return err set / D r t err answered / W r t reached err: round r
@@ -34,11 +37,15 @@
 typedef struct sworker {
     const nf_sync_args *a;
     int fd;
+    int log_fd; /* the library's log (worker-NNN.log beside the record), -1: none */
     rlock_client *client;
     uint64_t rng;
 } sworker;
 
 static volatile sig_atomic_t g_stop;
+/* The round under way, for the library's log (its loop thread). */
+static _Atomic uint64_t g_round;
+static sworker *g_worker;
 
 static void on_term(int sig) {
     (void)sig;
@@ -78,6 +85,45 @@ static bool unanswered(int err) {
 
 /* ---- semaphore ---------------------------------------------------------- */
 
+/* The code a give-back warning names ("(RLOCK_ERR_TIMEOUT: ..."), 0 when
+ * none (sync_wait.c's warn_give_back). */
+static int give_back_code(const char *message) {
+    const char *p = strstr(message, "(RLOCK_ERR_");
+    for (int code = -1; p != NULL && code >= -64; code--) {
+        const char *name = rlock_err_name(code);
+        size_t n = strlen(name);
+        if (strncmp(p + 1, name, n) == 0 && p[1 + n] == ':') {
+            return code;
+        }
+    }
+    return 0;
+}
+
+/* The library's log (its loop thread), each line stamped with the
+ * records' clock: which master the worker talked to, and when, is there
+ * (a failed run is read with it). */
+static void log_line(sworker *w, int level, const char *message) {
+    char line[700];
+    int n = snprintf(line, sizeof(line), "%lld %d %s\n", (long long)ch_now_ns(), level, message);
+    if (w->log_fd >= 0 && n > 0 &&
+        write(w->log_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0) {
+        return;
+    }
+}
+
+/* The library's log (its loop thread): kept, and a failed give-back of the
+ * round under way becomes an N line, the only word the worker gets of it. */
+static void on_log(int level, const char *message, void *arg) {
+    (void)arg;
+    if (g_worker != NULL) {
+        log_line(g_worker, level, message);
+    }
+    if (g_worker != NULL && strstr(message, "the give-back of a try") != NULL) {
+        rec(g_worker, "N %llu %lld %d\n", (unsigned long long)atomic_load(&g_round),
+            (long long)ch_now_ns(), give_back_code(message));
+    }
+}
+
 /* Records round n's acquire (err, got) and, when it got the permit, its
  * hold (the permit's work); false when it did not get one. */
 static bool hold_permit(sworker *w, uint64_t n, int err, bool got) {
@@ -99,6 +145,7 @@ static void sem_round(sworker *w, rlock_permit_semaphore *s, uint64_t n) {
     bool got = false;
     int64_t wait = (int64_t)(next_rand(w) % 2001);
     atomic_store(&w->a->slot->state, CH_LOCKING);
+    atomic_store(&g_round, n);
     rec(w, "C %llu %lld\n", (unsigned long long)n, (long long)ch_now_ns());
     int err = RLOCK_OK;
     if (w->a->cheat > 0 && n % (uint64_t)w->a->cheat == 0) {
@@ -160,6 +207,7 @@ static void rsem_round(sworker *w, rsem_epoch *e, uint64_t n) {
         return;
     }
     atomic_store(&w->a->slot->state, CH_LOCKING);
+    atomic_store(&g_round, n);
     rec(w, "C %llu %lld %lld\n", (unsigned long long)n, (long long)ch_now_ns(), epoch);
     int err = RLOCK_OK;
     bool cheat = w->a->cheat > 0 && n % (uint64_t)w->a->cheat == 0;
@@ -275,6 +323,11 @@ int nf_sync_worker_main(const nf_sync_args *a) {
     w.a = a;
     w.rng = a->seed;
     w.fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    char log_path[600];
+    size_t plen = strlen(a->path);
+    bool rec_suffix = plen > 4 && strcmp(a->path + plen - 4, ".rec") == 0;
+    snprintf(log_path, sizeof(log_path), "%.*s.log", (int)(rec_suffix ? plen - 4 : plen), a->path);
+    w.log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
     rlock_config cfg;
     rlock_config_init(&cfg);
     if (a->sentinels != NULL) {
@@ -292,6 +345,9 @@ int nf_sync_worker_main(const nf_sync_args *a) {
     cfg.ping_connection_interval_ms = CH_PING_INTERVAL_MS;
     cfg.reconnect_delay_min_ms = 20;
     cfg.reconnect_delay_max_ms = 200;
+    cfg.log = on_log; /* kept; the give-backs' failures also as N lines */
+    cfg.log_level = RLOCK_LOG_INFO;
+    g_worker = &w;
     if (w.fd < 0 || rlock_client_create(&cfg, &w.client) != RLOCK_OK) {
         fprintf(stderr, "netfault sync worker %d: %s\n", a->wid, rlock_last_error());
         return 2;
@@ -304,5 +360,8 @@ int nf_sync_worker_main(const nf_sync_args *a) {
     rlock_client_destroy(w.client);
     rec(&w, "X %lld\n", (long long)ch_now_ns());
     close(w.fd);
+    if (w.log_fd >= 0) {
+        close(w.log_fd);
+    }
     return rc;
 }
