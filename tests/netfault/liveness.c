@@ -12,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 #define SHOW_MAX 5
 #define NF_LIVE_SLACK_MS 1000
 
@@ -68,19 +70,11 @@ typedef struct lholds {
 } lholds;
 
 static lhold *hold_at(lholds *hs, size_t i) {
-    if (i >= hs->cap) {
-        size_t cap = hs->cap == 0 ? 4096 : hs->cap;
-        while (cap <= i) {
-            cap *= 2;
-        }
-        lhold *v = realloc(hs->v, cap * sizeof(*v));
-        if (v == NULL) {
-            return NULL;
-        }
-        memset(v + hs->cap, 0, (cap - hs->cap) * sizeof(*v));
-        hs->v = v;
-        hs->cap = cap;
+    lhold *v = nf_grow_to(hs->v, &hs->cap, i, sizeof(*v));
+    if (v == NULL) {
+        return NULL;
     }
+    hs->v = v;
     hs->n = i >= hs->n ? i + 1 : hs->n;
     return &hs->v[i];
 }

@@ -21,6 +21,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grow.h"
+
 #define SHOW_MAX 5
 
 typedef struct nhold {
@@ -42,19 +44,11 @@ static nhold *slot_for(nholds *hs, size_t base, uint64_t owner) {
     if (owner == 0 || owner > 100000000) {
         return NULL;
     }
-    if (i >= hs->cap) {
-        size_t cap = hs->cap == 0 ? 4096 : hs->cap;
-        while (cap <= i) {
-            cap *= 2;
-        }
-        nhold *v = realloc(hs->v, cap * sizeof(*v));
-        if (v == NULL) {
-            return NULL;
-        }
-        memset(v + hs->cap, 0, (cap - hs->cap) * sizeof(*v));
-        hs->v = v;
-        hs->cap = cap;
+    nhold *v = nf_grow_to(hs->v, &hs->cap, i, sizeof(*v));
+    if (v == NULL) {
+        return NULL;
     }
+    hs->v = v;
     if (i >= hs->n) {
         hs->n = i + 1;
     }
