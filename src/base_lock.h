@@ -30,9 +30,11 @@ bool rlock__on_own_io_thread(const rlock *l);
  * message when NULL ("lock", "the handle"). */
 int rlock__check_blocking(const rlock *l, const char *fn, bool out_ok, const char *handle);
 
-/* Every lock and try-lock call (token: the value is the fencing token). */
+/* Every lock and try-lock call (token: the value is the fencing token;
+ * blocking: the blocking form's, whose try-lock cleans up after a late
+ * later try as Redisson's blocking tryLock does). */
 rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                             bool is_try, bool token, const char *fn);
+                             bool is_try, bool token, bool blocking, const char *fn);
 
 /* The blocking calls' direct path (rlock_config.blocking_pool_size): true
  * when l's client has one (never for a kind of whole operations). */

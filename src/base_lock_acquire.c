@@ -94,6 +94,7 @@ typedef struct acquire_op {
     bool waited : 1;              /* counted in rlock_stats.waits */
     bool unwaited : 1;            /* waited, and off the waiting gauge again */
     bool resend : 1;              /* the timer sends the acquire again (unsynced_tries) */
+    bool blocking : 1;            /* the blocking form's call (late_try_cleans_up) */
     unsigned unsynced_tries : 10; /* of this try, undone (up to retry_attempts) */
     acquire_try try_[];           /* is_try: one */
 } acquire_op;
@@ -109,6 +110,20 @@ static int64_t wait_ms_of(const acquire_op *op) {
 }
 
 static void send_acquire(acquire_op *op);
+
+static bool spins(const acquire_op *op);
+
+/* RedissonLock.tryLock, the blocking form: a try after the first (the
+ * first said busy, so the call waited) whose answer is late
+ * (RedisResponseTimeoutException) sends acquireFailed, so the fair lock's
+ * queue does not keep the caller's place. Redisson then returns false;
+ * rlock keeps RLOCK_ERR_TIMEOUT, since the late try may still take the
+ * lock (docs/locks.md §16). Its async form, lock(), the token calls and
+ * RedissonSpinLock send nothing after a timeout. */
+static bool late_try_cleans_up(const acquire_op *op, int err) {
+    return err == RLOCK_ERR_TIMEOUT && op->blocking && op->is_try && !op->token && !spins(op) &&
+           op->waited;
+}
 
 static bool spins(const acquire_op *op) {
     return rlock__ops(op->lock)->spins;
@@ -455,6 +470,9 @@ static void on_acquire_reply(int err, const char *msg, const redisReply *reply, 
         if (has_entry) {
             rlock__wait_pass_on(&op->wait); /* this try may have used a wake-up */
         }
+        if (late_try_cleans_up(op, err)) {
+            acquire_failed(op);
+        }
         acquire_finish(op, err, 0, msg);
     } else if (res.taken) {
         acquired(op, res.token);
@@ -559,7 +577,8 @@ int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, bool
  * (a try-lock's wait counts from it). ttl >= -1: a first try already got
  * this answer (the direct path), so the operation starts by waiting. */
 rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                                   bool is_try, bool token, int64_t started_ms, int64_t ttl) {
+                                   bool is_try, bool token, bool blocking, int64_t started_ms,
+                                   int64_t ttl) {
     size_t size = sizeof(acquire_op) + (is_try ? sizeof(acquire_try) : 0);
     rlock_future *f = rlock__future_new_sized(l->client->loop, size);
     if (f == NULL) {
@@ -571,6 +590,7 @@ rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, 
     op->lease_ms = lease_ms;
     op->is_try = is_try;
     op->token = token;
+    op->blocking = blocking;
     if (is_try) {
         op->try_[0] = (acquire_try){.wait_ms = wait_ms,
                                     /* the wait counts from the call */
@@ -598,7 +618,7 @@ rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, 
 }
 
 rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                             bool is_try, bool token, const char *fn) {
+                             bool is_try, bool token, bool blocking, const char *fn) {
     int rc = rlock__check_acquire(l, wait_ms, lease_ms, is_try, token, fn);
     if (rc != RLOCK_OK) {
         return rlock__future_failed(NULL, rc, rlock_last_error());
@@ -610,25 +630,27 @@ rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64
     if (rlock__ops(l)->whole != NULL) {
         return rlock__ops(l)->whole->acquire(l, wait_ms, lease_ms, thread_id, is_try);
     }
-    return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, rlock__now_ms(),
-                                -2);
+    return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, blocking,
+                                rlock__now_ms(), -2);
 }
 
 rlock_future *rlock_lock_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
-    return rlock__acquire(l, 0, lease_ms, thread_id, false, false, "rlock_lock_async");
+    return rlock__acquire(l, 0, lease_ms, thread_id, false, false, false, "rlock_lock_async");
 }
 
 rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
                                    uint64_t thread_id) {
-    return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, false, "rlock_try_lock_async");
+    return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, false, false,
+                          "rlock_try_lock_async");
 }
 
 rlock_future *rlock_lock_and_get_token_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
-    return rlock__acquire(l, 0, lease_ms, thread_id, false, true, "rlock_lock_and_get_token_async");
+    return rlock__acquire(l, 0, lease_ms, thread_id, false, true, false,
+                          "rlock_lock_and_get_token_async");
 }
 
 rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
                                                  uint64_t thread_id) {
-    return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, true,
+    return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, true, false,
                           "rlock_try_lock_and_get_token_async");
 }

@@ -135,7 +135,8 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
     if (!rlock__direct_acquire_begin(&st, is_try ? wait_ms : -1, max_connect_ms)) {
         /* Nothing sent (no connection of our own now): the loop's path,
          * which retries. */
-        return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, started_ms, -2);
+        return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, true,
+                                    started_ms, -2);
     }
     /* Written: never sent again, as the loop's path (it re-enters). */
     rlock__direct_acquire_end(&st);
@@ -146,8 +147,8 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
         return NULL;
     }
     if (!st.taken) {
-        return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, started_ms,
-                                    st.res.ttl);
+        return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, true,
+                                    started_ms, st.res.ttl);
     }
     *value = token ? st.res.token : is_try ? 1 : 0;
     return NULL;

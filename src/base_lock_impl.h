@@ -93,8 +93,9 @@ int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, bool
 /* The acquire operation on the loop. started_ms: when the call was made
  * (a try-lock's wait counts from it). ttl >= -1: a first try already got
  * this answer (the direct path), so the operation starts by waiting; -2:
- * none. Any thread. */
+ * none. blocking: as rlock__acquire. Any thread. */
 rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                                   bool is_try, bool token, int64_t started_ms, int64_t ttl);
+                                   bool is_try, bool token, bool blocking, int64_t started_ms,
+                                   int64_t ttl);
 
 #endif

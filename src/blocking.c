@@ -63,8 +63,9 @@ static bool clear_int(int64_t *out) {
 static int acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try, bool token,
                    const char *fn, int64_t *value) {
     if (!rlock__direct_usable(l)) {
-        return await(rlock__acquire(l, wait_ms, lease_ms, rlock_thread_id(), is_try, token, fn), fn,
-                     value);
+        return await(
+            rlock__acquire(l, wait_ms, lease_ms, rlock_thread_id(), is_try, token, true, fn), fn,
+            value);
     }
     int rc = RLOCK_OK;
     int64_t v = 0;

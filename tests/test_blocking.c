@@ -628,6 +628,66 @@ static void test_handoff__stopped(void **state) {
     check_stopped(*state, HANDOFF);
 }
 
+/* A fair-lock try-lock waits behind a holder; Redis stops (SIGSTOP) just
+ * before the waiter's timer sends its second try, whose answer is then
+ * late. Redisson's blocking tryLock (RedissonLock.tryLock's wait loop
+ * catches RedisResponseTimeoutException) runs acquireFailed; it then
+ * returns false, where rlock_try_lock keeps RLOCK_ERR_TIMEOUT (the late
+ * try may still take the lock: docs/locks.md §16). So the call fails
+ * while Redis is still stopped, and once Redis goes on, the clean-up takes
+ * the waiter out of the queue (the late try, run first, found it queued). */
+static long long queue_len(fx *f) {
+    return rt_redis_int(&f->redis, &g_probe, "LLEN redisson_lock_queue:{blocking:late-try}");
+}
+
+static void check_late_try(fx *f, int pool) {
+    rlock_config cfg = config(f, pool);
+    cfg.timeout_ms = STOP_TIMEOUT_MS;
+    cfg.retry_interval_ms = 100;
+    cfg.ping_connection_interval_ms = 0;
+    rlock_client *c = rt_client(&cfg);
+    rlock *l = rlock_get_fair_lock(c, "blocking:late-try");
+    assert_non_null(l);
+    const uint64_t holder = 424242;
+    assert_int_equal(rt_finish(rlock_lock_async(l, 1000, holder), NULL), RLOCK_OK);
+
+    call k;
+    start_call(&k, l, OP_TRY_LOCK, 5000, 60000); /* first try: busy, 1000 ms */
+    rt_sleep_ms(300);
+    /* The holder re-enters with a longer lease: the waiter's timer still
+     * fires at the first answer's 1000 ms, and its try finds the lock held. */
+    assert_int_equal(rt_finish(rlock_lock_async(l, 10000, holder), NULL), RLOCK_OK);
+    assert_int_equal(queue_len(f), 1);
+    rt_sleep_ms(300);
+    assert_int_equal(rt_redis_pause(&f->redis), 0);
+    while (!call_done(&k) && rt_now_ms() - k.began_at < 2500) {
+        rt_sleep_ms(5);
+    }
+    bool returned_stopped = call_done(&k);
+    assert_int_equal(rt_redis_resume(&f->redis), 0);
+    int rc = finish_call(&k, 10000);
+    print_message("pool %d: late second try: %s, acquired %d, after %lld ms\n", pool,
+                  rlock_err_name(rc), k.acquired, (long long)(k.done_at - k.began_at));
+    assert_int_equal(rc, RLOCK_ERR_TIMEOUT);
+    assert_false(k.acquired);
+    assert_true(returned_stopped);
+    /* acquireFailed ran after the late try: no entry left behind. */
+    int64_t deadline = rt_now_ms() + 5000;
+    while (queue_len(f) != 0 && rt_now_ms() < deadline) {
+        rt_sleep_ms(20);
+    }
+    assert_int_equal(queue_len(f), 0);
+    assert_int_equal(rt_finish(rlock_force_unlock_async(l), NULL), RLOCK_OK);
+}
+
+static void test_direct__late_try(void **state) {
+    check_late_try(*state, DIRECT);
+}
+
+static void test_handoff__late_try(void **state) {
+    check_late_try(*state, HANDOFF);
+}
+
 /* ---- 8. many threads at once ------------------------------------------------- */
 
 #define THREADS 8
@@ -867,6 +927,8 @@ int main(int argc, char **argv) {
         cmocka_unit_test_setup_teardown(test_handoff__script_flush, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct__stopped, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handoff__stopped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_direct__late_try, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_handoff__late_try, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct__many_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_handoff__many_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_direct__destroyed, setup, teardown),
