@@ -40,6 +40,8 @@
 #include "rlock/rlock.h"
 #include "sentinel_env.h"
 #include "test_util.h"
+#include "worker_log.h"
+#include "worker_log.h"
 
 /* The budget beyond the fault phase: start-up, the quiet phase, the exits
  * and the analysis, each bounded above. */
@@ -1173,7 +1175,10 @@ int main(int argc, char **argv) {
     ch_print_report(&run, &res, pass);
     if (pass && getenv("RLOCK_CHAOS_KEEP") == NULL) {
         for (int i = 0; i < D.nw; i++) {
+            char log_path[600];
+            ch_log_path(D.w[i].path, log_path, sizeof(log_path));
             unlink(D.w[i].path);
+            unlink(log_path);
         }
         unlink(D.fault_log);
         char run_file[300];

@@ -42,6 +42,7 @@
 #include "redis_cluster.h"
 #include "rlock/rlock.h"
 #include "test_util.h"
+#include "worker_log.h"
 
 #define MAX_QUERIES 4 /* fire-and-forget queries in flight */
 
@@ -49,6 +50,7 @@ typedef struct worker {
     const ch_worker_args *a;
     ch_slot *slot;
     int fd;
+    int log_fd; /* the library's log (worker-NNN.log beside the record), -1: none */
     rlock_client *client;
     rlock *lock;
     rlock *sub[CH_MULTI_LOCKS]; /* the multi lock's locks (CH_KIND_MULTI) */
@@ -67,6 +69,13 @@ static volatile sig_atomic_t g_stop;
 static void on_term(int sig) {
     (void)sig;
     g_stop = 1;
+}
+
+/* The library's log (its loop thread), kept beside the record: a failed
+ * run is read with it (no replica confirmed, which master, reconnects). */
+static void on_log(int level, const char *message, void *arg) {
+    const worker *w = arg;
+    ch_log_line(w->log_fd, level, message);
 }
 
 static uint64_t next_rand(worker *w) {
@@ -485,6 +494,11 @@ static void round_once(worker *w) {
     int err = done || rlock_future_is_done(f) ? rlock_future_error(f) : RLOCK_ERR_TIMEOUT;
     int64_t value = err == RLOCK_OK ? rlock_future_value(f) : 0;
     bool got = err == RLOCK_OK && (w->a->fenced ? value > 0 : !try_lock || value == 1);
+    if (err != RLOCK_OK && done) {
+        char line[600]; /* the F line has the code only */
+        snprintf(line, sizeof(line), "lock call %llu failed: %s", o, rlock_future_error_message(f));
+        ch_log_line(w->log_fd, RLOCK_LOG_INFO, line);
+    }
     rlock_future_release(f);
     if (got) {
         hold(w, owner, true, value);
@@ -602,8 +616,12 @@ int ch_worker_main(const ch_worker_args *a) {
         perror("chaos worker: open");
         return 2;
     }
+    w.log_fd = ch_log_open(a->path);
     rlock_config cfg;
     ch_worker_config(a, &cfg);
+    cfg.log = on_log;
+    cfg.log_arg = &w;
+    cfg.log_level = RLOCK_LOG_DEBUG;
     if (rlock_client_create(&cfg, &w.client) != RLOCK_OK) {
         fprintf(stderr, "chaos worker %d: %s\n", a->wid, rlock_last_error());
         return 2;
@@ -642,5 +660,8 @@ int ch_worker_main(const ch_worker_args *a) {
     rec(&w, "X %lld %llu %llu %llu\n", (long long)ch_now_ns(), (unsigned long long)created,
         (unsigned long long)pending, (unsigned long long)pending_after);
     close(w.fd);
+    if (w.log_fd >= 0) {
+        close(w.log_fd);
+    }
     return 0;
 }

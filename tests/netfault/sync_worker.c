@@ -33,6 +33,7 @@
 
 #include "rlock/rlock.h"
 #include "test_util.h"
+#include "worker_log.h"
 
 typedef struct sworker {
     const nf_sync_args *a;
@@ -99,24 +100,12 @@ static int give_back_code(const char *message) {
     return 0;
 }
 
-/* The library's log (its loop thread), each line stamped with the
- * records' clock: which master the worker talked to, and when, is there
- * (a failed run is read with it). */
-static void log_line(sworker *w, int level, const char *message) {
-    char line[700];
-    int n = snprintf(line, sizeof(line), "%lld %d %s\n", (long long)ch_now_ns(), level, message);
-    if (w->log_fd >= 0 && n > 0 &&
-        write(w->log_fd, line, (size_t)n < sizeof(line) ? (size_t)n : sizeof(line) - 1) < 0) {
-        return;
-    }
-}
-
 /* The library's log (its loop thread): kept, and a failed give-back of the
  * round under way becomes an N line, the only word the worker gets of it. */
 static void on_log(int level, const char *message, void *arg) {
     (void)arg;
     if (g_worker != NULL) {
-        log_line(g_worker, level, message);
+        ch_log_line(g_worker->log_fd, level, message);
     }
     if (g_worker != NULL && strstr(message, "the give-back of a try") != NULL) {
         rec(g_worker, "N %llu %lld %d\n", (unsigned long long)atomic_load(&g_round),
@@ -323,11 +312,7 @@ int nf_sync_worker_main(const nf_sync_args *a) {
     w.a = a;
     w.rng = a->seed;
     w.fd = open(a->path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-    char log_path[600];
-    size_t plen = strlen(a->path);
-    bool rec_suffix = plen > 4 && strcmp(a->path + plen - 4, ".rec") == 0;
-    snprintf(log_path, sizeof(log_path), "%.*s.log", (int)(rec_suffix ? plen - 4 : plen), a->path);
-    w.log_fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+    w.log_fd = ch_log_open(a->path);
     rlock_config cfg;
     rlock_config_init(&cfg);
     if (a->sentinels != NULL) {
