@@ -43,6 +43,7 @@ void nf_live_bound_make(const rlock_config *cfg, int64_t lease_ms, int64_t try_w
     /* The failover window ends when the servers agree; the clients learn
      * it at their next scan, and connect. */
     b->failover_ms = replicated ? cfg->scan_interval_ms + cfg->connect_timeout_ms : 0;
+    b->replica_sync = replicated && cfg->check_lock_synced_slaves != 0;
     b->slack_ms = NF_LIVE_SLACK_MS;
     b->net_ms = b->reconnect_ms + b->command_ms + b->slack_ms;
     b->total_ms = b->expiry_ms + b->reconnect_ms + b->command_ms + b->wake_ms + b->fair_ms +
@@ -56,6 +57,10 @@ void nf_live_bound_print(const nf_live_bound *b) {
         (long long)b->total_ms, (long long)b->net_ms, (long long)b->expiry_ms,
         (long long)b->reconnect_ms, (long long)b->command_ms, (long long)b->wake_ms,
         (long long)b->fair_ms, (long long)b->failover_ms, (long long)b->slack_ms);
+    if (b->replica_sync) {
+        printf("netfault: liveness: a fault lasts until the master's replicas are in sync again "
+               "(every acquire waits for one to confirm it)\n");
+    }
 }
 
 /* ---- the holds: acquire and end ------------------------------------------- */
@@ -124,10 +129,20 @@ static int by_acquire(const void *p, const void *q) {
 
 /* ---- healed time ------------------------------------------------------------ */
 
-static int64_t healed(const nf_fault *faults, int nfaults, int64_t from, int64_t to) {
+/* When the lock can be taken again after fault f: its heal, or, with
+ * replica_sync, when the master had its replicas in sync again. Until
+ * then WAIT cannot confirm an acquire, and each fails (Redisson's
+ * checkLockSyncedSlaves: NoSyncedSlavesException). */
+static int64_t ready_at(const nf_fault *f, bool replica_sync) {
+    return replica_sync ? max64(f->t1, f->synced) : f->t1;
+}
+
+static int64_t healed(const nf_fault *faults, int nfaults, bool replica_sync, int64_t from,
+                      int64_t to) {
     int64_t t = to - from;
     for (int k = 0; k < nfaults; k++) {
-        int64_t lo = max64(from, faults[k].t0), hi = faults[k].t1 < to ? faults[k].t1 : to;
+        int64_t end = ready_at(&faults[k], replica_sync);
+        int64_t lo = max64(from, faults[k].t0), hi = end < to ? end : to;
         t -= hi > lo ? hi - lo : 0;
     }
     return t > 0 ? t : 0;
@@ -136,7 +151,7 @@ static int64_t healed(const nf_fault *faults, int nfaults, int64_t from, int64_t
 static void note_gap(const nf_fault *faults, int nfaults, int64_t from, int64_t to, bool to_end,
                      int64_t start, nf_liveness *out) {
     nf_live_gap g = {.from = from, .to = to, .first_heal = -1, .to_end = to_end};
-    g.healed_ns = healed(faults, nfaults, from, to);
+    g.healed_ns = healed(faults, nfaults, out->bound.replica_sync, from, to);
     for (int k = 0; k < nfaults; k++) {
         if (faults[k].t1 >= from && faults[k].t1 < to) {
             g.first_heal = g.heals++ == 0 ? k : g.first_heal;
@@ -172,7 +187,7 @@ static void per_heal(const lholds *hs, const int64_t *pmax, const nf_fault *faul
                      int64_t stop, nf_liveness *out) {
     out->heal_worst = -1;
     for (int k = 0; k < nfaults; k++) {
-        int64_t t1 = faults[k].t1;
+        int64_t t1 = ready_at(&faults[k], out->bound.replica_sync);
         size_t lo = 0, hi = hs->n; /* the first hold acquired at or after t1 */
         while (lo < hi) {
             size_t mid = lo + (hi - lo) / 2;
@@ -188,7 +203,8 @@ static void per_heal(const lholds *hs, const int64_t *pmax, const nf_fault *faul
         int64_t d = to > from ? to - from : 0;
         if (out->heal_worst < 0 || d > out->heal_worst_ns) {
             out->heal_worst_ns = d;
-            out->heal_worst_healed_ns = d > 0 ? healed(faults, nfaults, from, to) : 0;
+            out->heal_worst_healed_ns =
+                d > 0 ? healed(faults, nfaults, out->bound.replica_sync, from, to) : 0;
             out->heal_worst = k;
         }
     }

@@ -25,6 +25,11 @@ typedef struct nf_live_bound {
     int64_t slack_ms;     /* two loaded cores */
     int64_t net_ms;       /* reconnect + command + slack: the terms that need the network */
     int64_t total_ms;     /* every term */
+    /* Sentinel, Cluster with check_lock_synced_slaves: an acquire no
+     * replica confirms fails, so the time from a heal until the master's
+     * replicas are in sync again (a full resync starts after the
+     * server's repl-diskless-sync-delay) is the fault's, not healed. */
+    bool replica_sync;
 } nf_live_bound;
 
 /* What the bound is made of: the workers' client settings (cfg), their

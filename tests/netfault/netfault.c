@@ -478,10 +478,15 @@ static void run_step(int i, const nf_step *s) {
                 D.srv->name, (double)(f.t1 - f.t0) / 1e6);
         }
         synced();
+        f.synced = ch_now_ns();
     }
     D.faults[D.nfaults++] = f;
-    fprintf(D.log, "%s %d %" PRId64 " %" PRId64 " %s%s\n", nf_kind_names[s->kind], wid, f.t0, f.t1,
+    fprintf(D.log, "%s %d %" PRId64 " %" PRId64 " %s%s", nf_kind_names[s->kind], wid, f.t0, f.t1,
             params, f.failover ? " [failover]" : "");
+    if (f.synced != 0) {
+        fprintf(D.log, " [in sync at %" PRId64 "]", f.synced);
+    }
+    fputc('\n', D.log);
     fflush(D.log);
 }
 

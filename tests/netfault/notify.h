@@ -17,6 +17,9 @@ typedef struct nf_fault {
     int wid; /* the client whose link it was on; -1: the server's */
     int64_t t0, t1;
     bool failover; /* Sentinel: the master changed; t1 when the servers agreed again */
+    /* Sentinel, Cluster: when the master had its replicas in sync again
+     * after it (>= t1); 0: a topology with no replicas. */
+    int64_t synced;
 } nf_fault;
 
 /* A watchdog holder must have had its lost-lock callback by the time

@@ -64,9 +64,10 @@ static void liveness(const nf_run *run, const nf_liveness *lv, const nf_fault *f
            g->to_end ? "the end, " : "", ms(g->to - run->t0) / 1e3,
            (double)lv->bound.total_ms / 1e3, (double)lv->bound.net_ms / 1e3, lv->violations);
     if (lv->heal_worst >= 0) {
-        printf("netfault: liveness: longest from a heal to an acquire %.1f s (%.1f s healed), "
+        printf("netfault: liveness: longest from a heal%s to an acquire %.1f s (%.1f s healed), "
                "after #%d (%s); heals with no acquire after them %d\n",
-               ms(lv->heal_worst_ns) / 1e3, ms(lv->heal_worst_healed_ns) / 1e3, lv->heal_worst,
+               lv->bound.replica_sync ? " (the replicas in sync)" : "", ms(lv->heal_worst_ns) / 1e3,
+               ms(lv->heal_worst_healed_ns) / 1e3, lv->heal_worst,
                nf_kind_names[faults[lv->heal_worst].kind], lv->heals_unanswered);
     }
 }
