@@ -846,6 +846,30 @@ static int run(const nf_plan *plan, long seconds, bool keep) {
     return pass ? 0 : 1;
 }
 
+/* The command that runs the same plan against the same topology and
+ * workers: every option that shapes the run. */
+static void replay_command(char *buf, size_t size, long seconds) {
+    int n = snprintf(buf, size, "netfault --seed %" PRIu64 " --seconds %ld --workers %d", D.seed,
+                     seconds, D.nworkers);
+    const char *topology = D.sentinel ? " --sentinel" : D.cluster ? " --cluster" : "";
+    const char *sync = D.sync == NF_SYNC_SEMAPHORE    ? " --semaphore"
+                       : D.sync == NF_SYNC_RSEMAPHORE ? " --rsemaphore"
+                       : D.sync == NF_SYNC_LATCH      ? " --latch"
+                                                      : "";
+    char kind[64] = "";
+    if (D.kind != CH_KIND_LOCK) {
+        snprintf(kind, sizeof(kind), " --kind %s", ch_kind_names[D.kind]);
+    }
+    char fair[48] = "";
+    if (D.kind == CH_KIND_FAIR) {
+        snprintf(fair, sizeof(fair), " --fair-wait %lld", (long long)D.fair_wait_ms);
+    }
+    if (n > 0 && (size_t)n < size) {
+        snprintf(buf + n, size - (size_t)n, "%s%s%s%s%s", topology, sync, kind, fair,
+                 D.fenced ? " --fenced" : "");
+    }
+}
+
 int main(int argc, char **argv) {
     long seconds = 60, budget = 0;
     bool keep = false, seeded = false;
@@ -914,9 +938,9 @@ int main(int argc, char **argv) {
     if (nf_plan_make(&plan, D.seed, seconds, D.nworkers, replicated()) != 0) {
         return 1;
     }
-    printf("netfault: seed %" PRIu64 " (replay: netfault --seed %" PRIu64 " --seconds %ld), "
-           "%d workers, %s\n",
-           D.seed, D.seed, seconds, D.nworkers,
+    char replay[256];
+    replay_command(replay, sizeof(replay), seconds);
+    printf("netfault: seed %" PRIu64 " (replay: %s), %d workers, %s\n", D.seed, replay, D.nworkers,
            D.sync != 0              ? nf_sync_mode_name(D.sync)
            : D.fenced               ? "fenced"
            : D.kind != CH_KIND_LOCK ? ch_kind_names[D.kind]
