@@ -30,11 +30,19 @@ bool rlock__on_own_io_thread(const rlock *l);
  * message when NULL ("lock", "the handle"). */
 int rlock__check_blocking(const rlock *l, const char *fn, bool out_ok, const char *handle);
 
-/* Every lock and try-lock call (token: the value is the fencing token;
- * blocking: the blocking form's, whose try-lock cleans up after a late
- * later try as Redisson's blocking tryLock does). */
+/* What kind of lock or try-lock call an acquire is, or-ed into one word
+ * (three bools in a row were easy to swap at the call sites). */
+typedef enum rlock__acquire_flag {
+    RLOCK__ACQ_TRY = 1 << 0,   /* a try-lock: value 1/0, bounded by wait_ms */
+    RLOCK__ACQ_TOKEN = 1 << 1, /* the value is the fencing token */
+    /* the blocking form's, whose try-lock cleans up after a late later
+     * try as Redisson's blocking tryLock does */
+    RLOCK__ACQ_BLOCKING = 1 << 2
+} rlock__acquire_flag;
+
+/* Every lock and try-lock call. flags: RLOCK__ACQ_* or-ed. */
 rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                             bool is_try, bool token, bool blocking, const char *fn);
+                             unsigned flags, const char *fn);
 
 /* The blocking calls' direct path (rlock_config.blocking_pool_size): true
  * when l's client has one (never for a kind of whole operations). */
@@ -43,9 +51,10 @@ bool rlock__direct_usable(const rlock *l);
 /* A blocking acquire for the calling thread: the first try runs on a
  * connection of the thread's own. NULL when the call is over (*rc, and
  * *value on success); else the future of the loop's operation that goes
- * on with it (waiting, or a first try that could not be sent here). */
-rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
-                                    bool token, const char *fn, int *rc, int64_t *value);
+ * on with it (waiting, or a first try that could not be sent here).
+ * flags: RLOCK__ACQ_TRY, RLOCK__ACQ_TOKEN (RLOCK__ACQ_BLOCKING is implied). */
+rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, unsigned flags,
+                                    const char *fn, int *rc, int64_t *value);
 
 /* The same for an unlock by the calling thread. */
 rlock_future *rlock__unlock_direct(rlock *l, int *rc);

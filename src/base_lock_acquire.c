@@ -279,7 +279,7 @@ static bool arm_timer(acquire_op *op, int64_t ms) {
     if (h->fire[RLOCK__DEADLINE_LOCK] == NULL) {
         rlock__deadlines_use(h, c->loop, RLOCK__DEADLINE_LOCK, on_wait_timer);
     }
-    if (rlock__deadlines_add(h, &op->timer, rlock__due_after(rlock__now_ms(), ms)) != RLOCK_OK) {
+    if (rlock__deadlines_add_after(h, &op->timer, ms) != RLOCK_OK) {
         acquire_failed(op);
         acquire_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
         return false;
@@ -556,9 +556,9 @@ static void start_acquire(void *arg) {
 
 /* Bad input and unsupported calls: RLOCK_OK, or the code with its message
  * set. */
-int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try, bool token,
+int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, unsigned flags,
                          const char *fn) {
-    const char *why = is_try ? check_wait(wait_ms) : NULL;
+    const char *why = (flags & RLOCK__ACQ_TRY) != 0 ? check_wait(wait_ms) : NULL;
     if (why == NULL) {
         why = check_lease(lease_ms);
     }
@@ -566,7 +566,7 @@ int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, bool
         rlock__set_error_message("%s: %s", fn, l == NULL ? "lock is NULL" : why);
         return RLOCK_ERR_INVALID;
     }
-    if (token && !rlock__ops(l)->fenced) {
+    if ((flags & RLOCK__ACQ_TOKEN) != 0 && !rlock__ops(l)->fenced) {
         rlock__set_error_message("%s: a %s has no fencing token", fn, rlock__ops(l)->name);
         return RLOCK_ERR_UNSUPPORTED;
     }
@@ -577,8 +577,8 @@ int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, bool
  * (a try-lock's wait counts from it). ttl >= -1: a first try already got
  * this answer (the direct path), so the operation starts by waiting. */
 rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                                   bool is_try, bool token, bool blocking, int64_t started_ms,
-                                   int64_t ttl) {
+                                   unsigned flags, int64_t started_ms, int64_t ttl) {
+    bool is_try = (flags & RLOCK__ACQ_TRY) != 0;
     size_t size = sizeof(acquire_op) + (is_try ? sizeof(acquire_try) : 0);
     rlock_future *f = rlock__future_new_sized(l->client->loop, size);
     if (f == NULL) {
@@ -589,8 +589,8 @@ rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, 
     op->thread_id = thread_id;
     op->lease_ms = lease_ms;
     op->is_try = is_try;
-    op->token = token;
-    op->blocking = blocking;
+    op->token = (flags & RLOCK__ACQ_TOKEN) != 0;
+    op->blocking = (flags & RLOCK__ACQ_BLOCKING) != 0;
     if (is_try) {
         op->try_[0] = (acquire_try){.wait_ms = wait_ms,
                                     /* the wait counts from the call */
@@ -618,8 +618,8 @@ rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, 
 }
 
 rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                             bool is_try, bool token, bool blocking, const char *fn) {
-    int rc = rlock__check_acquire(l, wait_ms, lease_ms, is_try, token, fn);
+                             unsigned flags, const char *fn) {
+    int rc = rlock__check_acquire(l, wait_ms, lease_ms, flags, fn);
     if (rc != RLOCK_OK) {
         return rlock__future_failed(NULL, rc, rlock_last_error());
     }
@@ -628,29 +628,28 @@ rlock_future *rlock__acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64
         return refused;
     }
     if (rlock__ops(l)->whole != NULL) {
-        return rlock__ops(l)->whole->acquire(l, wait_ms, lease_ms, thread_id, is_try);
+        return rlock__ops(l)->whole->acquire(l, wait_ms, lease_ms, thread_id,
+                                             (flags & RLOCK__ACQ_TRY) != 0);
     }
-    return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, blocking,
-                                rlock__now_ms(), -2);
+    return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, flags, rlock__now_ms(), -2);
 }
 
 rlock_future *rlock_lock_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
-    return rlock__acquire(l, 0, lease_ms, thread_id, false, false, false, "rlock_lock_async");
+    return rlock__acquire(l, 0, lease_ms, thread_id, 0, "rlock_lock_async");
 }
 
 rlock_future *rlock_try_lock_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
                                    uint64_t thread_id) {
-    return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, false, false,
-                          "rlock_try_lock_async");
+    return rlock__acquire(l, wait_ms, lease_ms, thread_id, RLOCK__ACQ_TRY, "rlock_try_lock_async");
 }
 
 rlock_future *rlock_lock_and_get_token_async(rlock *l, int64_t lease_ms, uint64_t thread_id) {
-    return rlock__acquire(l, 0, lease_ms, thread_id, false, true, false,
+    return rlock__acquire(l, 0, lease_ms, thread_id, RLOCK__ACQ_TOKEN,
                           "rlock_lock_and_get_token_async");
 }
 
 rlock_future *rlock_try_lock_and_get_token_async(rlock *l, int64_t wait_ms, int64_t lease_ms,
                                                  uint64_t thread_id) {
-    return rlock__acquire(l, wait_ms, lease_ms, thread_id, true, true, false,
+    return rlock__acquire(l, wait_ms, lease_ms, thread_id, RLOCK__ACQ_TRY | RLOCK__ACQ_TOKEN,
                           "rlock_try_lock_and_get_token_async");
 }

@@ -116,12 +116,15 @@ void rlock__direct_acquire_failed(const rlock__direct_step *st, int64_t wait_ms)
     }
 }
 
-rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try,
-                                    bool token, const char *fn, int *rc, int64_t *value) {
-    *rc = rlock__check_acquire(l, wait_ms, lease_ms, is_try, token, fn);
+rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms, unsigned flags,
+                                    const char *fn, int *rc, int64_t *value) {
+    *rc = rlock__check_acquire(l, wait_ms, lease_ms, flags, fn);
     if (*rc != RLOCK_OK) {
         return NULL;
     }
+    bool is_try = (flags & RLOCK__ACQ_TRY) != 0;
+    bool token = (flags & RLOCK__ACQ_TOKEN) != 0;
+    flags |= RLOCK__ACQ_BLOCKING; /* the loop's operation goes on with a blocking call */
     if (rlock__ops(l)->whole != NULL) {
         return rlock__ops(l)->whole->acquire_direct(l, wait_ms, lease_ms, is_try, rc, value);
     }
@@ -135,8 +138,7 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
     if (!rlock__direct_acquire_begin(&st, is_try ? wait_ms : -1, max_connect_ms)) {
         /* Nothing sent (no connection of our own now): the loop's path,
          * which retries. */
-        return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, true,
-                                    started_ms, -2);
+        return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, flags, started_ms, -2);
     }
     /* Written: never sent again, as the loop's path (it re-enters). */
     rlock__direct_acquire_end(&st);
@@ -147,8 +149,7 @@ rlock_future *rlock__acquire_direct(rlock *l, int64_t wait_ms, int64_t lease_ms,
         return NULL;
     }
     if (!st.taken) {
-        return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, is_try, token, true,
-                                    started_ms, st.res.ttl);
+        return rlock__acquire_start(l, wait_ms, lease_ms, thread_id, flags, started_ms, st.res.ttl);
     }
     *value = token ? st.res.token : is_try ? 1 : 0;
     return NULL;

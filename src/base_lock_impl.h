@@ -87,15 +87,14 @@ void rlock__unlock_undo_acquire(rlock *l, uint64_t thread_id);
 
 /* Bad input and unsupported calls: RLOCK_OK, or the code with its message
  * set. Any thread. */
-int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try, bool token,
+int rlock__check_acquire(const rlock *l, int64_t wait_ms, int64_t lease_ms, unsigned flags,
                          const char *fn);
 
 /* The acquire operation on the loop. started_ms: when the call was made
  * (a try-lock's wait counts from it). ttl >= -1: a first try already got
  * this answer (the direct path), so the operation starts by waiting; -2:
- * none. blocking: as rlock__acquire. Any thread. */
+ * none. flags: as rlock__acquire. Any thread. */
 rlock_future *rlock__acquire_start(rlock *l, int64_t wait_ms, int64_t lease_ms, uint64_t thread_id,
-                                   bool is_try, bool token, bool blocking, int64_t started_ms,
-                                   int64_t ttl);
+                                   unsigned flags, int64_t started_ms, int64_t ttl);
 
 #endif

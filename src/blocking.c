@@ -59,17 +59,18 @@ static bool clear_int(int64_t *out) {
 }
 
 /* lock, try-lock and their token forms: the direct path when the client
- * has one (no hand-off to the I/O thread unless the call must wait). */
-static int acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try, bool token,
-                   const char *fn, int64_t *value) {
+ * has one (no hand-off to the I/O thread unless the call must wait).
+ * flags: RLOCK__ACQ_TRY, RLOCK__ACQ_TOKEN. */
+static int acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, unsigned flags, const char *fn,
+                   int64_t *value) {
     if (!rlock__direct_usable(l)) {
-        return await(
-            rlock__acquire(l, wait_ms, lease_ms, rlock_thread_id(), is_try, token, true, fn), fn,
-            value);
+        return await(rlock__acquire(l, wait_ms, lease_ms, rlock_thread_id(),
+                                    flags | RLOCK__ACQ_BLOCKING, fn),
+                     fn, value);
     }
     int rc = RLOCK_OK;
     int64_t v = 0;
-    rlock_future *f = rlock__acquire_direct(l, wait_ms, lease_ms, is_try, token, fn, &rc, &v);
+    rlock_future *f = rlock__acquire_direct(l, wait_ms, lease_ms, flags, fn, &rc, &v);
     if (f != NULL) {
         return await(f, fn, value);
     }
@@ -81,7 +82,7 @@ static int acquire(rlock *l, int64_t wait_ms, int64_t lease_ms, bool is_try, boo
 
 int rlock_lock(rlock *l, int64_t lease_ms) {
     int rc = check_blocking(l, "rlock_lock", true);
-    return rc != RLOCK_OK ? rc : acquire(l, 0, lease_ms, false, false, "rlock_lock", NULL);
+    return rc != RLOCK_OK ? rc : acquire(l, 0, lease_ms, 0, "rlock_lock", NULL);
 }
 
 int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired) {
@@ -90,7 +91,7 @@ int rlock_try_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, bool *acquired) 
         return rc;
     }
     int64_t v = 0;
-    rc = acquire(l, wait_ms, lease_ms, true, false, "rlock_try_lock", &v);
+    rc = acquire(l, wait_ms, lease_ms, RLOCK__ACQ_TRY, "rlock_try_lock", &v);
     *acquired = rc == RLOCK_OK && v != 0;
     return rc;
 }
@@ -145,15 +146,16 @@ int rlock_remain_time_to_live(rlock *l, int64_t *ttl_ms) {
 
 int rlock_lock_and_get_token(rlock *l, int64_t lease_ms, int64_t *token) {
     int rc = check_blocking(l, "rlock_lock_and_get_token", clear_int(token));
-    return rc != RLOCK_OK ? rc
-                          : acquire(l, 0, lease_ms, false, true, "rlock_lock_and_get_token", token);
+    return rc != RLOCK_OK
+               ? rc
+               : acquire(l, 0, lease_ms, RLOCK__ACQ_TOKEN, "rlock_lock_and_get_token", token);
 }
 
 int rlock_try_lock_and_get_token(rlock *l, int64_t wait_ms, int64_t lease_ms, int64_t *token) {
     int rc = check_blocking(l, "rlock_try_lock_and_get_token", clear_int(token));
-    return rc != RLOCK_OK
-               ? rc
-               : acquire(l, wait_ms, lease_ms, true, true, "rlock_try_lock_and_get_token", token);
+    return rc != RLOCK_OK ? rc
+                          : acquire(l, wait_ms, lease_ms, RLOCK__ACQ_TRY | RLOCK__ACQ_TOKEN,
+                                    "rlock_try_lock_and_get_token", token);
 }
 
 int rlock_with_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, rlock_locked_fn fn, void *arg,
@@ -174,8 +176,8 @@ int rlock_with_lock(rlock *l, int64_t wait_ms, int64_t lease_ms, rlock_locked_fn
     }
     int64_t v = 1;
     rc = wait_ms == RLOCK_WAIT_FOREVER
-             ? acquire(l, 0, lease_ms, false, false, "rlock_with_lock", NULL)
-             : acquire(l, wait_ms, lease_ms, true, false, "rlock_with_lock", &v);
+             ? acquire(l, 0, lease_ms, 0, "rlock_with_lock", NULL)
+             : acquire(l, wait_ms, lease_ms, RLOCK__ACQ_TRY, "rlock_with_lock", &v);
     if (rc != RLOCK_OK || v == 0) {
         return rc;
     }

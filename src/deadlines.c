@@ -146,6 +146,10 @@ int rlock__deadlines_add(rlock__deadlines *h, rlock__deadline *d, int64_t due_ms
     return RLOCK_OK;
 }
 
+int rlock__deadlines_add_after(rlock__deadlines *h, rlock__deadline *d, int64_t ms) {
+    return rlock__deadlines_add(h, d, rlock__due_after(rlock__now_ms(), ms));
+}
+
 void rlock__deadlines_remove(rlock__deadlines *h, rlock__deadline *d) {
     if (!rlock__deadline_armed(d)) {
         return;

@@ -84,6 +84,11 @@ static inline int64_t rlock__due_after(int64_t now_ms, int64_t ms) {
     return ms > INT64_MAX - now_ms ? INT64_MAX : now_ms + ms;
 }
 
+/* rlock__deadlines_add with d due ms (>= 0) from now, saturated as
+ * rlock__due_after: how the engines that wait arm their timers, so all
+ * read the clock and bound a reply's ttl in one place. */
+int rlock__deadlines_add_after(rlock__deadlines *h, rlock__deadline *d, int64_t ms);
+
 /* Takes d out (harmless when idle). */
 void rlock__deadlines_remove(rlock__deadlines *h, rlock__deadline *d);
 

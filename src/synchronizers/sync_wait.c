@@ -292,7 +292,7 @@ static bool arm_timer(rlock__sync_op *op, int64_t ms) {
     if (h->fire[RLOCK__DEADLINE_SYNC] == NULL) {
         rlock__deadlines_use(h, c->loop, RLOCK__DEADLINE_SYNC, on_timer);
     }
-    if (rlock__deadlines_add(h, &op->timer, rlock__due_after(rlock__now_ms(), ms)) != RLOCK_OK) {
+    if (rlock__deadlines_add_after(h, &op->timer, ms) != RLOCK_OK) {
         rlock__wait_stop(&op->wait);
         op_finish(op, RLOCK_ERR_NOMEM, 0, "out of memory");
         return false;

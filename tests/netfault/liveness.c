@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "records.h"
 
 #define SHOW_MAX 5
 #define NF_LIVE_SLACK_MS 1000
@@ -87,32 +88,26 @@ static lhold *hold_at(lholds *hs, size_t i) {
 /* Owners count up from 1 per worker: owner o's call is at base + o - 1.
  * a stays 0 for a call that acquired nothing (dropped after). */
 static int read_worker(const ch_worker_info *wi, lholds *hs) {
-    FILE *f = fopen(wi->path, "r");
-    if (f == NULL) {
-        fprintf(stderr, "netfault: cannot read %s\n", wi->path);
+    nf_records rec;
+    if (!nf_records_open(&rec, wi->path, "AU")) {
         return -1;
     }
     size_t base = hs->n;
-    char line[512];
     int rc = 0;
-    while (rc == 0 && fgets(line, sizeof(line), f) != NULL) {
-        unsigned long long o;
-        long long t;
-        char k = line[0];
-        if (strchr(line, '\n') == NULL || (k != 'A' && k != 'U') ||
-            sscanf(line + 1, "%llu %lld", &o, &t) != 2 || o == 0 || o > 100000000) {
+    while (rc == 0 && nf_records_next(&rec)) {
+        if (rec.owner == 0 || rec.owner > 100000000) {
             continue;
         }
-        lhold *h = hold_at(hs, base + (size_t)o - 1);
+        lhold *h = hold_at(hs, base + (size_t)rec.owner - 1);
         if (h == NULL) {
             rc = -1;
-        } else if (k == 'A') {
-            h->a = t;
+        } else if (rec.kind == 'A') {
+            h->a = rec.t;
         } else {
-            h->u = t;
+            h->u = rec.t;
         }
     }
-    fclose(f);
+    nf_records_close(&rec);
     for (size_t i = base; i < hs->n; i++) {
         lhold *h = &hs->v[i];
         if (h->a != 0 && h->u < h->a) {

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "grow.h"
+#include "records.h"
 
 #define SHOW_MAX 5
 
@@ -56,44 +57,35 @@ static nhold *slot_for(nholds *hs, size_t base, uint64_t owner) {
 }
 
 static int read_worker(const ch_worker_info *wi, nholds *hs, nf_notify *out) {
-    FILE *f = fopen(wi->path, "r");
-    if (f == NULL) {
-        fprintf(stderr, "netfault: cannot read %s\n", wi->path);
+    nf_records rec;
+    if (!nf_records_open(&rec, wi->path, "CAUL")) {
         return -1;
     }
     size_t base = hs->n;
-    char line[512];
-    while (fgets(line, sizeof(line), f) != NULL) {
-        unsigned long long o;
-        long long t;
-        char k = line[0];
-        if (strchr(line, '\n') == NULL || (k != 'C' && k != 'A' && k != 'U' && k != 'L') ||
-            sscanf(line + 1, "%llu %lld", &o, &t) != 2) {
-            continue;
-        }
-        nhold *h = slot_for(hs, base, o);
+    while (nf_records_next(&rec)) {
+        nhold *h = slot_for(hs, base, rec.owner);
         if (h == NULL) {
-            fclose(f);
+            nf_records_close(&rec);
             return -1;
         }
         h->wid = wi->wid;
-        h->owner = o;
+        h->owner = rec.owner;
         h->lease_ms = wi->lease_ms;
-        if (k == 'C') {
-            h->cs = t;
-        } else if (k == 'A') {
+        if (rec.kind == 'C') {
+            h->cs = rec.t;
+        } else if (rec.kind == 'A') {
             h->has_a = true;
-            h->a = t;
-        } else if (k == 'U') {
+            h->a = rec.t;
+        } else if (rec.kind == 'U') {
             h->has_u = true;
-            h->u = t;
+            h->u = rec.t;
         } else if (!h->lost) {
             h->lost = true;
-            h->lost_t = t;
+            h->lost_t = rec.t;
             out->lost_reports++;
         }
     }
-    fclose(f);
+    nf_records_close(&rec);
     for (size_t i = base; i < hs->n; i++) {
         nhold *h = &hs->v[i];
         if (h->has_a && !h->has_u) {

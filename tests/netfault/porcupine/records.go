@@ -64,7 +64,9 @@ type run struct {
 	workers int
 }
 
-func readRun(dir string) (*run, error) {
+// workerFiles lists dir's worker-*.rec, sorted (a run's workers are read
+// in the same order every time); none is an error, as a run has workers.
+func workerFiles(dir string) ([]string, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "worker-*.rec"))
 	if err != nil {
 		return nil, err
@@ -73,6 +75,14 @@ func readRun(dir string) (*run, error) {
 		return nil, fmt.Errorf("no worker-*.rec in %s", dir)
 	}
 	sort.Strings(files)
+	return files, nil
+}
+
+func readRun(dir string) (*run, error) {
+	files, err := workerFiles(dir)
+	if err != nil {
+		return nil, err
+	}
 	rn := &run{workers: len(files)}
 	for _, f := range files {
 		if err := rn.readWorker(f); err != nil {

@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,14 +37,10 @@ type syncWorker struct {
 // readSyncWorkers reads every worker-*.rec of dir; a line whose fields are
 // not all numbers (a torn last line) is skipped.
 func readSyncWorkers(dir string) ([]syncWorker, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "worker-*.rec"))
+	files, err := workerFiles(dir)
 	if err != nil {
 		return nil, err
 	}
-	if len(files) == 0 {
-		return nil, fmt.Errorf("no worker-*.rec in %s", dir)
-	}
-	sort.Strings(files)
 	var ws []syncWorker
 	for i, f := range files {
 		w, err := readSyncWorker(f, i)
