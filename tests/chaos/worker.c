@@ -496,7 +496,8 @@ static void round_once(worker *w) {
     bool got = err == RLOCK_OK && (w->a->fenced ? value > 0 : !try_lock || value == 1);
     if (err != RLOCK_OK && done) {
         char line[600]; /* the F line has the code only */
-        snprintf(line, sizeof(line), "lock call %llu failed: %s", o, rlock_future_error_message(f));
+        snprintf(line, sizeof(line), "lock call %llu failed: %s: %s", o, rlock_err_name(err),
+                 rlock_future_error_message(f));
         ch_log_line(w->log_fd, RLOCK_LOG_INFO, line);
     }
     rlock_future_release(f);
