@@ -429,10 +429,13 @@ static bool settle(nf_node *old) {
     return D.srv != old;
 }
 
+static bool replicas_in_sync(void) {
+    return nf_replicas_online(D.srv) >= (D.cluster ? 1 : NF_MAX_SERVERS - 1);
+}
+
 static void synced(void) {
     int64_t until = ch_now_ns() + 30 * 1000000000LL;
-    int replicas = D.cluster ? 1 : NF_MAX_SERVERS - 1;
-    while (!D.fatal && nf_replicas_online(D.srv) < replicas) {
+    while (!D.fatal && !replicas_in_sync()) {
         if (ch_now_ns() > until) {
             say("FATAL: the master %s has not its replicas in sync 30 s after a heal", D.srv->name);
             D.fatal = true;
@@ -469,6 +472,9 @@ static void run_step(int i, const nf_step *s) {
     }
     heal(c);
     f.t1 = ch_now_ns();
+    /* Asked at once: settle() sleeps 1 s first, which would make the
+     * replicas look out of sync for that long after every fault. */
+    bool in_sync_at_heal = replicated() && replicas_in_sync();
     say("#%-3d healed after %.0f ms", i, (double)(f.t1 - f.t0) / 1e6);
     if (replicated()) {
         f.failover = settle(old);
@@ -478,7 +484,7 @@ static void run_step(int i, const nf_step *s) {
                 D.srv->name, (double)(f.t1 - f.t0) / 1e6);
         }
         synced();
-        f.synced = ch_now_ns();
+        f.synced = !f.failover && in_sync_at_heal ? f.t1 : ch_now_ns();
     }
     D.faults[D.nfaults++] = f;
     fprintf(D.log, "%s %d %" PRId64 " %" PRId64 " %s%s", nf_kind_names[s->kind], wid, f.t0, f.t1,
