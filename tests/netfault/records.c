@@ -4,7 +4,7 @@
 #include <string.h>
 
 bool nf_records_open(nf_records *r, const char *path, const char *kinds) {
-    r->f = fopen(path, "r");
+    r->f = fopen(path, "re"); /* the driver forks workers: not theirs */
     r->kinds = kinds;
     if (r->f == NULL) {
         fprintf(stderr, "netfault: cannot read %s\n", path);
