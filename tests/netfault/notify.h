@@ -43,10 +43,11 @@ typedef struct nf_kind_figures {
 typedef struct nf_notify {
     uint64_t holds, lost_reports;
     uint64_t double_holds, explained_notified, explained_lease, unexplained;
-    uint64_t explained_failover; /* a hold of the pair met a failover window */
-    uint64_t late;               /* a watchdog holder told, but later than the bound */
-    uint64_t never;              /* a watchdog holder never told */
-    int64_t notify_max_ns;       /* max over the told pairs of (callback - other's acquire) */
+    uint64_t
+        explained_failover; /* nothing else did, but a hold of the pair met a failover window */
+    uint64_t late;          /* a watchdog holder told, but later than the bound */
+    uint64_t never;         /* a watchdog holder never told */
+    int64_t notify_max_ns;  /* max over the told pairs of (callback - other's acquire) */
     int64_t notify_min_ns;
     nf_kind_figures kinds[NF_K_KINDS];
 } nf_notify;
