@@ -28,6 +28,7 @@
 #include "notify.h"
 #include "plan.h"
 #include "porcupine_check.h"
+#include "records.h"
 #include "report.h"
 #include "rlock/rlock.h"
 #include "servers.h"
@@ -778,6 +779,24 @@ static void live_bound(nf_live_bound *b) {
                        red() ? CH_RED_LOCKS : 0, replicated(), b);
 }
 
+/* --kind red: the sub-locks told lost (l records) against the holds told
+ * lost (L: fewer than the quorum left), printed beside the report. */
+static void red_losses(const ch_worker_info *infos) {
+    uint64_t subs = 0;
+    for (int p = 0; infos != NULL && p < D.nworkers; p++) {
+        nf_records rec;
+        if (nf_records_open(&rec, infos[p].path, "l")) {
+            while (nf_records_next(&rec)) {
+                subs++;
+            }
+            nf_records_close(&rec);
+        }
+    }
+    printf("netfault: red lock: %" PRIu64 " of its locks told lost (one server's: the hold keeps "
+           "its quorum), the holds told lost (quorum gone) are the lost-lock callbacks below\n",
+           subs);
+}
+
 static bool judge(int64_t took, long seconds, long long counter) {
     ch_worker_info *infos = calloc((size_t)D.nworkers, sizeof(*infos));
     ch_results res;
@@ -833,6 +852,9 @@ static bool judge(int64_t took, long seconds, long long counter) {
         run.fatal = true;
     }
     free(windows);
+    if (red()) {
+        red_losses(infos);
+    }
     free(infos);
     /* The fair lock's unlock answers OK when its key is gone (Redisson's
      * too): its OK does not say the hold lasted until then. */
