@@ -519,7 +519,7 @@ static void run_step(int i, const nf_step *s) {
         c != NULL ? c->name
         : red()   ? D.target->name
                   : "server",
-        c != NULL && red() ? " (cut from every server)" : "");
+        c != NULL && red() ? " (its link to every server)" : "");
     bool ok;
     if (s->kind == NF_K_LOSS) {
         ok = lossy(s, c);
