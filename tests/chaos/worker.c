@@ -18,6 +18,9 @@
  *                                         fewer than its quorum of the locks the hold
  *                                         took are left, red_lost())
  *   l owner t reason i                    the red lock: its lock on server i lost
+ *   q owner t mask                        the red lock: a watchdog hold whose clients
+ *                                         saw it take fewer locks than its quorum
+ *                                         (mask: those they saw)
  *   T t                                   a data command timed out
  *   H t what                              a future outlived its bound (stuck)
  *   X t created pending pending_after_destroy   exit
@@ -435,11 +438,17 @@ static void on_lost(const rlock_lock_lost_info *info, void *arg) {
  * then is the L record written (what the analyses read as "told lost");
  * each sub-lock's loss is an l record. */
 
-/* Writes L once the hold has lost its quorum. Under red.mu. */
+/* Writes L once the hold has lost its quorum. Under red.mu. A hold seen
+ * to take fewer locks than its quorum (a q record at its acquire) is
+ * never told lost: the red lock must not grant it, so a double hold with
+ * it stays unexplained. Until then: a lock's loss is removed from the
+ * watchdog's count before its callback runs (a deferred task), so the
+ * callback may come just after the acquire and make up the quorum. */
 static void red_judge(worker *w, int64_t t, int reason) {
     red_state *r = &w->red;
     unsigned had = r->held | r->lost;
-    if (r->acquired && !r->told && __builtin_popcount(had & ~r->lost) < CH_RED_QUORUM) {
+    if (r->acquired && !r->told && __builtin_popcount(had) >= CH_RED_QUORUM &&
+        __builtin_popcount(had & ~r->lost) < CH_RED_QUORUM) {
         r->told = true;
         rec(w, "L %llu %lld %d\n", (unsigned long long)r->owner, (long long)t, reason);
     }
@@ -485,7 +494,12 @@ static void red_acquired(worker *w) {
     pthread_mutex_lock(&w->red.mu);
     w->red.held = held;
     w->red.acquired = true;
-    red_judge(w, ch_now_ns(), w->red.reason);
+    int64_t now = ch_now_ns();
+    unsigned had = held | w->red.lost;
+    if (__builtin_popcount(had) < CH_RED_QUORUM) {
+        rec(w, "q %llu %lld %u\n", (unsigned long long)w->red.owner, (long long)now, had);
+    }
+    red_judge(w, now, w->red.reason);
     pthread_mutex_unlock(&w->red.mu);
 }
 

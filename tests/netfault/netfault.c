@@ -782,19 +782,21 @@ static void live_bound(nf_live_bound *b) {
 /* --kind red: the sub-locks told lost (l records) against the holds told
  * lost (L: fewer than the quorum left), printed beside the report. */
 static void red_losses(const ch_worker_info *infos) {
-    uint64_t subs = 0;
+    uint64_t subs = 0, short_holds = 0;
     for (int p = 0; infos != NULL && p < D.nworkers; p++) {
         nf_records rec;
-        if (nf_records_open(&rec, infos[p].path, "l")) {
+        if (nf_records_open(&rec, infos[p].path, "lq")) {
             while (nf_records_next(&rec)) {
-                subs++;
+                subs += rec.kind == 'l';
+                short_holds += rec.kind == 'q';
             }
             nf_records_close(&rec);
         }
     }
     printf("netfault: red lock: %" PRIu64 " of its locks told lost (one server's: the hold keeps "
-           "its quorum), the holds told lost (quorum gone) are the lost-lock callbacks below\n",
-           subs);
+           "its quorum), the holds told lost (quorum gone) are the lost-lock callbacks below; "
+           "%" PRIu64 " watchdog holds seen taking fewer locks than the quorum (never told lost)\n",
+           subs, short_holds);
 }
 
 static bool judge(int64_t took, long seconds, long long counter) {
