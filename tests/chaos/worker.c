@@ -46,6 +46,7 @@
 #include <hiredis/hiredis.h>
 
 #include "chaos.h"
+#include "red_quorum.h"
 #include "redis_cluster.h"
 #include "rlock/rlock.h"
 #include "test_util.h"
@@ -446,9 +447,7 @@ static void on_lost(const rlock_lock_lost_info *info, void *arg) {
  * callback may come just after the acquire and make up the quorum. */
 static void red_judge(worker *w, int64_t t, int reason) {
     red_state *r = &w->red;
-    unsigned had = r->held | r->lost;
-    if (r->acquired && !r->told && __builtin_popcount(had) >= CH_RED_QUORUM &&
-        __builtin_popcount(had & ~r->lost) < CH_RED_QUORUM) {
+    if (r->acquired && !r->told && ch_red_quorum_lost(r->held | r->lost, r->lost, CH_RED_QUORUM)) {
         r->told = true;
         rec(w, "L %llu %lld %d\n", (unsigned long long)r->owner, (long long)t, reason);
     }
@@ -496,7 +495,7 @@ static void red_acquired(worker *w) {
     w->red.acquired = true;
     int64_t now = ch_now_ns();
     unsigned had = held | w->red.lost;
-    if (__builtin_popcount(had) < CH_RED_QUORUM) {
+    if (ch_red_short(had, CH_RED_QUORUM)) {
         rec(w, "q %llu %lld %u\n", (unsigned long long)w->red.owner, (long long)now, had);
     }
     red_judge(w, now, w->red.reason);
