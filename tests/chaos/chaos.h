@@ -115,9 +115,20 @@ typedef struct ch_slot {
 
 /* The exclusive lock kinds a worker can take (netfault --kind NAME): the
  * reentrant lock, the fair lock, the spin lock, the write half of the
- * read/write lock, and the multi lock over CH_MULTI_LOCKS names. */
-enum { CH_KIND_LOCK = 0, CH_KIND_FAIR, CH_KIND_SPIN, CH_KIND_WRITE, CH_KIND_MULTI, CH_KINDS };
+ * read/write lock, the multi lock over CH_MULTI_LOCKS names, and the red
+ * lock over one lock of the same name on each of CH_RED_LOCKS servers. */
+enum {
+    CH_KIND_LOCK = 0,
+    CH_KIND_FAIR,
+    CH_KIND_SPIN,
+    CH_KIND_WRITE,
+    CH_KIND_MULTI,
+    CH_KIND_RED,
+    CH_KINDS
+};
 #define CH_MULTI_LOCKS 3
+#define CH_RED_LOCKS 3
+#define CH_RED_QUORUM (CH_RED_LOCKS / 2 + 1) /* rlock_get_red_lock's */
 
 extern const char *const ch_kind_names[CH_KINDS];
 
@@ -162,6 +173,9 @@ typedef struct ch_worker_args {
      * one per ports[] entry (NULL: 127.0.0.1); the data connection then
      * goes to the host the sentinel or the slot map names, not 127.0.0.1. */
     const char *hosts[CH_CL_MAX_NODES];
+    /* CH_KIND_RED: each server's address for a client of its own ([0]:
+     * the server redis names, which also keeps the counter). */
+    const char *red_addresses[CH_RED_LOCKS];
 } ch_worker_args;
 
 /* The settings the worker's client is made with: netfault derives its

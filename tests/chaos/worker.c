@@ -14,7 +14,13 @@
  *   S owner t status                      SET: 1 acknowledged, 0 refused, -1 unknown
  *   U owner t                             leaving the hold (before the unlock)
  *   R owner t err                         unlock returned
- *   L owner t reason                      the lost-lock callback
+ *   L owner t reason                      the lost-lock callback (the red lock: once
+ *                                         fewer than its quorum of the locks the hold
+ *                                         took are left, red_lost())
+ *   l owner t reason i                    the red lock: its lock on server i lost
+ *   q owner t mask                        the red lock: a watchdog hold whose clients
+ *                                         saw it take fewer locks than its quorum
+ *                                         (mask: those they saw)
  *   T t                                   a data command timed out
  *   H t what                              a future outlived its bound (stuck)
  *   X t created pending pending_after_destroy   exit
@@ -27,6 +33,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -39,12 +46,33 @@
 #include <hiredis/hiredis.h>
 
 #include "chaos.h"
+#include "red_quorum.h"
 #include "redis_cluster.h"
 #include "rlock/rlock.h"
 #include "test_util.h"
 #include "worker_log.h"
 
 #define MAX_QUERIES 4 /* fire-and-forget queries in flight */
+#define MAX_SUBS (CH_MULTI_LOCKS > CH_RED_LOCKS ? CH_MULTI_LOCKS : CH_RED_LOCKS)
+
+struct worker;
+
+/* A red lock's sub-lock, as its lost-lock callback names it. */
+typedef struct red_sub {
+    struct worker *w;
+    int idx;
+} red_sub;
+
+/* The red lock's hold under way, as its sub-locks' callbacks see it (on
+ * their clients' loop threads: behind mu). */
+typedef struct red_state {
+    pthread_mutex_t mu;
+    uint64_t owner; /* the lock call's owner; 0: none */
+    unsigned held;  /* the sub-locks the hold took (set at its acquire) */
+    unsigned lost;  /* the sub-locks told lost */
+    int reason;     /* the last sub-lock loss's */
+    bool acquired, told;
+} red_state;
 
 typedef struct worker {
     const ch_worker_args *a;
@@ -53,8 +81,13 @@ typedef struct worker {
     int log_fd; /* the library's log (worker-NNN.log beside the record), -1: none */
     rlock_client *client;
     rlock *lock;
-    rlock *sub[CH_MULTI_LOCKS]; /* the multi lock's locks (CH_KIND_MULTI) */
-    rlock *probe;               /* what the queries ask: the lock, or the multi lock's first */
+    rlock *sub[MAX_SUBS]; /* the multi or red lock's locks (CH_KIND_MULTI, _RED) */
+    rlock *probe;         /* what the queries ask: the lock, or the multi or red lock's first */
+    /* CH_KIND_RED: a client per server (red_client[0] is client), and what
+     * tells the red lock lost from its sub-locks' callbacks. */
+    rlock_client *red_client[CH_RED_LOCKS];
+    red_sub red_subs[CH_RED_LOCKS];
+    red_state red;
     redisContext *data;
     uint64_t next_owner;
     uint64_t rng;
@@ -397,6 +430,78 @@ static void on_lost(const rlock_lock_lost_info *info, void *arg) {
         info->reason);
 }
 
+/* ---- the red lock's loss ----------------------------------------------------
+ * The red lock has no lost-lock callback of its own (RLOCK_ERR_UNSUPPORTED):
+ * each sub-lock's watchdog tells its own loss. The red lock promises
+ * exclusion while a quorum of its locks is held, so one lock lost (its
+ * server cut off or slow) leaves the hold: only once fewer than
+ * CH_RED_QUORUM of the locks the hold took are left is it lost, and only
+ * then is the L record written (what the analyses read as "told lost");
+ * each sub-lock's loss is an l record. */
+
+/* Writes L once the hold has lost its quorum. Under red.mu. A hold seen
+ * to take fewer locks than its quorum (a q record at its acquire) is
+ * never told lost: the red lock must not grant it, so a double hold with
+ * it stays unexplained. Until then: a lock's loss is removed from the
+ * watchdog's count before its callback runs (a deferred task), so the
+ * callback may come just after the acquire and make up the quorum. */
+static void red_judge(worker *w, int64_t t, int reason) {
+    red_state *r = &w->red;
+    if (r->acquired && !r->told && ch_red_quorum_lost(r->held | r->lost, r->lost, CH_RED_QUORUM)) {
+        r->told = true;
+        rec(w, "L %llu %lld %d\n", (unsigned long long)r->owner, (long long)t, reason);
+    }
+}
+
+static void on_red_lost(const rlock_lock_lost_info *info, void *arg) {
+    red_sub *s = arg;
+    worker *w = s->w;
+    int64_t t = ch_now_ns();
+    rec(w, "l %llu %lld %d %d\n", (unsigned long long)info->thread_id, (long long)t, info->reason,
+        s->idx);
+    pthread_mutex_lock(&w->red.mu);
+    if (info->thread_id == w->red.owner) {
+        w->red.lost |= 1u << s->idx;
+        w->red.reason = info->reason;
+        red_judge(w, t, info->reason);
+    }
+    pthread_mutex_unlock(&w->red.mu);
+}
+
+/* A red lock call begins: its owner's sub-lock losses count from here. */
+static void red_begin(worker *w, uint64_t owner) {
+    pthread_mutex_lock(&w->red.mu);
+    w->red.owner = owner;
+    w->red.held = w->red.lost = 0;
+    w->red.acquired = w->red.told = false;
+    pthread_mutex_unlock(&w->red.mu);
+}
+
+/* A watchdog hold of the red lock began: the locks it took are those the
+ * sub-locks' clients' watchdogs renew now (from a lock's acquire to its
+ * unlock or its loss; one lock handle per client, and the previous hold's
+ * unlock, answered or not, ended its renewal), plus those already told
+ * lost. */
+static void red_acquired(worker *w) {
+    unsigned held = 0;
+    for (int i = 0; i < CH_RED_LOCKS; i++) {
+        rlock_stats st;
+        if (rlock_client_stats(w->red_client[i], &st) == RLOCK_OK && st.watched > 0) {
+            held |= 1u << i;
+        }
+    }
+    pthread_mutex_lock(&w->red.mu);
+    w->red.held = held;
+    w->red.acquired = true;
+    int64_t now = ch_now_ns();
+    unsigned had = held | w->red.lost;
+    if (ch_red_short(had, CH_RED_QUORUM)) {
+        rec(w, "q %llu %lld %u\n", (unsigned long long)w->red.owner, (long long)now, had);
+    }
+    red_judge(w, now, w->red.reason);
+    pthread_mutex_unlock(&w->red.mu);
+}
+
 /* locked false: the self-check's cheat, a "hold" without the lock. */
 static void hold(worker *w, uint64_t owner, bool locked, int64_t token) {
     unsigned long long o = (unsigned long long)owner;
@@ -473,6 +578,10 @@ static void round_once(worker *w) {
         progress(w);
         return;
     }
+    bool red = w->a->kind == CH_KIND_RED;
+    if (red) {
+        red_begin(w, owner);
+    }
     rlock_future *f;
     if (w->a->fenced) {
         /* The token calls' value is the token (0: the wait ran out). */
@@ -501,6 +610,9 @@ static void round_once(worker *w) {
         ch_log_line(w->log_fd, RLOCK_LOG_INFO, line);
     }
     rlock_future_release(f);
+    if (got && red && w->a->lease_ms <= 0) {
+        red_acquired(w);
+    }
     if (got) {
         hold(w, owner, true, value);
     } else {
@@ -515,7 +627,7 @@ static void round_once(worker *w) {
 
 /* ---- the lock kinds ------------------------------------------------------- */
 
-const char *const ch_kind_names[CH_KINDS] = {"lock", "fair", "spin", "write", "multi"};
+const char *const ch_kind_names[CH_KINDS] = {"lock", "fair", "spin", "write", "multi", "red"};
 
 int ch_kind_parse(const char *name) {
     for (int k = 0; k < CH_KINDS; k++) {
@@ -543,10 +655,43 @@ static rlock *make_multi(worker *w) {
     return rlock_get_multi_lock(w->sub, CH_MULTI_LOCKS);
 }
 
+/* The red lock over one lock of CH_LOCK_NAME on each of CH_RED_LOCKS
+ * servers, each through a client of its own (the first: the worker's
+ * client, whose server keeps the counter). The lost-lock callback goes on
+ * each lock, naming its server (red_judge() above). */
+static rlock *make_red(worker *w) {
+    pthread_mutex_init(&w->red.mu, NULL);
+    w->red_client[0] = w->client;
+    for (int i = 0; i < CH_RED_LOCKS; i++) {
+        if (i > 0) {
+            rlock_config cfg;
+            ch_worker_config(w->a, &cfg);
+            cfg.address = w->a->red_addresses[i];
+            cfg.log = on_log;
+            cfg.log_arg = w;
+            cfg.log_level = RLOCK_LOG_DEBUG;
+            if (cfg.address == NULL || rlock_client_create(&cfg, &w->red_client[i]) != RLOCK_OK) {
+                return NULL;
+            }
+        }
+        w->red_subs[i] = (red_sub){.w = w, .idx = i};
+        w->sub[i] = rlock_get_lock(w->red_client[i], CH_LOCK_NAME);
+        if (w->sub[i] == NULL ||
+            rlock_set_lock_lost_callback(w->sub[i], on_red_lost, &w->red_subs[i]) != RLOCK_OK) {
+            return NULL;
+        }
+    }
+    w->probe = w->sub[0];
+    return rlock_get_red_lock(w->sub, CH_RED_LOCKS);
+}
+
 /* The worker's lock, of its kind, with the lost-lock callback set. */
 static rlock *make_lock(worker *w) {
     if (w->a->kind == CH_KIND_MULTI) {
         return make_multi(w);
+    }
+    if (w->a->kind == CH_KIND_RED) {
+        return make_red(w);
     }
     rlock *l = w->a->fenced                  ? rlock_get_fenced_lock(w->client, CH_LOCK_NAME)
                : w->a->kind == CH_KIND_FAIR  ? rlock_get_fair_lock(w->client, CH_LOCK_NAME)
@@ -563,8 +708,17 @@ static rlock *make_lock(worker *w) {
 
 static void free_locks(worker *w) {
     rlock_free(w->lock);
-    for (int i = 0; i < CH_MULTI_LOCKS; i++) {
+    for (int i = 0; i < MAX_SUBS; i++) {
         rlock_free(w->sub[i]);
+    }
+}
+
+/* The red lock's clients beside the worker's own. */
+static void destroy_red_clients(worker *w) {
+    for (int i = 1; i < CH_RED_LOCKS; i++) {
+        if (w->red_client[i] != NULL) {
+            rlock_client_destroy(w->red_client[i]);
+        }
     }
 }
 
@@ -655,6 +809,7 @@ int ch_worker_main(const ch_worker_args *a) {
     uint64_t created = atomic_load(&w.created);
     uint64_t pending = created - atomic_load(&w.completed);
     free_locks(&w);
+    destroy_red_clients(&w);
     rlock_client_destroy(w.client); /* completes what is left with RLOCK_ERR_CLOSED */
     uint64_t pending_after = atomic_load(&w.created) - atomic_load(&w.completed);
     drop_data(&w);

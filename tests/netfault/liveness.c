@@ -22,8 +22,27 @@ static int64_t max64(int64_t a, int64_t b) {
     return a > b ? a : b;
 }
 
+/* The red lock (rlock_get_red_lock, rlock/lock.h; the walk in
+ * src/kinds/multi_lock_acquire.c): each lock is tried in turn, waiting at
+ * most wait / n; with a lease each is taken for 2 x wait until the quorum
+ * is had (then PEXPIREd to the lease), so a lock whose acquire's answer,
+ * or the unlock after it, was lost keeps its key for 2 x wait; lock()
+ * waits n x 1500 ms per cycle (the watchdog), with a lease 2000 ms up to a
+ * lease of 2 s, else less than the lease. A round that cannot have its
+ * quorum fails on n - (n/2 + 1) + 1 locks, each up to the wait per lock,
+ * and starts over from the first. */
+static void red_terms(int64_t lease_ms, int64_t try_wait_max_ms, int n, nf_live_bound *b) {
+    int64_t lease_wait = max64(try_wait_max_ms, max64(lease_ms, 2000));
+    b->expiry_ms = max64(b->expiry_ms, 2 * lease_wait);
+    b->red_lock_wait_ms = max64(lease_wait, (int64_t)n * 1500) / n;
+    b->red_ms = (int64_t)(n - (n / 2 + 1) + 1) * b->red_lock_wait_ms;
+    /* A waiter asleep on a lock that expired (no message) tries it again
+     * when its wait for that lock runs out. */
+    b->wake_ms = b->red_lock_wait_ms;
+}
+
 void nf_live_bound_make(const rlock_config *cfg, int64_t lease_ms, int64_t try_wait_max_ms,
-                        bool fair, bool replicated, nf_live_bound *b) {
+                        bool fair, int red_locks, bool replicated, nf_live_bound *b) {
     memset(b, 0, sizeof(*b));
     /* A holder cut off, or an acquire applied whose answer was lost (an
      * orphan), keeps the key until its lease or watchdog timeout ends. */
@@ -41,6 +60,9 @@ void nf_live_bound_make(const rlock_config *cfg, int64_t lease_ms, int64_t try_w
      * try-lock), what the fair lock promises (rlock/lock.h). Entries of
      * several ended calls lapse one after the other: not allowed for. */
     b->fair_ms = fair ? max64(cfg->fair_lock_wait_timeout_ms, try_wait_max_ms) : 0;
+    if (red_locks > 0) {
+        red_terms(lease_ms, try_wait_max_ms, red_locks, b);
+    }
     /* The failover window ends when the servers agree; the clients learn
      * it at their next scan, and connect. */
     b->failover_ms = replicated ? cfg->scan_interval_ms + cfg->connect_timeout_ms : 0;
@@ -48,7 +70,7 @@ void nf_live_bound_make(const rlock_config *cfg, int64_t lease_ms, int64_t try_w
     b->slack_ms = NF_LIVE_SLACK_MS;
     b->net_ms = b->reconnect_ms + b->command_ms + b->slack_ms;
     b->total_ms = b->expiry_ms + b->reconnect_ms + b->command_ms + b->wake_ms + b->fair_ms +
-                  b->failover_ms + b->slack_ms;
+                  b->red_ms + b->failover_ms + b->slack_ms;
 }
 
 void nf_live_bound_print(const nf_live_bound *b) {
@@ -58,6 +80,11 @@ void nf_live_bound_print(const nf_live_bound *b) {
         (long long)b->total_ms, (long long)b->net_ms, (long long)b->expiry_ms,
         (long long)b->reconnect_ms, (long long)b->command_ms, (long long)b->wake_ms,
         (long long)b->fair_ms, (long long)b->failover_ms, (long long)b->slack_ms);
+    if (b->red_ms > 0) {
+        printf("netfault: liveness bound, red lock: + red rounds %lld (locks a round may fail x "
+               "the wait per lock %lld); expiry 2 x the longest wait, wake-up the wait per lock\n",
+               (long long)b->red_ms, (long long)b->red_lock_wait_ms);
+    }
     if (b->replica_sync) {
         printf("netfault: liveness: a fault lasts until the master's replicas are in sync again "
                "(every acquire waits for one to confirm it)\n");

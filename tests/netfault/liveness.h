@@ -21,10 +21,12 @@ typedef struct nf_live_bound {
     int64_t command_ms;   /* a command through it, with its retries */
     int64_t wake_ms;      /* a waiter that missed the unlock message sleeps to its timer */
     int64_t fair_ms;      /* fair lock: entries of ended calls ahead in the queue */
-    int64_t failover_ms;  /* Sentinel, Cluster: the clients find the new master */
-    int64_t slack_ms;     /* two loaded cores */
-    int64_t net_ms;       /* reconnect + command + slack: the terms that need the network */
-    int64_t total_ms;     /* every term */
+    int64_t red_ms;       /* red lock: a round that misses its quorum, then starts over */
+    int64_t red_lock_wait_ms; /* red lock: the longest wait per lock (wait / n) */
+    int64_t failover_ms;      /* Sentinel, Cluster: the clients find the new master */
+    int64_t slack_ms;         /* two loaded cores */
+    int64_t net_ms;           /* reconnect + command + slack: the terms that need the network */
+    int64_t total_ms;         /* every term */
     /* Sentinel, Cluster with check_lock_synced_slaves: an acquire no
      * replica confirms fails, so the time from a heal until the master's
      * replicas are in sync again (a full resync starts after the
@@ -33,10 +35,10 @@ typedef struct nf_live_bound {
 } nf_live_bound;
 
 /* What the bound is made of: the workers' client settings (cfg), their
- * longest lease, their longest try-lock wait, the lock kind and the
- * topology. */
+ * longest lease, their longest try-lock wait, the lock kind (fair; a red
+ * lock over red_locks locks, 0: not one) and the topology. */
 void nf_live_bound_make(const rlock_config *cfg, int64_t lease_ms, int64_t try_wait_max_ms,
-                        bool fair, bool replicated, nf_live_bound *b);
+                        bool fair, int red_locks, bool replicated, nf_live_bound *b);
 
 /* Prints the bound's formula with its figures, on one line. */
 void nf_live_bound_print(const nf_live_bound *b);

@@ -28,6 +28,7 @@
 #include "notify.h"
 #include "plan.h"
 #include "porcupine_check.h"
+#include "records.h"
 #include "report.h"
 #include "rlock/rlock.h"
 #include "servers.h"
@@ -76,6 +77,12 @@ static struct {
     char sentinels[256];            /* the sentinels' addresses, for the clients */
     bool cluster;                   /* --cluster: three masters with a replica each */
     nf_cluster cls;
+    /* --kind red: the independent servers (red[0] is srv, which keeps the
+     * counter), their addresses for the clients, and the one the fault
+     * under way aims at when it aims at the server (red_target()). */
+    nf_node *red[CH_RED_LOCKS];
+    char red_addr[CH_RED_LOCKS][64];
+    nf_node *target;
     char dir[256];
     ch_slot *slots;
     wk w[NF_MAX_WORKERS];
@@ -145,13 +152,22 @@ static nf_node *master(void) {
     return D.srv;
 }
 
+/* --kind red: a red lock over independent servers. */
+static bool red(void) {
+    return D.kind == CH_KIND_RED;
+}
+
 static int start_servers(void) {
     D.sv.dir = D.dir;
     if (D.cluster) {
         return nf_cluster_start(&D.cls, &D.sv) == 0 && master() != NULL ? 0 : -1;
     }
     if (!D.sentinel) {
-        return nf_start_redis(&D.sv, D.srv, NULL);
+        int rc = nf_start_redis(&D.sv, D.srv, NULL);
+        for (int i = 1; red() && i < CH_RED_LOCKS && rc == 0; i++) {
+            rc = nf_start_redis(&D.sv, D.red[i], NULL); /* no replication: independent */
+        }
+        return rc;
     }
     int rc = nf_start_redis(&D.sv, D.srv, NULL);
     for (int i = 1; i < NF_MAX_SERVERS && rc == 0; i++) {
@@ -209,6 +225,9 @@ static bool spawn(int p) {
                         .fair_wait_ms = D.kind == CH_KIND_FAIR ? D.fair_wait_ms : 0,
                         .host = D.srv->addr,
                         .cheat = D.cheat};
+    for (int i = 0; red() && i < CH_RED_LOCKS; i++) {
+        a.red_addresses[i] = D.red_addr[i];
+    }
     if (D.sentinel) {
         a.sentinel = true;
         a.sentinels = D.sentinels;
@@ -335,29 +354,62 @@ static bool cut_master_off(bool clients) {
     return ok;
 }
 
-static bool cut(nf_kind kind, const nf_node *c) {
-    bool ok = true;
-    if (kind == NF_K_MASTER_SPLIT || (c == NULL && replicated())) {
-        return cut_master_off(kind != NF_K_MASTER_SPLIT);
+/* The servers a fault on client c (NULL: on the server) concerns, into
+ * out; how many. One server but with --kind red: a client is cut from all
+ * of them (a partition of the client), a server fault hits the one
+ * red_target() chose, so the other two still make a quorum. */
+static int fault_servers(const nf_node *c, nf_node **out) {
+    if (!red()) {
+        out[0] = D.srv;
+        return 1;
     }
     if (c == NULL) {
-        ok = nf_cut(&D.net, D.srv, NULL);
+        out[0] = D.target;
+        return 1;
+    }
+    for (int i = 0; i < CH_RED_LOCKS; i++) {
+        out[i] = D.red[i];
+    }
+    return CH_RED_LOCKS;
+}
+
+static bool cut_one(nf_kind kind, const nf_node *c, const nf_node *srv) {
+    bool ok = true;
+    if (c == NULL) {
+        ok = nf_cut(&D.net, srv, NULL);
         for (int p = 0; p < D.nworkers; p++) {
-            ok = nf_cut(&D.net, D.cl[p], D.srv->addr) && ok;
+            ok = nf_cut(&D.net, D.cl[p], srv->addr) && ok;
         }
         return ok;
     }
     if (kind != NF_K_PART_IN) {
-        ok = nf_cut(&D.net, D.srv, c->addr);
+        ok = nf_cut(&D.net, srv, c->addr);
     }
     if (kind != NF_K_PART_OUT) {
-        ok = nf_cut(&D.net, c, D.srv->addr) && ok;
+        ok = nf_cut(&D.net, c, srv->addr) && ok;
+    }
+    return ok;
+}
+
+static bool cut(nf_kind kind, const nf_node *c) {
+    if (kind == NF_K_MASTER_SPLIT || (c == NULL && replicated())) {
+        return cut_master_off(kind != NF_K_MASTER_SPLIT);
+    }
+    nf_node *srv[CH_RED_LOCKS];
+    int n = fault_servers(c, srv);
+    bool ok = true;
+    for (int i = 0; i < n; i++) {
+        ok = cut_one(kind, c, srv[i]) && ok;
     }
     return ok;
 }
 
 static void heal(const nf_node *c) {
-    nf_heal(&D.net, D.srv);
+    nf_node *srv[CH_RED_LOCKS];
+    int nsrv = fault_servers(c, srv);
+    for (int i = 0; i < nsrv; i++) {
+        nf_heal(&D.net, srv[i]);
+    }
     nf_node *others[NF_CL_NODES];
     int nothers = D.cluster && c == NULL ? nf_cluster_others(&D.cls, D.srv, others) : 0;
     for (int i = 0; i < nothers; i++) {
@@ -444,6 +496,15 @@ static void synced(void) {
     }
 }
 
+/* --kind red: the server step i's server fault aims at, from the seed and
+ * the step alone (splitmix64), so a replay hits the same one. */
+static nf_node *red_target(int i) {
+    uint64_t z = D.seed * 0x9e3779b97f4a7c15ULL + (uint64_t)i + 1;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    return D.red[(z ^ (z >> 31)) % CH_RED_LOCKS];
+}
+
 static void run_step(int i, const nf_step *s) {
     nf_node *old = master();
     int wid = -1;
@@ -452,17 +513,22 @@ static void run_step(int i, const nf_step *s) {
         wid = h >= 0 ? h : s->worker;
     }
     nf_node *c = wid < 0 ? NULL : D.cl[wid];
+    D.target = red() ? red_target(i) : D.srv;
     char params[64], desc[160];
     nf_step_params(s, params, sizeof(params));
     nf_step_describe(s, desc, sizeof(desc));
     nf_fault f = {.kind = s->kind, .wid = wid, .t0 = ch_now_ns()};
-    say("#%-3d %s -> on %s", i, desc, c == NULL ? "server" : c->name);
+    say("#%-3d %s -> on %s%s", i, desc,
+        c != NULL ? c->name
+        : red()   ? D.target->name
+                  : "server",
+        c != NULL && red() ? " (its link to every server)" : "");
     bool ok;
     if (s->kind == NF_K_LOSS) {
         ok = lossy(s, c);
     } else {
         ok = s->kind == NF_K_SLOW
-                 ? nf_slow(&D.net, c == NULL ? D.srv : c, s->rate_kbit, s->latency_ms)
+                 ? nf_slow(&D.net, c == NULL ? D.target : c, s->rate_kbit, s->latency_ms)
                  : cut(s->kind, c);
         dsleep(s->dur_ms);
     }
@@ -489,6 +555,9 @@ static void run_step(int i, const nf_step *s) {
     D.faults[D.nfaults++] = f;
     fprintf(D.log, "%s %d %" PRId64 " %" PRId64 " %s%s", nf_kind_names[s->kind], wid, f.t0, f.t1,
             params, f.failover ? " [failover]" : "");
+    if (red() && c == NULL) {
+        fprintf(D.log, " [server %s]", D.target->name);
+    }
     if (f.synced != 0) {
         fprintf(D.log, " [in sync at %" PRId64 "]", f.synced);
     }
@@ -599,6 +668,17 @@ static int build_network(void) {
     }
     D.srv = D.cluster ? D.cls.node[0] : D.srv; /* until the cluster says which */
     D.msrv[0] = D.srv;
+    D.red[0] = D.srv;
+    for (int i = 1; red() && i < CH_RED_LOCKS; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "srv%d", i);
+        if ((D.red[i] = nf_net_add(&D.net, name, NF_SERVER_HOST + i)) == NULL) {
+            return -1;
+        }
+    }
+    for (int i = 0; red() && i < CH_RED_LOCKS; i++) {
+        snprintf(D.red_addr[i], sizeof(D.red_addr[i]), "redis://%s:%d", D.red[i]->addr, NF_PORT);
+    }
     size_t used = 0;
     for (int i = 0; D.sentinel && i < NF_MAX_SERVERS; i++) {
         char name[16];
@@ -628,7 +708,7 @@ static int build_network(void) {
 static void usage(void) {
     fprintf(stderr,
             "usage: netfault [--seconds N] [--seed N] [--workers N] [--sentinel | --cluster] "
-            "[--kind lock|fair|spin|write|multi] [--fair-wait MS] "
+            "[--kind lock|fair|spin|write|multi|red] [--fair-wait MS] "
             "[--fenced | --semaphore | --rsemaphore | --latch] [--budget SECONDS] [--keep] "
             "[--porcupine-html]\n"
             "       netfault --cleanup    remove the namespaces of runs that are gone\n");
@@ -701,8 +781,28 @@ static void live_bound(nf_live_bound *b) {
                         .fair_wait_ms = D.kind == CH_KIND_FAIR ? D.fair_wait_ms : 0};
     rlock_config cfg;
     ch_worker_config(&a, &cfg);
-    nf_live_bound_make(&cfg, CH_LEASE_MS, CH_TRY_WAIT_MAX_MS, D.kind == CH_KIND_FAIR, replicated(),
-                       b);
+    nf_live_bound_make(&cfg, CH_LEASE_MS, CH_TRY_WAIT_MAX_MS, D.kind == CH_KIND_FAIR,
+                       red() ? CH_RED_LOCKS : 0, replicated(), b);
+}
+
+/* --kind red: the sub-locks told lost (l records) against the holds told
+ * lost (L: fewer than the quorum left), printed beside the report. */
+static void red_losses(const ch_worker_info *infos) {
+    uint64_t subs = 0, short_holds = 0;
+    for (int p = 0; infos != NULL && p < D.nworkers; p++) {
+        nf_records rec;
+        if (nf_records_open(&rec, infos[p].path, "lq")) {
+            while (nf_records_next(&rec)) {
+                subs += rec.kind == 'l';
+                short_holds += rec.kind == 'q';
+            }
+            nf_records_close(&rec);
+        }
+    }
+    printf("netfault: red lock: %" PRIu64 " of its locks told lost (one server's: the hold keeps "
+           "its quorum), the holds told lost (quorum gone) are the lost-lock callbacks below; "
+           "%" PRIu64 " watchdog holds seen taking fewer locks than the quorum (never told lost)\n",
+           subs, short_holds);
 }
 
 static bool judge(int64_t took, long seconds, long long counter) {
@@ -760,6 +860,9 @@ static bool judge(int64_t took, long seconds, long long counter) {
         run.fatal = true;
     }
     free(windows);
+    if (red()) {
+        red_losses(infos);
+    }
     free(infos);
     /* The fair lock's unlock answers OK when its key is gone (Redisson's
      * too): its OK does not say the hold lasted until then. */
@@ -809,6 +912,12 @@ static int run(const nf_plan *plan, long seconds, bool keep) {
                "master %s; clients %s..%s in %sc0..c%d, records in %s\n",
                D.cls.seeds, CH_LOCK_NAME, D.cls.slot, D.srv->addr, D.cl[0]->addr,
                D.cl[D.nworkers - 1]->addr, D.net.prefix, D.nworkers - 1, D.dir);
+    } else if (red()) {
+        printf("netfault: red lock over 3 independent servers %s (%s, the counter's), %s (%s), "
+               "%s (%s); clients %s..%s in %sc0..c%d, records in %s\n",
+               D.red_addr[0], D.red[0]->name, D.red_addr[1], D.red[1]->name, D.red_addr[2],
+               D.red[2]->name, D.cl[0]->addr, D.cl[D.nworkers - 1]->addr, D.net.prefix,
+               D.nworkers - 1, D.dir);
     } else {
         printf("netfault: %s %s in %s, clients %s..%s in %sc0..c%d, records in %s\n",
                D.sentinel ? "Sentinel (master, 2 replicas, sentinels " : "server",
@@ -921,7 +1030,7 @@ int main(int argc, char **argv) {
     }
     if (seconds < 1 || D.nworkers < 2 || D.nworkers > NF_MAX_WORKERS || (D.cluster && D.sync) ||
         (D.sentinel && D.cluster) || D.kind < 0 || D.fair_wait_ms < 0 ||
-        (D.kind != CH_KIND_LOCK && (D.fenced || D.sync))) {
+        (D.kind != CH_KIND_LOCK && (D.fenced || D.sync)) || (red() && replicated())) {
         usage();
         return 2;
     }

@@ -108,12 +108,42 @@ static void test_no_replicas(void **state) {
     assert_int_equal(lv.violations, 0);
 }
 
+/* The red lock's terms, with the netfault workers' settings (a lease of
+ * 3 s, try-locks waiting up to 2 s, three locks): each lock taken for
+ * 2 x wait until the quorum (a wait of up to 3 s for lock() with that
+ * lease), 1.5 s per lock (lock()'s 3 x 1500 ms), and a round failing on 2
+ * locks before it starts over. The other kinds' bound stays as it was. */
+static void test_red_bound_terms(void **state) {
+    (void)state;
+    rlock_config cfg;
+    rlock_config_init(&cfg);
+    cfg.timeout_ms = 300;
+    cfg.retry_attempts = 1;
+    cfg.retry_interval_ms = 100;
+    cfg.connect_timeout_ms = 1000;
+    cfg.ping_connection_interval_ms = 1000;
+    cfg.reconnect_delay_max_ms = 200;
+    cfg.lock_watchdog_timeout_ms = 1500;
+    nf_live_bound b;
+    nf_live_bound_make(&cfg, 3000, 2000, false, 0, false, &b);
+    assert_int_equal(b.total_ms, 10200);
+    assert_int_equal(b.red_ms, 0);
+    nf_live_bound_make(&cfg, 3000, 2000, false, 3, false, &b);
+    assert_int_equal(b.expiry_ms, 6000);
+    assert_int_equal(b.red_lock_wait_ms, 1500);
+    assert_int_equal(b.red_ms, 3000);
+    assert_int_equal(b.wake_ms, 1500);
+    assert_int_equal(b.net_ms, 4200);
+    assert_int_equal(b.total_ms, 14700);
+}
+
 int main(int argc, char **argv) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_resync_is_fault_time),
         cmocka_unit_test(test_resync_counts_only_with_synced_acquires),
         cmocka_unit_test(test_gap_after_sync_fails),
         cmocka_unit_test(test_no_replicas),
+        cmocka_unit_test(test_red_bound_terms),
     };
     return RT_RUN_TESTS(tests, argc, argv);
 }
