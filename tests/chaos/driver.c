@@ -41,7 +41,6 @@
 #include "sentinel_env.h"
 #include "test_util.h"
 #include "worker_log.h"
-#include "worker_log.h"
 
 /* The budget beyond the fault phase: start-up, the quiet phase, the exits
  * and the analysis, each bounded above. */
